@@ -1,0 +1,136 @@
+#include "core/atomic_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+
+clt_status clt_atomic_open(clt_atomic_file *af, const char *path)
+{
+    memset(af, 0, sizeof *af);
+    if (strlen(path) >= sizeof af->path)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: path too long", path);
+    strcpy(af->path, path);
+    /* pid, handle address and clock make the name unique; O_EXCL and a
+     * retry guard against the rare collision. */
+    int fd = -1;
+    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld.%lx.%ld.%d", path, (long)getpid(),
+                 (unsigned long)(uintptr_t)af, (long)ts.tv_nsec, attempt);
+        fd = open(af->tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        clt_status s = clt_fail(CLT_ERR_IO, "%s: cannot create temporary file: %s", af->tmp, strerror(errno));
+        af->tmp[0] = 0;
+        return s;
+    }
+    af->f = fdopen(fd, "wb");
+    if (!af->f) {
+        close(fd);
+        unlink(af->tmp);
+        return clt_fail(CLT_ERR_IO, "%s: %s", af->tmp, strerror(errno));
+    }
+    return CLT_OK;
+}
+
+clt_status clt_atomic_write(clt_atomic_file *af, const void *data, size_t n)
+{
+    if (n && fwrite(data, 1, n, af->f) != n)
+        return clt_fail(CLT_ERR_IO, "%s: write failed: %s", af->path, strerror(errno));
+    return CLT_OK;
+}
+
+clt_status clt_atomic_commit(clt_atomic_file *af)
+{
+    int bad = fflush(af->f) != 0;
+    bad |= fsync(fileno(af->f)) != 0;
+    int err = errno;
+    bad |= fclose(af->f) != 0;
+    af->f = NULL;
+    if (bad) {
+        unlink(af->tmp);
+        return clt_fail(CLT_ERR_IO, "%s: write failed: %s", af->path, strerror(err));
+    }
+    if (rename(af->tmp, af->path) != 0) {
+        err = errno;
+        unlink(af->tmp);
+        return clt_fail(CLT_ERR_IO, "%s: cannot rename temporary file into place: %s", af->path,
+                        strerror(err));
+    }
+    af->tmp[0] = 0;
+    return CLT_OK;
+}
+
+void clt_atomic_abort(clt_atomic_file *af)
+{
+    if (af->f) fclose(af->f);
+    af->f = NULL;
+    if (af->tmp[0]) unlink(af->tmp);
+    af->tmp[0] = 0;
+}
+
+clt_status clt_write_file_atomic(const char *path, const void *data, size_t n)
+{
+    clt_atomic_file af;
+    CLT_TRY(clt_atomic_open(&af, path));
+    clt_status s = clt_atomic_write(&af, data, n);
+    if (s == CLT_OK) return clt_atomic_commit(&af);
+    clt_atomic_abort(&af);
+    return s;
+}
+
+clt_status clt_read_file(const char *path, unsigned char **data, size_t *n)
+{
+    *data = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return clt_fail(errno == ENOENT ? CLT_ERR_NOT_FOUND : CLT_ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return clt_fail(CLT_ERR_IO, "%s: not a regular file", path);
+    }
+    size_t size = (size_t)st.st_size;
+    unsigned char *buf = malloc(size + 1);
+    if (!buf) {
+        fclose(f);
+        return clt_fail(CLT_ERR_NO_MEMORY, "%s: cannot allocate %zu bytes", path, size);
+    }
+    size_t got = fread(buf, 1, size, f);
+    int rerr = ferror(f);
+    fclose(f);
+    if (got != size || rerr) {
+        free(buf);
+        return clt_fail(CLT_ERR_IO, "%s: read failed (%zu of %zu bytes)", path, got, size);
+    }
+    buf[size] = 0;
+    *data = buf;
+    *n = size;
+    return CLT_OK;
+}
+
+clt_status clt_mkdir_p(const char *path)
+{
+    char buf[4096];
+    if (strlen(path) >= sizeof buf) return clt_fail(CLT_ERR_INVALID_ARG, "%s: path too long", path);
+    strcpy(buf, path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return clt_fail(CLT_ERR_IO, "cannot create directory %s: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return clt_fail(CLT_ERR_IO, "cannot create directory %s: %s", buf, strerror(errno));
+    return CLT_OK;
+}

@@ -1,0 +1,199 @@
+#include "runtime/device.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/gemm.h"
+#include "runtime/discovery.h"
+#include "runtime/kernel_sources.h"
+
+void clt_device_log(const clt_device *dev, int level, const char *fmt, ...)
+{
+    if (!dev || !dev->log) return;
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    dev->log(dev->log_user, level, msg);
+}
+
+clt_status clt_device_open(int index, clt_device **out)
+{
+    if (!out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_open: out is NULL");
+    *out = NULL;
+    clt_found_device *all;
+    int n;
+    CLT_TRY(clt_discover(&all, &n));
+    if (index < 0 || index >= n) {
+        free(all);
+        if (n == 0) return clt_fail(CLT_ERR_NO_DEVICE, "device %d: no OpenCL device is visible", index);
+        return clt_fail(CLT_ERR_DEVICE_INDEX, "device %d does not exist (devices 0..%d)", index, n - 1);
+    }
+    clt_found_device f = all[index];
+    free(all);
+
+    clt_device *dev = calloc(1, sizeof *dev);
+    if (!dev) return clt_fail(CLT_ERR_NO_MEMORY, "opening device %d", index);
+    dev->programs = calloc((size_t)(clt_kernel_source_count > 0 ? clt_kernel_source_count : 1),
+                           sizeof *dev->programs);
+    if (!dev->programs) {
+        free(dev);
+        return clt_fail(CLT_ERR_NO_MEMORY, "opening device %d", index);
+    }
+    dev->info.index = index;
+    dev->platform = f.platform;
+    dev->id = f.device;
+    clt_status s = clt_device_info_fill(&f, &dev->info);
+    if (s == CLT_OK) s = clt_cache_configure(dev);
+    if (s != CLT_OK) {
+        clt_device_destroy(dev);
+        return s;
+    }
+    cl_int err;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)f.platform, 0};
+    dev->ctx = clCreateContext(props, 1, &f.device, NULL, NULL, &err);
+    if (!dev->ctx) {
+        clt_cl_fail(err, "clCreateContext");
+        clt_device_destroy(dev);
+        return clt_fail_context(CLT_ERR_OPENCL, "device %d (%s)", index, dev->info.name);
+    }
+    dev->queue = clCreateCommandQueue(dev->ctx, f.device, CL_QUEUE_PROFILING_ENABLE, &err);
+    if (!dev->queue) {
+        clt_status e = clt_cl_fail(err, "clCreateCommandQueue");
+        clt_device_destroy(dev);
+        return clt_fail_context(e, "device %d (%s)", index, dev->info.name);
+    }
+    *out = dev;
+    return CLT_OK;
+}
+
+void clt_device_destroy(clt_device *dev)
+{
+    if (!dev) return;
+    if (dev->queue) clFinish(dev->queue);
+    if (dev->gemm_scratch_free) dev->gemm_scratch_free(dev->gemm_scratch);
+    for (int i = 0; i < dev->n_kernels; i++) clReleaseKernel(dev->kernels[i].kernel);
+    free(dev->kernels);
+    if (dev->programs) {
+        for (int i = 0; i < clt_kernel_source_count; i++)
+            if (dev->programs[i]) clReleaseProgram(dev->programs[i]);
+        free(dev->programs);
+    }
+    if (dev->queue) clReleaseCommandQueue(dev->queue);
+    if (dev->ctx) clReleaseContext(dev->ctx);
+    free(dev);
+}
+
+const clt_device_info *clt_device_get_info(const clt_device *dev) { return dev ? &dev->info : NULL; }
+
+void clt_device_set_log(clt_device *dev, clt_log_fn fn, void *user)
+{
+    if (!dev) return;
+    dev->log = fn;
+    dev->log_user = user;
+}
+
+void clt_device_program_stats(const clt_device *dev, clt_program_stats *st)
+{
+    if (!st) return;
+    memset(st, 0, sizeof *st);
+    if (dev) *st = dev->stats;
+}
+
+clt_status clt_device_finish(clt_device *dev)
+{
+    if (!dev) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_finish: device is NULL");
+    cl_int err = clFinish(dev->queue);
+    if (err != CL_SUCCESS) {
+        clt_cl_fail(err, "clFinish");
+        return clt_fail_context(err == CL_OUT_OF_RESOURCES ? CLT_ERR_DEVICE_LOST : CLT_ERR_OPENCL,
+                                "device %d (%s)", dev->info.index, dev->info.name);
+    }
+    return CLT_OK;
+}
+
+static int program_index(const char *name)
+{
+    for (int i = 0; i < clt_kernel_source_count; i++)
+        if (strcmp(clt_kernel_sources[i].name, name) == 0) return i;
+    return -1;
+}
+
+static const char program_options[] = "-cl-std=CL1.2";
+
+static clt_status ensure_program(clt_device *dev, int p)
+{
+    if (dev->programs[p]) return CLT_OK;
+    const clt_kernel_source *k = &clt_kernel_sources[p];
+    return clt_program_build(dev, k->name, k->source, k->length, program_options, &dev->programs[p]);
+}
+
+clt_status clt_device_build_program(clt_device *dev, const char *name)
+{
+    if (!dev || !name) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_build_program: NULL argument");
+    int p = program_index(name);
+    if (p < 0) return clt_fail(CLT_ERR_NOT_FOUND, "no embedded kernel program named \"%s\"", name);
+    return ensure_program(dev, p);
+}
+
+clt_status clt_device_build_source(clt_device *dev, const char *source, const char *options)
+{
+    if (!dev || !source) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_build_source: NULL argument");
+    cl_program prog;
+    CLT_TRY(clt_program_build(dev, "user source", source, strlen(source),
+                              options ? options : "", &prog));
+    clReleaseProgram(prog);
+    return CLT_OK;
+}
+
+clt_status clt_device_kernel(clt_device *dev, const char *program, const char *kernel, cl_kernel *out)
+{
+    for (int i = 0; i < dev->n_kernels; i++) {
+        if (strcmp(dev->kernels[i].name, kernel) == 0 &&
+            strcmp(clt_kernel_sources[dev->kernels[i].program].name, program) == 0) {
+            *out = dev->kernels[i].kernel;
+            return CLT_OK;
+        }
+    }
+    int p = program_index(program);
+    if (p < 0) return clt_fail(CLT_ERR_INTERNAL, "no embedded kernel program named \"%s\"", program);
+    if (strlen(kernel) >= sizeof dev->kernels[0].name)
+        return clt_fail(CLT_ERR_INTERNAL, "kernel name \"%s\" too long", kernel);
+    CLT_TRY(ensure_program(dev, p));
+    if (dev->n_kernels == dev->cap_kernels) {
+        int cap = dev->cap_kernels ? dev->cap_kernels * 2 : 32;
+        clt_kernel_slot *k = realloc(dev->kernels, (size_t)cap * sizeof *k);
+        if (!k) return clt_fail(CLT_ERR_NO_MEMORY, "kernel table");
+        dev->kernels = k;
+        dev->cap_kernels = cap;
+    }
+    cl_int err;
+    cl_kernel k = clCreateKernel(dev->programs[p], kernel, &err);
+    if (!k) {
+        clt_cl_fail(err, "clCreateKernel");
+        return clt_fail_context(CLT_ERR_INTERNAL, "kernel %s in program %s on device %d", kernel,
+                                program, dev->info.index);
+    }
+    clt_kernel_slot *slot = &dev->kernels[dev->n_kernels++];
+    slot->program = p;
+    snprintf(slot->name, sizeof slot->name, "%s", kernel);
+    slot->kernel = k;
+    *out = k;
+    return CLT_OK;
+}
+
+clt_status clt_device_warmup(clt_device *dev)
+{
+    if (!dev) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_warmup: device is NULL");
+    for (int p = 0; p < clt_kernel_source_count; p++) {
+        clt_status s = ensure_program(dev, p);
+        if (s != CLT_OK)
+            return clt_fail_context(s, "device %d (%s)", dev->info.index, dev->info.name);
+    }
+    clt_status s = clt_gemm_warmup(dev);
+    if (s != CLT_OK) return clt_fail_context(s, "device %d (%s)", dev->info.index, dev->info.name);
+    return CLT_OK;
+}

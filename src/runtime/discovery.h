@@ -1,0 +1,20 @@
+/* Platform and device enumeration with cltrain's stable global numbering. */
+#ifndef CLT_RUNTIME_DISCOVERY_H
+#define CLT_RUNTIME_DISCOVERY_H
+
+#include "runtime/cl.h"
+
+typedef struct clt_found_device {
+    cl_platform_id platform;
+    cl_device_id device;
+    int platform_index;
+    int device_in_platform;
+} clt_found_device;
+
+/* The visible devices (CLTRAIN_DEVICES applied), in global order. *out is
+ * freed with free(); *n may be 0 (then *out is NULL). */
+clt_status clt_discover(clt_found_device **out, int *n);
+/* Fills info from the device's answers (index is set by the caller). */
+clt_status clt_device_info_fill(const clt_found_device *f, clt_device_info *info);
+
+#endif

@@ -1,0 +1,16 @@
+/* The kernels/NAME.cl sources embedded at build time (tools/embed_kernels.py). */
+#ifndef CLT_RUNTIME_KERNEL_SOURCES_H
+#define CLT_RUNTIME_KERNEL_SOURCES_H
+
+#include <stddef.h>
+
+typedef struct clt_kernel_source {
+    const char *name;   /* file name without .cl */
+    const char *source; /* NUL-terminated */
+    size_t length;
+} clt_kernel_source;
+
+extern const clt_kernel_source clt_kernel_sources[];
+extern const int clt_kernel_source_count;
+
+#endif

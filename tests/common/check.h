@@ -1,0 +1,77 @@
+/* Test helpers: CHECK records a failure and goes on; a test returns
+ * test_result(). Tests that need OpenCL call test_need_devices(). */
+#ifndef CLT_TESTS_CHECK_H
+#define CLT_TESTS_CHECK_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cltrain.h"
+
+static int test_failures;
+
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            test_failures++;                                                \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fprintf(stderr, "\n");                                          \
+        }                                                                   \
+    } while (0)
+
+/* Asserts a cltrain call returns CLT_OK; prints the detail otherwise. */
+#define CHECK_OK(expr)                                                      \
+    do {                                                                    \
+        clt_status check_s_ = (expr);                                       \
+        if (check_s_ != CLT_OK) {                                           \
+            test_failures++;                                                \
+            fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #expr, \
+                    clt_status_name(check_s_), clt_last_error());           \
+        }                                                                   \
+    } while (0)
+
+/* Fatal variant for set-up steps the rest depends on. */
+#define REQUIRE_OK(expr)                                                    \
+    do {                                                                    \
+        clt_status check_s_ = (expr);                                       \
+        if (check_s_ != CLT_OK) {                                           \
+            fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #expr, \
+                    clt_status_name(check_s_), clt_last_error());           \
+            exit(1);                                                        \
+        }                                                                   \
+    } while (0)
+
+static inline int test_result(void)
+{
+    if (test_failures) fprintf(stderr, "%d check(s) failed\n", test_failures);
+    return test_failures ? 1 : 0;
+}
+
+/* Exits 77 (meson's skip) when fewer than `n` OpenCL devices are visible. */
+static inline int test_need_devices(int n)
+{
+    int count = 0;
+    if (clt_device_count(&count) != CLT_OK || count < n) {
+        fprintf(stderr, "skip: need %d OpenCL device(s), have %d\n", n, count);
+        exit(77);
+    }
+    return count;
+}
+
+/* Max relative error of b against reference a, relative to max |a| (floor 1e-6). */
+static inline double max_rel_err(const float *ref, const float *got, size_t n)
+{
+    double scale = 1e-6, err = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fabs(ref[i]) > scale) scale = fabs(ref[i]);
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)ref[i] - (double)got[i]);
+        if (e != e) return INFINITY; /* NaN */
+        if (e > err) err = e;
+    }
+    return err / scale;
+}
+
+#endif

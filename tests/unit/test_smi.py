@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""cltrain-smi in every format, parsed back and checked; bad options."""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+
+SMI = sys.argv[1]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print('FAIL:', what, file=sys.stderr)
+
+
+def run(*args, env=None):
+    e = dict(os.environ)
+    e.pop('CLTRAIN_DEVICES', None)
+    if env:
+        e.update(env)
+    p = subprocess.run([SMI, *args], capture_output=True, text=True, env=e, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+rc, out, err = run('--json')
+check(rc == 0, f'--json exit {rc}: {err}')
+doc = json.loads(out)
+devices = doc['devices']
+n = len(devices)
+if n == 0:
+    print('skip: no OpenCL device')
+    sys.exit(77)
+check(n >= 2, f'POCL_DEVICES gives two devices, JSON lists {n}')
+fields = ['index', 'name', 'vendor', 'platform', 'type', 'driver_version', 'memory.total',
+          'memory.free', 'compute_units', 'clocks.max', 'pci.bus_id', 'uuid']
+for i, d in enumerate(devices):
+    for f in fields:
+        check(f in d, f'JSON device {i} lacks {f}')
+    check(d['index'] == i, f'JSON index {d["index"]} at {i}')
+    check(isinstance(d['memory.total'], int) and d['memory.total'] > 0, 'memory.total a number')
+    check(d['type'] in ('GPU', 'CPU', 'ACCELERATOR', 'OTHER'), f'type {d["type"]}')
+    for na in ('temperature.gpu', 'utilization.gpu', 'power.draw'):
+        check(d.get(na, None) is None, f'{na} must not be invented')
+check('icd_loader' in doc and 'cltrain_version' in doc, 'JSON header fields')
+
+# -L: one line per device
+rc, out, err = run('-L')
+lines = out.strip().splitlines()
+check(rc == 0 and len(lines) == n, f'-L gives {len(lines)} lines for {n} devices')
+for i, line in enumerate(lines):
+    kind = 'CPU' if devices[i]['type'] == 'CPU' else 'GPU'
+    check(line.startswith(f'{kind} {i}: {devices[i]["name"]} ('), f'-L line: {line}')
+
+# CSV with header and units
+q = 'index,name,memory.total,clocks.max,pci.bus_id,type'
+rc, out, err = run(f'--query={q}', '--format=csv')
+check(rc == 0, f'csv exit {rc}: {err}')
+rows = list(csv.reader(io.StringIO(out), skipinitialspace=True))
+check(rows[0] == ['index', 'name', 'memory.total [MiB]', 'clocks.max [MHz]', 'pci.bus_id', 'type'],
+      f'csv header {rows[0]}')
+check(len(rows) == n + 1, f'csv rows {len(rows)}')
+for i, r in enumerate(rows[1:]):
+    check(len(r) == 6, f'csv columns {r}')
+    check(r[0] == str(i) and r[1] == devices[i]['name'], f'csv row {r}')
+    check(r[2] == f'{devices[i]["memory.total"]} MiB', f'csv memory {r[2]}')
+
+rc, out, err = run('--query=index,memory.total', '--format=csv,noheader,nounits')
+rows = list(csv.reader(io.StringIO(out), skipinitialspace=True))
+check(len(rows) == n and all(r[1].isdigit() for r in rows), f'noheader,nounits: {rows}')
+
+# -i selects; a missing device is an error naming it
+rc, out, err = run('-i', '1', '-L')
+check(rc == 0 and out.startswith('CPU 1:') or out.startswith('GPU 1:'), f'-i 1: {out}')
+check(len(out.strip().splitlines()) == 1, '-i 1 gives one line')
+rc, out, err = run('-i', '7', '-L')
+check(rc != 0 and 'device 7' in err, f'-i 7: rc {rc} err {err}')
+
+# default table: header names loader and platform, one row per device
+rc, out, err = run()
+check(rc == 0 and 'ICD loader' in out and 'Platform 0:' in out, f'table header: {out}')
+body = [l for l in out.splitlines() if l.startswith('|')]
+check(len(body) == n + 1, f'table rows {len(body)} for {n} devices')
+
+# -l with -c repeats
+rc, out, err = run('-L', '-l', '0.1', '-c', '2')
+check(rc == 0 and len(out.strip().splitlines()) == 2 * n, f'-l 0.1 -c 2: {out}')
+
+# no device visible: clear message, exit 0 for the table
+rc, out, err = run(env={'CLTRAIN_DEVICES': ''})
+check(rc == 0 and 'No OpenCL devices' in out, f'no device: rc {rc} {out}')
+rc, out, err = run('--json', env={'CLTRAIN_DEVICES': ''})
+check(rc == 0 and json.loads(out)['devices'] == [], 'no device JSON')
+rc, out, err = run('-i', '0', env={'CLTRAIN_DEVICES': ''})
+check(rc != 0 and 'device 0' in err, 'no device with -i is an error')
+
+# bad options and fields are named
+for args, word in [(['--query=index,bogus', '--format=csv'], 'bogus'),
+                   (['--frobnicate'], '--frobnicate'),
+                   (['--query=index', '--format=xml'], 'xml'),
+                   (['--query=index'], '--format'),
+                   (['-l', 'soon'], 'soon'),
+                   (['-i', 'a,b'], 'a,b'),
+                   (['-i'], '-i'),
+                   (['extra'], 'extra')]:
+    rc, out, err = run(*args)
+    check(rc == 2 and word in err, f'{args}: rc {rc}, stderr {err!r}')
+rc, out, err = run(env={'CLTRAIN_DEVICES': 'zz'})
+check(rc == 1 and 'CLTRAIN_DEVICES' in err, f'bad CLTRAIN_DEVICES: {rc} {err}')
+
+rc, out, err = run('--help')
+check(rc == 0 and '--query' in out, 'help')
+
+print(f'{0 if failures else 1} passed, {len(failures)} failed')
+sys.exit(1 if failures else 0)

@@ -1,0 +1,28 @@
+/* The device fields cltrain-smi can print, nvidia-smi style names. */
+#ifndef CLT_SMI_FIELDS_H
+#define CLT_SMI_FIELDS_H
+
+#include <stddef.h>
+
+#include "cltrain.h"
+
+typedef enum { FIELD_STR, FIELD_INT, FIELD_MIB } field_kind;
+
+typedef struct smi_field {
+    const char *name;
+    const char *unit;   /* printed as "name [unit]" in CSV headers, NULL for none */
+    field_kind kind;
+    const char *help;
+} smi_field;
+
+extern const smi_field smi_fields[];
+extern const int smi_field_count;
+
+/* Index of a field by name, -1 if unknown. */
+int smi_field_find(const char *name);
+/* Writes the value of field f for device d into buf; "N/A" when unknown.
+ * with_unit adds " MiB"/" MHz". Returns 1 if known, 0 for N/A. */
+int smi_field_value(int f, const clt_device_info *d, int with_unit, char *buf, size_t cap);
+const char *smi_type_name(clt_device_type t);
+
+#endif
