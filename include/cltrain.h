@@ -164,6 +164,101 @@ CLT_API clt_status clt_device_build_program(clt_device *dev, const char *name);
 CLT_API clt_status clt_device_build_source(clt_device *dev, const char *source,
                                            const char *options);
 
+/* ------------------------------------------------------------------ */
+/* Tensors                                                             */
+/* ------------------------------------------------------------------ */
+
+/* A dense row-major (NCHW) tensor in one device's memory. Every dimension is
+ * at least 1: zero-size tensors are refused with CLT_ERR_SHAPE. Calls on
+ * tensors of one device must come from one thread at a time (they share the
+ * device's queue); calls return once the work is queued unless they move data
+ * to the host. */
+#define CLT_MAX_DIMS 6
+typedef enum clt_dtype { CLT_FLOAT32 = 0, CLT_INT32 = 1 } clt_dtype;
+typedef struct clt_tensor clt_tensor;
+
+/* A tensor of `ndim` dimensions filled with zeros. */
+CLT_API clt_status clt_tensor_create(clt_device *dev, clt_dtype dtype, int ndim,
+                                     const int64_t *shape, clt_tensor **out);
+CLT_API void clt_tensor_destroy(clt_tensor *t);
+CLT_API clt_device *clt_tensor_device(const clt_tensor *t);
+CLT_API clt_dtype clt_tensor_dtype(const clt_tensor *t);
+CLT_API int clt_tensor_ndim(const clt_tensor *t);
+/* Size of dimension i (negative i counts from the end); 0 if out of range. */
+CLT_API int64_t clt_tensor_dim(const clt_tensor *t, int i);
+CLT_API int64_t clt_tensor_numel(const clt_tensor *t);
+/* Changes the shape keeping the element count (no data moves). */
+CLT_API clt_status clt_tensor_reshape(clt_tensor *t, int ndim, const int64_t *shape);
+/* Host to device and back; `count` must equal the element count and the
+ * host data must be of the tensor's dtype (float or int32_t). Download waits. */
+CLT_API clt_status clt_tensor_upload(clt_tensor *t, const void *host, int64_t count);
+CLT_API clt_status clt_tensor_download(const clt_tensor *t, void *host, int64_t count);
+CLT_API clt_status clt_tensor_fill(clt_tensor *t, float value);
+/* Copies between any two tensors of equal shape and dtype, on the same or
+ * different devices, platforms and vendors (through the host if needed). */
+CLT_API clt_status clt_tensor_copy(clt_tensor *dst, const clt_tensor *src);
+
+/* Parameter initialisation on the host from a counter-based generator, so
+ * every device and vendor gets bit-identical values for a seed. */
+CLT_API clt_status clt_tensor_init_normal(clt_tensor *t, uint64_t seed, float mean, float std);
+/* Xavier (Glorot) uniform: U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)). */
+CLT_API clt_status clt_tensor_init_xavier(clt_tensor *t, uint64_t seed, int64_t fan_in,
+                                          int64_t fan_out, float gain);
+
+/* ------------------------------------------------------------------ */
+/* Operations on tensors (the from-scratch path of the tutorials)      */
+/* ------------------------------------------------------------------ */
+
+/* All tensors of one call live on one device. Gradients are SUMS over the
+ * batch (callers scale), and gradient outputs are overwritten, not
+ * accumulated. NULL gradient outputs are skipped. */
+
+/* y[n,co,oh,ow] = b[co] + sum x[n,ci,oh*s-p+i,ow*s-p+j] w[co,ci,i,j]
+ * (cross-correlation, zero padding); oh = (h + 2p - k) / s + 1. b may be NULL. */
+CLT_API clt_status clt_conv2d_forward(const clt_tensor *x, const clt_tensor *w,
+                                      const clt_tensor *b, int stride, int pad, clt_tensor *y);
+CLT_API clt_status clt_conv2d_backward(const clt_tensor *x, const clt_tensor *w,
+                                       const clt_tensor *dy, int stride, int pad,
+                                       clt_tensor *dx, clt_tensor *dw, clt_tensor *db);
+
+typedef enum clt_pool_kind { CLT_POOL_MAX = 0, CLT_POOL_AVG = 1 } clt_pool_kind;
+/* Floor-mode pooling, no padding; average divides by k*k. For max pooling
+ * `argmax` (CLT_INT32, shape of y) receives the winning input index and is
+ * needed by the backward; it is ignored (may be NULL) for average. */
+CLT_API clt_status clt_pool2d_forward(clt_pool_kind kind, const clt_tensor *x, int k, int stride,
+                                      clt_tensor *y, clt_tensor *argmax);
+CLT_API clt_status clt_pool2d_backward(clt_pool_kind kind, const clt_tensor *dy,
+                                       const clt_tensor *argmax, int k, int stride, clt_tensor *dx);
+/* Global average pooling: (n,c,h,w) -> (n,c). */
+CLT_API clt_status clt_gap_forward(const clt_tensor *x, clt_tensor *y);
+CLT_API clt_status clt_gap_backward(const clt_tensor *dy, clt_tensor *dx);
+
+typedef enum clt_activation { CLT_RELU = 0, CLT_SIGMOID = 1, CLT_TANH = 2 } clt_activation;
+/* y = f(x) elementwise (y may be x); backward uses the forward output y. */
+CLT_API clt_status clt_activation_forward(clt_activation f, const clt_tensor *x, clt_tensor *y);
+CLT_API clt_status clt_activation_backward(clt_activation f, const clt_tensor *y,
+                                           const clt_tensor *dy, clt_tensor *dx);
+
+/* Dense: x (n, in), w (out, in), b (out) or NULL: y = x w^T + b. */
+CLT_API clt_status clt_dense_forward(const clt_tensor *x, const clt_tensor *w, const clt_tensor *b,
+                                     clt_tensor *y);
+CLT_API clt_status clt_dense_backward(const clt_tensor *x, const clt_tensor *w, const clt_tensor *dy,
+                                      clt_tensor *dx, clt_tensor *dw, clt_tensor *db);
+
+/* Softmax cross-entropy over logits (n, classes) and CLT_INT32 labels (n):
+ * the summed loss over the batch and the number of correct predictions (a
+ * label outside [0, classes) is an error). Either output may be NULL. */
+CLT_API clt_status clt_softmax_xent_forward(const clt_tensor *logits, const clt_tensor *labels,
+                                            double *loss_sum, int64_t *correct);
+/* dlogits = scale * (softmax(logits) - onehot(labels)). */
+CLT_API clt_status clt_softmax_xent_backward(const clt_tensor *logits, const clt_tensor *labels,
+                                             float scale, clt_tensor *dlogits);
+
+/* SGD as PyTorch: g' = g + wd*w; v = m*v + g' (v = g' when m = 0, and
+ * `velocity` may then be NULL); w -= lr * v. */
+CLT_API clt_status clt_sgd_step(clt_tensor *param, const clt_tensor *grad, clt_tensor *velocity,
+                                float lr, float momentum, float weight_decay);
+
 #ifdef __cplusplus
 }
 #endif

@@ -74,7 +74,7 @@ void clt_device_destroy(clt_device *dev)
 {
     if (!dev) return;
     if (dev->queue) clFinish(dev->queue);
-    if (dev->gemm_scratch_free) dev->gemm_scratch_free(dev->gemm_scratch);
+    if (dev->scratch) clReleaseMemObject(dev->scratch);
     for (int i = 0; i < dev->n_kernels; i++) clReleaseKernel(dev->kernels[i].kernel);
     free(dev->kernels);
     if (dev->programs) {

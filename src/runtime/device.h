@@ -26,8 +26,8 @@ struct clt_device {
     int cache_enabled;
     char cache_dir[1024];
     int gemm_ready;           /* CLBlast warmed up on this device */
-    void *gemm_scratch;       /* ops-owned per-device scratch (see ops/gemm.c) */
-    void (*gemm_scratch_free)(void *);
+    cl_mem scratch;           /* see clt_device_scratch (launch.h) */
+    size_t scratch_bytes;
 };
 
 /* printf-style log through the device's hook (no-op without one). */
