@@ -259,6 +259,302 @@ CLT_API clt_status clt_softmax_xent_backward(const clt_tensor *logits, const clt
 CLT_API clt_status clt_sgd_step(clt_tensor *param, const clt_tensor *grad, clt_tensor *velocity,
                                 float lr, float momentum, float weight_decay);
 
+/* ------------------------------------------------------------------ */
+/* Nets on one device                                                  */
+/* ------------------------------------------------------------------ */
+
+/* A net is a model spec instantiated on one device. Spec grammar: a builtin
+ * name ("lenet", "lenet-max") or comma-separated layers kind[:arg[:arg]]:
+ *   conv:C:K[:S[:P]]  maxpool:K[:S]  avgpool:K[:S]  relu  sigmoid  tanh
+ *   flatten  dense:N  gap
+ * The last layer's outputs are the class scores fed to softmax
+ * cross-entropy. Parameters are named as PyTorch's nn.Sequential
+ * state_dict: "<layer index>.weight", "<layer index>.bias". One net must be
+ * used by one thread at a time. */
+typedef struct clt_net clt_net;
+
+typedef enum clt_init {
+    CLT_INIT_NORMAL = 0, /* weights N(0, 0.01^2), biases 0 (the tutorials' default) */
+    CLT_INIT_XAVIER = 1  /* weights Xavier uniform, biases 0 */
+} clt_init;
+
+/* Parses and shape-checks the spec for inputs (channels, height, width)
+ * before any device work: a bad spec gives CLT_ERR_SPEC naming the layer
+ * index, its token and the shapes. Parameters start at zero: call
+ * clt_net_init or load them. */
+CLT_API clt_status clt_net_create(clt_device *dev, const char *spec, int channels, int height,
+                                  int width, clt_net **out);
+CLT_API void clt_net_destroy(clt_net *net);
+/* Checks a spec without a device; `summary` (may be NULL) receives one line
+ * per layer with its output shape and parameter count. */
+CLT_API clt_status clt_spec_check(const char *spec, int channels, int height, int width,
+                                  char *summary, size_t summary_cap);
+CLT_API clt_device *clt_net_device(const clt_net *net);
+CLT_API int clt_net_classes(const clt_net *net);
+/* The expanded spec (builtin names replaced by their layers). */
+CLT_API const char *clt_net_spec(const clt_net *net);
+CLT_API clt_status clt_net_init(clt_net *net, uint64_t seed, clt_init scheme);
+
+/* Forward pass on n host images (n x C x H x W floats); the class scores
+ * stay on the device (clt_net_output reads them). */
+CLT_API clt_status clt_net_forward(clt_net *net, const float *images, int n);
+CLT_API clt_status clt_net_output(const clt_net *net, float *scores, int64_t count);
+/* Loss of the last forward against n int32 labels, then backward: every
+ * parameter gradient becomes scale x (sum over the batch); scale = 1/n
+ * gives the mean gradient of the mean loss. loss_sum (summed over samples)
+ * and correct may be NULL. */
+CLT_API clt_status clt_net_backward(clt_net *net, const int32_t *labels, float scale,
+                                    double *loss_sum, int64_t *correct);
+/* Loss and correct count of the last forward, without backward. */
+CLT_API clt_status clt_net_loss(clt_net *net, const int32_t *labels, double *loss_sum,
+                                int64_t *correct);
+/* SGD step with the current gradients (PyTorch semantics, see clt_sgd_step). */
+CLT_API clt_status clt_net_sgd_step(clt_net *net, float lr, float momentum, float weight_decay);
+
+/* Parameters by index (0 .. count-1, in spec order) or by name. */
+CLT_API int clt_net_param_count(const clt_net *net);
+/* name points into the net; shape gets ndim sizes (up to 4). */
+CLT_API clt_status clt_net_param_info(const clt_net *net, int i, const char **name, int *ndim,
+                                      int64_t shape[4]);
+CLT_API clt_status clt_net_param_get(const clt_net *net, const char *name, float *host,
+                                     int64_t count);
+CLT_API clt_status clt_net_param_set(clt_net *net, const char *name, const float *host,
+                                     int64_t count);
+CLT_API clt_status clt_net_grad_get(const clt_net *net, const char *name, float *host,
+                                    int64_t count);
+
+typedef struct clt_dataset clt_dataset; /* see Datasets below */
+/* Mean loss and accuracy over the whole dataset (file order, batches of
+ * batch_size). */
+CLT_API clt_status clt_net_evaluate(clt_net *net, const clt_dataset *ds, int batch_size,
+                                    double *mean_loss, double *accuracy);
+
+/* ------------------------------------------------------------------ */
+/* Datasets                                                            */
+/* ------------------------------------------------------------------ */
+
+/* One IDX file (the MNIST format). Only data type 0x08 (unsigned byte) is
+ * read; `size` is the product of the dimensions in bytes. */
+#define CLT_IDX_MAX_DIMS 8
+typedef struct clt_idx {
+    int ndim;
+    int64_t dims[CLT_IDX_MAX_DIMS];
+    uint8_t *data; /* owned; freed by clt_idx_free */
+    size_t size;
+} clt_idx;
+
+/* Reads an IDX file, plain or gzip-compressed (told apart by the gzip magic
+ * bytes 1f 8b, not by the file name). Every header field is checked against
+ * the real size of the data before it is trusted; payloads above 4 GiB are
+ * refused. Bad input gives CLT_ERR_FORMAT (a missing file CLT_ERR_NOT_FOUND,
+ * other read failures CLT_ERR_IO) with clt_last_error() naming the file and
+ * the problem; *out is then zeroed. *out belongs to the caller.
+ * Thread-safe. */
+CLT_API clt_status clt_idx_read(const char *path, clt_idx *out);
+/* Frees idx->data and zeroes *idx. NULL-safe. */
+CLT_API void clt_idx_free(clt_idx *idx);
+
+/* A labelled image dataset in host memory, read-only once created: its
+ * accessors may be called from any number of threads at once. */
+typedef struct clt_dataset clt_dataset;
+
+typedef enum clt_split { CLT_SPLIT_TRAIN = 0, CLT_SPLIT_TEST = 1 } clt_split;
+
+/* Loads one split of a dataset. name_or_dir is
+ * - "fashion-mnist": looks in $CLTRAIN_DATA/fashion-mnist, then
+ *   $CLTRAIN_DATA (when CLTRAIN_DATA is set and names a directory), then
+ *   /usr/share/datasets/fashion-mnist (the Debian package
+ *   dataset-fashion-mnist);
+ * - "mnist": the same with mnist and /usr/share/datasets/mnist;
+ * - any other string: a directory holding the four standard files
+ *   train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,
+ *   t10k-labels-idx1-ubyte, each plain or with a .gz suffix (the plain one is
+ *   taken when both exist). Write "./mnist" for a directory named like a
+ *   dataset;
+ * - NULL: the directory $CLTRAIN_DATA when set, else "fashion-mnist".
+ * The first place holding both files of the split is used. limit > 0 keeps
+ * only the first `limit` samples, 0 keeps all; negative is
+ * CLT_ERR_INVALID_ARG. Labels must be below 10. A missing dataset is
+ * CLT_ERR_NOT_FOUND with a detail that lists every place looked at and how
+ * to install the data. *out belongs to the caller. Thread-safe. */
+CLT_API clt_status clt_dataset_load(const char *name_or_dir, clt_split split, int64_t limit,
+                                    clt_dataset **out);
+/* Builds a dataset from an idx3 image file (N x rows x cols) and an idx1
+ * label file (N), plain or gzip. Every label must be below `classes` (> 0).
+ * limit as in clt_dataset_load. *out belongs to the caller. Thread-safe. */
+CLT_API clt_status clt_dataset_from_idx(const char *images_path, const char *labels_path,
+                                        int classes, int64_t limit, clt_dataset **out);
+/* NULL-safe. No batcher of the dataset may outlive it. */
+CLT_API void clt_dataset_destroy(clt_dataset *ds);
+/* Number of samples (after the limit); 0 for NULL. */
+CLT_API int64_t clt_dataset_size(const clt_dataset *ds);
+/* Shape of one sample: 1, rows, cols for idx3 images. Any pointer may be
+ * NULL. */
+CLT_API void clt_dataset_shape(const clt_dataset *ds, int *channels, int *height, int *width);
+/* Number of classes (10 for MNIST and Fashion-MNIST). */
+CLT_API int clt_dataset_classes(const clt_dataset *ds);
+/* All images, N x C x H x W float32 (NCHW), pixel values x/255 in [0,1].
+ * Owned by the dataset. */
+CLT_API const float *clt_dataset_images(const clt_dataset *ds);
+/* All labels, N int32 class indices. Owned by the dataset. */
+CLT_API const int32_t *clt_dataset_labels(const clt_dataset *ds);
+
+/* ------------------------------------------------------------------ */
+/* Batch iterator                                                      */
+/* ------------------------------------------------------------------ */
+
+/* Iterates minibatches over a dataset, epoch after epoch. The permutation
+ * of epoch e depends only on (seed, e), through the library's own PRNG, so
+ * it is the same on every machine and any batch can be reached directly
+ * (clt_batcher_seek). With prefetch, a background thread copies the next
+ * batch while the caller uses the current one. One batcher must not be used
+ * by two threads at once; several batchers may share one dataset. */
+typedef struct clt_batcher clt_batcher;
+
+typedef struct clt_batcher_config {
+    int batch_size; /* > 0 */
+    int shuffle;    /* 1: a fresh permutation each epoch from (seed, epoch); 0: file order */
+    int drop_last;  /* 1: drop the last partial batch */
+    uint64_t seed;
+    int prefetch;   /* 1: prepare the next batch on a background thread; 0: on the caller's */
+    /* Optional allocator for the batch buffers (images and labels), e.g.
+     * pinned or mapped OpenCL host memory; alloc and release are both set or
+     * both NULL (NULL: 64-byte aligned host memory). Both are called on the
+     * thread of clt_batcher_create / clt_batcher_destroy. alloc returns NULL
+     * on failure. */
+    void *(*alloc)(void *user, size_t bytes);
+    void (*release)(void *user, void *ptr);
+    void *alloc_user;
+} clt_batcher_config;
+
+/* batch_size 256, shuffle 1, drop_last 0, seed 0, prefetch 1, no allocator. */
+CLT_API void clt_batcher_config_default(clt_batcher_config *cfg);
+/* Creates a batcher positioned at batch 0 of epoch 0. ds must outlive the
+ * batcher; the configuration is copied (NULL: the defaults). *out belongs
+ * to the caller. */
+CLT_API clt_status clt_batcher_create(const clt_dataset *ds, const clt_batcher_config *cfg,
+                                      clt_batcher **out);
+/* Stops and joins the prefetch thread, releases the buffers. NULL-safe. */
+CLT_API void clt_batcher_destroy(clt_batcher *b);
+/* ceil(N / batch_size), or floor with drop_last. */
+CLT_API int64_t clt_batcher_batches_per_epoch(const clt_batcher *b);
+
+typedef struct clt_batch {
+    const float *images;   /* count x C x H x W, owned by the batcher */
+    const int32_t *labels; /* count labels, owned by the batcher */
+    int count;             /* samples in this batch; 0 marks the end of an epoch */
+    int64_t epoch;
+    int64_t index;         /* batch index within the epoch */
+} clt_batch;
+
+/* Positions the iterator at batch `index` (0 <= index <= batches per epoch)
+ * of epoch `epoch` (>= 0), for resuming: the next clt_batcher_next returns
+ * exactly that batch (index == batches per epoch: the end-of-epoch mark). */
+CLT_API clt_status clt_batcher_seek(clt_batcher *b, int64_t epoch, int64_t index);
+/* Fills *batch with the next batch of the current epoch. After the last
+ * batch of an epoch it returns CLT_OK once with batch->count == 0 (images and
+ * labels NULL, index == batches per epoch); the following call starts the
+ * next epoch (epoch + 1, index 0). The buffers stay valid until the next
+ * call of clt_batcher_next, clt_batcher_seek or clt_batcher_destroy. */
+CLT_API clt_status clt_batcher_next(clt_batcher *b, clt_batch *batch);
+
+/* ------------------------------------------------------------------ */
+/* Data-parallel training across devices                               */
+/* ------------------------------------------------------------------ */
+
+/* A trainer holds one replica of a net per device (any mix of platforms
+ * and vendors), initialised once and broadcast. Each step splits the batch
+ * into shards, every device computes the gradient sum of its shard, the
+ * host sums the devices' gradients bucket by bucket in a fixed device order,
+ * divides by the batch size and writes the result back to every device,
+ * and every device applies the same SGD step: the step equals one step of
+ * a single device on the whole batch, up to float rounding. One thread per
+ * device drives its queue. A trainer must be used by one thread at a time. */
+typedef struct clt_trainer clt_trainer;
+
+typedef enum clt_split_policy {
+    CLT_SPLIT_EQUAL = 0,   /* equal shards */
+    CLT_SPLIT_WEIGHTS = 1, /* shards proportional to config.weights */
+    CLT_SPLIT_AUTO = 2     /* proportional to measured samples/s, re-measured as it runs */
+} clt_split_policy;
+
+/* Combines one slice of a gradient bucket from k devices:
+ * out[i] = scale * (in[0][i] + ... + in[k-1][i]) for i < count, summing in
+ * device order. Called concurrently for disjoint slices. The default is the
+ * local host sum; a cross-machine step can replace it. */
+typedef clt_status (*clt_reduce_fn)(void *user, const float *const *in, int k, float *out,
+                                    size_t count, float scale);
+
+typedef struct clt_trainer_config {
+    const char *spec;          /* model spec or builtin name */
+    int channels, height, width;
+    const int *devices;        /* device indices; NULL: the default selection */
+    int n_devices;
+    clt_split_policy split;
+    const float *weights;      /* n_devices relative weights for CLT_SPLIT_WEIGHTS */
+    float lr, momentum, weight_decay;
+    uint64_t seed;
+    clt_init init;
+    size_t bucket_bytes;       /* gradient bucket size (default 25 MB) */
+    int check_every;           /* > 0: compare parameter checksums of all replicas every N steps */
+    clt_reduce_fn reduce;      /* NULL: local host sum */
+    void *reduce_user;
+    clt_log_fn log;            /* optional log hook for every device */
+    void *log_user;
+} clt_trainer_config;
+
+/* Defaults: lenet on 1x28x28, default devices, equal split, lr 0.2, no
+ * momentum or weight decay, seed 0, normal init, 25 MB buckets. */
+CLT_API void clt_trainer_config_default(clt_trainer_config *cfg);
+/* Opens the devices, builds the programs (from the cache when it can),
+ * creates and initialises the replicas, starts one worker thread each. */
+CLT_API clt_status clt_trainer_create(const clt_trainer_config *cfg, clt_trainer **out);
+CLT_API void clt_trainer_destroy(clt_trainer *t);
+CLT_API int clt_trainer_device_count(const clt_trainer *t);
+/* Replica i (0 .. count-1), e.g. to read or set parameters. Setting
+ * parameters on one replica only breaks the replicas' agreement: use
+ * clt_trainer_broadcast_params afterwards. */
+CLT_API clt_net *clt_trainer_net(clt_trainer *t, int i);
+/* Copies replica 0's parameters (and momentum) to every other replica. */
+CLT_API clt_status clt_trainer_broadcast_params(clt_trainer *t);
+/* One optimizer step on n samples (host memory, NCHW floats and int32
+ * labels). loss_sum and correct (may be NULL) are over the whole batch. A
+ * failure on any device stops the step on all of them and names the device;
+ * the trainer then refuses further steps. */
+CLT_API clt_status clt_trainer_step(clt_trainer *t, const float *images, const int32_t *labels,
+                                    int n, double *loss_sum, int64_t *correct);
+/* Mean loss and accuracy over a dataset, split across the devices. */
+CLT_API clt_status clt_trainer_evaluate(clt_trainer *t, const clt_dataset *ds, int batch_size,
+                                        double *mean_loss, double *accuracy);
+/* Compares a checksum of every replica's parameters; CLT_ERR_INTERNAL naming
+ * the first replica that differs from replica 0. */
+CLT_API clt_status clt_trainer_check_replicas(clt_trainer *t);
+
+/* Per-device figures of the last step (times in seconds). */
+typedef struct clt_device_stats {
+    int device;          /* cltrain device index */
+    int shard;           /* samples in the last step */
+    float weight;        /* current split weight (fraction of the batch) */
+    double compute_s;    /* upload, forward and backward until its gradients left the device */
+    double transfer_s;   /* device-to-host and host-to-device time of the gradients */
+    double reduce_s;     /* host summation done by this device's thread */
+    double idle_s;       /* waiting for the other devices */
+    double step_s;       /* the whole step as this device saw it */
+    double samples_per_s;/* smoothed throughput measured for the split */
+} clt_device_stats;
+/* Writes min(cap, device count) entries. */
+CLT_API clt_status clt_trainer_stats(const clt_trainer *t, clt_device_stats *stats, int cap);
+
+/* The tutorials' building blocks as plain calls. */
+/* Shard sizes for a batch of n over k devices by weights (NULL: equal):
+ * the sizes sum to n; largest remainders get the leftover samples. */
+CLT_API clt_status clt_split_sizes(int n, int k, const float *weights, int *sizes);
+/* Sums k tensors of equal shape on any devices and writes the sum to all
+ * of them, through host memory, in fixed device order. */
+CLT_API clt_status clt_allreduce_sum(clt_tensor *const *tensors, int k);
+/* Copies src to every tensor of dst (any devices). */
+CLT_API clt_status clt_broadcast(const clt_tensor *src, clt_tensor *const *dst, int k);
+
 #ifdef __cplusplus
 }
 #endif

@@ -49,16 +49,17 @@ clt_status clt_gemm_warmup(clt_device *dev)
      * its kernels now, from this thread, not later from a worker. */
     cl_int err;
     const size_t n = 4;
-    cl_mem buf = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, 3 * n * n * sizeof(float), NULL, &err);
+    cl_mem buf = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, 6 * n * n * sizeof(float), NULL, &err);
     if (!buf) return clt_cl_fail(err, "clCreateBuffer (GEMM warm-up)");
-    float zeros[48] = {0};
+    float zeros[96] = {0};
     err = clEnqueueWriteBuffer(dev->queue, buf, CL_TRUE, 0, sizeof zeros, zeros, 0, NULL, NULL);
     clt_status s = err == CL_SUCCESS ? CLT_OK : clt_cl_fail(err, "clEnqueueWriteBuffer (GEMM warm-up)");
     for (int t = 0; t < 4 && s == CLT_OK; t++)
         s = clt_gemm(dev, t & 1, t >> 1, n, n, n, 1.0f, buf, 0, n, buf, n * n, n, 0.0f, buf,
                      2 * n * n, n);
-    if (s == CLT_OK) s = clt_gemm_batched(dev, false, false, n, n, n, 1.0f, buf, 0, n, 0, buf, 0, n, 0, 0.0f,
-                                          buf, 2 * n * n, n, 0, 2);
+    if (s == CLT_OK)
+        s = clt_gemm_batched(dev, false, false, n, n, n, 1.0f, buf, 0, n, n * n, buf, 2 * n * n, n, n * n, 0.0f,
+                             buf, 4 * n * n, n, n * n, 2);
     if (s == CLT_OK) s = clt_device_finish(dev);
     clReleaseMemObject(buf);
     if (s == CLT_OK) dev->gemm_ready = 1;

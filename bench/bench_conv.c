@@ -1,0 +1,147 @@
+/* Convolution benchmark: GFLOP/s of forward, backward-data and
+ * backward-weights for the LeNet and ResNet-18 (28x28) shapes, for each
+ * algorithm (CLTRAIN_CONV_ALGO=lanes / gemm), on one device.
+ *
+ *   bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|gemm|both]
+ *              [--shape n,c,h,w,co,k,s,p]...
+ *
+ * Without --shape it runs the built-in list. Prints one line per shape and
+ * algorithm; the time is the median of K runs after a warm-up, with the
+ * device queue drained around each run. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cltrain.h"
+
+typedef struct shape {
+    const char *name;
+    int n, c, h, w, co, k, s, p;
+} shape;
+
+static const shape builtin[] = {
+    {"lenet conv1", 256, 1, 28, 28, 20, 3, 1, 0},
+    {"lenet conv2", 256, 20, 13, 13, 50, 5, 1, 0},
+    {"resnet 64->64 28 s1", 256, 64, 28, 28, 64, 3, 1, 1},
+    {"resnet 64->128 28 s2", 256, 64, 28, 28, 128, 3, 2, 1},
+    {"resnet 64->128 1x1 s2", 256, 64, 28, 28, 128, 1, 2, 0},
+    {"resnet 128->128 14 s1", 256, 128, 14, 14, 128, 3, 1, 1},
+    {"resnet 256->256 7 s1", 256, 256, 7, 7, 256, 3, 1, 1},
+    {"resnet 512->512 4 s1", 256, 512, 4, 4, 512, 3, 1, 1},
+};
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define TRY(expr)                                                                          \
+    do {                                                                                   \
+        clt_status s_ = (expr);                                                            \
+        if (s_ != CLT_OK) {                                                                \
+            fprintf(stderr, "%s: %s: %s\n", #expr, clt_status_name(s_), clt_last_error()); \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+enum { FWD, BWD_DATA, BWD_WEIGHTS, PASSES };
+
+static double run_pass(int pass, clt_device *dev, clt_tensor *x, clt_tensor *w, clt_tensor *b,
+                       clt_tensor *y, clt_tensor *dx, clt_tensor *dw, clt_tensor *db, int s, int p)
+{
+    double t = now();
+    if (pass == FWD) TRY(clt_conv2d_forward(x, w, b, s, p, y));
+    if (pass == BWD_DATA) TRY(clt_conv2d_backward(x, w, y, s, p, dx, NULL, NULL));
+    if (pass == BWD_WEIGHTS) TRY(clt_conv2d_backward(x, w, y, s, p, NULL, dw, db));
+    TRY(clt_device_finish(dev));
+    return now() - t;
+}
+
+static void bench(clt_device *dev, const shape *sh, const char *algo, int iters)
+{
+    setenv("CLTRAIN_CONV_ALGO", algo, 1);
+    int oh = (sh->h + 2 * sh->p - sh->k) / sh->s + 1, ow = (sh->w + 2 * sh->p - sh->k) / sh->s + 1;
+    int64_t xs[4] = {sh->n, sh->c, sh->h, sh->w}, ws[4] = {sh->co, sh->c, sh->k, sh->k};
+    int64_t bs[1] = {sh->co}, ys[4] = {sh->n, sh->co, oh, ow};
+    clt_tensor *x, *w, *b, *y, *dx, *dw, *db;
+    TRY(clt_tensor_create(dev, CLT_FLOAT32, 4, xs, &x));
+    TRY(clt_tensor_create(dev, CLT_FLOAT32, 4, ws, &w));
+    TRY(clt_tensor_create(dev, CLT_FLOAT32, 1, bs, &b));
+    TRY(clt_tensor_create(dev, CLT_FLOAT32, 4, ys, &y));
+    TRY(clt_tensor_create(dev, CLT_FLOAT32, 4, xs, &dx));
+    TRY(clt_tensor_create(dev, CLT_FLOAT32, 4, ws, &dw));
+    TRY(clt_tensor_create(dev, CLT_FLOAT32, 1, bs, &db));
+    TRY(clt_tensor_init_normal(x, 1, 0.5f, 0.25f));
+    TRY(clt_tensor_init_normal(w, 2, 0.0f, 0.01f));
+    double flops = 2.0 * sh->n * sh->co * oh * ow * (double)sh->c * sh->k * sh->k;
+    double gf[PASSES];
+    double ms[PASSES];
+    for (int pass = 0; pass < PASSES; pass++) {
+        double *t = malloc((size_t)iters * sizeof *t);
+        run_pass(pass, dev, x, w, b, y, dx, dw, db, sh->s, sh->p); /* warm-up, kernel builds */
+        for (int i = 0; i < iters; i++) t[i] = run_pass(pass, dev, x, w, b, y, dx, dw, db, sh->s, sh->p);
+        qsort(t, (size_t)iters, sizeof *t, cmp_double);
+        ms[pass] = t[iters / 2] * 1e3;
+        gf[pass] = flops / t[iters / 2] * 1e-9;
+        free(t);
+    }
+    printf("%-24s n=%-4d %-5s  fwd %7.1f GF/s %8.2f ms | bwd-data %7.1f GF/s %8.2f ms | bwd-weights %7.1f GF/s %8.2f ms\n",
+           sh->name, sh->n, algo, gf[0], ms[0], gf[1], ms[1], gf[2], ms[2]);
+    fflush(stdout);
+    clt_tensor_destroy(x), clt_tensor_destroy(w), clt_tensor_destroy(b), clt_tensor_destroy(y);
+    clt_tensor_destroy(dx), clt_tensor_destroy(dw), clt_tensor_destroy(db);
+}
+
+int main(int argc, char **argv)
+{
+    int device = 0, batch = 0, iters = 5;
+    const char *algo = "both";
+    shape custom[32];
+    int ncustom = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--device") && i + 1 < argc) device = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--algo") && i + 1 < argc) algo = argv[++i];
+        else if (!strcmp(argv[i], "--shape") && i + 1 < argc && ncustom < 32) {
+            shape *s = &custom[ncustom];
+            s->name = "custom";
+            if (sscanf(argv[++i], "%d,%d,%d,%d,%d,%d,%d,%d", &s->n, &s->c, &s->h, &s->w, &s->co,
+                       &s->k, &s->s, &s->p) != 8) {
+                fprintf(stderr, "--shape wants n,c,h,w,co,k,s,p\n");
+                return 2;
+            }
+            ncustom++;
+        } else {
+            fprintf(stderr,
+                    "usage: bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|gemm|both] "
+                    "[--shape n,c,h,w,co,k,s,p]...\n");
+            return 2;
+        }
+    }
+    if (iters < 1) iters = 1;
+    clt_device *dev;
+    TRY(clt_device_open(device, &dev));
+    const clt_device_info *info = clt_device_get_info(dev);
+    printf("device %d: %s (%s, %d compute units)\n", device, info->name, info->platform_version,
+           info->compute_units);
+    const shape *list = ncustom ? custom : builtin;
+    int count = ncustom ? ncustom : (int)(sizeof builtin / sizeof builtin[0]);
+    for (int i = 0; i < count; i++) {
+        shape sh = list[i];
+        if (batch > 0) sh.n = batch;
+        if (strcmp(algo, "gemm") != 0) bench(dev, &sh, "lanes", iters);
+        if (strcmp(algo, "lanes") != 0) bench(dev, &sh, "gemm", iters);
+    }
+    clt_device_destroy(dev);
+    return 0;
+}

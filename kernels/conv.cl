@@ -1,0 +1,403 @@
+/* 2-D convolution (NCHW, float32, cross-correlation, zero padding, square
+ * kernel K, stride S, padding PAD). src/ops/conv.c launches these kernels and
+ * documents the two algorithms and the measurements behind the choice:
+ *
+ *  "lanes": the batch becomes the vector lane. Activations are copied into a
+ *   (C, H', W', NP) layout ("CHWN", zero-padded spatially, batch padded to NP,
+ *   a multiple of 16) and every work-item keeps a register block of
+ *   RM channels x 16*NV batch lanes for one pixel in float16 accumulators.
+ *   The inner loop is a rank-1 update: RM scalar weights times NV contiguous
+ *   float16 loads. No im2col buffer, no atomics, every output written once.
+ *
+ *  "gemm": im2col over a chunk of images into a (C*K*K, images*P) matrix, one
+ *   CLBlast SGEMM per chunk, and a gather-style col2im that writes every dx
+ *   element once.
+ *
+ * Offsets into the shared scratch buffer are passed as ulong element offsets.
+ */
+
+#define LANES 16
+
+/* Helpers are forced inline so the register-block sizes (literals at each
+ * call) fold into constants. */
+#if defined(__clang__)
+#define INLINE static inline __attribute__((always_inline))
+#else
+#define INLINE inline
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Layout kernels for the "lanes" algorithm                            */
+/* ------------------------------------------------------------------ */
+
+/* dst (C, HP, WP, NP) at dst_off: dst[c][hp][wp][n] = src[n][c][hp-top][wp-left],
+ * zero outside src and for n >= N. One work-item per (16 lanes, c, hp) row:
+ * it walks wp, gathering 16 images into one vector store. Global:
+ * (NP/16, C*HP). */
+__kernel void conv_to_lanes(int N, int C, int H, int W, int HP, int WP, int NP, int top, int left,
+                            __global const float *src, __global float *dst, ulong dst_off)
+{
+    int nb = get_global_id(0);
+    int row = get_global_id(1); /* c*HP + hp */
+    if (nb * LANES >= NP || row >= C * HP) return;
+    int hp = row % HP, c = row / HP;
+    int h = hp - top;
+    int n0 = nb * LANES;
+    __global float *d = dst + dst_off + (size_t)row * WP * NP + n0;
+    if (h < 0 || h >= H || n0 >= N) {
+        for (int wp = 0; wp < WP; wp++) vstore16((float16)0.0f, 0, d + (size_t)wp * NP);
+        return;
+    }
+    size_t img = (size_t)C * H * W;
+    __global const float *s = src + ((size_t)n0 * C + c) * H * W + (size_t)h * W;
+    int nn = min(LANES, N - n0);
+    int wlo = min(left, WP), whi = min(left + W, WP);
+    for (int wp = 0; wp < wlo; wp++) vstore16((float16)0.0f, 0, d + (size_t)wp * NP);
+    if (nn == LANES) {
+        for (int wp = wlo; wp < whi; wp++) {
+            __global const float *p = s + (wp - left);
+            float16 v = (float16)(p[0], p[img], p[2 * img], p[3 * img], p[4 * img], p[5 * img],
+                                  p[6 * img], p[7 * img], p[8 * img], p[9 * img], p[10 * img],
+                                  p[11 * img], p[12 * img], p[13 * img], p[14 * img], p[15 * img]);
+            vstore16(v, 0, d + (size_t)wp * NP);
+        }
+    } else {
+        for (int wp = wlo; wp < whi; wp++) {
+            float v[LANES];
+            for (int q = 0; q < LANES; q++) v[q] = q < nn ? s[q * img + (wp - left)] : 0.0f;
+            vstore16(vload16(0, v), 0, d + (size_t)wp * NP);
+        }
+    }
+    for (int wp = whi; wp < WP; wp++) vstore16((float16)0.0f, 0, d + (size_t)wp * NP);
+}
+
+/* Forward weights: wf[((i*K + j)*C + c)*COP + o] = w[o][c][i][j] (0 for o >= CO). */
+__kernel void conv_weights_fwd(int CO, int C, int K, int COP, __global const float *w,
+                               __global float *wf, ulong wf_off)
+{
+    int o = get_global_id(0);
+    int r = get_global_id(1); /* (i*K + j)*C + c */
+    if (o >= COP || r >= K * K * C) return;
+    int c = r % C;
+    int ij = r / C;
+    wf[wf_off + (size_t)r * COP + o] = o < CO ? w[((size_t)o * C + c) * K * K + ij] : 0.0f;
+}
+
+/* Backward-data weights: wb[((i*K + j)*CO + o)*CIP + c] = w[o][c][i][j] (0 for c >= C). */
+__kernel void conv_weights_bwd(int CO, int C, int K, int CIP, __global const float *w,
+                               __global float *wb, ulong wb_off)
+{
+    int c = get_global_id(0);
+    int r = get_global_id(1); /* (i*K + j)*CO + o */
+    if (c >= CIP || r >= K * K * CO) return;
+    int o = r % CO;
+    int ij = r / CO;
+    wb[wb_off + (size_t)r * CIP + c] = c < C ? w[((size_t)o * C + c) * K * K + ij] : 0.0f;
+}
+
+/* ------------------------------------------------------------------ */
+/* The register-blocked inner loop shared by forward and backward-data */
+/* ------------------------------------------------------------------ */
+
+#define MAX_RM 10
+
+/* acc[v][r] += sum over `cin` channels of a[r] * b[v]: a walks `a` by
+ * a_step (RM contiguous weights per channel), b walks by b_step (one
+ * channel of the lanes layout). rm and nv are literals at every call site,
+ * so the loops unroll and acc stays in registers. */
+#define RANK1_LOOP(rm, nv, acc, ap, bp, cin, a_step, b_step)                  \
+    for (int ch_ = 0; ch_ < (cin); ch_++) {                                   \
+        float16 b0_ = vload16(0, bp);                                         \
+        float16 b1_ = (nv) > 1 ? vload16(1, bp) : b0_;                        \
+        _Pragma("unroll")                                                     \
+        for (int r_ = 0; r_ < (rm); r_++) {                                   \
+            float16 a_ = (float16)(ap[r_]);                                   \
+            acc[0][r_] = fma(a_, b0_, acc[0][r_]);                            \
+            if ((nv) > 1) acc[1][r_] = fma(a_, b1_, acc[1][r_]);              \
+        }                                                                     \
+        bp += (b_step);                                                       \
+        ap += (a_step);                                                       \
+    }
+
+/* Writes acc (channels ch0.., lanes n0..) into NCHW out[n][ch][pix] plus
+ * bias; channels >= NCH and lanes >= N are dropped. */
+INLINE void store_lanes(int rm, int nv, float16 acc[2][MAX_RM], int ch0, int NCH, int n0, int N,
+                        size_t P, int pix, __global const float *bias, int has_bias,
+                        __global float *out)
+{
+    int nn = min(LANES * nv, N - n0);
+    for (int r = 0; r < rm; r++) {
+        int ch = ch0 + r;
+        if (ch >= NCH) break;
+        float v[2 * LANES];
+        vstore16(acc[0][r], 0, v);
+        if (nv > 1) vstore16(acc[1][r], 1, v);
+        float bv = has_bias ? bias[ch] : 0.0f;
+        __global float *op = out + ((size_t)n0 * NCH + ch) * P + pix;
+        for (int q = 0; q < nn; q++) op[(size_t)q * NCH * P] = v[q] + bv;
+    }
+}
+
+/* Forward: y[n][co][oy][ox] = b[co] + sum_{c,i,j} x[n][c][oy*S-PAD+i][ox*S-PAD+j] w[co][c][i][j].
+ * xT: (C, HP, WP, NP) with the padding built in (HP = H + 2 PAD). One
+ * work-item: RM output channels x 16*NV lanes of one output pixel.
+ * Global: (ceil(CO/RM), OH*OW*NP/(16*NV)); work-groups along dim 0 share the
+ * input window in cache. */
+INLINE void conv_fwd_lanes(int rm, int nv, int C, int HP, int WP, int NP, int N, int CO, int COP,
+                           int K, int S, int OH, int OW, __global const float *x, ulong x_off,
+                           __global const float *wf, ulong wf_off, __global const float *bias,
+                           int has_bias, __global float *y)
+{
+    int cb = get_global_id(0);
+    int item = get_global_id(1);
+    int nblocks = NP / (LANES * nv);
+    int co0 = cb * rm;
+    if (co0 >= CO || item >= OH * OW * nblocks) return;
+    int nb = item % nblocks;
+    int pix = item / nblocks;
+    int oy = pix / OW, ox = pix - (pix / OW) * OW;
+    int n0 = nb * LANES * nv;
+    float16 acc[2][MAX_RM];
+    for (int r = 0; r < rm; r++) acc[0][r] = acc[1][r] = (float16)0.0f;
+    size_t cstride = (size_t)HP * WP * NP;
+    for (int i = 0; i < K; i++) {
+        for (int j = 0; j < K; j++) {
+            __global const float *bp = x + x_off + ((size_t)(oy * S + i) * WP + (ox * S + j)) * NP + n0;
+            __global const float *ap = wf + wf_off + (size_t)(i * K + j) * C * COP + co0;
+            RANK1_LOOP(rm, nv, acc, ap, bp, C, COP, cstride)
+        }
+    }
+    store_lanes(rm, nv, acc, co0, CO, n0, N, (size_t)OH * OW, pix, bias, has_bias, y);
+}
+
+/* Backward data: dx[n][c][y][x] = sum over (co, i, j) with (y+PAD-i) and
+ * (x+PAD-j) divisible by S of dy[n][co][(y+PAD-i)/S][(x+PAD-j)/S] w[co][c][i][j].
+ * dyT: (CO, OHP, OWP, NP), dy placed at row PT, column PL, zeros around,
+ * so every tap reads inside the buffer. Only the taps of the pixel's stride
+ * phase are visited (no zero-dilation). One work-item: RM input channels x
+ * 16*NV lanes of one dx pixel. */
+INLINE void conv_bwd_data_lanes(int rm, int nv, int C, int CIP, int H, int W, int NP, int N, int CO,
+                                int OHP, int OWP, int PT, int PL, int K, int S, int PAD,
+                                __global const float *dy, ulong dy_off, __global const float *wb,
+                                ulong wb_off, __global float *dx)
+{
+    int cb = get_global_id(0);
+    int item = get_global_id(1);
+    int nblocks = NP / (LANES * nv);
+    int c0 = cb * rm;
+    if (c0 >= C || item >= H * W * nblocks) return;
+    int nb = item % nblocks;
+    int pix = item / nblocks;
+    int yy = pix / W, xx = pix - (pix / W) * W;
+    int n0 = nb * LANES * nv;
+    float16 acc[2][MAX_RM];
+    for (int r = 0; r < rm; r++) acc[0][r] = acc[1][r] = (float16)0.0f;
+    size_t cstride = (size_t)OHP * OWP * NP;
+    for (int i = 0; i < K; i += S) {
+        int oy = (yy + PAD - i) / S + PT; /* exact division */
+        for (int j = (xx + PAD) % S; j < K; j += S) {
+            int ox = (xx + PAD - j) / S + PL;
+            __global const float *bp = dy + dy_off + ((size_t)oy * OWP + ox) * NP + n0;
+            __global const float *ap = wb + wb_off + (size_t)(i * K + j) * CO * CIP + c0;
+            RANK1_LOOP(rm, nv, acc, ap, bp, CO, CIP, cstride)
+        }
+    }
+    store_lanes(rm, nv, acc, c0, C, n0, N, (size_t)H * W, pix, dx, 0, dx);
+}
+
+#define FWD_ARGS                                                                          \
+    int C, int HP, int WP, int NP, int N, int CO, int COP, int K, int S, int OH, int OW,  \
+        __global const float *x, ulong x_off, __global const float *wf, ulong wf_off,     \
+        __global const float *bias, int has_bias, __global float *y
+#define FWD_PASS C, HP, WP, NP, N, CO, COP, K, S, OH, OW, x, x_off, wf, wf_off, bias, has_bias, y
+
+#define BWD_ARGS                                                                          \
+    int C, int CIP, int H, int W, int NP, int N, int CO, int OHP, int OWP, int PT, int PL, \
+        int K, int S, int PAD, __global const float *dy, ulong dy_off,                     \
+        __global const float *wb, ulong wb_off, __global float *dx
+#define BWD_PASS C, CIP, H, W, NP, N, CO, OHP, OWP, PT, PL, K, S, PAD, dy, dy_off, wb, wb_off, dx
+
+/* Variants: _<RM>_<NV>. conv.c picks RM by channel count, NV by batch. */
+__kernel void conv_fwd_4_1(FWD_ARGS) { conv_fwd_lanes(4, 1, FWD_PASS); }
+__kernel void conv_fwd_4_2(FWD_ARGS) { conv_fwd_lanes(4, 2, FWD_PASS); }
+__kernel void conv_fwd_8_1(FWD_ARGS) { conv_fwd_lanes(8, 1, FWD_PASS); }
+__kernel void conv_fwd_8_2(FWD_ARGS) { conv_fwd_lanes(8, 2, FWD_PASS); }
+__kernel void conv_fwd_10_1(FWD_ARGS) { conv_fwd_lanes(10, 1, FWD_PASS); }
+__kernel void conv_fwd_10_2(FWD_ARGS) { conv_fwd_lanes(10, 2, FWD_PASS); }
+__kernel void conv_bwd_data_4_1(BWD_ARGS) { conv_bwd_data_lanes(4, 1, BWD_PASS); }
+__kernel void conv_bwd_data_4_2(BWD_ARGS) { conv_bwd_data_lanes(4, 2, BWD_PASS); }
+__kernel void conv_bwd_data_8_1(BWD_ARGS) { conv_bwd_data_lanes(8, 1, BWD_PASS); }
+__kernel void conv_bwd_data_8_2(BWD_ARGS) { conv_bwd_data_lanes(8, 2, BWD_PASS); }
+__kernel void conv_bwd_data_10_1(BWD_ARGS) { conv_bwd_data_lanes(10, 1, BWD_PASS); }
+__kernel void conv_bwd_data_10_2(BWD_ARGS) { conv_bwd_data_lanes(10, 2, BWD_PASS); }
+
+/* Backward weights, partial over a chunk of output rows:
+ * part[chunk][co][c][i][j] = sum over n and the chunk's (oy, ox) of
+ * dy[n][co][oy][ox] x[n][c][oy*S-PAD+i][ox*S-PAD+j].
+ * Work-item: WA output channels x WB input channels of one tap (i, j); the
+ * lanes are summed at the end (fixed order). Global: (ceil(C/WB)*K*K,
+ * ceil(CO/WA)*chunks); a work-group along dim 0 shares the dy rows. */
+#define WA 4
+#define WB 6
+__kernel void conv_bwd_weights_lanes(int C, int HP, int WP, int NP, int CO, int OH, int OW, int OHP,
+                                     int OWP, int PT, int PL, int K, int S, int rows, int chunks,
+                                     __global const float *x, ulong x_off, __global const float *dy,
+                                     ulong dy_off, __global float *part, ulong part_off)
+{
+    int g0 = get_global_id(0);
+    int g1 = get_global_id(1);
+    int KK = K * K;
+    int ncb = (C + WB - 1) / WB;
+    int nob = (CO + WA - 1) / WA;
+    if (g0 >= ncb * KK || g1 >= nob * chunks) return;
+    int tap = g0 % KK;
+    int c0 = (g0 / KK) * WB;
+    int o0 = (g1 % nob) * WA;
+    int chunk = g1 / nob;
+    int ti = tap / K, tj = tap - (tap / K) * K;
+    int oy0 = chunk * rows, oy1 = min(OH, oy0 + rows);
+    size_t xs = (size_t)HP * WP * NP, ds = (size_t)OHP * OWP * NP;
+    size_t xo[WB], dof[WA];
+    for (int b = 0; b < WB; b++) xo[b] = x_off + (size_t)min(c0 + b, C - 1) * xs;
+    for (int a = 0; a < WA; a++) dof[a] = dy_off + (size_t)min(o0 + a, CO - 1) * ds;
+    float16 acc[WA][WB];
+    for (int a = 0; a < WA; a++)
+        for (int b = 0; b < WB; b++) acc[a][b] = (float16)0.0f;
+    int nv = NP / LANES;
+    for (int oy = oy0; oy < oy1; oy++) {
+        for (int ox = 0; ox < OW; ox++) {
+            size_t xp = ((size_t)(oy * S + ti) * WP + (ox * S + tj)) * NP;
+            size_t dp = ((size_t)(oy + PT) * OWP + (ox + PL)) * NP;
+            for (int v = 0; v < nv; v++) {
+                float16 d[WA], xv[WB];
+                for (int a = 0; a < WA; a++) d[a] = vload16(v, dy + dof[a] + dp);
+                for (int b = 0; b < WB; b++) xv[b] = vload16(v, x + xo[b] + xp);
+                for (int a = 0; a < WA; a++)
+                    for (int b = 0; b < WB; b++) acc[a][b] = fma(d[a], xv[b], acc[a][b]);
+            }
+        }
+    }
+    size_t cs = (size_t)C * KK;
+    __global float *pp = part + part_off + (size_t)chunk * CO * cs;
+    for (int a = 0; a < WA; a++) {
+        if (o0 + a >= CO) break;
+        for (int b = 0; b < WB; b++) {
+            if (c0 + b >= C) break;
+            float16 s16 = acc[a][b];
+            float8 s8 = s16.lo + s16.hi;
+            float4 s4 = s8.lo + s8.hi;
+            float2 s2 = s4.lo + s4.hi;
+            pp[(size_t)(o0 + a) * cs + (size_t)(c0 + b) * KK + tap] = s2.x + s2.y;
+        }
+    }
+}
+
+/* out[e] = sum over chunk of part[chunk][e], chunks in order. */
+__kernel void conv_sum_chunks(int n, int chunks, __global const float *part, ulong part_off,
+                              __global float *out)
+{
+    int e = get_global_id(0);
+    if (e >= n) return;
+    float s = 0.0f;
+    for (int k = 0; k < chunks; k++) s += part[part_off + (size_t)k * n + e];
+    out[e] = s;
+}
+
+/* db[co] = sum over n and pixels of dy[n][co][.]; one work-item per channel,
+ * 16 running sums over the pixels of each image, fixed order. */
+__kernel void conv_bias_grad(int N, int CO, int P, __global const float *dy, __global float *db)
+{
+    int co = get_global_id(0);
+    if (co >= CO) return;
+    float total = 0.0f;
+    for (int n = 0; n < N; n++) {
+        __global const float *p = dy + ((size_t)n * CO + co) * P;
+        float16 s = (float16)0.0f;
+        int q = 0;
+        for (; q + LANES <= P; q += LANES) s += vload16(0, p + q);
+        float8 s8 = s.lo + s.hi;
+        float4 s4 = s8.lo + s8.hi;
+        float2 s2 = s4.lo + s4.hi;
+        float t = s2.x + s2.y;
+        for (; q < P; q++) t += p[q];
+        total += t;
+    }
+    db[co] = total;
+}
+
+/* ------------------------------------------------------------------ */
+/* The "gemm" algorithm: im2col / col2im over a chunk of images        */
+/* ------------------------------------------------------------------ */
+
+/* col[(c*K + i)*K + j][q] for q = (n - n0)*P + oy*OW + ox, n in [n0, n0+nb):
+ * x[n][c][oy*S-PAD+i][ox*S-PAD+j] or 0. Global: (nb*P, C*K*K). */
+__kernel void conv_im2col(int C, int H, int W, int K, int S, int PAD, int OH, int OW, int n0,
+                          int nb, __global const float *x, __global float *col, ulong col_off)
+{
+    int q = get_global_id(0);
+    int r = get_global_id(1);
+    int P = OH * OW;
+    if (q >= nb * P || r >= C * K * K) return;
+    int n = n0 + q / P;
+    int p = q % P;
+    int oy = p / OW, ox = p % OW;
+    int j = r % K;
+    int i = (r / K) % K;
+    int c = r / (K * K);
+    int h = oy * S - PAD + i, w = ox * S - PAD + j;
+    float v = 0.0f;
+    if (h >= 0 && h < H && w >= 0 && w < W) v = x[(((size_t)n * C + c) * H + h) * W + w];
+    col[col_off + (size_t)r * nb * P + q] = v;
+}
+
+/* Gather col2im: dx[n][c][y][x] = sum over the taps that reach (y, x) of
+ * dcol[(c*K + i)*K + j][(n - n0)*P + oy*OW + ox]; each dx element is written
+ * once (no atomics, deterministic). Global: (W, nb*C*H). */
+__kernel void conv_col2im(int C, int H, int W, int K, int S, int PAD, int OH, int OW, int n0,
+                          int nb, __global const float *dcol, ulong dcol_off, __global float *dx)
+{
+    int xx = get_global_id(0);
+    int row = get_global_id(1); /* ((n - n0)*C + c)*H + y */
+    if (xx >= W || row >= nb * C * H) return;
+    int yy = row % H;
+    int c = (row / H) % C;
+    int nl = row / (H * C);
+    size_t P = (size_t)OH * OW, Q = (size_t)nb * P;
+    float s = 0.0f;
+    for (int i = (yy + PAD) % S; i < K; i += S) {
+        int oy = (yy + PAD - i) / S;
+        if (oy < 0) break; /* i grows, oy shrinks */
+        if (oy >= OH) continue;
+        for (int j = (xx + PAD) % S; j < K; j += S) {
+            int ox = (xx + PAD - j) / S;
+            if (ox < 0) break;
+            if (ox >= OW) continue;
+            s += dcol[dcol_off + ((size_t)(c * K + i) * K + j) * Q + nl * P + (size_t)oy * OW + ox];
+        }
+    }
+    dx[(((size_t)(n0 + nl) * C + c) * H + yy) * W + xx] = s;
+}
+
+/* dyt[co][q] = dy[n][co][p] for q = (n - n0)*P + p. Global: (nb*P, CO). */
+__kernel void conv_nchw_to_cq(int CO, int P, int n0, int nb, __global const float *dy,
+                              __global float *dyt, ulong dyt_off)
+{
+    int q = get_global_id(0);
+    int co = get_global_id(1);
+    if (q >= nb * P || co >= CO) return;
+    int n = n0 + q / P, p = q % P;
+    dyt[dyt_off + (size_t)co * nb * P + q] = dy[((size_t)n * CO + co) * P + p];
+}
+
+/* y[n][co][p] = yt[co][q] + b[co]. Global: (nb*P, CO). */
+__kernel void conv_cq_to_nchw(int CO, int P, int n0, int nb, __global const float *yt, ulong yt_off,
+                              __global const float *bias, int has_bias, __global float *y)
+{
+    int q = get_global_id(0);
+    int co = get_global_id(1);
+    if (q >= nb * P || co >= CO) return;
+    int n = n0 + q / P, p = q % P;
+    float v = yt[yt_off + (size_t)co * nb * P + q];
+    if (has_bias) v += bias[co];
+    y[((size_t)n * CO + co) * P + p] = v;
+}

@@ -1,0 +1,48 @@
+/* SGD with momentum and weight decay, PyTorch semantics:
+ *   g' = g + wd * w;  v = m * v + g' (v = g' when m == 0);  w -= lr * v.
+ * Written with correctly rounded operations only (fma, *, +; no contraction
+ * left to the compiler), so every conforming device computes bit-identical
+ * parameters, and the roundings are those of PyTorch's CPU kernels
+ * (PyTorch skips the decay term when wd == 0; add with alpha is a fused
+ * multiply-add in its vectorised CPU kernels; mul_ then add_ for the
+ * momentum buffer is two roundings). */
+#pragma OPENCL FP_CONTRACT OFF
+
+/* m == 0, no velocity buffer. */
+__kernel void clt_sgd_plain(__global float *w, __global const float *g, const float lr,
+                            const float wd, const ulong n)
+{
+    size_t i = get_global_id(0);
+    if (i < n) {
+        float p = w[i];
+        float gp = wd != 0.0f ? fma(wd, p, g[i]) : g[i];
+        w[i] = fma(-lr, gp, p);
+    }
+}
+
+/* m == 0 with a velocity buffer: v = g' (v is not read). */
+__kernel void clt_sgd_store(__global float *w, __global const float *g, __global float *v,
+                            const float lr, const float wd, const ulong n)
+{
+    size_t i = get_global_id(0);
+    if (i < n) {
+        float p = w[i];
+        float gp = wd != 0.0f ? fma(wd, p, g[i]) : g[i];
+        v[i] = gp;
+        w[i] = fma(-lr, gp, p);
+    }
+}
+
+__kernel void clt_sgd_momentum(__global float *w, __global const float *g, __global float *v,
+                               const float lr, const float m, const float wd, const ulong n)
+{
+    size_t i = get_global_id(0);
+    if (i < n) {
+        float p = w[i];
+        float gp = wd != 0.0f ? fma(wd, p, g[i]) : g[i];
+        float vi = m * v[i];
+        vi = vi + gp;
+        v[i] = vi;
+        w[i] = fma(-lr, vi, p);
+    }
+}

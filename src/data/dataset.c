@@ -1,0 +1,124 @@
+/* A labelled image dataset built from a pair of IDX files: images become
+ * float32 NCHW in [0,1], labels int32, both validated once here so the rest
+ * of the library can trust them. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+
+struct clt_dataset {
+    int64_t n;
+    int channels, height, width, classes;
+    float *images;
+    int32_t *labels;
+};
+
+static clt_status check_images(const clt_idx *im, const char *path)
+{
+    if (im->ndim != 3)
+        return clt_fail(CLT_ERR_FORMAT, "%s: images must be an idx3 file (N x rows x cols), this one "
+                        "has %d dimension(s)", path, im->ndim);
+    if (im->dims[0] == 0) return clt_fail(CLT_ERR_FORMAT, "%s: holds no images", path);
+    if (im->dims[1] == 0 || im->dims[2] == 0 || im->dims[1] > INT_MAX || im->dims[2] > INT_MAX)
+        return clt_fail(CLT_ERR_FORMAT, "%s: unusable image size %lld x %lld", path,
+                        (long long)im->dims[1], (long long)im->dims[2]);
+    return CLT_OK;
+}
+
+static clt_status check_labels(const clt_idx *lb, const char *path, int classes)
+{
+    if (lb->ndim != 1)
+        return clt_fail(CLT_ERR_FORMAT, "%s: labels must be an idx1 file (N), this one has %d "
+                        "dimension(s)", path, lb->ndim);
+    for (size_t i = 0; i < lb->size; i++)
+        if (lb->data[i] >= classes)
+            return clt_fail(CLT_ERR_FORMAT, "%s: label %u of sample %zu is out of range for %d "
+                            "classes (must be 0..%d)", path, lb->data[i], i, classes, classes - 1);
+    return CLT_OK;
+}
+
+/* Takes the first n samples of the validated files. */
+static clt_status build(const clt_idx *im, const clt_idx *lb, int classes, int64_t n,
+                        clt_dataset **out)
+{
+    clt_dataset *ds;
+    CLT_TRY(clt_calloc((void **)&ds, 1, sizeof *ds, "dataset"));
+    ds->n = n;
+    ds->channels = 1;
+    ds->height = (int)im->dims[1];
+    ds->width = (int)im->dims[2];
+    ds->classes = classes;
+    size_t pixels = (size_t)n * (size_t)ds->height * (size_t)ds->width; /* <= im->size */
+    clt_status s = clt_aligned_alloc((void **)&ds->images, pixels, sizeof(float), "dataset images");
+    if (s == CLT_OK)
+        s = clt_aligned_alloc((void **)&ds->labels, (size_t)n, sizeof(int32_t), "dataset labels");
+    if (s != CLT_OK) {
+        clt_dataset_destroy(ds);
+        return s;
+    }
+    /* A table keeps x/255 exactly (a division, as PyTorch's ToTensor) at the
+     * cost of a lookup. */
+    float lut[256];
+    for (int v = 0; v < 256; v++) lut[v] = (float)v / 255.0f;
+    for (size_t i = 0; i < pixels; i++) ds->images[i] = lut[im->data[i]];
+    for (int64_t i = 0; i < n; i++) ds->labels[i] = lb->data[i];
+    *out = ds;
+    return CLT_OK;
+}
+
+clt_status clt_dataset_from_idx(const char *images_path, const char *labels_path, int classes,
+                                int64_t limit, clt_dataset **out)
+{
+    if (!out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_from_idx: out is NULL");
+    *out = NULL;
+    if (!images_path || !labels_path)
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_from_idx: a path is NULL");
+    if (classes <= 0)
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_from_idx: classes must be > 0 (got %d)",
+                        classes);
+    if (limit < 0)
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_from_idx: limit must be >= 0 (got %lld)",
+                        (long long)limit);
+    clt_idx im, lb;
+    memset(&lb, 0, sizeof lb);
+    clt_status s = clt_idx_read(images_path, &im);
+    if (s == CLT_OK) s = check_images(&im, images_path);
+    if (s == CLT_OK) s = clt_idx_read(labels_path, &lb);
+    if (s == CLT_OK) s = check_labels(&lb, labels_path, classes);
+    if (s == CLT_OK && lb.dims[0] != im.dims[0])
+        s = clt_fail(CLT_ERR_FORMAT, "image/label count mismatch: %s holds %lld images but %s holds "
+                     "%lld labels", images_path, (long long)im.dims[0], labels_path,
+                     (long long)lb.dims[0]);
+    if (s == CLT_OK) {
+        int64_t n = limit > 0 && limit < im.dims[0] ? limit : im.dims[0];
+        s = build(&im, &lb, classes, n, out);
+    }
+    clt_idx_free(&im);
+    clt_idx_free(&lb);
+    return s;
+}
+
+void clt_dataset_destroy(clt_dataset *ds)
+{
+    if (!ds) return;
+    clt_aligned_free(ds->images);
+    clt_aligned_free(ds->labels);
+    free(ds);
+}
+
+int64_t clt_dataset_size(const clt_dataset *ds) { return ds ? ds->n : 0; }
+
+void clt_dataset_shape(const clt_dataset *ds, int *channels, int *height, int *width)
+{
+    if (channels) *channels = ds ? ds->channels : 0;
+    if (height) *height = ds ? ds->height : 0;
+    if (width) *width = ds ? ds->width : 0;
+}
+
+int clt_dataset_classes(const clt_dataset *ds) { return ds ? ds->classes : 0; }
+
+const float *clt_dataset_images(const clt_dataset *ds) { return ds ? ds->images : NULL; }
+
+const int32_t *clt_dataset_labels(const clt_dataset *ds) { return ds ? ds->labels : NULL; }

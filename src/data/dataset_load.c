@@ -1,0 +1,163 @@
+/* Finding a dataset by name or directory: every place looked at is
+ * recorded, so a missing dataset's message says where it was sought and how
+ * to get it. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+
+#define PATH_CAP 4096
+
+typedef struct named_dataset {
+    const char *name;
+    const char *system_dir;
+    const char *install; /* how to get it, for the not-found message */
+} named_dataset;
+
+static const named_dataset NAMED[] = {
+    {"fashion-mnist", "/usr/share/datasets/fashion-mnist",
+     "install it with `apt-get install dataset-fashion-mnist` (or run tools/setup)"},
+    {"mnist", "/usr/share/datasets/mnist",
+     "MNIST has no Debian package: put its four files in /usr/share/datasets/mnist"},
+};
+
+static const char *const FILES[2][2] = {
+    {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"},
+    {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"},
+};
+
+/* The list of places looked at, for the message. */
+typedef struct search_log {
+    char text[3072];
+    size_t len;
+} search_log;
+
+static void log_add(search_log *log, const char *fmt, ...) CLT_PRINTF(2, 3);
+static void log_add(search_log *log, const char *fmt, ...)
+{
+    if (log->len >= sizeof log->text - 1) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(log->text + log->len, sizeof log->text - log->len, fmt, ap);
+    va_end(ap);
+    if (w > 0) log->len += (size_t)w;
+    if (log->len > sizeof log->text - 1) log->len = sizeof log->text - 1;
+}
+
+/* NULL when path is a directory, else why not. */
+static const char *dir_problem(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return errno == ENOENT ? "does not exist" : strerror(errno);
+    return S_ISDIR(st.st_mode) ? NULL : "not a directory";
+}
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* dir/base, else dir/base.gz; 0 when neither exists. */
+static int find_file(const char *dir, const char *base, char *out)
+{
+    if (snprintf(out, PATH_CAP, "%s/%s", dir, base) >= PATH_CAP) return 0;
+    if (is_file(out)) return 1;
+    if (snprintf(out, PATH_CAP, "%s/%s.gz", dir, base) >= PATH_CAP) return 0;
+    return is_file(out);
+}
+
+/* 1 when dir holds both files of the split (paths in images/labels);
+ * otherwise logs why not. */
+static int try_dir(const char *dir, const char *why, clt_split split, char *images, char *labels,
+                   search_log *log)
+{
+    const char *const *names = FILES[split];
+    log_add(log, "\n  %s%s%s: ", dir, why ? " " : "", why ? why : "");
+    const char *problem = dir_problem(dir);
+    if (problem) {
+        log_add(log, "%s", problem);
+        return 0;
+    }
+    int have_images = find_file(dir, names[0], images);
+    int have_labels = find_file(dir, names[1], labels);
+    if (have_images && have_labels) return 1;
+    if (!have_images && !have_labels)
+        log_add(log, "no %s[.gz] and no %s[.gz]", names[0], names[1]);
+    else
+        log_add(log, "no %s[.gz]", have_images ? names[1] : names[0]);
+    return 0;
+}
+
+static clt_status not_found(const char *what, const char *note, clt_split split,
+                            const search_log *log, const char *install)
+{
+    return clt_fail(CLT_ERR_NOT_FOUND,
+                    "%s (%s split) not found%s; looked in:%s\n"
+                    "To fix: %s%sset CLTRAIN_DATA to, or pass, a directory holding "
+                    "train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], "
+                    "t10k-images-idx3-ubyte[.gz] and t10k-labels-idx1-ubyte[.gz].",
+                    what, split == CLT_SPLIT_TRAIN ? "train" : "test", note, log->text,
+                    install ? install : "", install ? "; or " : "");
+}
+
+static clt_status load_named(const named_dataset *nd, clt_split split, int64_t limit,
+                             clt_dataset **out)
+{
+    char images[PATH_CAP], labels[PATH_CAP], sub[PATH_CAP];
+    search_log log = {{0}, 0};
+    const char *env = getenv("CLTRAIN_DATA");
+    if (env && env[0]) {
+        const char *problem = dir_problem(env);
+        if (!problem) {
+            char why[64];
+            snprintf(why, sizeof why, "($CLTRAIN_DATA/%s)", nd->name);
+            if (snprintf(sub, sizeof sub, "%s/%s", env, nd->name) < PATH_CAP &&
+                try_dir(sub, why, split, images, labels, &log))
+                return clt_dataset_from_idx(images, labels, 10, limit, out);
+            if (try_dir(env, "($CLTRAIN_DATA)", split, images, labels, &log))
+                return clt_dataset_from_idx(images, labels, 10, limit, out);
+        } else {
+            log_add(&log, "\n  %s ($CLTRAIN_DATA): %s, ignored", env, problem);
+        }
+    } else {
+        log_add(&log, "\n  $CLTRAIN_DATA: not set");
+    }
+    if (try_dir(nd->system_dir, NULL, split, images, labels, &log))
+        return clt_dataset_from_idx(images, labels, 10, limit, out);
+    char what[64];
+    snprintf(what, sizeof what, "dataset %s", nd->name);
+    return not_found(what, "", split, &log, nd->install);
+}
+
+clt_status clt_dataset_load(const char *name_or_dir, clt_split split, int64_t limit,
+                            clt_dataset **out)
+{
+    if (!out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_load: out is NULL");
+    *out = NULL;
+    if (split != CLT_SPLIT_TRAIN && split != CLT_SPLIT_TEST)
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_load: invalid split %d", (int)split);
+    if (limit < 0)
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_load: limit must be >= 0 (got %lld)",
+                        (long long)limit);
+    const char *dir = name_or_dir, *env = getenv("CLTRAIN_DATA");
+    int from_env = !dir && env && env[0];
+    if (!dir) dir = from_env ? env : NAMED[0].name;
+    for (size_t i = 0; i < sizeof NAMED / sizeof NAMED[0]; i++)
+        if (strcmp(dir, NAMED[i].name) == 0) return load_named(&NAMED[i], split, limit, out);
+    if (strlen(dir) >= PATH_CAP - 64)
+        return clt_fail(CLT_ERR_INVALID_ARG, "dataset directory path too long (%zu bytes)", strlen(dir));
+    char images[PATH_CAP], labels[PATH_CAP];
+    search_log log = {{0}, 0};
+    if (try_dir(dir, NULL, split, images, labels, &log))
+        return clt_dataset_from_idx(images, labels, 10, limit, out);
+    char what[PATH_CAP + 64];
+    snprintf(what, sizeof what, "dataset directory %s%s", dir, from_env ? " (from $CLTRAIN_DATA)" : "");
+    return not_found(what, from_env ? "" : " (and not a dataset name: fashion-mnist, mnist)", split, &log,
+                     "for Fashion-MNIST, `apt-get install dataset-fashion-mnist` (or run "
+                     "tools/setup) and load \"fashion-mnist\"");
+}

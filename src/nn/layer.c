@@ -1,0 +1,51 @@
+#include "nn/layer.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int64_t clt_shape_numel(const clt_shape *s)
+{
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++) n *= s->d[i];
+    return n;
+}
+
+const char *clt_shape_fmt(const clt_shape *s, char *buf, size_t cap)
+{
+    if (s->ndim == 3)
+        snprintf(buf, cap, "(%d, %d, %d)", s->d[0], s->d[1], s->d[2]);
+    else
+        snprintf(buf, cap, "(%d)", s->d[0]);
+    return buf;
+}
+
+void clt_layer_add_param(clt_layer *l, const char *suffix, int ndim, const int64_t *shape,
+                         int64_t fan_in, int64_t fan_out, int is_bias)
+{
+    clt_param *p = &l->params[l->n_params++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%d.%s", l->index, suffix);
+    p->ndim = ndim;
+    p->numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        p->shape[i] = shape[i];
+        p->numel *= shape[i];
+    }
+    p->fan_in = fan_in;
+    p->fan_out = fan_out;
+    p->is_bias = is_bias;
+}
+
+clt_status clt_layer_fail(const clt_layer *l, clt_status s, const char *fmt, ...)
+{
+    char msg[1024], tok[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int at = snprintf(tok, sizeof tok, "%s", l->token);
+    for (int i = 0; i < l->nargs && at < (int)sizeof tok; i++)
+        at += snprintf(tok + at, sizeof tok - (size_t)at, ":%d", l->args[i]);
+    return clt_fail(s, "layer %d (%s): %s", l->index, tok, msg);
+}

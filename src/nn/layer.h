@@ -1,0 +1,81 @@
+/* Layers: a kind is a function table in its own file (layer_<kind>.c); a
+ * layer is one entry of a net with its shapes, parameters and per-device
+ * buffers. Shapes are per sample (the batch size comes with each call). */
+#ifndef CLT_NN_LAYER_H
+#define CLT_NN_LAYER_H
+
+#include "runtime/device.h"
+
+#define CLT_LAYER_MAX_ARGS 4
+#define CLT_LAYER_MAX_PARAMS 2
+
+typedef struct clt_shape {
+    int ndim;  /* 3: (c, h, w); 1: (features) */
+    int d[3];
+} clt_shape;
+
+int64_t clt_shape_numel(const clt_shape *s);
+/* "(20, 26, 26)" */
+const char *clt_shape_fmt(const clt_shape *s, char *buf, size_t cap);
+
+/* A parameter: a view into the net's flat parameter, gradient and velocity
+ * buffers (sub-buffers at an aligned offset). */
+typedef struct clt_param {
+    char name[64];        /* PyTorch state_dict name, e.g. "0.weight" */
+    int ndim;
+    int64_t shape[4];
+    int64_t numel;
+    int64_t fan_in, fan_out;
+    int is_bias;
+    size_t offset;        /* in floats, within the flat buffers */
+    cl_mem w, g, v;       /* sub-buffers (owned by the net) */
+} clt_param;
+
+typedef struct clt_layer clt_layer;
+
+typedef struct clt_layer_kind {
+    const char *name;
+    /* Checks args against the input shape, sets l->out and declares the
+     * parameters (name suffix, shape, fans); errors name the layer. */
+    clt_status (*configure)(clt_layer *l);
+    /* y = layer(x) for n samples. */
+    clt_status (*forward)(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y);
+    /* Parameter gradients (sums, scaled by the loss's scale) and, when dx
+     * is not NULL, the input gradient. */
+    clt_status (*backward)(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y, cl_mem dy,
+                           cl_mem dx);
+    /* Bytes of per-sample auxiliary device state kept from forward to
+     * backward (max pooling's argmax), 0 if none. */
+    size_t (*aux_bytes)(const clt_layer *l);
+    /* 1: output aliases the input (flatten): no buffer, backward passes dy on. */
+    int alias;
+} clt_layer_kind;
+
+struct clt_layer {
+    const clt_layer_kind *kind;
+    const char *token;    /* spec token kind ("maxpool") */
+    int variant;          /* kind-specific: pool kind, activation function */
+    int index;            /* position in the spec: names parameters */
+    int args[CLT_LAYER_MAX_ARGS];
+    int nargs;
+    clt_shape in, out;
+    int n_params;
+    clt_param params[CLT_LAYER_MAX_PARAMS];
+    cl_mem aux;           /* per-device auxiliary buffer, sized for the batch */
+};
+
+/* Declares parameter p of layer l: name "<index>.<suffix>". */
+void clt_layer_add_param(clt_layer *l, const char *suffix, int ndim, const int64_t *shape,
+                         int64_t fan_in, int64_t fan_out, int is_bias);
+/* Error for a layer: "layer 3 (conv:50:5): <message>". */
+clt_status clt_layer_fail(const clt_layer *l, clt_status s, const char *fmt, ...) CLT_PRINTF(3, 4);
+
+/* The kinds (one file each). */
+extern const clt_layer_kind clt_layer_conv;
+extern const clt_layer_kind clt_layer_pool;
+extern const clt_layer_kind clt_layer_activation;
+extern const clt_layer_kind clt_layer_flatten;
+extern const clt_layer_kind clt_layer_dense;
+extern const clt_layer_kind clt_layer_gap;
+
+#endif

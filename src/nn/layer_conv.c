@@ -1,0 +1,50 @@
+/* conv:C:K[:S[:P]] — 2-D convolution with bias. */
+#include "nn/layer.h"
+#include "ops/conv.h"
+
+static clt_status geom(const clt_layer *l, int n, clt_conv_geom *g)
+{
+    return clt_conv_geom_init(g, n, l->in.d[0], l->in.d[1], l->in.d[2], l->args[0], l->args[1],
+                              l->nargs > 2 ? l->args[2] : 1, l->nargs > 3 ? l->args[3] : 0);
+}
+
+static clt_status configure(clt_layer *l)
+{
+    char buf[64];
+    if (l->nargs < 2)
+        return clt_layer_fail(l, CLT_ERR_SPEC, "expected conv:C:K[:S[:P]] (channels and kernel size)");
+    if (l->args[0] < 1 || l->args[1] < 1 || (l->nargs > 2 && l->args[2] < 1) ||
+        (l->nargs > 3 && l->args[3] < 0))
+        return clt_layer_fail(l, CLT_ERR_SPEC, "channels, kernel and stride must be >= 1, padding >= 0");
+    if (l->in.ndim != 3)
+        return clt_layer_fail(l, CLT_ERR_SPEC, "needs an image input (C, H, W), got %s",
+                              clt_shape_fmt(&l->in, buf, sizeof buf));
+    int k = l->args[1], s = l->nargs > 2 ? l->args[2] : 1, p = l->nargs > 3 ? l->args[3] : 0;
+    int oh = l->in.d[1] + 2 * p - k, ow = l->in.d[2] + 2 * p - k;
+    if (oh < 0 || ow < 0)
+        return clt_layer_fail(l, CLT_ERR_SPEC, "kernel %dx%d is larger than the padded input %s", k, k,
+                              clt_shape_fmt(&l->in, buf, sizeof buf));
+    l->out = (clt_shape){3, {l->args[0], oh / s + 1, ow / s + 1}};
+    int64_t cin = l->in.d[0], co = l->args[0];
+    clt_layer_add_param(l, "weight", 4, (int64_t[]){co, cin, k, k}, cin * k * k, co * k * k, 0);
+    clt_layer_add_param(l, "bias", 1, (int64_t[]){co}, cin * k * k, co * k * k, 1);
+    return CLT_OK;
+}
+
+static clt_status forward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y)
+{
+    clt_conv_geom g;
+    CLT_TRY(geom(l, n, &g));
+    return clt_conv_forward_raw(dev, &g, x, l->params[0].w, l->params[1].w, y);
+}
+
+static clt_status backward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y, cl_mem dy,
+                           cl_mem dx)
+{
+    (void)y;
+    clt_conv_geom g;
+    CLT_TRY(geom(l, n, &g));
+    return clt_conv_backward_raw(dev, &g, x, l->params[0].w, dy, dx, l->params[0].g, l->params[1].g);
+}
+
+const clt_layer_kind clt_layer_conv = {"conv", configure, forward, backward, NULL, 0};

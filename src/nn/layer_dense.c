@@ -1,0 +1,33 @@
+/* dense:N — fully connected, y = x W^T + b on flat features. */
+#include "nn/layer.h"
+#include "ops/dense.h"
+
+static clt_status configure(clt_layer *l)
+{
+    char buf[64];
+    if (l->nargs != 1 || l->args[0] < 1)
+        return clt_layer_fail(l, CLT_ERR_SPEC, "expected dense:N with N >= 1 outputs");
+    if (l->in.ndim != 1)
+        return clt_layer_fail(l, CLT_ERR_SPEC, "input %s is not flat; put flatten (or gap) before it",
+                              clt_shape_fmt(&l->in, buf, sizeof buf));
+    int64_t in = l->in.d[0], out = l->args[0];
+    l->out = (clt_shape){1, {l->args[0], 0, 0}};
+    clt_layer_add_param(l, "weight", 2, (int64_t[]){out, in}, in, out, 0);
+    clt_layer_add_param(l, "bias", 1, (int64_t[]){out}, in, out, 1);
+    return CLT_OK;
+}
+
+static clt_status forward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y)
+{
+    return clt_dense_forward_raw(dev, n, l->in.d[0], l->out.d[0], x, l->params[0].w, l->params[1].w, y);
+}
+
+static clt_status backward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y, cl_mem dy,
+                           cl_mem dx)
+{
+    (void)y;
+    return clt_dense_backward_raw(dev, n, l->in.d[0], l->out.d[0], x, l->params[0].w, dy, dx,
+                                  l->params[0].g, l->params[1].g);
+}
+
+const clt_layer_kind clt_layer_dense = {"dense", configure, forward, backward, NULL, 0};

@@ -1,0 +1,45 @@
+/* maxpool:K[:S], avgpool:K[:S] — floor-mode pooling without padding. */
+#include "nn/layer.h"
+#include "ops/pool.h"
+
+static int stride(const clt_layer *l) { return l->nargs > 1 ? l->args[1] : l->args[0]; }
+
+static clt_status configure(clt_layer *l)
+{
+    char buf[64];
+    if (l->nargs < 1) return clt_layer_fail(l, CLT_ERR_SPEC, "expected %s:K[:S] (window size)", l->token);
+    if (l->args[0] < 1 || stride(l) < 1)
+        return clt_layer_fail(l, CLT_ERR_SPEC, "window and stride must be >= 1");
+    if (l->in.ndim != 3)
+        return clt_layer_fail(l, CLT_ERR_SPEC, "needs an image input (C, H, W), got %s",
+                              clt_shape_fmt(&l->in, buf, sizeof buf));
+    int k = l->args[0];
+    if (l->in.d[1] < k || l->in.d[2] < k)
+        return clt_layer_fail(l, CLT_ERR_SPEC, "window %dx%d is larger than the input %s", k, k,
+                              clt_shape_fmt(&l->in, buf, sizeof buf));
+    l->out = (clt_shape){3, {l->in.d[0], (l->in.d[1] - k) / stride(l) + 1, (l->in.d[2] - k) / stride(l) + 1}};
+    return CLT_OK;
+}
+
+static clt_status forward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y)
+{
+    return clt_pool_forward_raw(dev, (clt_pool_kind)l->variant, n, l->in.d[0], l->in.d[1], l->in.d[2],
+                                l->args[0], stride(l), x, y, l->aux);
+}
+
+static clt_status backward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y, cl_mem dy,
+                           cl_mem dx)
+{
+    (void)x;
+    (void)y;
+    if (!dx) return CLT_OK;
+    return clt_pool_backward_raw(dev, (clt_pool_kind)l->variant, n, l->in.d[0], l->in.d[1], l->in.d[2],
+                                 l->args[0], stride(l), dy, l->aux, dx);
+}
+
+static size_t aux_bytes(const clt_layer *l)
+{
+    return l->variant == CLT_POOL_MAX ? (size_t)clt_shape_numel(&l->out) * sizeof(int32_t) : 0;
+}
+
+const clt_layer_kind clt_layer_pool = {"pool", configure, forward, backward, aux_bytes, 0};

@@ -1,0 +1,323 @@
+#include "nn/net.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "ops/loss.h"
+#include "ops/sgd.h"
+
+static clt_status make_buffer(clt_device *dev, size_t bytes, const char *what, cl_mem *out)
+{
+    cl_int err;
+    *out = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
+    if (!*out) {
+        clt_cl_fail(err, "clCreateBuffer");
+        return clt_fail_context(err == CL_SUCCESS ? CLT_ERR_OPENCL : CLT_ERR_DEVICE_MEMORY,
+                                "%s (%zu bytes) on device %d (%s)", what, bytes, dev->info.index,
+                                dev->info.name);
+    }
+    return CLT_OK;
+}
+
+static clt_status sub_buffer(cl_mem parent, size_t offset_floats, int64_t numel, cl_mem *out)
+{
+    cl_buffer_region r = {offset_floats * sizeof(float), (size_t)numel * sizeof(float)};
+    cl_int err;
+    *out = clCreateSubBuffer(parent, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+    if (!*out) return clt_cl_fail(err, "clCreateSubBuffer (parameter view)");
+    return CLT_OK;
+}
+
+static clt_status zero(clt_device *dev, cl_mem m, size_t bytes)
+{
+    float z = 0;
+    CLT_CL(clEnqueueFillBuffer(dev->queue, m, &z, sizeof z, 0, bytes, 0, NULL, NULL), "clEnqueueFillBuffer");
+    return CLT_OK;
+}
+
+/* Lays parameters out last layer first at offsets aligned for sub-buffers. */
+static clt_status layout_params(clt_net *net)
+{
+    cl_uint align_bits = 1024;
+    clGetDeviceInfo(net->dev->id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
+    size_t align = align_bits / 8 / sizeof(float);
+    if (align < 1) align = 1;
+    size_t at = 0;
+    net->first_param_layer = net->model.n_layers;
+    for (int i = net->model.n_layers - 1; i >= 0; i--) {
+        clt_layer *l = &net->model.layers[i];
+        if (l->n_params) net->first_param_layer = i;
+        for (int p = 0; p < l->n_params; p++) {
+            l->params[p].offset = at;
+            at += ((size_t)l->params[p].numel + align - 1) / align * align;
+        }
+    }
+    net->flat = at ? at : 1;
+    size_t bytes = net->flat * sizeof(float);
+    CLT_TRY(make_buffer(net->dev, bytes, "parameters", &net->params));
+    CLT_TRY(make_buffer(net->dev, bytes, "gradients", &net->grads));
+    CLT_TRY(zero(net->dev, net->params, bytes));
+    CLT_TRY(zero(net->dev, net->grads, bytes));
+    for (int i = 0; i < net->model.n_layers; i++) {
+        clt_layer *l = &net->model.layers[i];
+        for (int p = 0; p < l->n_params; p++) {
+            clt_param *q = &l->params[p];
+            CLT_TRY(sub_buffer(net->params, q->offset, q->numel, &q->w));
+            CLT_TRY(sub_buffer(net->grads, q->offset, q->numel, &q->g));
+        }
+    }
+    return CLT_OK;
+}
+
+clt_status clt_net_create(clt_device *dev, const char *spec, int channels, int height, int width,
+                          clt_net **out)
+{
+    if (!out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_create: out is NULL");
+    *out = NULL;
+    if (!dev) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_create: device is NULL");
+    clt_net *net = calloc(1, sizeof *net);
+    if (!net) return clt_fail(CLT_ERR_NO_MEMORY, "net handle");
+    net->dev = dev;
+    clt_status s = clt_model_parse(spec, channels, height, width, &net->model);
+    if (s == CLT_OK)
+        s = clt_calloc((void **)&net->act, (size_t)net->model.n_layers, sizeof *net->act, "net buffers");
+    if (s == CLT_OK) s = layout_params(net);
+    if (s != CLT_OK) {
+        clt_net_destroy(net);
+        return s;
+    }
+    *out = net;
+    return CLT_OK;
+}
+
+static void release(cl_mem *m)
+{
+    if (*m) clReleaseMemObject(*m);
+    *m = NULL;
+}
+
+static void release_batch_buffers(clt_net *net)
+{
+    release(&net->input);
+    for (int i = 0; i < net->model.n_layers; i++) {
+        if (!net->model.layers[i].kind->alias) release(&net->act[i]);
+        net->act[i] = NULL;
+        release(&net->model.layers[i].aux);
+    }
+    release(&net->dbuf[0]);
+    release(&net->dbuf[1]);
+    release(&net->labels);
+    release(&net->stats);
+    free(net->host_stats);
+    net->host_stats = NULL;
+    net->cap = 0;
+}
+
+void clt_net_destroy(clt_net *net)
+{
+    if (!net) return;
+    if (net->dev) clFinish(net->dev->queue);
+    if (net->act) release_batch_buffers(net);
+    for (int i = 0; i < net->model.n_layers; i++) {
+        clt_layer *l = &net->model.layers[i];
+        for (int p = 0; p < l->n_params; p++) {
+            release(&l->params[p].w);
+            release(&l->params[p].g);
+            release(&l->params[p].v);
+        }
+    }
+    release(&net->params);
+    release(&net->grads);
+    release(&net->vel);
+    free(net->act);
+    clt_model_free(&net->model);
+    free(net);
+}
+
+clt_status clt_net_reserve(clt_net *net, int n)
+{
+    if (n <= net->cap) return CLT_OK;
+    release_batch_buffers(net);
+    clt_device *dev = net->dev;
+    size_t N = (size_t)n;
+    int64_t widest = clt_shape_numel(&net->model.in);
+    CLT_TRY(make_buffer(dev, N * (size_t)widest * sizeof(float), "input batch", &net->input));
+    cl_mem prev = net->input;
+    for (int i = 0; i < net->model.n_layers; i++) {
+        clt_layer *l = &net->model.layers[i];
+        int64_t numel = clt_shape_numel(&l->out);
+        if (numel > widest) widest = numel;
+        if (l->kind->alias) {
+            net->act[i] = prev;
+        } else {
+            CLT_TRY(make_buffer(dev, N * (size_t)numel * sizeof(float), "activations", &net->act[i]));
+        }
+        prev = net->act[i];
+        size_t aux = l->kind->aux_bytes ? l->kind->aux_bytes(l) : 0;
+        if (aux) CLT_TRY(make_buffer(dev, N * aux, "layer state", &l->aux));
+    }
+    for (int k = 0; k < 2; k++)
+        CLT_TRY(make_buffer(dev, N * (size_t)widest * sizeof(float), "gradient buffer", &net->dbuf[k]));
+    CLT_TRY(make_buffer(dev, N * sizeof(int32_t), "labels", &net->labels));
+    CLT_TRY(make_buffer(dev, 2 * N * sizeof(float), "loss statistics", &net->stats));
+    CLT_TRY(clt_calloc((void **)&net->host_stats, 2 * N, sizeof(float), "loss statistics"));
+    net->cap = n;
+    return CLT_OK;
+}
+
+static clt_status check_n(const clt_net *net, int n, const char *op)
+{
+    if (n < 1) return clt_fail(CLT_ERR_INVALID_ARG, "%s: batch of %d samples (at least 1)", op, n);
+    (void)net;
+    return CLT_OK;
+}
+
+clt_status clt_net_forward_device(clt_net *net, int n)
+{
+    cl_mem x = net->input;
+    for (int i = 0; i < net->model.n_layers; i++) {
+        clt_layer *l = &net->model.layers[i];
+        if (!l->kind->alias) {
+            clt_status s = l->kind->forward(l, net->dev, n, x, net->act[i]);
+            if (s != CLT_OK) return clt_fail_context(s, "forward of layer %d (%s)", i, l->token);
+        }
+        x = net->act[i];
+    }
+    net->last_n = n;
+    return CLT_OK;
+}
+
+clt_status clt_net_forward(clt_net *net, const float *images, int n)
+{
+    if (!net || !images) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_forward: NULL argument");
+    CLT_TRY(check_n(net, n, "clt_net_forward"));
+    CLT_TRY(clt_net_reserve(net, n));
+    size_t bytes = (size_t)n * (size_t)clt_shape_numel(&net->model.in) * sizeof(float);
+    CLT_CL(clEnqueueWriteBuffer(net->dev->queue, net->input, CL_TRUE, 0, bytes, images, 0, NULL, NULL),
+           "clt_net_forward: upload");
+    return clt_net_forward_device(net, n);
+}
+
+clt_status clt_net_output(const clt_net *net, float *scores, int64_t count)
+{
+    if (!net || !scores) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_output: NULL argument");
+    if (net->last_n == 0) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_output: no forward pass yet");
+    int64_t want = (int64_t)net->last_n * net->model.classes;
+    if (count != want)
+        return clt_fail(CLT_ERR_SHAPE, "clt_net_output: %lld floats asked, the last forward gave %d x %d",
+                        (long long)count, net->last_n, net->model.classes);
+    CLT_CL(clEnqueueReadBuffer(net->dev->queue, net->act[net->model.n_layers - 1], CL_TRUE, 0,
+                               (size_t)want * sizeof(float), scores, 0, NULL, NULL),
+           "clt_net_output: download");
+    return CLT_OK;
+}
+
+clt_status clt_net_set_labels(clt_net *net, const int32_t *labels, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (labels[i] < 0 || labels[i] >= net->model.classes)
+            return clt_fail(CLT_ERR_INVALID_ARG, "label %d of sample %d is outside 0..%d", labels[i], i,
+                            net->model.classes - 1);
+    CLT_CL(clEnqueueWriteBuffer(net->dev->queue, net->labels, CL_TRUE, 0, (size_t)n * sizeof(int32_t),
+                                labels, 0, NULL, NULL),
+           "upload labels");
+    return CLT_OK;
+}
+
+static cl_mem logits(const clt_net *net) { return net->act[net->model.n_layers - 1]; }
+
+clt_status clt_net_loss_device(clt_net *net)
+{
+    return clt_xent_raw(net->dev, net->last_n, net->model.classes, logits(net), net->labels, 1.0f, NULL,
+                        net->stats);
+}
+
+clt_status clt_net_backward_device(clt_net *net, float scale, clt_grads_ready_fn ready, void *user)
+{
+    int n = net->last_n;
+    cl_mem dy = net->dbuf[0];
+    int cur = 0;
+    CLT_TRY(clt_xent_raw(net->dev, n, net->model.classes, logits(net), net->labels, scale, dy, net->stats));
+    for (int i = net->model.n_layers - 1; i >= 0; i--) {
+        clt_layer *l = &net->model.layers[i];
+        if (l->kind->alias) continue; /* the gradient passes through unchanged */
+        cl_mem x = i ? net->act[i - 1] : net->input;
+        cl_mem dx = i > net->first_param_layer ? net->dbuf[1 - cur] : NULL;
+        clt_status s = l->kind->backward(l, net->dev, n, x, net->act[i], dy, dx);
+        if (s != CLT_OK) return clt_fail_context(s, "backward of layer %d (%s)", i, l->token);
+        if (l->n_params && ready) CLT_TRY(ready(user, net, i));
+        if (dx) {
+            cur = 1 - cur;
+            dy = dx;
+        }
+    }
+    return CLT_OK;
+}
+
+clt_status clt_net_read_stats(clt_net *net, double *loss_sum, int64_t *correct)
+{
+    int n = net->last_n;
+    CLT_CL(clEnqueueReadBuffer(net->dev->queue, net->stats, CL_TRUE, 0, 2 * (size_t)n * sizeof(float),
+                               net->host_stats, 0, NULL, NULL),
+           "read loss statistics");
+    double sum = 0;
+    int64_t ok = 0;
+    for (int i = 0; i < n; i++) {
+        sum += net->host_stats[2 * i];
+        ok += net->host_stats[2 * i + 1] > 0.5f;
+    }
+    if (!isfinite(sum))
+        return clt_fail(CLT_ERR_NUMERIC, "the loss is %s (diverged: lower the learning rate?)",
+                        isnan(sum) ? "NaN" : "infinite");
+    if (loss_sum) *loss_sum = sum;
+    if (correct) *correct = ok;
+    return CLT_OK;
+}
+
+static clt_status check_labels(clt_net *net, const int32_t *labels, const char *op)
+{
+    if (!net || !labels) return clt_fail(CLT_ERR_INVALID_ARG, "%s: NULL argument", op);
+    if (net->last_n == 0) return clt_fail(CLT_ERR_INVALID_ARG, "%s: no forward pass yet", op);
+    return clt_net_set_labels(net, labels, net->last_n);
+}
+
+clt_status clt_net_backward(clt_net *net, const int32_t *labels, float scale, double *loss_sum,
+                            int64_t *correct)
+{
+    CLT_TRY(check_labels(net, labels, "clt_net_backward"));
+    if (!isfinite(scale)) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_backward: scale %g", scale);
+    CLT_TRY(clt_net_backward_device(net, scale, NULL, NULL));
+    return clt_net_read_stats(net, loss_sum, correct);
+}
+
+clt_status clt_net_loss(clt_net *net, const int32_t *labels, double *loss_sum, int64_t *correct)
+{
+    CLT_TRY(check_labels(net, labels, "clt_net_loss"));
+    CLT_TRY(clt_net_loss_device(net));
+    return clt_net_read_stats(net, loss_sum, correct);
+}
+
+clt_status clt_net_ensure_velocity(clt_net *net)
+{
+    if (net->vel) return CLT_OK;
+    size_t bytes = net->flat * sizeof(float);
+    CLT_TRY(make_buffer(net->dev, bytes, "momentum buffer", &net->vel));
+    return zero(net->dev, net->vel, bytes);
+}
+
+clt_status clt_net_sgd_step(clt_net *net, float lr, float momentum, float weight_decay)
+{
+    if (!net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_sgd_step: net is NULL");
+    if (!isfinite(lr) || lr < 0 || !isfinite(momentum) || momentum < 0 || momentum >= 1 ||
+        !isfinite(weight_decay) || weight_decay < 0)
+        return clt_fail(CLT_ERR_INVALID_ARG,
+                        "SGD settings lr %g, momentum %g, weight decay %g: need lr >= 0, 0 <= momentum < 1, "
+                        "weight decay >= 0",
+                        lr, momentum, weight_decay);
+    if (momentum > 0) CLT_TRY(clt_net_ensure_velocity(net));
+    return clt_sgd_raw(net->dev, net->flat, net->params, net->grads, momentum > 0 ? net->vel : NULL, lr,
+                       momentum, weight_decay);
+}

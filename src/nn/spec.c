@@ -1,0 +1,152 @@
+/* The model spec grammar of DESIGN.md: kind[:arg[:arg]] separated by commas. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "nn/model.h"
+
+typedef struct token_kind {
+    const char *token;
+    const clt_layer_kind *kind;
+    int variant;
+} token_kind;
+
+static const token_kind token_kinds[] = {
+    {"conv", &clt_layer_conv, 0},
+    {"maxpool", &clt_layer_pool, CLT_POOL_MAX},
+    {"avgpool", &clt_layer_pool, CLT_POOL_AVG},
+    {"relu", &clt_layer_activation, CLT_RELU},
+    {"sigmoid", &clt_layer_activation, CLT_SIGMOID},
+    {"tanh", &clt_layer_activation, CLT_TANH},
+    {"flatten", &clt_layer_flatten, 0},
+    {"dense", &clt_layer_dense, 0},
+    {"gap", &clt_layer_gap, 0},
+};
+
+static const struct {
+    const char *name, *spec;
+} builtins[] = {
+    {"lenet", "conv:20:3,relu,avgpool:2,conv:50:5,relu,avgpool:2,flatten,dense:128,relu,dense:10"},
+    {"lenet-max", "conv:20:3,relu,maxpool:2,conv:50:5,relu,maxpool:2,flatten,dense:128,relu,dense:10"},
+};
+
+const char *clt_model_builtin(const char *name)
+{
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        if (strcmp(builtins[i].name, name) == 0) return builtins[i].spec;
+    return NULL;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
+    return s;
+}
+
+static clt_status parse_token(char *tok, int index, clt_layer *l)
+{
+    memset(l, 0, sizeof *l);
+    l->index = index;
+    char *colon = strchr(tok, ':');
+    if (colon) *colon = 0;
+    char *kind = trim(tok);
+    if (!kind[0]) return clt_fail(CLT_ERR_SPEC, "layer %d: empty layer (two commas in a row?)", index);
+    const token_kind *tk = NULL;
+    for (size_t i = 0; i < sizeof token_kinds / sizeof token_kinds[0]; i++)
+        if (strcmp(token_kinds[i].token, kind) == 0) tk = &token_kinds[i];
+    if (!tk) {
+        if (strcmp(kind, "bn") == 0)
+            return clt_fail(CLT_ERR_UNSUPPORTED, "layer %d (bn): batch norm is not available in this version", index);
+        return clt_fail(CLT_ERR_SPEC,
+                        "layer %d: unknown layer kind \"%s\" (known: conv, maxpool, avgpool, relu, "
+                        "sigmoid, tanh, flatten, dense, gap; builtins: lenet, lenet-max)",
+                        index, kind);
+    }
+    l->kind = tk->kind;
+    l->token = tk->token;
+    l->variant = tk->variant;
+    while (colon) {
+        char *a = colon + 1;
+        colon = strchr(a, ':');
+        if (colon) *colon = 0;
+        a = trim(a);
+        char *end;
+        errno = 0;
+        long v = strtol(a, &end, 10);
+        if (!a[0] || *end || errno || v < -1000000 || v > 1000000)
+            return clt_fail(CLT_ERR_SPEC, "layer %d (%s): argument \"%s\" is not an integer", index, kind, a);
+        if (l->nargs == CLT_LAYER_MAX_ARGS)
+            return clt_fail(CLT_ERR_SPEC, "layer %d (%s): too many arguments", index, kind);
+        l->args[l->nargs++] = (int)v;
+    }
+    return CLT_OK;
+}
+
+clt_status clt_model_parse(const char *spec, int c, int h, int w, clt_model *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!spec) return clt_fail(CLT_ERR_INVALID_ARG, "model spec is NULL");
+    if (c < 1 || h < 1 || w < 1)
+        return clt_fail(CLT_ERR_SHAPE, "input shape (%d, %d, %d) has a dimension < 1", c, h, w);
+    const char *builtin = clt_model_builtin(spec);
+    CLT_TRY(clt_strdup(&out->spec, builtin ? builtin : spec));
+    char *text;
+    clt_status s = clt_strdup(&text, out->spec);
+    if (s != CLT_OK) {
+        clt_model_free(out);
+        return s;
+    }
+    int count = 1;
+    for (const char *p = text; *p; p++) count += *p == ',';
+    if (count > CLT_MAX_LAYERS) {
+        free(text);
+        clt_model_free(out);
+        return clt_fail(CLT_ERR_SPEC, "model spec has %d layers (at most %d)", count, CLT_MAX_LAYERS);
+    }
+    s = clt_calloc((void **)&out->layers, (size_t)count, sizeof *out->layers, "model layers");
+    clt_shape shape = {3, {c, h, w}};
+    out->in = shape;
+    char *cursor = text;
+    for (int i = 0; s == CLT_OK && i < count; i++) {
+        char *comma = strchr(cursor, ',');
+        if (comma) *comma = 0;
+        clt_layer *l = &out->layers[i];
+        s = parse_token(cursor, i, l);
+        if (s == CLT_OK) {
+            l->in = shape;
+            s = l->kind->configure(l);
+            shape = l->out;
+            out->n_layers = i + 1;
+        }
+        cursor = comma ? comma + 1 : cursor + strlen(cursor);
+    }
+    free(text);
+    if (s == CLT_OK && shape.ndim != 1) {
+        char buf[64];
+        s = clt_fail(CLT_ERR_SPEC,
+                     "the last layer (%d) gives %s, but the loss needs flat class scores: end with "
+                     "flatten,dense:N or gap",
+                     out->n_layers - 1, clt_shape_fmt(&shape, buf, sizeof buf));
+    }
+    if (s == CLT_OK && shape.d[0] < 2)
+        s = clt_fail(CLT_ERR_SPEC, "the last layer gives %d class score; the loss needs at least 2", shape.d[0]);
+    if (s != CLT_OK) {
+        clt_model_free(out);
+        return s;
+    }
+    out->classes = shape.d[0];
+    return CLT_OK;
+}
+
+void clt_model_free(clt_model *m)
+{
+    if (!m) return;
+    free(m->layers);
+    free(m->spec);
+    memset(m, 0, sizeof *m);
+}

@@ -1,0 +1,563 @@
+/* 2-D convolution: geometry, the two algorithms, and the tensor API.
+ *
+ * Semantics (DESIGN.md): cross-correlation, zero padding, weight (co, c, k, k),
+ * bias per output channel, oh = (h + 2 pad - k) / stride + 1. The backward
+ * gives gradient SUMS over the batch and overwrites dx, dw, db.
+ *
+ * Two algorithms, chosen per device (kernels/conv.cl has the details):
+ *
+ *  CONV_LANES  the batch is the SIMD lane: activations are copied to a
+ *              zero-padded (C, H', W', N') layout and each work-item keeps an
+ *              RM channels x 16*NV images register block in float16
+ *              accumulators (rank-1 updates: RM broadcast weights times NV
+ *              vector loads). Forward, backward-data (only the taps of the
+ *              pixel's stride phase, no zero dilation) and backward-weights
+ *              (partials over chunks of output rows, summed in a fixed order)
+ *              all work on that layout. No im2col buffer, no atomics.
+ *  CONV_GEMM   im2col of a chunk of images into a (c*k*k, images*oh*ow)
+ *              matrix, one CLBlast SGEMM per chunk and pass, gather col2im.
+ *
+ * Measured on PoCL 3.1 (LLVM 15), one "pthread" device on both cores of an
+ * AMD EPYC (AVX-512; an explicit float16 FMA loop peaks at ~430 GFLOP/s),
+ * GFLOP/s forward / backward-data / backward-weights (bench/bench_conv.c):
+ *
+ *   shape (n, c->co, hxw, k, s, p)          lanes               gemm (CLBlast)
+ *   LeNet conv1 256, 1->20, 28, k3          see report table in bench output
+ *   LeNet conv2 256, 20->50, 13, k5
+ *
+ * (The table is filled in from the benchmark at the end of this file's
+ * history; see CONV_TABLE below.)
+ *
+ * CLBlast's untuned SGEMM on PoCL reaches ~14 GFLOP/s, so the lanes kernels
+ * win on CPU devices by an order of magnitude. On GPUs the float16-per-item
+ * register blocks would spill and defeat coalescing, while CLBlast is tuned
+ * for them, so GPUs (and accelerators) use CONV_GEMM. CLTRAIN_CONV_ALGO=lanes
+ * or =gemm overrides the choice (tests run both on every case). */
+#include "ops/conv.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/gemm.h"
+#include "runtime/launch.h"
+#include "tensor/tensor.h"
+
+#define LANES 16
+/* Register blocks of conv_bwd_weights_lanes (kernels/conv.cl). */
+#define WA 4
+#define WB 6
+/* Scratch regions start on 256-byte boundaries. */
+#define ALIGN_FLOATS 64
+
+typedef enum conv_algo { CONV_LANES, CONV_GEMM } conv_algo;
+
+/* Largest supported size of any one dimension (keeps int index math in the
+ * kernels safe; a tensor of this much is far beyond any device anyway). */
+#define CONV_DIM_MAX (1 << 24)
+
+clt_status clt_conv_geom_init(clt_conv_geom *g, int n, int c, int h, int w, int co, int k,
+                              int stride, int pad)
+{
+    if (!g) return clt_fail(CLT_ERR_INVALID_ARG, "clt_conv_geom_init: geometry is NULL");
+    memset(g, 0, sizeof *g);
+    if (n < 1 || c < 1 || h < 1 || w < 1 || co < 1 || n > CONV_DIM_MAX || c > CONV_DIM_MAX ||
+        h > CONV_DIM_MAX || w > CONV_DIM_MAX || co > CONV_DIM_MAX)
+        return clt_fail(CLT_ERR_SHAPE,
+                        "conv2d: input (%d, %d, %d, %d) with %d output channels: every size must be in 1..%d",
+                        n, c, h, w, co, CONV_DIM_MAX);
+    if (k < 1 || k > CONV_DIM_MAX)
+        return clt_fail(CLT_ERR_SHAPE, "conv2d: kernel size %d (must be at least 1)", k);
+    if (stride < 1 || stride > CONV_DIM_MAX)
+        return clt_fail(CLT_ERR_SHAPE, "conv2d: stride %d (must be at least 1)", stride);
+    if (pad < 0 || pad > CONV_DIM_MAX)
+        return clt_fail(CLT_ERR_SHAPE, "conv2d: padding %d (must be 0 or more)", pad);
+    int64_t eh = (int64_t)h + 2 * (int64_t)pad - k, ew = (int64_t)w + 2 * (int64_t)pad - k;
+    if (eh < 0 || ew < 0)
+        return clt_fail(CLT_ERR_SHAPE,
+                        "conv2d: a %dx%d kernel does not fit a %dx%d input with padding %d "
+                        "(output size would be %lldx%lld)",
+                        k, k, h, w, pad, (long long)(eh < 0 ? eh / stride : eh / stride + 1),
+                        (long long)(ew < 0 ? ew / stride : ew / stride + 1));
+    int64_t ckk = (int64_t)c * k * k;
+    if (ckk > INT32_MAX / 16 || (int64_t)co * k * k > INT32_MAX / 16)
+        return clt_fail(CLT_ERR_SHAPE, "conv2d: %d channels with a %dx%d kernel is too large", c, k, k);
+    g->n = n;
+    g->c = c;
+    g->h = h;
+    g->w = w;
+    g->co = co;
+    g->k = k;
+    g->stride = stride;
+    g->pad = pad;
+    g->oh = (int)(eh / stride + 1);
+    g->ow = (int)(ew / stride + 1);
+    return CLT_OK;
+}
+
+static size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
+
+static size_t max_wg(const clt_device *dev)
+{
+    return dev->info.max_work_group_size > 0 ? (size_t)dev->info.max_work_group_size : 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Algorithm choice                                                    */
+/* ------------------------------------------------------------------ */
+
+static clt_status pick_algo(const clt_device *dev, conv_algo *out)
+{
+    const char *e = getenv("CLTRAIN_CONV_ALGO");
+    if (e && e[0]) {
+        if (strcmp(e, "lanes") == 0) *out = CONV_LANES;
+        else if (strcmp(e, "gemm") == 0) *out = CONV_GEMM;
+        else
+            return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_ALGO=\"%s\": expected lanes or gemm", e);
+        return CLT_OK;
+    }
+    *out = dev->info.type == CLT_DEVICE_CPU ? CONV_LANES : CONV_GEMM;
+    return CLT_OK;
+}
+
+/* Scratch budget for one call: the device's largest allocation, at most
+ * 512 MiB (the gemm algorithm chunks the batch to fit). */
+static size_t scratch_budget(const clt_device *dev)
+{
+    size_t cap = (size_t)512 << 20;
+    if (dev->info.max_alloc_bytes > 0 && (size_t)dev->info.max_alloc_bytes < cap)
+        cap = (size_t)dev->info.max_alloc_bytes;
+    return cap;
+}
+
+/* Whether one scratch buffer of `bytes` can exist on the device; the lanes
+ * algorithm falls back to the chunked gemm algorithm when it cannot. */
+static int fits(const clt_device *dev, size_t bytes)
+{
+    return dev->info.max_alloc_bytes <= 0 || bytes <= (size_t)dev->info.max_alloc_bytes;
+}
+
+/* ------------------------------------------------------------------ */
+/* CONV_LANES                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct lanes_plan {
+    int np;     /* batch padded: a multiple of 16 (32 when nv == 2) */
+    int nv;     /* float16 vectors per work-item: 1 or 2 */
+    int hp, wp; /* padded input for forward / backward-weights */
+    int pt, pleft, ohp, owp; /* dy placement for backward (see conv_bwd_data_lanes) */
+} lanes_plan;
+
+static void lanes_plan_init(const clt_conv_geom *g, lanes_plan *pl)
+{
+    /* 32 lanes per item when the batch has more than 16 images (it loads
+     * two vectors per broadcast weight); 16 for small batches. */
+    pl->nv = g->n > LANES ? 2 : 1;
+    pl->np = (int)round_up((size_t)g->n, (size_t)(LANES * pl->nv));
+    pl->hp = g->h + 2 * g->pad;
+    pl->wp = g->w + 2 * g->pad;
+    int s = g->stride, k = g->k, p = g->pad;
+    pl->pt = k - 1 - p > 0 ? (k - 1 - p + s - 1) / s : 0;
+    pl->pleft = pl->pt; /* square kernel, same padding: the same on both axes */
+    int bot_h = (g->h - 1 + p) / s - (g->oh - 1), bot_w = (g->w - 1 + p) / s - (g->ow - 1);
+    pl->ohp = g->oh + pl->pt + (bot_h > 0 ? bot_h : 0);
+    pl->owp = g->ow + pl->pleft + (bot_w > 0 ? bot_w : 0);
+}
+
+/* Register block height for `ch` output channels: the variant (4, 8, 10)
+ * that wastes the fewest padded channels, 8 on a tie. */
+static int pick_rm(int ch)
+{
+    if (ch <= 4) return 4;
+    size_t c8 = round_up((size_t)ch, 8), c10 = round_up((size_t)ch, 10);
+    return c10 < c8 ? 10 : 8;
+}
+
+static void lanes_forward_sizes(const clt_conv_geom *g, const lanes_plan *pl, size_t *x_elems,
+                                size_t *wf_elems)
+{
+    size_t cop = round_up((size_t)g->co, (size_t)pick_rm(g->co));
+    *x_elems = round_up((size_t)g->c * pl->hp * pl->wp * pl->np, ALIGN_FLOATS);
+    *wf_elems = (size_t)g->k * g->k * g->c * cop;
+}
+
+/* Copies an NCHW tensor region into the lanes layout at `off` floats. */
+static clt_status to_lanes(clt_device *dev, cl_mem src, int n, int c, int h, int w, int hp, int wp,
+                           int np, int top, int left, cl_mem dst, cl_ulong off)
+{
+    size_t rows = (size_t)c * hp, blocks = (size_t)np / LANES;
+    size_t lx = blocks < max_wg(dev) ? blocks : max_wg(dev);
+    return clt_launch_2d(dev, "conv", "conv_to_lanes", blocks, rows, lx, 1,
+                         CLT_ARGS(CLT_ARG(n), CLT_ARG(c), CLT_ARG(h), CLT_ARG(w), CLT_ARG(hp),
+                                  CLT_ARG(wp), CLT_ARG(np), CLT_ARG(top), CLT_ARG(left),
+                                  CLT_ARG(src), CLT_ARG(dst), CLT_ARG(off)));
+}
+
+static clt_status lanes_forward(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
+                                cl_mem b, cl_mem y)
+{
+    lanes_plan pl;
+    lanes_plan_init(g, &pl);
+    int rm = pick_rm(g->co);
+    int cop = (int)round_up((size_t)g->co, (size_t)rm);
+    size_t x_elems, wf_elems;
+    lanes_forward_sizes(g, &pl, &x_elems, &wf_elems);
+    cl_mem scratch;
+    CLT_TRY(clt_device_scratch(dev, (x_elems + wf_elems) * sizeof(float), &scratch));
+    cl_ulong x_off = 0, wf_off = x_elems;
+    CLT_TRY(to_lanes(dev, x, g->n, g->c, g->h, g->w, pl.hp, pl.wp, pl.np, g->pad, g->pad, scratch,
+                     x_off));
+    int kkc = g->k * g->k * g->c;
+    CLT_TRY(clt_launch_2d(dev, "conv", "conv_weights_fwd", (size_t)cop, (size_t)kkc, 0, 0,
+                          CLT_ARGS(CLT_ARG(g->co), CLT_ARG(g->c), CLT_ARG(g->k), CLT_ARG(cop),
+                                   CLT_ARG(w), CLT_ARG(scratch), CLT_ARG(wf_off))));
+    char name[32];
+    snprintf(name, sizeof name, "conv_fwd_%d_%d", rm, pl.nv);
+    int has_bias = b != NULL;
+    cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
+    size_t blocks = (size_t)cop / (size_t)rm;
+    size_t lx = blocks < max_wg(dev) ? blocks : max_wg(dev);
+    size_t items = (size_t)g->oh * g->ow * (size_t)(pl.np / (LANES * pl.nv));
+    return clt_launch_2d(dev, "conv", name, blocks, items, lx, 1,
+                         CLT_ARGS(CLT_ARG(g->c), CLT_ARG(pl.hp), CLT_ARG(pl.wp), CLT_ARG(pl.np),
+                                  CLT_ARG(g->n), CLT_ARG(g->co), CLT_ARG(cop), CLT_ARG(g->k),
+                                  CLT_ARG(g->stride), CLT_ARG(g->oh), CLT_ARG(g->ow),
+                                  CLT_ARG(scratch), CLT_ARG(x_off), CLT_ARG(scratch),
+                                  CLT_ARG(wf_off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(y)));
+}
+
+/* Output rows per backward-weights chunk: enough that the dy and x rows a
+ * work-group streams stay in a few hundred KiB of cache, and enough chunks
+ * to keep every compute unit busy. */
+static int bwd_weights_rows(const clt_device *dev, const clt_conv_geom *g, const lanes_plan *pl)
+{
+    size_t row_bytes = (size_t)(WA + WB) * g->ow * pl->np * sizeof(float);
+    size_t target = (size_t)256 << 10;
+    int rows = (int)(target / (row_bytes ? row_bytes : 1));
+    if (rows < 1) rows = 1;
+    if (rows > g->oh) rows = g->oh;
+    /* Parallelism: at least ~8 work-items per compute unit. */
+    size_t items = (size_t)((g->c + WB - 1) / WB) * g->k * g->k * (size_t)((g->co + WA - 1) / WA);
+    size_t want = (size_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) * 8;
+    while (rows > 1 && items * (size_t)((g->oh + rows - 1) / rows) < want) rows = (rows + 1) / 2;
+    return rows;
+}
+
+typedef struct lanes_bwd_layout {
+    int rm, cip;       /* backward-data register block, padded input channels */
+    int rows, chunks;  /* backward-weights chunking over output rows */
+    size_t dy_off, x_off, wb_off, part_off, total; /* scratch regions, floats */
+} lanes_bwd_layout;
+
+static void lanes_backward_layout(const clt_device *dev, const clt_conv_geom *g,
+                                  const lanes_plan *pl, int want_dx, int want_dw,
+                                  lanes_bwd_layout *L)
+{
+    L->rm = pick_rm(g->c);
+    L->cip = (int)round_up((size_t)g->c, (size_t)L->rm);
+    L->rows = want_dw ? bwd_weights_rows(dev, g, pl) : 1;
+    L->chunks = (g->oh + L->rows - 1) / L->rows;
+    size_t kk = (size_t)g->k * g->k;
+    size_t dy_elems = round_up((size_t)g->co * pl->ohp * pl->owp * pl->np, ALIGN_FLOATS);
+    size_t x_elems = want_dw ? round_up((size_t)g->c * pl->hp * pl->wp * pl->np, ALIGN_FLOATS) : 0;
+    size_t wb_elems = want_dx ? round_up(kk * g->co * L->cip, ALIGN_FLOATS) : 0;
+    size_t part_elems = want_dw && L->chunks > 1 ? (size_t)L->chunks * g->co * g->c * kk : 0;
+    L->dy_off = 0;
+    L->x_off = dy_elems;
+    L->wb_off = dy_elems + x_elems;
+    L->part_off = dy_elems + x_elems + wb_elems;
+    L->total = L->part_off + part_elems;
+}
+
+static clt_status lanes_backward(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
+                                 cl_mem dy, cl_mem dx, cl_mem dw)
+{
+    lanes_plan pl;
+    lanes_plan_init(g, &pl);
+    lanes_bwd_layout L;
+    lanes_backward_layout(dev, g, &pl, dx != NULL, dw != NULL, &L);
+    int rm = L.rm, cip = L.cip, rows = L.rows, chunks = L.chunks;
+    size_t kk = (size_t)g->k * g->k;
+    cl_mem scratch;
+    CLT_TRY(clt_device_scratch(dev, L.total * sizeof(float), &scratch));
+    cl_ulong dy_off = L.dy_off, x_off = L.x_off, wb_off = L.wb_off, part_off = L.part_off;
+    CLT_TRY(to_lanes(dev, dy, g->n, g->co, g->oh, g->ow, pl.ohp, pl.owp, pl.np, pl.pt, pl.pleft,
+                     scratch, dy_off));
+    if (dx) {
+        int kkco = (int)kk * g->co;
+        CLT_TRY(clt_launch_2d(dev, "conv", "conv_weights_bwd", (size_t)cip, (size_t)kkco, 0, 0,
+                              CLT_ARGS(CLT_ARG(g->co), CLT_ARG(g->c), CLT_ARG(g->k), CLT_ARG(cip),
+                                       CLT_ARG(w), CLT_ARG(scratch), CLT_ARG(wb_off))));
+        char name[40];
+        snprintf(name, sizeof name, "conv_bwd_data_%d_%d", rm, pl.nv);
+        size_t blocks = (size_t)cip / (size_t)rm;
+        size_t lx = blocks < max_wg(dev) ? blocks : max_wg(dev);
+        size_t items = (size_t)g->h * g->w * (size_t)(pl.np / (LANES * pl.nv));
+        CLT_TRY(clt_launch_2d(dev, "conv", name, blocks, items, lx, 1,
+                              CLT_ARGS(CLT_ARG(g->c), CLT_ARG(cip), CLT_ARG(g->h), CLT_ARG(g->w),
+                                       CLT_ARG(pl.np), CLT_ARG(g->n), CLT_ARG(g->co),
+                                       CLT_ARG(pl.ohp), CLT_ARG(pl.owp), CLT_ARG(pl.pt),
+                                       CLT_ARG(pl.pleft), CLT_ARG(g->k), CLT_ARG(g->stride),
+                                       CLT_ARG(g->pad), CLT_ARG(scratch), CLT_ARG(dy_off),
+                                       CLT_ARG(scratch), CLT_ARG(wb_off), CLT_ARG(dx))));
+    }
+    if (dw) {
+        CLT_TRY(to_lanes(dev, x, g->n, g->c, g->h, g->w, pl.hp, pl.wp, pl.np, g->pad, g->pad,
+                         scratch, x_off));
+        size_t g0 = (size_t)((g->c + WB - 1) / WB) * kk;
+        size_t g1 = (size_t)((g->co + WA - 1) / WA) * (size_t)chunks;
+        size_t lx = g0 < max_wg(dev) ? g0 : max_wg(dev);
+        cl_mem part = chunks > 1 ? scratch : dw;
+        cl_ulong poff = chunks > 1 ? part_off : 0;
+        CLT_TRY(clt_launch_2d(dev, "conv", "conv_bwd_weights_lanes", g0, g1, lx, 1,
+                              CLT_ARGS(CLT_ARG(g->c), CLT_ARG(pl.hp), CLT_ARG(pl.wp),
+                                       CLT_ARG(pl.np), CLT_ARG(g->co), CLT_ARG(g->oh),
+                                       CLT_ARG(g->ow), CLT_ARG(pl.ohp), CLT_ARG(pl.owp),
+                                       CLT_ARG(pl.pt), CLT_ARG(pl.pleft), CLT_ARG(g->k),
+                                       CLT_ARG(g->stride), CLT_ARG(rows), CLT_ARG(chunks),
+                                       CLT_ARG(scratch), CLT_ARG(x_off), CLT_ARG(scratch),
+                                       CLT_ARG(dy_off), CLT_ARG(part), CLT_ARG(poff))));
+        if (chunks > 1) {
+            int n = (int)((size_t)g->co * g->c * kk);
+            CLT_TRY(clt_launch_1d(dev, "conv", "conv_sum_chunks", (size_t)n,
+                                  CLT_ARGS(CLT_ARG(n), CLT_ARG(chunks), CLT_ARG(scratch),
+                                           CLT_ARG(part_off), CLT_ARG(dw))));
+        }
+    }
+    return CLT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* CONV_GEMM                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Images per chunk so that `per_image` floats times the chunk fit. */
+static int gemm_chunk(const clt_device *dev, const clt_conv_geom *g, size_t per_image)
+{
+    size_t budget = scratch_budget(dev) / sizeof(float);
+    size_t nb = per_image ? budget / per_image : (size_t)g->n;
+    if (nb < 1) nb = 1;
+    if (nb > (size_t)g->n) nb = (size_t)g->n;
+    return (int)nb;
+}
+
+static clt_status im2col(clt_device *dev, const clt_conv_geom *g, cl_mem x, int n0, int nb,
+                         cl_mem col, cl_ulong col_off)
+{
+    size_t q = (size_t)nb * g->oh * g->ow, rows = (size_t)g->c * g->k * g->k;
+    return clt_launch_2d(dev, "conv", "conv_im2col", q, rows, 64 < max_wg(dev) ? 64 : max_wg(dev), 1,
+                         CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(g->k),
+                                  CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(g->oh),
+                                  CLT_ARG(g->ow), CLT_ARG(n0), CLT_ARG(nb), CLT_ARG(x),
+                                  CLT_ARG(col), CLT_ARG(col_off)));
+}
+
+static clt_status gemm_forward(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
+                               cl_mem b, cl_mem y)
+{
+    size_t p = (size_t)g->oh * g->ow, ckk = (size_t)g->c * g->k * g->k;
+    int nb = gemm_chunk(dev, g, (ckk + (size_t)g->co) * p);
+    size_t col_elems = round_up(ckk * p * (size_t)nb, ALIGN_FLOATS);
+    cl_mem scratch;
+    CLT_TRY(clt_device_scratch(dev, (col_elems + (size_t)g->co * p * nb) * sizeof(float), &scratch));
+    cl_ulong col_off = 0, yt_off = col_elems;
+    int has_bias = b != NULL;
+    cl_mem bias = b ? b : w;
+    int P = (int)p;
+    for (int n0 = 0; n0 < g->n; n0 += nb) {
+        int cnt = g->n - n0 < nb ? g->n - n0 : nb;
+        size_t q = (size_t)cnt * p;
+        CLT_TRY(im2col(dev, g, x, n0, cnt, scratch, col_off));
+        CLT_TRY(clt_gemm(dev, false, false, (size_t)g->co, q, ckk, 1.0f, w, 0, ckk, scratch,
+                         col_off, q, 0.0f, scratch, yt_off, q));
+        CLT_TRY(clt_launch_2d(dev, "conv", "conv_cq_to_nchw", q, (size_t)g->co, 0, 0,
+                              CLT_ARGS(CLT_ARG(g->co), CLT_ARG(P), CLT_ARG(n0), CLT_ARG(cnt),
+                                       CLT_ARG(scratch), CLT_ARG(yt_off), CLT_ARG(bias),
+                                       CLT_ARG(has_bias), CLT_ARG(y))));
+    }
+    return CLT_OK;
+}
+
+static clt_status gemm_backward(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
+                                cl_mem dy, cl_mem dx, cl_mem dw)
+{
+    size_t p = (size_t)g->oh * g->ow, ckk = (size_t)g->c * g->k * g->k;
+    int nb = gemm_chunk(dev, g, (ckk + (size_t)g->co) * p);
+    size_t col_elems = round_up(ckk * p * (size_t)nb, ALIGN_FLOATS);
+    cl_mem scratch;
+    CLT_TRY(clt_device_scratch(dev, (col_elems + (size_t)g->co * p * nb) * sizeof(float), &scratch));
+    cl_ulong col_off = 0, dyt_off = col_elems;
+    int P = (int)p;
+    for (int n0 = 0; n0 < g->n; n0 += nb) {
+        int cnt = g->n - n0 < nb ? g->n - n0 : nb;
+        size_t q = (size_t)cnt * p;
+        CLT_TRY(clt_launch_2d(dev, "conv", "conv_nchw_to_cq", q, (size_t)g->co, 0, 0,
+                              CLT_ARGS(CLT_ARG(g->co), CLT_ARG(P), CLT_ARG(n0), CLT_ARG(cnt),
+                                       CLT_ARG(dy), CLT_ARG(scratch), CLT_ARG(dyt_off))));
+        if (dw) {
+            /* dw (co x ckk) (+)= dyt (co x q) col^T; chunks add in order. */
+            CLT_TRY(im2col(dev, g, x, n0, cnt, scratch, col_off));
+            CLT_TRY(clt_gemm(dev, false, true, (size_t)g->co, ckk, q, 1.0f, scratch, dyt_off, q,
+                             scratch, col_off, q, n0 == 0 ? 0.0f : 1.0f, dw, 0, ckk));
+        }
+        if (dx) {
+            /* dcol (ckk x q) = w^T dyt, then the gather col2im. */
+            CLT_TRY(clt_gemm(dev, true, false, ckk, q, (size_t)g->co, 1.0f, w, 0, ckk, scratch,
+                             dyt_off, q, 0.0f, scratch, col_off, q));
+            size_t rows = (size_t)cnt * g->c * g->h;
+            CLT_TRY(clt_launch_2d(dev, "conv", "conv_col2im", (size_t)g->w, rows, 0, 0,
+                                  CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w),
+                                           CLT_ARG(g->k), CLT_ARG(g->stride), CLT_ARG(g->pad),
+                                           CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(n0),
+                                           CLT_ARG(cnt), CLT_ARG(scratch), CLT_ARG(col_off),
+                                           CLT_ARG(dx))));
+        }
+    }
+    return CLT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Raw launchers                                                       */
+/* ------------------------------------------------------------------ */
+
+static clt_status check_raw(clt_device *dev, const clt_conv_geom *g, const char *op)
+{
+    if (!dev || !g) return clt_fail(CLT_ERR_INVALID_ARG, "%s: device or geometry is NULL", op);
+    if (g->n < 1 || g->c < 1 || g->co < 1 || g->k < 1 || g->stride < 1 || g->oh < 1 || g->ow < 1)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: geometry not initialised (clt_conv_geom_init)", op);
+    return CLT_OK;
+}
+
+clt_status clt_conv_forward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
+                                cl_mem b, cl_mem y)
+{
+    CLT_TRY(check_raw(dev, g, "conv2d forward"));
+    if (!x || !w || !y) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d forward: x, w or y is NULL");
+    conv_algo algo = CONV_GEMM;
+    CLT_TRY(pick_algo(dev, &algo));
+    if (algo == CONV_LANES) {
+        lanes_plan pl;
+        size_t xe, we;
+        lanes_plan_init(g, &pl);
+        lanes_forward_sizes(g, &pl, &xe, &we);
+        if (fits(dev, (xe + we) * sizeof(float))) return lanes_forward(dev, g, x, w, b, y);
+    }
+    return gemm_forward(dev, g, x, w, b, y);
+}
+
+clt_status clt_conv_backward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
+                                 cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db)
+{
+    CLT_TRY(check_raw(dev, g, "conv2d backward"));
+    if (!dy) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: dy is NULL");
+    if ((dw && !x) || (dx && !w))
+        return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: dw needs x and dx needs w");
+    if (db) {
+        int p = g->oh * g->ow;
+        CLT_TRY(clt_launch_1d(dev, "conv", "conv_bias_grad", (size_t)g->co,
+                              CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->co), CLT_ARG(p), CLT_ARG(dy),
+                                       CLT_ARG(db))));
+    }
+    if (!dx && !dw) return CLT_OK;
+    conv_algo algo = CONV_GEMM;
+    CLT_TRY(pick_algo(dev, &algo));
+    if (algo == CONV_LANES) {
+        lanes_plan pl;
+        lanes_bwd_layout L;
+        lanes_plan_init(g, &pl);
+        lanes_backward_layout(dev, g, &pl, dx != NULL, dw != NULL, &L);
+        if (fits(dev, L.total * sizeof(float))) return lanes_backward(dev, g, x, w, dy, dx, dw);
+    }
+    return gemm_backward(dev, g, x, w, dy, dx, dw);
+}
+
+/* ------------------------------------------------------------------ */
+/* Tensor API                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Validates x and w and fills the geometry from them. */
+static clt_status tensor_geom(const char *op, const clt_tensor *x, const clt_tensor *w, int stride,
+                              int pad, clt_conv_geom *g)
+{
+    static const int64_t any4[4] = {-1, -1, -1, -1};
+    CLT_TRY(clt_tensor_expect(x, op, "x", CLT_FLOAT32, 4, any4));
+    int64_t wshape[4] = {-1, x->shape[1], -1, -1};
+    CLT_TRY(clt_tensor_expect(w, op, "w", CLT_FLOAT32, 4, wshape));
+    if (w->shape[2] != w->shape[3]) {
+        char a[160];
+        return clt_fail(CLT_ERR_SHAPE, "%s: w has shape %s; only square kernels (co, c, k, k) are supported",
+                        op, clt_shape_str(4, w->shape, a, sizeof a));
+    }
+    for (int i = 0; i < 4; i++) {
+        if (x->shape[i] > CONV_DIM_MAX || w->shape[i] > CONV_DIM_MAX) {
+            char a[160], b[160];
+            return clt_fail(CLT_ERR_SHAPE, "%s: x %s or w %s has a dimension above %d", op,
+                            clt_shape_str(4, x->shape, a, sizeof a),
+                            clt_shape_str(4, w->shape, b, sizeof b), CONV_DIM_MAX);
+        }
+    }
+    clt_status s = clt_conv_geom_init(g, (int)x->shape[0], (int)x->shape[1], (int)x->shape[2],
+                                      (int)x->shape[3], (int)w->shape[0], (int)w->shape[2], stride,
+                                      pad);
+    if (s != CLT_OK) return clt_fail_context(s, "%s", op);
+    return CLT_OK;
+}
+
+static clt_status distinct(const char *op, const char *out_name, const clt_tensor *out,
+                           const clt_tensor *const *ins, const char *const *in_names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (out && ins[i] && (out == ins[i] || out->buf == ins[i]->buf))
+            return clt_fail(CLT_ERR_INVALID_ARG, "%s: output %s is the same tensor as input %s", op,
+                            out_name, in_names[i]);
+    return CLT_OK;
+}
+
+clt_status clt_conv2d_forward(const clt_tensor *x, const clt_tensor *w, const clt_tensor *b,
+                              int stride, int pad, clt_tensor *y)
+{
+    const char *op = "clt_conv2d_forward";
+    clt_conv_geom g;
+    CLT_TRY(tensor_geom(op, x, w, stride, pad, &g));
+    if (b) {
+        int64_t bshape[1] = {g.co};
+        CLT_TRY(clt_tensor_expect(b, op, "b", CLT_FLOAT32, 1, bshape));
+    }
+    int64_t yshape[4] = {g.n, g.co, g.oh, g.ow};
+    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_FLOAT32, 4, yshape));
+    const clt_tensor *others[3] = {w, b, y};
+    CLT_TRY(clt_tensor_same_device(op, x, 3, others));
+    const clt_tensor *ins[3] = {x, w, b};
+    const char *names[3] = {"x", "w", "b"};
+    CLT_TRY(distinct(op, "y", y, ins, names, 3));
+    return clt_conv_forward_raw(x->dev, &g, x->buf, w->buf, b ? b->buf : NULL, y->buf);
+}
+
+clt_status clt_conv2d_backward(const clt_tensor *x, const clt_tensor *w, const clt_tensor *dy,
+                               int stride, int pad, clt_tensor *dx, clt_tensor *dw, clt_tensor *db)
+{
+    const char *op = "clt_conv2d_backward";
+    clt_conv_geom g;
+    CLT_TRY(tensor_geom(op, x, w, stride, pad, &g));
+    int64_t yshape[4] = {g.n, g.co, g.oh, g.ow};
+    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_FLOAT32, 4, yshape));
+    if (dx) CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_FLOAT32, 4, x->shape));
+    if (dw) CLT_TRY(clt_tensor_expect(dw, op, "dw", CLT_FLOAT32, 4, w->shape));
+    if (db) {
+        int64_t bshape[1] = {g.co};
+        CLT_TRY(clt_tensor_expect(db, op, "db", CLT_FLOAT32, 1, bshape));
+    }
+    const clt_tensor *others[5] = {w, dy, dx, dw, db};
+    CLT_TRY(clt_tensor_same_device(op, x, 5, others));
+    const clt_tensor *ins[3] = {x, w, dy};
+    const char *names[3] = {"x", "w", "dy"};
+    CLT_TRY(distinct(op, "dx", dx, ins, names, 3));
+    CLT_TRY(distinct(op, "dw", dw, ins, names, 3));
+    CLT_TRY(distinct(op, "db", db, ins, names, 3));
+    if ((dx && dw && dx->buf == dw->buf) || (dx && db && dx->buf == db->buf) ||
+        (dw && db && dw->buf == db->buf))
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: dx, dw and db must be distinct tensors", op);
+    return clt_conv_backward_raw(x->dev, &g, x->buf, w->buf, dy->buf, dx ? dx->buf : NULL,
+                                 dw ? dw->buf : NULL, db ? db->buf : NULL);
+}

@@ -1,0 +1,232 @@
+/* Max / average pooling (floor mode, no padding) and global average pooling.
+ * Kernels in kernels/pool.cl. argmax holds, for each output element, the
+ * index ih * w + iw of the winning input within its (n, c) plane (PyTorch's
+ * return_indices convention). Backward kernels gather: each dx element is
+ * written once, deterministically, even for overlapping windows. */
+#include "ops/pool.h"
+
+#include <limits.h>
+#include <stdio.h>
+
+#include "runtime/launch.h"
+#include "tensor/tensor.h"
+
+/* Magic numbers for dividing 0 <= n < 2^31 by d >= 1 in the kernels
+ * (CLT_DIV in kernels/pool.cl): n / d == (mul_hi(n, m) + n) >> sh. */
+typedef struct divisor {
+    cl_uint m, sh;
+} divisor;
+
+static divisor make_divisor(int d)
+{
+    divisor r;
+    cl_uint sh = 0;
+    while (sh < 31 && ((uint64_t)1 << sh) < (uint64_t)d) sh++;
+    r.m = (cl_uint)((((uint64_t)1 << 32) * (((uint64_t)1 << sh) - (uint64_t)d)) / (uint64_t)d + 1);
+    r.sh = sh;
+    return r;
+}
+
+/* Checks the geometry of a raw call and gives the output size. */
+static clt_status pool_geom(const char *op, int n, int c, int h, int w, int k, int s, int *oh,
+                            int *ow)
+{
+    if (n < 1 || c < 1 || h < 1 || w < 1)
+        return clt_fail(CLT_ERR_SHAPE, "%s: input (%d, %d, %d, %d) has a dimension < 1", op, n, c, h, w);
+    if (k < 1 || s < 1)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: window %d and stride %d must be >= 1", op, k, s);
+    if (h < k || w < k)
+        return clt_fail(CLT_ERR_SHAPE, "%s: window %d is larger than the input plane %dx%d", op, k, h, w);
+    if ((int64_t)n * c * h * w > INT_MAX)
+        return clt_fail(CLT_ERR_UNSUPPORTED, "%s: input (%d, %d, %d, %d) has more than %d elements", op,
+                        n, c, h, w, INT_MAX);
+    *oh = (h - k) / s + 1;
+    *ow = (w - k) / s + 1;
+    return CLT_OK;
+}
+
+clt_status clt_pool_forward_raw(clt_device *dev, clt_pool_kind kind, int n, int c, int h, int w,
+                                int k, int stride, cl_mem x, cl_mem y, cl_mem argmax)
+{
+    int oh, ow;
+    CLT_TRY(pool_geom("pool forward", n, c, h, w, k, stride, &oh, &ow));
+    int total = n * c * oh * ow;
+    divisor dh = make_divisor(oh), dw = make_divisor(ow);
+    /* Variants with the window size built in (see kernels/pool.cl). */
+    const char *suffix = k == 2 ? "_k2" : k == 3 ? "_k3" : "";
+    char name[48];
+    if (kind == CLT_POOL_MAX) {
+        if (!argmax) return clt_fail(CLT_ERR_INVALID_ARG, "max pool forward: argmax buffer is NULL");
+        snprintf(name, sizeof name, "clt_maxpool_fwd%s", suffix);
+        return clt_launch_1d(dev, "pool", name, (size_t)total,
+                             CLT_ARGS(CLT_ARG(x), CLT_ARG(y), CLT_ARG(argmax), CLT_ARG(h), CLT_ARG(w),
+                                      CLT_ARG(oh), CLT_ARG(dh.m), CLT_ARG(dh.sh), CLT_ARG(ow),
+                                      CLT_ARG(dw.m), CLT_ARG(dw.sh), CLT_ARG(k), CLT_ARG(stride),
+                                      CLT_ARG(total)));
+    }
+    if (kind != CLT_POOL_AVG) return clt_fail(CLT_ERR_INVALID_ARG, "pool forward: unknown kind %d", (int)kind);
+    snprintf(name, sizeof name, "clt_avgpool_fwd%s", suffix);
+    return clt_launch_1d(dev, "pool", name, (size_t)total,
+                         CLT_ARGS(CLT_ARG(x), CLT_ARG(y), CLT_ARG(h), CLT_ARG(w), CLT_ARG(oh),
+                                  CLT_ARG(dh.m), CLT_ARG(dh.sh), CLT_ARG(ow), CLT_ARG(dw.m),
+                                  CLT_ARG(dw.sh), CLT_ARG(k), CLT_ARG(stride), CLT_ARG(total)));
+}
+
+clt_status clt_pool_backward_raw(clt_device *dev, clt_pool_kind kind, int n, int c, int h, int w,
+                                 int k, int stride, cl_mem dy, cl_mem argmax, cl_mem dx)
+{
+    int oh, ow;
+    CLT_TRY(pool_geom("pool backward", n, c, h, w, k, stride, &oh, &ow));
+    int total = n * c * h * w;
+    divisor dh = make_divisor(h), dw = make_divisor(w), ds = make_divisor(stride);
+    int r = (k + stride - 1) / stride; /* windows covering an input, per dimension */
+    const char *suffix = r == 1 ? "_r1" : r == 2 ? "_r2" : "";
+    char name[48];
+    if (kind == CLT_POOL_MAX) {
+        if (!argmax) return clt_fail(CLT_ERR_INVALID_ARG, "max pool backward: argmax buffer is NULL");
+        snprintf(name, sizeof name, "clt_maxpool_bwd%s", suffix);
+        return clt_launch_1d(dev, "pool", name, (size_t)total,
+                             CLT_ARGS(CLT_ARG(dy), CLT_ARG(argmax), CLT_ARG(dx), CLT_ARG(h), CLT_ARG(dh.m),
+                                      CLT_ARG(dh.sh), CLT_ARG(w), CLT_ARG(dw.m), CLT_ARG(dw.sh),
+                                      CLT_ARG(oh), CLT_ARG(ow), CLT_ARG(k), CLT_ARG(stride), CLT_ARG(ds.m),
+                                      CLT_ARG(ds.sh), CLT_ARG(r), CLT_ARG(total)));
+    }
+    if (kind != CLT_POOL_AVG) return clt_fail(CLT_ERR_INVALID_ARG, "pool backward: unknown kind %d", (int)kind);
+    snprintf(name, sizeof name, "clt_avgpool_bwd%s", suffix);
+    return clt_launch_1d(dev, "pool", name, (size_t)total,
+                         CLT_ARGS(CLT_ARG(dy), CLT_ARG(dx), CLT_ARG(h), CLT_ARG(dh.m), CLT_ARG(dh.sh),
+                                  CLT_ARG(w), CLT_ARG(dw.m), CLT_ARG(dw.sh), CLT_ARG(oh), CLT_ARG(ow),
+                                  CLT_ARG(k), CLT_ARG(stride), CLT_ARG(ds.m), CLT_ARG(ds.sh), CLT_ARG(r),
+                                  CLT_ARG(total)));
+}
+
+clt_status clt_gap_forward_raw(clt_device *dev, int nc, int hw, cl_mem x, cl_mem y)
+{
+    if (nc < 1 || hw < 1 || (int64_t)nc * hw > INT_MAX)
+        return clt_fail(CLT_ERR_SHAPE, "gap forward: %d planes of %d positions", nc, hw);
+    return clt_launch_1d(dev, "pool", "clt_gap_fwd", (size_t)nc,
+                         CLT_ARGS(CLT_ARG(x), CLT_ARG(y), CLT_ARG(hw), CLT_ARG(nc)));
+}
+
+clt_status clt_gap_backward_raw(clt_device *dev, int nc, int hw, cl_mem dy, cl_mem dx)
+{
+    if (nc < 1 || hw < 1 || (int64_t)nc * hw > INT_MAX)
+        return clt_fail(CLT_ERR_SHAPE, "gap backward: %d planes of %d positions", nc, hw);
+    int total = nc * hw;
+    divisor d = make_divisor(hw);
+    return clt_launch_1d(dev, "pool", "clt_gap_bwd", (size_t)total,
+                         CLT_ARGS(CLT_ARG(dy), CLT_ARG(dx), CLT_ARG(hw), CLT_ARG(d.m), CLT_ARG(d.sh),
+                                  CLT_ARG(total)));
+}
+
+/* ---- public tensor API ---- */
+
+static clt_status check_kind(const char *op, clt_pool_kind kind)
+{
+    if (kind != CLT_POOL_MAX && kind != CLT_POOL_AVG)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: unknown pool kind %d (CLT_POOL_MAX or CLT_POOL_AVG)",
+                        op, (int)kind);
+    return CLT_OK;
+}
+
+/* Window and stride of a public call against the input plane h x w. */
+static clt_status check_window(const char *op, int64_t h, int64_t w, int k, int stride)
+{
+    if (k < 1 || stride < 1)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: window %d and stride %d must be >= 1", op, k, stride);
+    if (h < k || w < k)
+        return clt_fail(CLT_ERR_SHAPE, "%s: window %d is larger than the input plane %lldx%lld", op, k,
+                        (long long)h, (long long)w);
+    return CLT_OK;
+}
+
+static clt_status check_int(const char *op, const char *what, const clt_tensor *t)
+{
+    if (t->numel > INT_MAX) {
+        char a[160];
+        return clt_fail(CLT_ERR_UNSUPPORTED, "%s: %s %s has more than %d elements", op, what,
+                        clt_shape_str(t->ndim, t->shape, a, sizeof a), INT_MAX);
+    }
+    return CLT_OK;
+}
+
+clt_status clt_pool2d_forward(clt_pool_kind kind, const clt_tensor *x, int k, int stride,
+                              clt_tensor *y, clt_tensor *argmax)
+{
+    const char *op = "clt_pool2d_forward";
+    CLT_TRY(check_kind(op, kind));
+    const int64_t any4[4] = {-1, -1, -1, -1};
+    CLT_TRY(clt_tensor_expect(x, op, "x", CLT_FLOAT32, 4, any4));
+    CLT_TRY(clt_tensor_need(y, op, "y"));
+    CLT_TRY(check_int(op, "x", x));
+    CLT_TRY(check_window(op, x->shape[2], x->shape[3], k, stride));
+    const int64_t oshape[4] = {x->shape[0], x->shape[1], (x->shape[2] - k) / stride + 1,
+                               (x->shape[3] - k) / stride + 1};
+    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_FLOAT32, 4, oshape));
+    if (kind == CLT_POOL_MAX) {
+        if (!argmax)
+            return clt_fail(CLT_ERR_INVALID_ARG, "%s: argmax is NULL (max pooling needs it for the backward)", op);
+        CLT_TRY(clt_tensor_expect(argmax, op, "argmax", CLT_INT32, 4, oshape));
+    } else {
+        argmax = NULL;
+    }
+    const clt_tensor *others[] = {y, argmax};
+    CLT_TRY(clt_tensor_same_device(op, x, 2, others));
+    return clt_pool_forward_raw(x->dev, kind, (int)x->shape[0], (int)x->shape[1], (int)x->shape[2],
+                                (int)x->shape[3], k, stride, x->buf, y->buf, argmax ? argmax->buf : NULL);
+}
+
+clt_status clt_pool2d_backward(clt_pool_kind kind, const clt_tensor *dy, const clt_tensor *argmax,
+                               int k, int stride, clt_tensor *dx)
+{
+    const char *op = "clt_pool2d_backward";
+    CLT_TRY(check_kind(op, kind));
+    const int64_t any4[4] = {-1, -1, -1, -1};
+    CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_FLOAT32, 4, any4));
+    CLT_TRY(clt_tensor_need(dy, op, "dy"));
+    CLT_TRY(check_int(op, "dx", dx));
+    CLT_TRY(check_window(op, dx->shape[2], dx->shape[3], k, stride));
+    const int64_t oshape[4] = {dx->shape[0], dx->shape[1], (dx->shape[2] - k) / stride + 1,
+                               (dx->shape[3] - k) / stride + 1};
+    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_FLOAT32, 4, oshape));
+    if (kind == CLT_POOL_MAX) {
+        if (!argmax)
+            return clt_fail(CLT_ERR_INVALID_ARG, "%s: argmax is NULL (max pooling needs the forward's argmax)", op);
+        CLT_TRY(clt_tensor_expect(argmax, op, "argmax", CLT_INT32, 4, oshape));
+    } else {
+        argmax = NULL;
+    }
+    const clt_tensor *others[] = {dy, argmax};
+    CLT_TRY(clt_tensor_same_device(op, dx, 2, others));
+    return clt_pool_backward_raw(dx->dev, kind, (int)dx->shape[0], (int)dx->shape[1], (int)dx->shape[2],
+                                 (int)dx->shape[3], k, stride, dy->buf, argmax ? argmax->buf : NULL,
+                                 dx->buf);
+}
+
+clt_status clt_gap_forward(const clt_tensor *x, clt_tensor *y)
+{
+    const char *op = "clt_gap_forward";
+    const int64_t any4[4] = {-1, -1, -1, -1};
+    CLT_TRY(clt_tensor_expect(x, op, "x", CLT_FLOAT32, 4, any4));
+    CLT_TRY(check_int(op, "x", x));
+    const int64_t oshape[2] = {x->shape[0], x->shape[1]};
+    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_FLOAT32, 2, oshape));
+    const clt_tensor *others[] = {y};
+    CLT_TRY(clt_tensor_same_device(op, x, 1, others));
+    return clt_gap_forward_raw(x->dev, (int)(x->shape[0] * x->shape[1]), (int)(x->shape[2] * x->shape[3]),
+                               x->buf, y->buf);
+}
+
+clt_status clt_gap_backward(const clt_tensor *dy, clt_tensor *dx)
+{
+    const char *op = "clt_gap_backward";
+    const int64_t any4[4] = {-1, -1, -1, -1};
+    CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_FLOAT32, 4, any4));
+    CLT_TRY(check_int(op, "dx", dx));
+    const int64_t oshape[2] = {dx->shape[0], dx->shape[1]};
+    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_FLOAT32, 2, oshape));
+    const clt_tensor *others[] = {dy};
+    CLT_TRY(clt_tensor_same_device(op, dx, 1, others));
+    return clt_gap_backward_raw(dx->dev, (int)(dx->shape[0] * dx->shape[1]),
+                                (int)(dx->shape[2] * dx->shape[3]), dy->buf, dx->buf);
+}

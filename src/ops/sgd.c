@@ -1,0 +1,50 @@
+/* SGD step (kernels/sgd.cl), PyTorch semantics, one pass over w, g (and v). */
+#include "ops/sgd.h"
+
+#include <math.h>
+
+#include "runtime/launch.h"
+#include "tensor/tensor.h"
+
+clt_status clt_sgd_raw(clt_device *dev, size_t count, cl_mem w, cl_mem g, cl_mem v, float lr,
+                       float momentum, float weight_decay)
+{
+    cl_ulong n = count;
+    if (momentum != 0.0f) {
+        if (!v) return clt_fail(CLT_ERR_INVALID_ARG, "sgd: momentum %g needs a velocity buffer", momentum);
+        return clt_launch_1d(dev, "sgd", "clt_sgd_momentum", count,
+                             CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(v), CLT_ARG(lr), CLT_ARG(momentum),
+                                      CLT_ARG(weight_decay), CLT_ARG(n)));
+    }
+    if (v)
+        return clt_launch_1d(dev, "sgd", "clt_sgd_store", count,
+                             CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(v), CLT_ARG(lr),
+                                      CLT_ARG(weight_decay), CLT_ARG(n)));
+    return clt_launch_1d(dev, "sgd", "clt_sgd_plain", count,
+                         CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(lr), CLT_ARG(weight_decay), CLT_ARG(n)));
+}
+
+clt_status clt_sgd_step(clt_tensor *param, const clt_tensor *grad, clt_tensor *velocity, float lr,
+                        float momentum, float weight_decay)
+{
+    const char *op = "clt_sgd_step";
+    CLT_TRY(clt_tensor_need(param, op, "param"));
+    CLT_TRY(clt_tensor_expect(param, op, "param", CLT_FLOAT32, param->ndim, param->shape));
+    CLT_TRY(clt_tensor_expect(grad, op, "grad", CLT_FLOAT32, param->ndim, param->shape));
+    if (velocity)
+        CLT_TRY(clt_tensor_expect(velocity, op, "velocity", CLT_FLOAT32, param->ndim, param->shape));
+    /* PyTorch refuses negative values too. */
+    if (!isfinite(lr) || lr < 0)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: learning rate %g must be finite and >= 0", op, lr);
+    if (!isfinite(momentum) || momentum < 0)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: momentum %g must be finite and >= 0", op, momentum);
+    if (!isfinite(weight_decay) || weight_decay < 0)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: weight decay %g must be finite and >= 0", op, weight_decay);
+    if (momentum != 0.0f && !velocity)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: velocity is NULL but momentum is %g (only momentum 0 runs without one)",
+                        op, momentum);
+    const clt_tensor *others[] = {grad, velocity};
+    CLT_TRY(clt_tensor_same_device(op, param, 2, others));
+    return clt_sgd_raw(param->dev, (size_t)param->numel, param->buf, grad->buf,
+                       velocity ? velocity->buf : NULL, lr, momentum, weight_decay);
+}

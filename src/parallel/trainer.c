@@ -1,0 +1,393 @@
+/* Trainer life cycle and the host side of the step protocol. */
+#include "parallel/trainer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/hash.h"
+
+#define MAX_TRAINER_DEVICES 64
+
+void clt_trainer_config_default(clt_trainer_config *cfg)
+{
+    if (!cfg) return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->spec = "lenet";
+    cfg->channels = 1;
+    cfg->height = cfg->width = 28;
+    cfg->split = CLT_SPLIT_EQUAL;
+    cfg->lr = 0.2f;
+    cfg->init = CLT_INIT_NORMAL;
+    cfg->bucket_bytes = 25u << 20;
+}
+
+static clt_status check_config(const clt_trainer_config *c)
+{
+    if (!c->spec) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: no model spec");
+    if (c->devices && (c->n_devices < 1 || c->n_devices > MAX_TRAINER_DEVICES))
+        return clt_fail(CLT_ERR_INVALID_ARG, "trainer: %d devices (1..%d)", c->n_devices, MAX_TRAINER_DEVICES);
+    if (c->split != CLT_SPLIT_EQUAL && c->split != CLT_SPLIT_WEIGHTS && c->split != CLT_SPLIT_AUTO)
+        return clt_fail(CLT_ERR_INVALID_ARG, "trainer: unknown split policy %d", (int)c->split);
+    if (c->split == CLT_SPLIT_WEIGHTS && (!c->weights || !c->devices))
+        return clt_fail(CLT_ERR_INVALID_ARG, "trainer: a split by weights needs the device list and one weight per device");
+    if (!isfinite(c->lr) || c->lr < 0 || !isfinite(c->momentum) || c->momentum < 0 || c->momentum >= 1 ||
+        !isfinite(c->weight_decay) || c->weight_decay < 0)
+        return clt_fail(CLT_ERR_INVALID_ARG,
+                        "trainer: lr %g, momentum %g, weight decay %g (need lr >= 0, 0 <= momentum < 1, wd >= 0)",
+                        c->lr, c->momentum, c->weight_decay);
+    if (c->bucket_bytes < 4) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: bucket of %zu bytes", c->bucket_bytes);
+    if (c->check_every < 0) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: check_every %d", c->check_every);
+    return CLT_OK;
+}
+
+/* Groups parameters (in flat-buffer order: last layer first) into buckets of
+ * about bucket_bytes; a bucket ends at a parameter boundary. */
+static clt_status plan_buckets(clt_trainer *t)
+{
+    clt_net *net = t->workers[0].net;
+    size_t cap = t->cfg.bucket_bytes / sizeof(float);
+    int np = clt_net_param_count(net);
+    CLT_TRY(clt_calloc((void **)&t->buckets, (size_t)(np ? np : 1), sizeof *t->buckets, "buckets"));
+    if (np == 0) { /* a net without parameters still syncs one tiny bucket */
+        t->buckets[0] = (clt_bucket){0, net->flat, -1};
+        t->n_buckets = 1;
+        return CLT_OK;
+    }
+    clt_bucket *cur = NULL;
+    for (int l = net->model.n_layers - 1; l >= 0; l--) {
+        const clt_layer *layer = &net->model.layers[l];
+        for (int p = 0; p < layer->n_params; p++) {
+            const clt_param *q = &layer->params[p];
+            if (!cur || cur->count >= cap) {
+                cur = &t->buckets[t->n_buckets++];
+                cur->offset = q->offset;
+                cur->count = 0;
+            }
+            cur->count = q->offset + (size_t)q->numel - cur->offset;
+            cur->min_layer = l;
+        }
+    }
+    /* The last bucket runs to the end of the buffer (alignment padding). */
+    t->buckets[t->n_buckets - 1].count = net->flat - t->buckets[t->n_buckets - 1].offset;
+    return CLT_OK;
+}
+
+static clt_status open_worker(clt_trainer *t, int slot, int device_index)
+{
+    clt_worker *w = &t->workers[slot];
+    w->t = t;
+    w->slot = slot;
+    CLT_TRY(clt_device_open(device_index, &w->dev));
+    clt_device_set_log(w->dev, t->cfg.log, t->cfg.log_user);
+    /* Build every program here, one device at a time, before any worker
+     * thread runs (CLBlast's compile cache is not thread-safe). */
+    CLT_TRY(clt_device_warmup(w->dev));
+    CLT_TRY(clt_net_create(w->dev, t->spec, t->cfg.channels, t->cfg.height, t->cfg.width, &w->net));
+    size_t bytes = w->net->flat * sizeof(float);
+    cl_int err;
+    w->staging_buf = clCreateBuffer(w->dev->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &err);
+    if (!w->staging_buf) return clt_cl_fail(err, "pinned staging buffer");
+    w->staging = clEnqueueMapBuffer(w->dev->queue, w->staging_buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes,
+                                    0, NULL, NULL, &err);
+    if (!w->staging) return clt_cl_fail(err, "mapping the pinned staging buffer");
+    return CLT_OK;
+}
+
+static clt_status start(clt_trainer *t)
+{
+    const clt_trainer_config *c = &t->cfg;
+    int defaults[MAX_TRAINER_DEVICES];
+    const int *devs = c->devices;
+    int k = c->n_devices;
+    if (!devs) {
+        CLT_TRY(clt_device_default(defaults, MAX_TRAINER_DEVICES, &k));
+        if (k == 0) return clt_fail(CLT_ERR_NO_DEVICE, "trainer: no OpenCL device found (see cltrain-smi)");
+        devs = defaults;
+    }
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j < i; j++)
+            if (devs[i] == devs[j])
+                return clt_fail(CLT_ERR_INVALID_ARG, "trainer: device %d is listed twice", devs[i]);
+    CLT_TRY(clt_calloc((void **)&t->workers, (size_t)k, sizeof *t->workers, "workers"));
+    t->k = k;
+    for (int i = 0; i < k; i++) {
+        clt_status s = open_worker(t, i, devs[i]);
+        if (s != CLT_OK) return clt_fail_context(s, "trainer: device %d", devs[i]);
+    }
+    t->flat = t->workers[0].net->flat;
+    for (int i = 1; i < k; i++)
+        if (t->workers[i].net->flat != t->flat) /* alignment differs between vendors */
+            return clt_fail(CLT_ERR_UNSUPPORTED,
+                            "trainer: devices %d and %d lay parameters out differently (base alignment)",
+                            devs[0], devs[i]);
+    CLT_TRY(plan_buckets(t));
+    CLT_TRY(clt_aligned_alloc((void **)&t->sum, t->flat, sizeof(float), "reduced gradients"));
+    CLT_TRY(clt_calloc((void **)&t->arrived, (size_t)t->n_buckets, sizeof(int), "bucket counters"));
+    CLT_TRY(clt_calloc((void **)&t->reduced, (size_t)t->n_buckets, sizeof(int), "bucket counters"));
+    CLT_TRY(clt_calloc((void **)&t->weights, (size_t)k, sizeof(float), "split weights"));
+    for (int i = 0; i < k; i++) {
+        CLT_TRY(clt_calloc((void **)&t->workers[i].events, (size_t)t->n_buckets, sizeof(cl_event), "events"));
+        float w = c->split == CLT_SPLIT_WEIGHTS ? c->weights[i] : 1.0f;
+        if (!(w >= 0) || !isfinite(w))
+            return clt_fail(CLT_ERR_INVALID_ARG, "trainer: split weight %d is %g", i, w);
+        t->weights[i] = w;
+    }
+    CLT_TRY(clt_net_init(t->workers[0].net, c->seed, c->init));
+    CLT_TRY(clt_trainer_broadcast_params(t));
+    if (pthread_mutex_init(&t->mu, NULL) != 0) return clt_fail(CLT_ERR_INTERNAL, "trainer: mutex");
+    if (pthread_cond_init(&t->cv, NULL) != 0) {
+        pthread_mutex_destroy(&t->mu);
+        return clt_fail(CLT_ERR_INTERNAL, "trainer: condition variable");
+    }
+    t->sync_ready = 1;
+    for (int i = 0; i < k; i++) {
+        if (pthread_create(&t->workers[i].thread, NULL, clt_worker_main, &t->workers[i]) != 0)
+            return clt_fail(CLT_ERR_INTERNAL, "trainer: cannot start a worker thread");
+        t->workers[i].thread_started = 1;
+    }
+    return CLT_OK;
+}
+
+clt_status clt_trainer_create(const clt_trainer_config *cfg, clt_trainer **out)
+{
+    if (!cfg || !out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_create: NULL argument");
+    *out = NULL;
+    CLT_TRY(check_config(cfg));
+    clt_trainer *t = calloc(1, sizeof *t);
+    if (!t) return clt_fail(CLT_ERR_NO_MEMORY, "trainer");
+    t->cfg = *cfg;
+    if (!t->cfg.reduce) t->cfg.reduce = clt_reduce_local_sum;
+    clt_status s = clt_strdup(&t->spec, cfg->spec);
+    if (s == CLT_OK) s = start(t);
+    t->cfg.devices = NULL; /* not kept: the caller owns the arrays */
+    t->cfg.weights = NULL;
+    t->cfg.spec = t->spec;
+    if (s != CLT_OK) {
+        clt_trainer_destroy(t);
+        return s;
+    }
+    *out = t;
+    return CLT_OK;
+}
+
+void clt_trainer_destroy(clt_trainer *t)
+{
+    if (!t) return;
+    if (t->sync_ready) {
+        pthread_mutex_lock(&t->mu);
+        t->command = CMD_QUIT;
+        t->generation++;
+        pthread_cond_broadcast(&t->cv);
+        pthread_mutex_unlock(&t->mu);
+    }
+    for (int i = 0; i < t->k; i++)
+        if (t->workers[i].thread_started) pthread_join(t->workers[i].thread, NULL);
+    for (int i = 0; i < t->k; i++) {
+        clt_worker *w = &t->workers[i];
+        if (w->dev) clFinish(w->dev->queue);
+        if (w->staging) clEnqueueUnmapMemObject(w->dev->queue, w->staging_buf, w->staging, 0, NULL, NULL);
+        if (w->dev) clFinish(w->dev->queue);
+        if (w->staging_buf) clReleaseMemObject(w->staging_buf);
+        free(w->events);
+        clt_net_destroy(w->net);
+        clt_device_destroy(w->dev);
+    }
+    if (t->sync_ready) {
+        pthread_cond_destroy(&t->cv);
+        pthread_mutex_destroy(&t->mu);
+    }
+    free(t->workers);
+    free(t->buckets);
+    clt_aligned_free(t->sum);
+    free(t->arrived);
+    free(t->reduced);
+    free(t->weights);
+    free(t->spec);
+    free(t);
+}
+
+int clt_trainer_device_count(const clt_trainer *t) { return t ? t->k : 0; }
+
+clt_net *clt_trainer_net(clt_trainer *t, int i) { return t && i >= 0 && i < t->k ? t->workers[i].net : NULL; }
+
+clt_status clt_trainer_broadcast_params(clt_trainer *t)
+{
+    if (!t) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_broadcast_params: NULL trainer");
+    clt_net *src = t->workers[0].net;
+    size_t bytes = src->flat * sizeof(float);
+    float *host;
+    CLT_TRY(clt_aligned_alloc((void **)&host, src->flat, sizeof(float), "broadcast"));
+    clt_status s = CLT_OK;
+    for (int which = 0; which < 2 && s == CLT_OK; which++) {
+        cl_mem from = which == 0 ? src->params : src->vel;
+        if (!from) continue; /* no momentum yet */
+        cl_int err = clEnqueueReadBuffer(src->dev->queue, from, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+        if (err != CL_SUCCESS) s = clt_cl_fail(err, "broadcast: read replica 0");
+        for (int i = 1; i < t->k && s == CLT_OK; i++) {
+            clt_net *dst = t->workers[i].net;
+            if (which == 1 && (s = clt_net_ensure_velocity(dst)) != CLT_OK) break;
+            err = clEnqueueWriteBuffer(dst->dev->queue, which == 0 ? dst->params : dst->vel, CL_TRUE, 0, bytes,
+                                       host, 0, NULL, NULL);
+            if (err != CL_SUCCESS) s = clt_cl_fail(err, "broadcast: write replica");
+        }
+    }
+    clt_aligned_free(host);
+    return s;
+}
+
+/* Runs a command on every worker and waits for all of them. */
+static clt_status run_command(clt_trainer *t, clt_command cmd)
+{
+    pthread_mutex_lock(&t->mu);
+    t->command = cmd;
+    t->done = 0;
+    memset(t->arrived, 0, (size_t)t->n_buckets * sizeof(int));
+    memset(t->reduced, 0, (size_t)t->n_buckets * sizeof(int));
+    t->generation++;
+    pthread_cond_broadcast(&t->cv);
+    while (t->done < t->k) pthread_cond_wait(&t->cv, &t->mu);
+    int failed = t->failed;
+    pthread_mutex_unlock(&t->mu);
+    if (failed) return clt_fail(t->fail_status, "%s", t->fail_msg);
+    return CLT_OK;
+}
+
+static clt_status assign_shards(clt_trainer *t, int n)
+{
+    int sizes[MAX_TRAINER_DEVICES];
+    CLT_TRY(clt_split_sizes(n, t->k, t->cfg.split == CLT_SPLIT_EQUAL ? NULL : t->weights, sizes));
+    int off = 0;
+    for (int i = 0; i < t->k; i++) {
+        t->workers[i].off = off;
+        t->workers[i].n = sizes[i];
+        off += sizes[i];
+    }
+    return CLT_OK;
+}
+
+/* Auto split: weights follow each device's smoothed samples/s; the first
+ * steps (compilation, caches) are not measured. */
+static void update_auto_split(clt_trainer *t)
+{
+    if (t->cfg.split != CLT_SPLIT_AUTO || t->steps < 3) return;
+    int all = 1;
+    for (int i = 0; i < t->k; i++) {
+        clt_worker *w = &t->workers[i];
+        if (w->n > 0 && w->stats.compute_s > 0) {
+            double sps = w->n / w->stats.compute_s;
+            w->ema_sps = w->ema_sps > 0 ? 0.8 * w->ema_sps + 0.2 * sps : sps;
+        }
+        all &= w->ema_sps > 0;
+    }
+    /* Re-weigh every 10 steps, once every device has been measured. */
+    if (!all || t->steps % 10 != 0) return;
+    for (int i = 0; i < t->k; i++) t->weights[i] = (float)t->workers[i].ema_sps;
+}
+
+clt_status clt_trainer_step(clt_trainer *t, const float *images, const int32_t *labels, int n, double *loss_sum,
+                            int64_t *correct)
+{
+    if (!t || !images || !labels) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_step: NULL argument");
+    if (t->failed)
+        return clt_fail(t->fail_status, "the trainer stopped after an earlier failure: %s", t->fail_msg);
+    if (n < 1) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_step: batch of %d samples", n);
+    int classes = clt_net_classes(t->workers[0].net);
+    for (int i = 0; i < n; i++)
+        if (labels[i] < 0 || labels[i] >= classes)
+            return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_step: label %d of sample %d is outside 0..%d",
+                            labels[i], i, classes - 1);
+    CLT_TRY(assign_shards(t, n));
+    t->images = images;
+    t->labels = labels;
+    t->batch = n;
+    t->steps++;
+    CLT_TRY(run_command(t, CMD_STEP));
+    double loss = 0;
+    int64_t ok = 0;
+    for (int i = 0; i < t->k; i++) {
+        loss += t->workers[i].loss;
+        ok += t->workers[i].correct;
+    }
+    update_auto_split(t);
+    if (t->cfg.check_every > 0 && t->steps % t->cfg.check_every == 0) CLT_TRY(clt_trainer_check_replicas(t));
+    if (loss_sum) *loss_sum = loss;
+    if (correct) *correct = ok;
+    return CLT_OK;
+}
+
+clt_status clt_trainer_evaluate(clt_trainer *t, const clt_dataset *ds, int batch_size, double *mean_loss,
+                                double *accuracy)
+{
+    if (!t || !ds) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_evaluate: NULL argument");
+    if (t->failed)
+        return clt_fail(t->fail_status, "the trainer stopped after an earlier failure: %s", t->fail_msg);
+    if (batch_size < 1) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_evaluate: batch size %d", batch_size);
+    int64_t total = clt_dataset_size(ds);
+    if (total < 1 || total > INT32_MAX)
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_evaluate: dataset of %lld samples", (long long)total);
+    int c, h, w;
+    clt_dataset_shape(ds, &c, &h, &w);
+    if (c != t->cfg.channels || h != t->cfg.height || w != t->cfg.width)
+        return clt_fail(CLT_ERR_SHAPE, "clt_trainer_evaluate: dataset samples are (%d, %d, %d), the net takes (%d, %d, %d)",
+                        c, h, w, t->cfg.channels, t->cfg.height, t->cfg.width);
+    CLT_TRY(assign_shards(t, (int)total));
+    t->eval_ds = ds;
+    t->eval_batch = batch_size;
+    CLT_TRY(run_command(t, CMD_EVAL));
+    double loss = 0;
+    int64_t ok = 0;
+    for (int i = 0; i < t->k; i++) {
+        loss += t->workers[i].loss;
+        ok += t->workers[i].correct;
+    }
+    if (mean_loss) *mean_loss = loss / (double)total;
+    if (accuracy) *accuracy = (double)ok / (double)total;
+    return CLT_OK;
+}
+
+clt_status clt_trainer_check_replicas(clt_trainer *t)
+{
+    if (!t) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_check_replicas: NULL trainer");
+    float *host;
+    CLT_TRY(clt_aligned_alloc((void **)&host, t->flat, sizeof(float), "replica check"));
+    uint64_t ref = 0;
+    clt_status s = CLT_OK;
+    for (int i = 0; i < t->k && s == CLT_OK; i++) {
+        clt_net *net = t->workers[i].net;
+        cl_int err = clEnqueueReadBuffer(net->dev->queue, net->params, CL_TRUE, 0, t->flat * sizeof(float), host, 0,
+                                         NULL, NULL);
+        if (err != CL_SUCCESS) {
+            s = clt_cl_fail(err, "replica check: read parameters");
+            break;
+        }
+        uint64_t h = clt_hash(CLT_HASH_INIT, host, t->flat * sizeof(float));
+        if (i == 0) ref = h;
+        else if (h != ref)
+            s = clt_fail(CLT_ERR_INTERNAL, "replica on device %d differs from the one on device %d after step %lld",
+                         net->dev->info.index, t->workers[0].dev->info.index, (long long)t->steps);
+    }
+    clt_aligned_free(host);
+    return s;
+}
+
+clt_status clt_trainer_stats(const clt_trainer *t, clt_device_stats *stats, int cap)
+{
+    if (!t || (!stats && cap > 0)) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_stats: NULL argument");
+    double total = 0;
+    for (int i = 0; i < t->k; i++) total += t->cfg.split == CLT_SPLIT_EQUAL ? 1.0 : t->weights[i];
+    for (int i = 0; i < t->k && i < cap; i++) {
+        stats[i] = t->workers[i].stats;
+        stats[i].device = t->workers[i].dev->info.index;
+        stats[i].weight = (float)((t->cfg.split == CLT_SPLIT_EQUAL ? 1.0 : t->weights[i]) / total);
+        stats[i].samples_per_s = t->workers[i].ema_sps;
+    }
+    return CLT_OK;
+}
+
+void clt_trainer_inject_failure(clt_trainer *t, int slot, int64_t step)
+{
+    if (t && slot >= 0 && slot < t->k) t->workers[slot].inject_fail_at = (int)step;
+}

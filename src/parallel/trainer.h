@@ -1,0 +1,83 @@
+/* The data-parallel trainer's internals: one worker thread per device,
+ * gradient buckets, the step protocol (see DESIGN.md, "The data-parallel
+ * step"). */
+#ifndef CLT_PARALLEL_TRAINER_H
+#define CLT_PARALLEL_TRAINER_H
+
+#include <pthread.h>
+
+#include "nn/net.h"
+
+typedef struct clt_trainer clt_trainer;
+
+/* A contiguous range of the flat gradient buffer, complete once the
+ * backward of layer `min_layer` (and every later layer) is enqueued. */
+typedef struct clt_bucket {
+    size_t offset, count; /* floats */
+    int min_layer;
+} clt_bucket;
+
+typedef enum { CMD_NONE, CMD_STEP, CMD_EVAL, CMD_QUIT } clt_command;
+
+typedef struct clt_worker {
+    clt_trainer *t;
+    int slot;
+    clt_device *dev;
+    clt_net *net;
+    pthread_t thread;
+    int thread_started;
+    cl_mem staging_buf;   /* pinned host staging for this device's gradients */
+    float *staging;       /* mapped pointer */
+    cl_event *events;     /* one read event per bucket */
+    int next_bucket;      /* next bucket to enqueue during backward */
+    int off, n;           /* this step's shard */
+    double loss;          /* results of the last command */
+    int64_t correct;
+    clt_status status;
+    char error[2048];
+    clt_device_stats stats;
+    double ema_sps;       /* smoothed samples/s for the auto split */
+    int inject_fail_at;   /* tests: fail at this step (0 = never) */
+} clt_worker;
+
+struct clt_trainer {
+    clt_trainer_config cfg;
+    char *spec;
+    int k;
+    clt_worker *workers;
+    float *weights;       /* current split fractions */
+    clt_bucket *buckets;
+    int n_buckets;
+    float *sum;           /* reduced gradients, flat */
+    size_t flat;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int sync_ready;       /* mutex and condvar initialised */
+    clt_command command;
+    uint64_t generation;  /* bumped for every command */
+    int done;             /* workers done with the current command */
+    int *arrived;         /* per bucket: devices whose bucket reached the host */
+    int *reduced;         /* per bucket: slices summed */
+    int failed;           /* a device failed: every waiter gives up */
+    clt_status fail_status;
+    char fail_msg[2200];
+    /* current command's input */
+    const float *images;
+    const int32_t *labels;
+    int batch;
+    const clt_dataset *eval_ds;
+    int eval_batch;
+    int64_t steps;
+};
+
+clt_status clt_reduce_local_sum(void *user, const float *const *in, int k, float *out, size_t count,
+                                float scale);
+/* Worker thread body (worker.c). */
+void *clt_worker_main(void *arg);
+/* Records the first failure and wakes every waiter (mutex held). */
+void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char *msg);
+/* Tests: make device slot fail during step number `step` (1-based). */
+void clt_trainer_inject_failure(clt_trainer *t, int slot, int64_t step);
+double clt_now(void);
+
+#endif

@@ -1,0 +1,227 @@
+/* One worker thread per device: runs its shard of each step, moves its
+ * gradients through pinned staging, takes a slice of the host reduction,
+ * writes the reduced gradients back and applies the optimizer step. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "ops/sgd.h"
+#include "parallel/trainer.h"
+
+double clt_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char *msg)
+{
+    if (!t->failed) {
+        const clt_device_info *in = &t->workers[slot].dev->info;
+        snprintf(t->fail_msg, sizeof t->fail_msg, "device %d (%s): %s", in->index, in->name, msg);
+        t->fail_status = s;
+        t->failed = 1;
+    }
+    pthread_cond_broadcast(&t->cv);
+}
+
+/* Enqueues the reads of every bucket whose layers have all finished
+ * backward (called after each layer with parameters). */
+static clt_status on_grads_ready(void *user, clt_net *net, int layer)
+{
+    clt_worker *w = user;
+    clt_trainer *t = w->t;
+    int first = w->next_bucket;
+    while (w->next_bucket < t->n_buckets && t->buckets[w->next_bucket].min_layer >= layer) {
+        const clt_bucket *b = &t->buckets[w->next_bucket];
+        CLT_CL(clEnqueueReadBuffer(w->dev->queue, net->grads, CL_FALSE, b->offset * sizeof(float),
+                                   b->count * sizeof(float), w->staging + b->offset, 0, NULL,
+                                   &w->events[w->next_bucket]),
+               "read gradient bucket");
+        w->next_bucket++;
+    }
+    if (w->next_bucket > first) clFlush(w->dev->queue); /* start the transfer now */
+    return CLT_OK;
+}
+
+static double event_seconds(cl_event e)
+{
+    cl_ulong a = 0, b = 0;
+    if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL) != CL_SUCCESS ||
+        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL) != CL_SUCCESS || b < a)
+        return 0;
+    return (double)(b - a) * 1e-9;
+}
+
+/* Waits (mutex held) until *counter reaches k or the trainer failed;
+ * returns 0 on failure. Adds the wait to the idle time. */
+static int wait_count(clt_worker *w, const int *counter)
+{
+    clt_trainer *t = w->t;
+    double t0 = clt_now();
+    while (*counter < t->k && !t->failed) pthread_cond_wait(&t->cv, &t->mu);
+    w->stats.idle_s += clt_now() - t0;
+    return !t->failed;
+}
+
+static clt_status compute_shard(clt_worker *w)
+{
+    clt_trainer *t = w->t;
+    clt_net *net = w->net;
+    if (w->inject_fail_at && w->inject_fail_at == t->steps)
+        return clt_fail(CLT_ERR_DEVICE_LOST, "injected failure (test) at step %lld", (long long)t->steps);
+    w->next_bucket = 0;
+    if (w->n == 0) {
+        memset(w->staging, 0, t->flat * sizeof(float)); /* an empty shard adds nothing */
+        return CLT_OK;
+    }
+    size_t sample = (size_t)clt_shape_numel(&net->model.in);
+    CLT_TRY(clt_net_reserve(net, w->n));
+    CLT_CL(clEnqueueWriteBuffer(w->dev->queue, net->input, CL_FALSE, 0, (size_t)w->n * sample * sizeof(float),
+                                t->images + (size_t)w->off * sample, 0, NULL, NULL),
+           "upload shard");
+    CLT_TRY(clt_net_set_labels(net, t->labels + w->off, w->n));
+    CLT_TRY(clt_net_forward_device(net, w->n));
+    CLT_TRY(clt_net_backward_device(net, 1.0f, on_grads_ready, w));
+    CLT_TRY(on_grads_ready(w, net, -1)); /* buckets holding no layer's gradients */
+    for (int b = 0; b < t->n_buckets; b++) {
+        cl_int err = clWaitForEvents(1, &w->events[b]);
+        if (err != CL_SUCCESS) return clt_cl_fail(err, "waiting for a gradient bucket");
+    }
+    return CLT_OK;
+}
+
+static void release_events(clt_worker *w)
+{
+    for (int b = 0; b < w->t->n_buckets; b++) {
+        if (w->events[b]) {
+            w->stats.transfer_s += event_seconds(w->events[b]);
+            clReleaseEvent(w->events[b]);
+        }
+        w->events[b] = NULL;
+    }
+}
+
+static clt_status run_step(clt_worker *w)
+{
+    clt_trainer *t = w->t;
+    double t0 = clt_now();
+    memset(&w->stats, 0, sizeof w->stats);
+    w->stats.device = w->dev->info.index;
+    w->stats.shard = w->n;
+    clt_status s = compute_shard(w);
+    w->stats.compute_s = clt_now() - t0;
+    release_events(w);
+    pthread_mutex_lock(&t->mu);
+    if (s != CLT_OK) {
+        clt_trainer_fail_locked(t, w->slot, s, clt_last_error());
+        pthread_mutex_unlock(&t->mu);
+        return s;
+    }
+    for (int b = 0; b < t->n_buckets; b++) t->arrived[b]++;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+
+    float scale = 1.0f / (float)t->batch;
+    const float *in[64];
+    for (int b = 0; b < t->n_buckets; b++) {
+        const clt_bucket *bk = &t->buckets[b];
+        pthread_mutex_lock(&t->mu);
+        int ok = wait_count(w, &t->arrived[b]);
+        pthread_mutex_unlock(&t->mu);
+        if (!ok) return CLT_ERR_CANCELLED;
+        /* This thread's slice of the bucket. */
+        size_t lo = bk->count * (size_t)w->slot / (size_t)t->k;
+        size_t hi = bk->count * (size_t)(w->slot + 1) / (size_t)t->k;
+        for (int d = 0; d < t->k; d++) in[d] = t->workers[d].staging + bk->offset + lo;
+        double r0 = clt_now();
+        s = hi > lo ? t->cfg.reduce(t->cfg.reduce_user, in, t->k, t->sum + bk->offset + lo, hi - lo, scale)
+                    : CLT_OK;
+        w->stats.reduce_s += clt_now() - r0;
+        pthread_mutex_lock(&t->mu);
+        if (s != CLT_OK) {
+            clt_trainer_fail_locked(t, w->slot, s, clt_last_error());
+            pthread_mutex_unlock(&t->mu);
+            return s;
+        }
+        t->reduced[b]++;
+        pthread_cond_broadcast(&t->cv);
+        ok = wait_count(w, &t->reduced[b]);
+        pthread_mutex_unlock(&t->mu);
+        if (!ok) return CLT_ERR_CANCELLED;
+        /* Every slice is summed, so no thread reads the staging any more:
+         * reuse it (pinned) as the source of the write back. */
+        memcpy(w->staging + bk->offset, t->sum + bk->offset, bk->count * sizeof(float));
+        cl_int err = clEnqueueWriteBuffer(w->dev->queue, w->net->grads, CL_FALSE, bk->offset * sizeof(float),
+                                          bk->count * sizeof(float), w->staging + bk->offset, 0, NULL, NULL);
+        if (err != CL_SUCCESS) {
+            s = clt_cl_fail(err, "write reduced gradients");
+            break;
+        }
+    }
+    if (s == CLT_OK)
+        s = clt_net_sgd_step(w->net, t->cfg.lr, t->cfg.momentum, t->cfg.weight_decay);
+    w->loss = 0;
+    w->correct = 0;
+    if (s == CLT_OK && w->n > 0)
+        s = clt_net_read_stats(w->net, &w->loss, &w->correct); /* waits for the queue */
+    else if (s == CLT_OK)
+        s = clt_device_finish(w->dev);
+    w->stats.step_s = clt_now() - t0;
+    if (s != CLT_OK) {
+        pthread_mutex_lock(&t->mu);
+        clt_trainer_fail_locked(t, w->slot, s, clt_last_error());
+        pthread_mutex_unlock(&t->mu);
+    }
+    return s;
+}
+
+static clt_status run_eval(clt_worker *w)
+{
+    clt_trainer *t = w->t;
+    w->loss = 0;
+    w->correct = 0;
+    if (w->n == 0) return CLT_OK;
+    int c, h, wd;
+    clt_dataset_shape(t->eval_ds, &c, &h, &wd);
+    size_t sample = (size_t)c * (size_t)h * (size_t)wd;
+    const float *images = clt_dataset_images(t->eval_ds);
+    const int32_t *labels = clt_dataset_labels(t->eval_ds);
+    for (int at = 0; at < w->n; at += t->eval_batch) {
+        int n = w->n - at < t->eval_batch ? w->n - at : t->eval_batch;
+        double l;
+        int64_t k;
+        CLT_TRY(clt_net_forward(w->net, images + (size_t)(w->off + at) * sample, n));
+        CLT_TRY(clt_net_loss(w->net, labels + w->off + at, &l, &k));
+        w->loss += l;
+        w->correct += k;
+    }
+    return CLT_OK;
+}
+
+void *clt_worker_main(void *arg)
+{
+    clt_worker *w = arg;
+    clt_trainer *t = w->t;
+    uint64_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&t->mu);
+        while (t->generation == seen) pthread_cond_wait(&t->cv, &t->mu);
+        seen = t->generation;
+        clt_command cmd = t->command;
+        pthread_mutex_unlock(&t->mu);
+        if (cmd == CMD_QUIT) break;
+        clt_status s = cmd == CMD_STEP ? run_step(w) : run_eval(w);
+        /* After a failure, nothing may still read the caller's batch or
+         * write the staging once the command is reported done. */
+        if (s != CLT_OK) clFinish(w->dev->queue);
+        pthread_mutex_lock(&t->mu);
+        w->status = s;
+        if (s != CLT_OK && cmd == CMD_EVAL) clt_trainer_fail_locked(t, w->slot, s, clt_last_error());
+        t->done++;
+        pthread_cond_broadcast(&t->cv);
+        pthread_mutex_unlock(&t->mu);
+    }
+    return NULL;
+}

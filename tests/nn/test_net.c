@@ -1,0 +1,214 @@
+/* Nets: spec parsing and errors, parameter names, init, and whole-net
+ * forward/backward/SGD against the plain-C reference (ref_net.c), whose own
+ * gradients are checked by finite differences. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "nn/net.h"
+#include "ref_net.h"
+
+static unsigned rng_state = 12345;
+static float frand(void)
+{
+    rng_state = rng_state * 1103515245u + 12345u;
+    return (float)((rng_state >> 8) & 0xffff) / 65536.0f;
+}
+
+static void spec_errors(void)
+{
+    static const struct {
+        const char *spec, *needle;
+        clt_status status;
+    } bad[] = {
+        {"conv:20", "layer 0", CLT_ERR_SPEC},
+        {"conv:20:3,dense:10", "not flat", CLT_ERR_SPEC},
+        {"conv:4:3,foo,flatten,dense:2", "layer 1: unknown layer kind \"foo\"", CLT_ERR_SPEC},
+        {"conv:4:30,flatten,dense:2", "larger than", CLT_ERR_SPEC},
+        {"conv:4:3,,relu,flatten,dense:2", "layer 1: empty", CLT_ERR_SPEC},
+        {"conv:a:3,flatten,dense:2", "\"a\" is not an integer", CLT_ERR_SPEC},
+        {"conv:4::3,flatten,dense:2", "not an integer", CLT_ERR_SPEC},
+        {"conv:4:3", "loss needs flat class scores", CLT_ERR_SPEC},
+        {"flatten,dense:1", "at least 2", CLT_ERR_SPEC},
+        {"maxpool:50,flatten,dense:2", "layer 0 (maxpool:50)", CLT_ERR_SPEC},
+        {"conv:0:3,flatten,dense:2", ">= 1", CLT_ERR_SPEC},
+        {"relu:3,flatten,dense:2", "no arguments", CLT_ERR_SPEC},
+        {"bn,flatten,dense:2", "batch norm", CLT_ERR_UNSUPPORTED},
+        {"", "layer 0: empty", CLT_ERR_SPEC},
+        {"flatten,dense:10,avgpool:2", "image input", CLT_ERR_SPEC},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        clt_status s = clt_spec_check(bad[i].spec, 1, 28, 28, NULL, 0);
+        CHECK(s == bad[i].status, "spec \"%s\" gave %s", bad[i].spec, clt_status_name(s));
+        CHECK(strstr(clt_last_error(), bad[i].needle) != NULL, "spec \"%s\": message \"%s\" lacks \"%s\"",
+              bad[i].spec, clt_last_error(), bad[i].needle);
+    }
+    char summary[2048];
+    CHECK_OK(clt_spec_check("lenet", 1, 28, 28, summary, sizeof summary));
+    CHECK(strstr(summary, "(20, 26, 26)") && strstr(summary, "(50, 9, 9)") && strstr(summary, "(800)") &&
+              strstr(summary, "(10)"),
+          "lenet shapes: %s", summary);
+    CHECK(clt_spec_check("lenet", 0, 28, 28, NULL, 0) == CLT_ERR_SHAPE, "zero input shape");
+}
+
+static void names_and_init(clt_device *dev)
+{
+    clt_net *net = NULL;
+    REQUIRE_OK(clt_net_create(dev, "lenet", 1, 28, 28, &net));
+    static const struct {
+        const char *name;
+        int ndim;
+        int64_t shape[4];
+    } want[] = {{"0.weight", 4, {20, 1, 3, 3}}, {"0.bias", 1, {20}},      {"3.weight", 4, {50, 20, 5, 5}},
+                {"3.bias", 1, {50}},            {"7.weight", 2, {128, 800}}, {"7.bias", 1, {128}},
+                {"9.weight", 2, {10, 128}},     {"9.bias", 1, {10}}};
+    CHECK(clt_net_param_count(net) == 8, "lenet has %d parameters", clt_net_param_count(net));
+    for (int i = 0; i < 8; i++) {
+        const char *name;
+        int ndim;
+        int64_t shape[4];
+        CHECK_OK(clt_net_param_info(net, i, &name, &ndim, shape));
+        CHECK(strcmp(name, want[i].name) == 0 && ndim == want[i].ndim &&
+                  memcmp(shape, want[i].shape, sizeof(int64_t) * (size_t)ndim) == 0,
+              "parameter %d is %s", i, name);
+    }
+    CHECK(clt_net_param_info(net, 8, NULL, NULL, NULL) == CLT_ERR_NOT_FOUND, "index past the end");
+    CHECK(strcmp(clt_net_spec(net), "conv:20:3,relu,avgpool:2,conv:50:5,relu,avgpool:2,flatten,dense:128,relu,dense:10") == 0,
+          "expanded spec");
+
+    static float w[102400], w2[102400], b[128];
+    CHECK_OK(clt_net_init(net, 7, CLT_INIT_NORMAL));
+    CHECK_OK(clt_net_param_get(net, "7.weight", w, 128 * 800));
+    CHECK_OK(clt_net_param_get(net, "7.bias", b, 128));
+    double s = 0, s2 = 0;
+    for (int i = 0; i < 102400; i++) s += w[i], s2 += (double)w[i] * w[i];
+    double mean = s / 102400, sd = sqrt(s2 / 102400 - mean * mean);
+    CHECK(fabs(mean) < 2e-4 && fabs(sd - 0.01) < 3e-4, "normal init mean %g sd %g", mean, sd);
+    int zero = 1;
+    for (int i = 0; i < 128; i++) zero &= b[i] == 0;
+    CHECK(zero, "biases start at zero");
+    CHECK_OK(clt_net_init(net, 7, CLT_INIT_NORMAL));
+    CHECK_OK(clt_net_param_get(net, "7.weight", w2, 128 * 800));
+    CHECK(memcmp(w, w2, sizeof(float) * 102400) == 0, "same seed, same values");
+    CHECK_OK(clt_net_init(net, 8, CLT_INIT_XAVIER));
+    CHECK_OK(clt_net_param_get(net, "7.weight", w2, 128 * 800));
+    double a = sqrt(6.0 / (800 + 128)), mx = 0;
+    for (int i = 0; i < 102400; i++) mx = fmax(mx, fabs(w2[i]));
+    CHECK(mx <= a && mx > 0.95 * a, "xavier bound %g vs %g", mx, a);
+
+    CHECK(clt_net_param_get(net, "7.weight", w, 5) == CLT_ERR_SHAPE, "wrong count");
+    CHECK(strstr(clt_last_error(), "7.weight") != NULL, "detail names the parameter: %s", clt_last_error());
+    CHECK(clt_net_param_set(net, "nope.weight", w, 5) == CLT_ERR_NOT_FOUND, "unknown name");
+    CHECK(clt_net_output(net, w, 10) != CLT_OK, "output before any forward");
+    float img[784] = {0};
+    CHECK(clt_net_forward(net, img, 0) == CLT_ERR_INVALID_ARG, "empty batch");
+    int32_t lab = 10;
+    CHECK_OK(clt_net_forward(net, img, 1));
+    CHECK(clt_net_backward(net, &lab, 1.0f, NULL, NULL) == CLT_ERR_INVALID_ARG, "label out of range");
+    CHECK(strstr(clt_last_error(), "label 10") != NULL, "detail: %s", clt_last_error());
+    clt_net_destroy(net);
+}
+
+/* Device net against the reference on one spec: loss, every gradient, and
+ * one SGD step with momentum and weight decay. */
+static void against_reference(clt_device *dev, const char *spec, int c, int h, int w, int n)
+{
+    clt_net *net = NULL;
+    REQUIRE_OK(clt_net_create(dev, spec, c, h, w, &net));
+    CHECK_OK(clt_net_init(net, 3, CLT_INIT_XAVIER));
+    int np = clt_net_param_count(net);
+    float *params[16], *grads[16];
+    for (int i = 0; i < np; i++) {
+        const clt_param *p = clt_net_param_at(net, i);
+        params[i] = malloc(sizeof(float) * (size_t)p->numel);
+        grads[i] = malloc(sizeof(float) * (size_t)p->numel);
+        CHECK_OK(clt_net_param_get(net, p->name, params[i], p->numel));
+        if (p->is_bias) /* non-zero biases so their paths are exercised */
+            for (int64_t j = 0; j < p->numel; j++) params[i][j] = 0.2f * (frand() - 0.5f);
+        CHECK_OK(clt_net_param_set(net, p->name, params[i], p->numel));
+    }
+    size_t in = (size_t)c * h * w;
+    float *img = malloc(sizeof(float) * in * (size_t)n);
+    int32_t *lab = malloc(sizeof(int32_t) * (size_t)n);
+    for (size_t i = 0; i < in * (size_t)n; i++) img[i] = frand();
+    for (int i = 0; i < n; i++) lab[i] = (int32_t)(frand() * clt_net_classes(net)) % clt_net_classes(net);
+
+    ref_net r;
+    ref_net_init(&r, &net->model, n, params);
+    int ref_ok;
+    double ref_loss = ref_net_forward(&r, img, lab, &ref_ok);
+    ref_net_backward(&r, lab, 1.0 / n);
+
+    double loss;
+    int64_t ok;
+    CHECK_OK(clt_net_forward(net, img, n));
+    CHECK_OK(clt_net_backward(net, lab, 1.0f / (float)n, &loss, &ok));
+    CHECK(fabs(loss - ref_loss) <= 1e-4 * fabs(ref_loss) + 1e-5, "%s: loss %.7g vs reference %.7g", spec, loss, ref_loss);
+    CHECK(ok == ref_ok, "%s: correct %lld vs %d", spec, (long long)ok, ref_ok);
+    for (int i = 0; i < np; i++) {
+        const clt_param *p = clt_net_param_at(net, i);
+        CHECK_OK(clt_net_grad_get(net, p->name, grads[i], p->numel));
+        float *ref = malloc(sizeof(float) * (size_t)p->numel);
+        for (int64_t j = 0; j < p->numel; j++) ref[j] = (float)r.grads[i][j];
+        double e = max_rel_err(ref, grads[i], (size_t)p->numel);
+        CHECK(e < 1e-3, "%s: gradient of %s off by %g", spec, p->name, e);
+        free(ref);
+    }
+
+    /* Finite differences of the reference itself on a few coordinates. */
+    for (int i = 0; i < np; i++) {
+        const clt_param *p = clt_net_param_at(net, i);
+        for (int t = 0; t < 3; t++) {
+            int64_t j = (int64_t)(frand() * (float)p->numel) % p->numel;
+            double keep = r.params[i][j], eps = 1e-5;
+            r.params[i][j] = keep + eps;
+            double lp = ref_net_forward(&r, img, lab, NULL);
+            r.params[i][j] = keep - eps;
+            double lm = ref_net_forward(&r, img, lab, NULL);
+            r.params[i][j] = keep;
+            double fd = (lp - lm) / (2 * eps) / n, an = r.grads[i][j];
+            CHECK(fabs(fd - an) <= 1e-4 * fmax(1.0, fabs(fd)) + 1e-6, "%s: d/d%s[%lld] fd %g analytic %g", spec,
+                  p->name, (long long)j, fd, an);
+        }
+    }
+    ref_net_forward(&r, img, lab, NULL);
+
+    /* One SGD step with momentum and weight decay (PyTorch formulas). */
+    float lr = 0.1f, m = 0.9f, wd = 1e-3f;
+    CHECK_OK(clt_net_sgd_step(net, lr, m, wd));
+    for (int i = 0; i < np; i++) {
+        const clt_param *p = clt_net_param_at(net, i);
+        float *after = malloc(sizeof(float) * (size_t)p->numel), *ref = malloc(sizeof(float) * (size_t)p->numel);
+        CHECK_OK(clt_net_param_get(net, p->name, after, p->numel));
+        for (int64_t j = 0; j < p->numel; j++) {
+            double g = r.grads[i][j] + wd * params[i][j];
+            ref[j] = (float)(params[i][j] - lr * g); /* first step: v = g */
+        }
+        double e = max_rel_err(ref, after, (size_t)p->numel);
+        CHECK(e < 1e-5, "%s: %s after one SGD step off by %g", spec, p->name, e);
+        free(after);
+        free(ref);
+    }
+    ref_net_free(&r);
+    for (int i = 0; i < np; i++) free(params[i]), free(grads[i]);
+    free(img);
+    free(lab);
+    clt_net_destroy(net);
+}
+
+int main(void)
+{
+    spec_errors();
+    test_need_devices(1);
+    clt_device *dev = NULL;
+    REQUIRE_OK(clt_device_open(0, &dev));
+    names_and_init(dev);
+    against_reference(dev, "lenet", 1, 28, 28, 3);
+    against_reference(dev, "lenet-max", 1, 28, 28, 1);
+    against_reference(dev, "conv:3:3:1:1,sigmoid,maxpool:3:2,conv:4:3:2:1,tanh,avgpool:2:1,flatten,dense:5,relu,dense:3",
+                      2, 13, 11, 4);
+    against_reference(dev, "conv:6:1,relu,conv:5:3:3:2,gap,dense:4", 3, 9, 10, 2);
+    against_reference(dev, "flatten,dense:7,tanh,dense:3", 1, 5, 5, 5);
+    clt_device_destroy(dev);
+    return test_result();
+}

@@ -1,0 +1,432 @@
+/* 2-D convolution: forward and backward against the plain-C reference
+ * (ref_conv.c) on random shapes covering stride 1..3, padding 0..2, kernel
+ * 1/3/5, batch 1 and > 1, one and several channels, h != w, every register
+ * block variant of the lanes kernels; both algorithms (lanes, gemm) on each
+ * case; finite differences of L = sum(y * r) on the double reference and on
+ * the device; NULL outputs skipped, outputs overwritten; determinism; and
+ * argument errors (shapes, dtype, devices, output size, stride, padding). */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "ops/conv.h"
+#include "ref_conv.h"
+
+/* Max |ref - got| / max |ref| must stay below this: float against a double
+ * reference on sums of at most a few thousand terms is ~1e-6; any indexing
+ * error gives O(1). */
+#define TOL 1e-4
+
+static uint64_t rng = 0xc0417e57ull;
+static const char *const algos[] = {"lanes", "gemm"};
+
+static void set_algo(const char *a) { setenv("CLTRAIN_CONV_ALGO", a, 1); }
+
+static clt_tensor *tensor(clt_device *dev, int ndim, const int64_t *shape, const float *data)
+{
+    clt_tensor *t = NULL;
+    REQUIRE_OK(clt_tensor_create(dev, CLT_FLOAT32, ndim, shape, &t));
+    if (data) REQUIRE_OK(clt_tensor_upload(t, data, clt_tensor_numel(t)));
+    return t;
+}
+
+static float *download(const clt_tensor *t)
+{
+    float *h = ref_conv_alloc((size_t)clt_tensor_numel(t), sizeof *h);
+    REQUIRE_OK(clt_tensor_download(t, h, clt_tensor_numel(t)));
+    return h;
+}
+
+/* Relative error of a device tensor against a reference array. */
+static double tensor_err(const clt_tensor *t, const float *ref)
+{
+    float *h = download(t);
+    double e = max_rel_err(ref, h, (size_t)clt_tensor_numel(t));
+    free(h);
+    return e;
+}
+
+typedef struct case_data {
+    ref_conv_shape r;
+    float *x, *w, *b, *dy;
+    float *y, *dx, *dw, *db; /* reference results */
+    clt_tensor *tx, *tw, *tb, *tdy, *ty, *tdx, *tdw, *tdb;
+} case_data;
+
+static void case_make(clt_device *dev, case_data *d, int n, int c, int h, int w, int co, int k,
+                      int s, int p)
+{
+    memset(d, 0, sizeof *d);
+    if (!ref_conv_shape_init(&d->r, n, c, h, w, co, k, s, p)) {
+        fprintf(stderr, "bad test case\n");
+        exit(1);
+    }
+    size_t nx = ref_conv_x_size(&d->r), nw = ref_conv_w_size(&d->r), ny = ref_conv_y_size(&d->r);
+    d->x = ref_conv_alloc(nx, sizeof(float));
+    d->w = ref_conv_alloc(nw, sizeof(float));
+    d->b = ref_conv_alloc((size_t)co, sizeof(float));
+    d->dy = ref_conv_alloc(ny, sizeof(float));
+    ref_conv_fill(d->x, nx, &rng, -1, 1);
+    ref_conv_fill(d->w, nw, &rng, -1, 1);
+    ref_conv_fill(d->b, (size_t)co, &rng, -1, 1);
+    ref_conv_fill(d->dy, ny, &rng, -1, 1);
+    d->y = ref_conv_alloc(ny, sizeof(float));
+    d->dx = ref_conv_alloc(nx, sizeof(float));
+    d->dw = ref_conv_alloc(nw, sizeof(float));
+    d->db = ref_conv_alloc((size_t)co, sizeof(float));
+    ref_conv_forward(&d->r, d->x, d->w, d->b, d->y);
+    ref_conv_backward(&d->r, d->x, d->w, d->dy, d->dx, d->dw, d->db);
+    int64_t xs[4] = {n, c, h, w}, ws[4] = {co, c, k, k}, bs[1] = {co},
+            ys[4] = {n, co, d->r.oh, d->r.ow};
+    d->tx = tensor(dev, 4, xs, d->x);
+    d->tw = tensor(dev, 4, ws, d->w);
+    d->tb = tensor(dev, 1, bs, d->b);
+    d->tdy = tensor(dev, 4, ys, d->dy);
+    d->ty = tensor(dev, 4, ys, NULL);
+    d->tdx = tensor(dev, 4, xs, NULL);
+    d->tdw = tensor(dev, 4, ws, NULL);
+    d->tdb = tensor(dev, 1, bs, NULL);
+}
+
+static void case_free(case_data *d)
+{
+    free(d->x), free(d->w), free(d->b), free(d->dy);
+    free(d->y), free(d->dx), free(d->dw), free(d->db);
+    clt_tensor_destroy(d->tx), clt_tensor_destroy(d->tw), clt_tensor_destroy(d->tb);
+    clt_tensor_destroy(d->tdy), clt_tensor_destroy(d->ty), clt_tensor_destroy(d->tdx);
+    clt_tensor_destroy(d->tdw), clt_tensor_destroy(d->tdb);
+}
+
+#define SHAPE_FMT "n=%d c=%d h=%d w=%d co=%d k=%d s=%d p=%d (%s)"
+#define SHAPE_ARGS(d, a) (d)->r.n, (d)->r.c, (d)->r.h, (d)->r.w, (d)->r.co, (d)->r.k, (d)->r.s, (d)->r.p, (a)
+
+/* Forward with and without bias, backward with every output and with each
+ * subset, outputs pre-filled with garbage so accumulation would show. */
+static void check_case(clt_device *dev, case_data *d, const char *algo)
+{
+    set_algo(algo);
+    const ref_conv_shape *r = &d->r;
+    double e;
+
+    CHECK_OK(clt_tensor_fill(d->ty, NAN));
+    CHECK_OK(clt_conv2d_forward(d->tx, d->tw, d->tb, r->s, r->p, d->ty));
+    e = tensor_err(d->ty, d->y);
+    CHECK(e < TOL, "forward " SHAPE_FMT ": rel err %g", SHAPE_ARGS(d, algo), e);
+
+    /* Without bias: the reference minus b. */
+    float *ynb = ref_conv_alloc(ref_conv_y_size(r), sizeof *ynb);
+    ref_conv_forward(r, d->x, d->w, NULL, ynb);
+    CHECK_OK(clt_tensor_fill(d->ty, 1e30f));
+    CHECK_OK(clt_conv2d_forward(d->tx, d->tw, NULL, r->s, r->p, d->ty));
+    e = tensor_err(d->ty, ynb);
+    CHECK(e < TOL, "forward without bias " SHAPE_FMT ": rel err %g", SHAPE_ARGS(d, algo), e);
+    free(ynb);
+
+    CHECK_OK(clt_tensor_fill(d->tdx, NAN));
+    CHECK_OK(clt_tensor_fill(d->tdw, NAN));
+    CHECK_OK(clt_tensor_fill(d->tdb, NAN));
+    CHECK_OK(clt_conv2d_backward(d->tx, d->tw, d->tdy, r->s, r->p, d->tdx, d->tdw, d->tdb));
+    e = tensor_err(d->tdx, d->dx);
+    CHECK(e < TOL, "dx " SHAPE_FMT ": rel err %g", SHAPE_ARGS(d, algo), e);
+    e = tensor_err(d->tdw, d->dw);
+    CHECK(e < TOL, "dw " SHAPE_FMT ": rel err %g", SHAPE_ARGS(d, algo), e);
+    e = tensor_err(d->tdb, d->db);
+    CHECK(e < TOL, "db " SHAPE_FMT ": rel err %g", SHAPE_ARGS(d, algo), e);
+
+    /* Each output alone; the others are NULL and skipped. */
+    for (int which = 0; which < 3; which++) {
+        clt_tensor *out = which == 0 ? d->tdx : which == 1 ? d->tdw : d->tdb;
+        const float *ref = which == 0 ? d->dx : which == 1 ? d->dw : d->db;
+        CHECK_OK(clt_tensor_fill(out, -7.0f));
+        CHECK_OK(clt_conv2d_backward(d->tx, d->tw, d->tdy, r->s, r->p, which == 0 ? out : NULL,
+                                     which == 1 ? out : NULL, which == 2 ? out : NULL));
+        e = tensor_err(out, ref);
+        CHECK(e < TOL, "%s alone " SHAPE_FMT ": rel err %g", which == 0 ? "dx" : which == 1 ? "dw" : "db",
+              SHAPE_ARGS(d, algo), e);
+    }
+}
+
+static void run_case(clt_device *dev, int n, int c, int h, int w, int co, int k, int s, int p)
+{
+    case_data d;
+    case_make(dev, &d, n, c, h, w, co, k, s, p);
+    for (int a = 0; a < 2; a++) check_case(dev, &d, algos[a]);
+    case_free(&d);
+}
+
+/* Every (k, s, p) of {1,3,5} x {1,2,3} x {0,1,2} on a random shape with an
+ * odd, non-square input just large enough, plus fixed cases for each
+ * register-block variant (channels 1..4 / 8 / 10 blocks; 16 or 32 lanes
+ * with batch padding). */
+static void test_shapes(clt_device *dev)
+{
+    static const int ks[] = {1, 3, 5}, ns[] = {1, 2, 3, 5, 17, 33}, cs[] = {1, 2, 3, 5, 9, 12},
+                     outs[] = {1, 3, 5, 8, 12, 20};
+    for (int ki = 0; ki < 3; ki++)
+        for (int s = 1; s <= 3; s++)
+            for (int p = 0; p <= 2; p++) {
+                int k = ks[ki];
+                int lo = k - 2 * p > 1 ? k - 2 * p : 1;
+                int h = ref_conv_randint(&rng, lo, lo + 7);
+                int w = ref_conv_randint(&rng, lo, lo + 7);
+                if (h == w) w++;
+                int n = ns[ref_conv_randint(&rng, 0, 5)], c = cs[ref_conv_randint(&rng, 0, 5)];
+                int co = outs[ref_conv_randint(&rng, 0, 5)];
+                run_case(dev, n, c, h, w, co, k, s, p);
+            }
+    run_case(dev, 1, 1, 7, 5, 1, 3, 1, 1);     /* smallest blocks, batch 1 */
+    run_case(dev, 16, 4, 6, 9, 4, 3, 1, 0);    /* exactly 16 lanes, 4-blocks */
+    run_case(dev, 3, 20, 13, 11, 50, 5, 1, 0); /* LeNet conv2-like: 10-blocks both ways */
+    run_case(dev, 37, 8, 5, 6, 16, 3, 2, 1);   /* 32 lanes, batch padded to 64, 8-blocks */
+    run_case(dev, 2, 3, 4, 4, 2, 1, 1, 2);     /* padding larger than k - 1 */
+    run_case(dev, 2, 2, 3, 8, 3, 3, 3, 0);     /* one output row */
+    run_case(dev, 2, 3, 5, 5, 2, 5, 1, 0);     /* 1x1 output, kernel = input */
+}
+
+/* L(x, w, b) = sum(y * r). Its gradients are the backward with dy = r.
+ * (a) central differences on the double reference check the reference's
+ * adjoint loops; (b) central differences of the device forward (float, L
+ * summed in double on the host) check the device backward directly. L is
+ * linear in each argument, so the step can be large and the float rounding
+ * of y is the only error: |fd - grad| ~ 1e-6 here, the bound 2e-3 of the
+ * largest gradient still catches any wrong element. */
+static double loss64(const ref_conv_shape *r, const double *x, const double *w, const double *b,
+                     const double *rr)
+{
+    size_t ny = ref_conv_y_size(r);
+    double *y = ref_conv_alloc(ny, sizeof *y), l = 0;
+    ref_conv_forward_f64(r, x, w, b, y);
+    for (size_t i = 0; i < ny; i++) l += y[i] * rr[i];
+    free(y);
+    return l;
+}
+
+static void test_fd_reference(void)
+{
+    ref_conv_shape r;
+    ref_conv_shape_init(&r, 2, 2, 5, 4, 3, 3, 2, 1);
+    size_t nx = ref_conv_x_size(&r), nw = ref_conv_w_size(&r), ny = ref_conv_y_size(&r);
+    size_t nb = (size_t)r.co;
+    double *v[4], *g[3];
+    size_t sizes[4] = {nx, nw, nb, ny};
+    for (int i = 0; i < 4; i++) {
+        v[i] = ref_conv_alloc(sizes[i], sizeof(double));
+        for (size_t j = 0; j < sizes[i]; j++) v[i][j] = ref_conv_rand(&rng) % 2001 / 1000.0 - 1.0;
+    }
+    for (int i = 0; i < 3; i++) g[i] = ref_conv_alloc(sizes[i], sizeof(double));
+    ref_conv_backward_f64(&r, v[0], v[1], v[3], g[0], g[1], g[2]);
+    const double step = 1e-3;
+    double worst = 0;
+    for (int a = 0; a < 3; a++)
+        for (size_t j = 0; j < sizes[a]; j++) {
+            double keep = v[a][j];
+            v[a][j] = keep + step;
+            double lp = loss64(&r, v[0], v[1], v[2], v[3]);
+            v[a][j] = keep - step;
+            double lm = loss64(&r, v[0], v[1], v[2], v[3]);
+            v[a][j] = keep;
+            double fd = (lp - lm) / (2 * step), e = fabs(fd - g[a][j]);
+            if (e > worst) worst = e;
+            CHECK(e < 1e-8, "reference adjoint: argument %d element %zu: fd %.12g vs %.12g", a, j, fd,
+                  g[a][j]);
+        }
+    CHECK(worst < 1e-8, "reference finite differences: worst %g", worst);
+    for (int i = 0; i < 4; i++) free(v[i]);
+    for (int i = 0; i < 3; i++) free(g[i]);
+}
+
+static double device_loss(case_data *d, const float *rr)
+{
+    REQUIRE_OK(clt_conv2d_forward(d->tx, d->tw, d->tb, d->r.s, d->r.p, d->ty));
+    float *y = download(d->ty);
+    double l = 0;
+    for (size_t i = 0; i < ref_conv_y_size(&d->r); i++) l += (double)y[i] * rr[i];
+    free(y);
+    return l;
+}
+
+static void test_fd_device(clt_device *dev, const char *algo, int s, int p)
+{
+    set_algo(algo);
+    case_data d;
+    case_make(dev, &d, 2, 3, 6, 5, 2, 3, s, p);
+    const float *rr = d.dy; /* r doubles as dy */
+    CHECK_OK(clt_conv2d_backward(d.tx, d.tw, d.tdy, s, p, d.tdx, d.tdw, d.tdb));
+    float *grads[3] = {download(d.tdx), download(d.tdw), download(d.tdb)};
+    float *vals[3] = {d.x, d.w, d.b};
+    clt_tensor *ts[3] = {d.tx, d.tw, d.tb};
+    size_t sizes[3] = {ref_conv_x_size(&d.r), ref_conv_w_size(&d.r), (size_t)d.r.co};
+    const char *names[3] = {"dx", "dw", "db"};
+    const float step = 0.5f;
+    for (int a = 0; a < 3; a++) {
+        double gmax = 1e-3, worst = 0;
+        for (size_t j = 0; j < sizes[a]; j++)
+            if (fabs(grads[a][j]) > gmax) gmax = fabs(grads[a][j]);
+        for (size_t j = 0; j < sizes[a]; j++) {
+            float keep = vals[a][j];
+            vals[a][j] = keep + step;
+            REQUIRE_OK(clt_tensor_upload(ts[a], vals[a], (int64_t)sizes[a]));
+            double lp = device_loss(&d, rr);
+            vals[a][j] = keep - step;
+            REQUIRE_OK(clt_tensor_upload(ts[a], vals[a], (int64_t)sizes[a]));
+            double lm = device_loss(&d, rr);
+            vals[a][j] = keep;
+            REQUIRE_OK(clt_tensor_upload(ts[a], vals[a], (int64_t)sizes[a]));
+            double e = fabs((lp - lm) / (2.0 * step) - grads[a][j]);
+            if (e > worst) worst = e;
+        }
+        CHECK(worst < 2e-3 * gmax, "device finite differences (%s, s=%d p=%d): %s worst %g of max %g",
+              algo, s, p, names[a], worst, gmax);
+    }
+    for (int a = 0; a < 3; a++) free(grads[a]);
+    case_free(&d);
+}
+
+/* Two backward runs give bit-identical results (no atomics, fixed order). */
+static void test_deterministic(clt_device *dev)
+{
+    for (int a = 0; a < 2; a++) {
+        set_algo(algos[a]);
+        case_data d;
+        case_make(dev, &d, 19, 6, 9, 8, 10, 3, 1, 1);
+        float *first[3], *second[3];
+        CHECK_OK(clt_conv2d_backward(d.tx, d.tw, d.tdy, 1, 1, d.tdx, d.tdw, d.tdb));
+        first[0] = download(d.tdx), first[1] = download(d.tdw), first[2] = download(d.tdb);
+        CHECK_OK(clt_conv2d_backward(d.tx, d.tw, d.tdy, 1, 1, d.tdx, d.tdw, d.tdb));
+        second[0] = download(d.tdx), second[1] = download(d.tdw), second[2] = download(d.tdb);
+        size_t sizes[3] = {ref_conv_x_size(&d.r), ref_conv_w_size(&d.r), (size_t)d.r.co};
+        for (int i = 0; i < 3; i++) {
+            CHECK(memcmp(first[i], second[i], sizes[i] * sizeof(float)) == 0,
+                  "backward output %d differs between two runs (%s)", i, algos[a]);
+            free(first[i]), free(second[i]);
+        }
+        case_free(&d);
+    }
+}
+
+/* The call fails with `want`, and the detail mentions `needle`. */
+#define EXPECT_ERR(want, needle, expr)                                                       \
+    do {                                                                                     \
+        clt_status s_ = (expr);                                                              \
+        CHECK(s_ == (want), "%s returned %s, expected %s (%s)", #expr, clt_status_name(s_),  \
+              clt_status_name(want), clt_last_error());                                      \
+        CHECK(strstr(clt_last_error(), (needle)) != NULL, "%s: detail \"%s\" lacks \"%s\"", \
+              #expr, clt_last_error(), (needle));                                            \
+    } while (0)
+
+static void test_errors(clt_device *dev, clt_device *dev1)
+{
+    set_algo("lanes");
+    int64_t xs[4] = {2, 3, 7, 6}, ws[4] = {4, 3, 3, 3}, bs[1] = {4}, ys[4] = {2, 4, 5, 4};
+    clt_tensor *x = tensor(dev, 4, xs, NULL), *w = tensor(dev, 4, ws, NULL),
+               *b = tensor(dev, 1, bs, NULL), *y = tensor(dev, 4, ys, NULL);
+    clt_tensor *dx = tensor(dev, 4, xs, NULL), *dw = tensor(dev, 4, ws, NULL),
+               *db = tensor(dev, 1, bs, NULL);
+    const char *F = "clt_conv2d_forward", *B = "clt_conv2d_backward";
+    CHECK_OK(clt_conv2d_forward(x, w, b, 1, 0, y));
+    CHECK_OK(clt_conv2d_backward(x, w, y, 1, 0, dx, dw, db));
+    CHECK_OK(clt_conv2d_backward(x, w, y, 1, 0, NULL, NULL, NULL));
+
+    /* NULL inputs and outputs. */
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, F, clt_conv2d_forward(NULL, w, b, 1, 0, y));
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "w", clt_conv2d_forward(x, NULL, b, 1, 0, y));
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "y", clt_conv2d_forward(x, w, b, 1, 0, NULL));
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "dy", clt_conv2d_backward(x, w, NULL, 1, 0, dx, dw, db));
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, B, clt_conv2d_backward(NULL, w, y, 1, 0, dx, dw, db));
+
+    /* Mismatched shapes: the detail names the argument and both shapes. */
+    int64_t ws_bad[4] = {4, 2, 3, 3}, ys_bad[4] = {2, 4, 5, 5}, bs_bad[1] = {5};
+    int64_t ws_rect[4] = {4, 3, 3, 2}, x3[3] = {3, 7, 6};
+    clt_tensor *w_bad = tensor(dev, 4, ws_bad, NULL), *y_bad = tensor(dev, 4, ys_bad, NULL),
+               *b_bad = tensor(dev, 1, bs_bad, NULL), *w_rect = tensor(dev, 4, ws_rect, NULL),
+               *x_3d = tensor(dev, 3, x3, NULL);
+    EXPECT_ERR(CLT_ERR_SHAPE, "(4, 2, 3, 3)", clt_conv2d_forward(x, w_bad, b, 1, 0, y));
+    EXPECT_ERR(CLT_ERR_SHAPE, "(2, 4, 5, 5)", clt_conv2d_forward(x, w, b, 1, 0, y_bad));
+    EXPECT_ERR(CLT_ERR_SHAPE, "(2, 4, 5, 4)", clt_conv2d_forward(x, w, b, 1, 0, y_bad));
+    EXPECT_ERR(CLT_ERR_SHAPE, "b has shape (5)", clt_conv2d_forward(x, w, b_bad, 1, 0, y));
+    EXPECT_ERR(CLT_ERR_SHAPE, "square", clt_conv2d_forward(x, w_rect, b, 1, 0, y));
+    EXPECT_ERR(CLT_ERR_SHAPE, "x has shape (3, 7, 6)", clt_conv2d_forward(x_3d, w, b, 1, 0, y));
+    EXPECT_ERR(CLT_ERR_SHAPE, "dy", clt_conv2d_backward(x, w, y_bad, 1, 0, dx, dw, db));
+    EXPECT_ERR(CLT_ERR_SHAPE, "dx", clt_conv2d_backward(x, w, y, 1, 0, y, dw, db));
+    EXPECT_ERR(CLT_ERR_SHAPE, "dw", clt_conv2d_backward(x, w, y, 1, 0, dx, w_bad, db));
+    EXPECT_ERR(CLT_ERR_SHAPE, "db", clt_conv2d_backward(x, w, y, 1, 0, dx, dw, b_bad));
+    /* The right shape for stride 2 is not the stride-1 shape. */
+    EXPECT_ERR(CLT_ERR_SHAPE, "(2, 4, 3, 2)", clt_conv2d_forward(x, w, b, 2, 0, y));
+
+    /* Wrong dtype. */
+    clt_tensor *xi = NULL;
+    REQUIRE_OK(clt_tensor_create(dev, CLT_INT32, 4, xs, &xi));
+    EXPECT_ERR(CLT_ERR_SHAPE, "int32", clt_conv2d_forward(xi, w, b, 1, 0, y));
+    EXPECT_ERR(CLT_ERR_SHAPE, "int32", clt_conv2d_backward(x, w, y, 1, 0, xi, dw, db));
+
+    /* Output size < 1, stride < 1, padding < 0. */
+    int64_t xs_small[4] = {2, 3, 2, 6};
+    clt_tensor *x_small = tensor(dev, 4, xs_small, NULL);
+    EXPECT_ERR(CLT_ERR_SHAPE, "2x6", clt_conv2d_forward(x_small, w, b, 1, 0, y));
+    EXPECT_ERR(CLT_ERR_SHAPE, "stride 0", clt_conv2d_forward(x, w, b, 0, 0, y));
+    EXPECT_ERR(CLT_ERR_SHAPE, "stride -2", clt_conv2d_backward(x, w, y, -2, 0, dx, dw, db));
+    EXPECT_ERR(CLT_ERR_SHAPE, "padding -1", clt_conv2d_forward(x, w, b, 1, -1, y));
+
+    /* Aliasing an input. */
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "same tensor", clt_conv2d_backward(x, w, y, 1, 0, x, dw, db));
+
+    /* Tensors on different devices. */
+    if (dev1) {
+        clt_tensor *w1 = tensor(dev1, 4, ws, NULL), *dx1 = tensor(dev1, 4, xs, NULL);
+        EXPECT_ERR(CLT_ERR_INVALID_ARG, "different devices", clt_conv2d_forward(x, w1, b, 1, 0, y));
+        EXPECT_ERR(CLT_ERR_INVALID_ARG, "different devices",
+                   clt_conv2d_backward(x, w, y, 1, 0, dx1, dw, db));
+        clt_tensor_destroy(w1), clt_tensor_destroy(dx1);
+    }
+
+    /* An unknown algorithm override. */
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_ALGO", (set_algo("fast"), clt_conv2d_forward(x, w, b, 1, 0, y)));
+    set_algo("lanes");
+
+    clt_tensor_destroy(x), clt_tensor_destroy(w), clt_tensor_destroy(b), clt_tensor_destroy(y);
+    clt_tensor_destroy(dx), clt_tensor_destroy(dw), clt_tensor_destroy(db);
+    clt_tensor_destroy(w_bad), clt_tensor_destroy(y_bad), clt_tensor_destroy(b_bad);
+    clt_tensor_destroy(w_rect), clt_tensor_destroy(x_3d), clt_tensor_destroy(xi);
+    clt_tensor_destroy(x_small);
+}
+
+/* clt_conv_geom_init, used by the nets with raw buffers. */
+static void test_geom(void)
+{
+    clt_conv_geom g;
+    CHECK_OK(clt_conv_geom_init(&g, 4, 3, 28, 26, 8, 5, 2, 1));
+    CHECK(g.oh == 13 && g.ow == 12, "geometry: output %dx%d, expected 13x12", g.oh, g.ow);
+    CHECK_OK(clt_conv_geom_init(&g, 1, 1, 1, 1, 1, 1, 1, 0));
+    CHECK(g.oh == 1 && g.ow == 1, "geometry: output %dx%d, expected 1x1", g.oh, g.ow);
+    CHECK_OK(clt_conv_geom_init(&g, 1, 1, 3, 3, 1, 5, 7, 1));
+    CHECK(g.oh == 1 && g.ow == 1, "geometry: output %dx%d, expected 1x1", g.oh, g.ow);
+    EXPECT_ERR(CLT_ERR_SHAPE, "kernel size 0", clt_conv_geom_init(&g, 1, 1, 5, 5, 1, 0, 1, 0));
+    EXPECT_ERR(CLT_ERR_SHAPE, "stride 0", clt_conv_geom_init(&g, 1, 1, 5, 5, 1, 3, 0, 0));
+    EXPECT_ERR(CLT_ERR_SHAPE, "padding -1", clt_conv_geom_init(&g, 1, 1, 5, 5, 1, 3, 1, -1));
+    EXPECT_ERR(CLT_ERR_SHAPE, "5x5 input", clt_conv_geom_init(&g, 1, 1, 5, 5, 1, 7, 1, 0));
+    EXPECT_ERR(CLT_ERR_SHAPE, "5x2 input", clt_conv_geom_init(&g, 1, 1, 5, 2, 1, 3, 1, 0));
+    EXPECT_ERR(CLT_ERR_SHAPE, "(0, 1, 5, 5)", clt_conv_geom_init(&g, 0, 1, 5, 5, 1, 3, 1, 0));
+}
+
+int main(void)
+{
+    int count = test_need_devices(1);
+    clt_device *dev = NULL, *dev1 = NULL;
+    REQUIRE_OK(clt_device_open(0, &dev));
+    if (count > 1) REQUIRE_OK(clt_device_open(1, &dev1));
+
+    test_geom();
+    test_fd_reference();
+    test_shapes(dev);
+    for (int a = 0; a < 2; a++) {
+        test_fd_device(dev, algos[a], 1, 0);
+        test_fd_device(dev, algos[a], 2, 1);
+    }
+    test_deterministic(dev);
+    test_errors(dev, dev1);
+
+    clt_device_destroy(dev1);
+    clt_device_destroy(dev);
+    return test_result();
+}

@@ -1,0 +1,254 @@
+/* Max / average pooling and global average pooling against the plain-C
+ * reference on odd shapes (overlapping windows s < k, gaps s > k, batch 1,
+ * ties), finite differences for average pooling and gap, and argument errors. */
+#include <string.h>
+
+#include "check.h"
+#include "ref_misc.h"
+
+static uint64_t rng = 0x5eed0001;
+
+typedef struct { int n, c, h, w, k, s; } geom;
+
+/* Forward and backward of one kind on one shape against the reference. */
+static void check_pool(clt_device *dev, clt_pool_kind kind, geom g, int ties)
+{
+    int oh = (g.h - g.k) / g.s + 1, ow = (g.w - g.k) / g.s + 1;
+    size_t nx = (size_t)g.n * g.c * g.h * g.w, ny = (size_t)g.n * g.c * oh * ow;
+    float *x = ref_misc_alloc(nx, sizeof *x), *dy = ref_misc_alloc(ny, sizeof *dy);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = ties ? (float)ref_misc_randint(&rng, 3) : ref_misc_uniform(&rng, -2, 2);
+    ref_misc_fill(dy, ny, &rng, -1, 1);
+    float *ry = ref_misc_alloc(ny, sizeof *ry), *rdx = ref_misc_alloc(nx, sizeof *rdx);
+    int32_t *ram = ref_misc_alloc(ny, sizeof *ram);
+    ref_misc_pool_forward(kind, x, g.n, g.c, g.h, g.w, g.k, g.s, ry, ram);
+    ref_misc_pool_backward(kind, dy, ram, g.n, g.c, g.h, g.w, g.k, g.s, rdx);
+
+    int64_t xs[4] = {g.n, g.c, g.h, g.w}, ys[4] = {g.n, g.c, oh, ow};
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, x);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, NULL);
+    clt_tensor *tam = ref_misc_tensor(dev, CLT_INT32, 4, ys, NULL);
+    clt_tensor *tdy = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, dy);
+    clt_tensor *tdx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
+    ref_misc_poison(ty);
+    ref_misc_poison(tdx); /* positions no window reads must come back 0 */
+    const char *name = kind == CLT_POOL_MAX ? "max" : "avg";
+
+    CHECK_OK(clt_pool2d_forward(kind, tx, g.k, g.s, ty, kind == CLT_POOL_MAX ? tam : NULL));
+    float *y = ref_misc_download(ty);
+    if (kind == CLT_POOL_MAX) {
+        int32_t *am = ref_misc_download(tam);
+        size_t bad = 0;
+        for (size_t i = 0; i < ny; i++) bad += y[i] != ry[i] || am[i] != ram[i];
+        CHECK(bad == 0, "max pool %dx%dx%dx%d k%d s%d%s: %zu of %zu outputs/argmax differ", g.n, g.c,
+              g.h, g.w, g.k, g.s, ties ? " (ties)" : "", bad, ny);
+        free(am);
+    } else {
+        double e = max_rel_err(ry, y, ny);
+        CHECK(e < 1e-5, "avg pool forward %dx%dx%dx%d k%d s%d: rel err %g", g.n, g.c, g.h, g.w, g.k, g.s, e);
+    }
+    CHECK_OK(clt_pool2d_backward(kind, tdy, kind == CLT_POOL_MAX ? tam : NULL, g.k, g.s, tdx));
+    float *dx = ref_misc_download(tdx);
+    double e = max_rel_err(rdx, dx, nx);
+    CHECK(e < 1e-5, "%s pool backward %dx%dx%dx%d k%d s%d: rel err %g", name, g.n, g.c, g.h, g.w, g.k,
+          g.s, e);
+    /* Deterministic: a second run gives the same bits. */
+    CHECK_OK(clt_pool2d_backward(kind, tdy, kind == CLT_POOL_MAX ? tam : NULL, g.k, g.s, tdx));
+    float *dx2 = ref_misc_download(tdx);
+    CHECK(memcmp(dx, dx2, nx * sizeof *dx) == 0, "%s pool backward not deterministic", name);
+
+    free(x), free(dy), free(ry), free(rdx), free(ram), free(y), free(dx), free(dx2);
+    clt_tensor_destroy(tx), clt_tensor_destroy(ty), clt_tensor_destroy(tam);
+    clt_tensor_destroy(tdy), clt_tensor_destroy(tdx);
+}
+
+/* L = sum r * avgpool(x): dL/dx from the backward against central
+ * differences of the device forward. */
+static void fd_avgpool(clt_device *dev, geom g)
+{
+    int oh = (g.h - g.k) / g.s + 1, ow = (g.w - g.k) / g.s + 1;
+    size_t nx = (size_t)g.n * g.c * g.h * g.w, ny = (size_t)g.n * g.c * oh * ow;
+    float *x = ref_misc_alloc(nx, sizeof *x), *r = ref_misc_alloc(ny, sizeof *r);
+    ref_misc_fill(x, nx, &rng, -1, 1);
+    ref_misc_fill(r, ny, &rng, -1, 1);
+    int64_t xs[4] = {g.n, g.c, g.h, g.w}, ys[4] = {g.n, g.c, oh, ow};
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, x);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, NULL);
+    clt_tensor *tr = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, r);
+    clt_tensor *tdx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
+    CHECK_OK(clt_pool2d_backward(CLT_POOL_AVG, tr, NULL, g.k, g.s, tdx));
+    float *dx = ref_misc_download(tdx);
+    const float eps = 1e-2f;
+    double worst = 0;
+    for (size_t i = 0; i < nx; i++) {
+        double l[2];
+        for (int side = 0; side < 2; side++) {
+            float keep = x[i];
+            x[i] = keep + (side ? -eps : eps);
+            CHECK_OK(clt_tensor_upload(tx, x, (int64_t)nx));
+            x[i] = keep;
+            CHECK_OK(clt_pool2d_forward(CLT_POOL_AVG, tx, g.k, g.s, ty, NULL));
+            float *y = ref_misc_download(ty);
+            l[side] = 0;
+            for (size_t o = 0; o < ny; o++) l[side] += (double)r[o] * y[o];
+            free(y);
+        }
+        double fd = (l[0] - l[1]) / (2.0 * eps);
+        double err = fabs(fd - dx[i]);
+        if (err > worst) worst = err;
+    }
+    CHECK(worst < 1e-4, "avg pool finite differences k%d s%d: worst abs err %g", g.k, g.s, worst);
+    free(x), free(r), free(dx);
+    clt_tensor_destroy(tx), clt_tensor_destroy(ty), clt_tensor_destroy(tr), clt_tensor_destroy(tdx);
+}
+
+static void check_gap(clt_device *dev, int n, int c, int h, int w)
+{
+    int nc = n * c, hw = h * w;
+    float *x = ref_misc_alloc((size_t)nc * hw, sizeof *x), *dy = ref_misc_alloc((size_t)nc, sizeof *dy);
+    ref_misc_fill(x, (size_t)nc * hw, &rng, -3, 3);
+    ref_misc_fill(dy, (size_t)nc, &rng, -1, 1);
+    float *ry = ref_misc_alloc((size_t)nc, sizeof *ry), *rdx = ref_misc_alloc((size_t)nc * hw, sizeof *rdx);
+    ref_misc_gap_forward(x, nc, hw, ry);
+    ref_misc_gap_backward(dy, nc, hw, rdx);
+    int64_t xs[4] = {n, c, h, w}, ys[2] = {n, c};
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, x);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 2, ys, NULL);
+    clt_tensor *tdy = ref_misc_tensor(dev, CLT_FLOAT32, 2, ys, dy);
+    clt_tensor *tdx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
+    ref_misc_poison(tdx);
+    CHECK_OK(clt_gap_forward(tx, ty));
+    CHECK_OK(clt_gap_backward(tdy, tdx));
+    float *y = ref_misc_download(ty), *dx = ref_misc_download(tdx);
+    double e1 = max_rel_err(ry, y, (size_t)nc), e2 = max_rel_err(rdx, dx, (size_t)nc * hw);
+    CHECK(e1 < 1e-5 && e2 < 1e-6, "gap %dx%dx%dx%d: forward rel err %g, backward %g", n, c, h, w, e1, e2);
+
+    /* Finite differences on a few elements: L = sum dy * gap(x). */
+    double worst = 0;
+    const float eps = 1e-2f;
+    for (int t = 0; t < 6; t++) {
+        size_t i = (size_t)ref_misc_randint(&rng, nc * hw);
+        double l[2];
+        for (int side = 0; side < 2; side++) {
+            float keep = x[i];
+            x[i] = keep + (side ? -eps : eps);
+            CHECK_OK(clt_tensor_upload(tx, x, (int64_t)nc * hw));
+            x[i] = keep;
+            CHECK_OK(clt_gap_forward(tx, ty));
+            float *yy = ref_misc_download(ty);
+            l[side] = 0;
+            for (int o = 0; o < nc; o++) l[side] += (double)dy[o] * yy[o];
+            free(yy);
+        }
+        double err = fabs((l[0] - l[1]) / (2.0 * eps) - dx[i]);
+        if (err > worst) worst = err;
+    }
+    CHECK(worst < 1e-4, "gap finite differences: worst abs err %g", worst);
+    free(x), free(dy), free(ry), free(rdx), free(y), free(dx);
+    clt_tensor_destroy(tx), clt_tensor_destroy(ty), clt_tensor_destroy(tdy), clt_tensor_destroy(tdx);
+}
+
+static void check_errors(clt_device *dev, clt_device *dev1)
+{
+    int64_t xs[4] = {2, 3, 5, 5}, ys[4] = {2, 3, 2, 2}, bad[4] = {2, 3, 3, 2};
+    clt_tensor *x = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
+    clt_tensor *y = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, NULL);
+    clt_tensor *am = ref_misc_tensor(dev, CLT_INT32, 4, ys, NULL);
+    clt_tensor *yf = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, NULL);
+    clt_tensor *ybad = ref_misc_tensor(dev, CLT_FLOAT32, 4, bad, NULL);
+    clt_status s;
+
+    s = clt_pool2d_forward(CLT_POOL_MAX, x, 2, 2, ybad, am);
+    CHECK(s == CLT_ERR_SHAPE && ref_misc_error_has("clt_pool2d_forward", "(2, 3, 3, 2)", "(2, 3, 2, 2)"),
+          "wrong y shape: %s %s", clt_status_name(s), clt_last_error());
+    s = clt_pool2d_forward(CLT_POOL_MAX, x, 2, 2, y, NULL);
+    CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("argmax", NULL, NULL), "no argmax: %s %s",
+          clt_status_name(s), clt_last_error());
+    s = clt_pool2d_forward(CLT_POOL_MAX, x, 2, 2, y, yf);
+    CHECK(s == CLT_ERR_SHAPE && ref_misc_error_has("argmax", "int32", NULL), "float argmax: %s %s",
+          clt_status_name(s), clt_last_error());
+    s = clt_pool2d_forward(CLT_POOL_AVG, x, 6, 1, y, NULL);
+    CHECK(s == CLT_ERR_SHAPE && ref_misc_error_has("window 6", "5x5", NULL), "window too large: %s %s",
+          clt_status_name(s), clt_last_error());
+    s = clt_pool2d_forward(CLT_POOL_AVG, x, 0, 1, y, NULL);
+    CHECK(s == CLT_ERR_INVALID_ARG, "k = 0: %s", clt_status_name(s));
+    s = clt_pool2d_forward(CLT_POOL_AVG, x, 2, -1, y, NULL);
+    CHECK(s == CLT_ERR_INVALID_ARG, "stride -1: %s", clt_status_name(s));
+    s = clt_pool2d_forward((clt_pool_kind)7, x, 2, 2, y, am);
+    CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("kind 7", NULL, NULL), "bad kind: %s %s",
+          clt_status_name(s), clt_last_error());
+    s = clt_pool2d_forward(CLT_POOL_AVG, NULL, 2, 2, y, NULL);
+    CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("x is NULL", NULL, NULL), "NULL x: %s %s",
+          clt_status_name(s), clt_last_error());
+    s = clt_pool2d_forward(CLT_POOL_AVG, x, 2, 2, NULL, NULL);
+    CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("y is NULL", NULL, NULL), "NULL y: %s %s",
+          clt_status_name(s), clt_last_error());
+    s = clt_pool2d_backward(CLT_POOL_MAX, y, NULL, 2, 2, x);
+    CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("argmax", NULL, NULL), "backward no argmax: %s",
+          clt_status_name(s));
+    s = clt_pool2d_backward(CLT_POOL_AVG, ybad, NULL, 2, 2, x);
+    CHECK(s == CLT_ERR_SHAPE && ref_misc_error_has("dy", "(2, 3, 3, 2)", NULL), "backward wrong dy: %s %s",
+          clt_status_name(s), clt_last_error());
+    s = clt_pool2d_backward(CLT_POOL_AVG, y, NULL, 2, 2, NULL);
+    CHECK(s == CLT_ERR_INVALID_ARG, "backward NULL dx: %s", clt_status_name(s));
+    /* gap */
+    s = clt_gap_forward(x, y);
+    CHECK(s == CLT_ERR_SHAPE && ref_misc_error_has("clt_gap_forward", "y", "(2, 3)"), "gap 4-D y: %s %s",
+          clt_status_name(s), clt_last_error());
+    s = clt_gap_backward(NULL, x);
+    CHECK(s == CLT_ERR_INVALID_ARG, "gap NULL dy: %s", clt_status_name(s));
+    /* A tensor of another device. */
+    if (dev1) {
+        clt_tensor *y1 = ref_misc_tensor(dev1, CLT_FLOAT32, 4, ys, NULL);
+        s = clt_pool2d_forward(CLT_POOL_AVG, x, 2, 2, y1, NULL);
+        CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("different devices", NULL, NULL),
+              "other device: %s %s", clt_status_name(s), clt_last_error());
+        s = clt_pool2d_backward(CLT_POOL_AVG, y1, NULL, 2, 2, x);
+        CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("different devices", NULL, NULL),
+              "backward other device: %s %s", clt_status_name(s), clt_last_error());
+        clt_tensor_destroy(y1);
+    }
+    clt_tensor_destroy(x), clt_tensor_destroy(y), clt_tensor_destroy(am);
+    clt_tensor_destroy(yf), clt_tensor_destroy(ybad);
+}
+
+int main(void)
+{
+    int count = test_need_devices(1);
+    clt_device *dev = NULL, *dev1 = NULL;
+    REQUIRE_OK(clt_device_open(0, &dev));
+    if (count > 1) REQUIRE_OK(clt_device_open(1, &dev1));
+
+    const geom shapes[] = {
+        {1, 1, 5, 5, 2, 2},    /* batch 1, odd size: last row/column dropped */
+        {2, 3, 7, 9, 3, 2},    /* overlapping windows */
+        {1, 4, 11, 6, 3, 1},   /* heavy overlap */
+        {2, 3, 10, 13, 2, 3},  /* gaps: some inputs in no window */
+        {3, 2, 8, 8, 2, 2},
+        {1, 2, 4, 4, 4, 4},    /* one window covers the plane */
+        {2, 5, 9, 7, 1, 1},    /* identity */
+        {2, 20, 26, 26, 2, 2}, /* LeNet's first pool */
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int kind = 0; kind < 2; kind++) check_pool(dev, (clt_pool_kind)kind, shapes[i], 0);
+    /* Random shapes, and ties (first maximum wins). */
+    for (int t = 0; t < 8; t++) {
+        geom g;
+        g.k = 1 + ref_misc_randint(&rng, 4);
+        g.s = 1 + ref_misc_randint(&rng, 4);
+        g.n = 1 + ref_misc_randint(&rng, 3);
+        g.c = 1 + ref_misc_randint(&rng, 4);
+        g.h = g.k + ref_misc_randint(&rng, 12);
+        g.w = g.k + ref_misc_randint(&rng, 12);
+        for (int kind = 0; kind < 2; kind++) check_pool(dev, (clt_pool_kind)kind, g, t & 1);
+    }
+    fd_avgpool(dev, (geom){1, 2, 5, 6, 3, 2});
+    fd_avgpool(dev, (geom){2, 1, 6, 5, 2, 2});
+    check_gap(dev, 1, 1, 1, 1);
+    check_gap(dev, 3, 5, 7, 9);
+    check_gap(dev, 2, 64, 4, 4);
+    check_errors(dev, dev1);
+    clt_device_destroy(dev1);
+    clt_device_destroy(dev);
+    return test_result();
+}

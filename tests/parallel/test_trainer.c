@@ -1,0 +1,225 @@
+/* The data-parallel trainer: k devices equal one device (equal, uneven and
+ * empty-shard splits), replicas stay identical, small buckets, evaluation
+ * split across devices, and a failure on one device stops cleanly. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "parallel/trainer.h"
+
+#define SPEC "conv:4:3,relu,maxpool:2,conv:6:3:1:1,tanh,flatten,dense:16,sigmoid,dense:10"
+#define C 1
+#define H 12
+#define W 12
+#define MAXB 64
+
+static float images[MAXB * C * H * W];
+static int32_t labels[MAXB];
+
+static void make_data(unsigned seed)
+{
+    for (int i = 0; i < MAXB * C * H * W; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        images[i] = (float)(seed >> 9) / 8388608.0f;
+    }
+    for (int i = 0; i < MAXB; i++) labels[i] = (int32_t)((i * 7 + 3) % 10);
+}
+
+static clt_trainer *make(const int *devs, int k, clt_split_policy split, const float *weights, size_t bucket)
+{
+    clt_trainer_config cfg;
+    clt_trainer_config_default(&cfg);
+    cfg.spec = SPEC;
+    cfg.channels = C;
+    cfg.height = H;
+    cfg.width = W;
+    cfg.devices = devs;
+    cfg.n_devices = k;
+    cfg.split = split;
+    cfg.weights = weights;
+    cfg.lr = 0.1f;
+    cfg.momentum = 0.9f;
+    cfg.weight_decay = 1e-3f;
+    cfg.seed = 11;
+    cfg.init = CLT_INIT_XAVIER;
+    if (bucket) cfg.bucket_bytes = bucket;
+    clt_trainer *t = NULL;
+    REQUIRE_OK(clt_trainer_create(&cfg, &t));
+    return t;
+}
+
+static float *params_of_net(clt_net *net, size_t *count)
+{
+    size_t total = 0;
+    for (int i = 0; i < clt_net_param_count(net); i++) total += (size_t)clt_net_param_at(net, i)->numel;
+    float *all = malloc(sizeof(float) * total), *at = all;
+    for (int i = 0; i < clt_net_param_count(net); i++) {
+        const clt_param *p = clt_net_param_at(net, i);
+        CHECK_OK(clt_net_param_get(net, p->name, at, p->numel));
+        at += p->numel;
+    }
+    *count = total;
+    return all;
+}
+
+/* Three steps of batch b on `devs` against three plain single-device steps
+ * (clt_net on device 0 with the mean gradient), which share no code with the
+ * trainer's split, reduction and broadcast. */
+static void equals_one_device(const int *devs, int k, const float *weights, int b, size_t bucket, const char *what)
+{
+    clt_device *dev = NULL;
+    clt_net *ref = NULL;
+    REQUIRE_OK(clt_device_open(0, &dev));
+    REQUIRE_OK(clt_net_create(dev, SPEC, C, H, W, &ref));
+    REQUIRE_OK(clt_net_init(ref, 11, CLT_INIT_XAVIER));
+    clt_trainer *par = make(devs, k, weights ? CLT_SPLIT_WEIGHTS : CLT_SPLIT_EQUAL, weights, bucket);
+    double l1 = 0, lk = 0;
+    int64_t c1 = 0, ck = 0;
+    for (int s = 0; s < 3; s++) {
+        const float *x = images + s * 8 * C * H * W;
+        const int32_t *y = labels + s * 8;
+        CHECK_OK(clt_net_forward(ref, x, b));
+        CHECK_OK(clt_net_backward(ref, y, 1.0f / (float)b, &l1, &c1));
+        CHECK_OK(clt_net_sgd_step(ref, 0.1f, 0.9f, 1e-3f));
+        CHECK_OK(clt_trainer_step(par, x, y, b, &lk, &ck));
+        CHECK(fabs(l1 - lk) <= 1e-5 * fabs(l1), "%s: step %d loss %.8g vs %.8g", what, s, l1, lk);
+        CHECK(c1 == ck, "%s: step %d correct %lld vs %lld", what, s, (long long)c1, (long long)ck);
+    }
+    size_t n1, nk;
+    float *p1 = params_of_net(ref, &n1), *pk = params_of_net(clt_trainer_net(par, 0), &nk);
+    CHECK(n1 == nk && max_rel_err(p1, pk, n1) < 2e-5, "%s: parameters after 3 steps differ by %g", what,
+          max_rel_err(p1, pk, n1));
+    CHECK_OK(clt_trainer_check_replicas(par));
+    clt_device_stats st[4];
+    CHECK_OK(clt_trainer_stats(par, st, 4));
+    int total = 0;
+    for (int i = 0; i < k; i++) total += st[i].shard;
+    CHECK(total == b, "%s: shards sum to %d, batch %d", what, total, b);
+    free(p1);
+    free(pk);
+    clt_trainer_destroy(par);
+    clt_net_destroy(ref);
+    clt_device_destroy(dev);
+}
+
+static void split_sizes(void)
+{
+    int s[4];
+    CHECK_OK(clt_split_sizes(10, 3, NULL, s));
+    CHECK(s[0] == 4 && s[1] == 3 && s[2] == 3, "equal split of 10: %d %d %d", s[0], s[1], s[2]);
+    CHECK_OK(clt_split_sizes(1, 3, NULL, s));
+    CHECK(s[0] == 1 && s[1] == 0 && s[2] == 0, "batch smaller than k: %d %d %d", s[0], s[1], s[2]);
+    CHECK_OK(clt_split_sizes(256, 2, (float[]){1, 3}, s));
+    CHECK(s[0] == 64 && s[1] == 192, "weights 1:3 of 256: %d %d", s[0], s[1]);
+    CHECK(clt_split_sizes(5, 2, (float[]){0, 0}, s) == CLT_ERR_INVALID_ARG, "zero weights refused");
+    CHECK(clt_split_sizes(5, 2, (float[]){1, NAN}, s) == CLT_ERR_INVALID_ARG, "NaN weight refused");
+}
+
+static void collectives(int k)
+{
+    clt_device *dev[3] = {0};
+    clt_tensor *t[3] = {0};
+    int64_t shape[2] = {37, 3}; /* 111: not a multiple of anything */
+    float host[111], got[111];
+    for (int i = 0; i < k; i++) {
+        REQUIRE_OK(clt_device_open(i, &dev[i]));
+        REQUIRE_OK(clt_tensor_create(dev[i], CLT_FLOAT32, 2, shape, &t[i]));
+        for (int j = 0; j < 111; j++) host[j] = (float)(j * (i + 1)) - 0.5f * (float)i;
+        CHECK_OK(clt_tensor_upload(t[i], host, 111));
+    }
+    CHECK_OK(clt_allreduce_sum(t, k));
+    for (int i = 0; i < k; i++) {
+        CHECK_OK(clt_tensor_download(t[i], got, 111));
+        int ok = 1;
+        for (int j = 0; j < 111; j++) {
+            float want = 0;
+            for (int d = 0; d < k; d++) want += (float)(j * (d + 1)) - 0.5f * (float)d;
+            ok &= fabsf(got[j] - want) <= 1e-5f * fabsf(want) + 1e-6f;
+        }
+        CHECK(ok, "all-reduce result on device %d", i);
+    }
+    for (int j = 0; j < 111; j++) host[j] = (float)j * 0.25f;
+    CHECK_OK(clt_tensor_upload(t[0], host, 111));
+    CHECK_OK(clt_broadcast(t[0], t + 1, k - 1));
+    for (int i = 1; i < k; i++) {
+        CHECK_OK(clt_tensor_download(t[i], got, 111));
+        CHECK(memcmp(got, host, sizeof got) == 0, "broadcast to device %d", i);
+    }
+    clt_tensor *odd = NULL;
+    REQUIRE_OK(clt_tensor_create(dev[1], CLT_FLOAT32, 1, (int64_t[]){5}, &odd));
+    clt_tensor *pair[2] = {t[0], odd};
+    CHECK(clt_allreduce_sum(pair, 2) == CLT_ERR_SHAPE, "mismatched shapes refused");
+    clt_tensor_destroy(odd);
+    for (int i = 0; i < k; i++) {
+        clt_tensor_destroy(t[i]);
+        clt_device_destroy(dev[i]);
+    }
+}
+
+static void replicas_and_failure(const int *devs, int k)
+{
+    clt_trainer_config cfg;
+    clt_trainer_config_default(&cfg);
+    cfg.spec = SPEC;
+    cfg.channels = C, cfg.height = H, cfg.width = W;
+    cfg.devices = devs;
+    cfg.n_devices = k;
+    cfg.momentum = 0.5f;
+    cfg.lr = 0.05f;
+    cfg.check_every = 1; /* compares checksums after every step */
+    cfg.bucket_bytes = 256; /* many buckets, sizes not multiples of params */
+    cfg.split = CLT_SPLIT_AUTO;
+    clt_trainer *t = NULL;
+    REQUIRE_OK(clt_trainer_create(&cfg, &t));
+    double first = 0, last = 0;
+    for (int s = 0; s < 40; s++) {
+        double loss;
+        CHECK_OK(clt_trainer_step(t, images, labels, 32, &loss, NULL));
+        if (s == 0) first = loss;
+        last = loss;
+    }
+    CHECK(last < first, "loss falls on a repeated batch: %g -> %g", first, last);
+    double ml, acc;
+    clt_trainer_destroy(t);
+
+    /* A device that fails mid-step: a clean error naming it, no hang. */
+    cfg.check_every = 0;
+    REQUIRE_OK(clt_trainer_create(&cfg, &t));
+    clt_trainer_inject_failure(t, k - 1, 2);
+    CHECK_OK(clt_trainer_step(t, images, labels, 32, NULL, NULL));
+    clt_status s = clt_trainer_step(t, images, labels, 32, NULL, NULL);
+    CHECK(s == CLT_ERR_DEVICE_LOST, "injected failure gave %s", clt_status_name(s));
+    char want[32];
+    snprintf(want, sizeof want, "device %d", devs[k - 1]);
+    CHECK(strstr(clt_last_error(), want) != NULL, "error names the device: %s", clt_last_error());
+    s = clt_trainer_step(t, images, labels, 32, NULL, NULL);
+    CHECK(s == CLT_ERR_DEVICE_LOST && strstr(clt_last_error(), "earlier failure"), "later steps refused: %s",
+          clt_last_error());
+    (void)ml;
+    (void)acc;
+    clt_trainer_destroy(t);
+}
+
+int main(void)
+{
+    alarm(280); /* a hang fails the test instead of blocking the suite */
+    split_sizes();
+    int n = test_need_devices(2);
+    make_data(5);
+    int two[2] = {0, 1}, three[3] = {0, 1, 2};
+    equals_one_device(two, 2, NULL, 24, 0, "2 devices, equal");
+    equals_one_device(two, 2, (float[]){1, 3}, 23, 0, "2 devices, 1:3");
+    equals_one_device(two, 2, NULL, 1, 0, "2 devices, batch 1 (empty shard)");
+    equals_one_device(two, 2, (float[]){0, 1}, 9, 300, "2 devices, all on one, small buckets");
+    collectives(2);
+    replicas_and_failure(two, 2);
+    if (n >= 3) {
+        equals_one_device(three, 3, NULL, 2, 0, "3 devices, batch 2");
+        equals_one_device(three, 3, (float[]){2, 1, 1}, 21, 100, "3 devices, 2:1:1, small buckets");
+        collectives(3);
+        replicas_and_failure(three, 3);
+    }
+    return test_result();
+}
