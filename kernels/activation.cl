@@ -7,7 +7,7 @@ __kernel void clt_relu_fwd(__global const float *x, __global float *y, const ulo
     size_t i = get_global_id(0);
     if (i < n) {
         float v = x[i];
-        y[i] = v > 0.0f ? v : (isnan(v) ? v : 0.0f);
+        y[i] = v < 0.0f ? 0.0f : v; /* NaN stays NaN, as PyTorch */
     }
 }
 

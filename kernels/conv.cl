@@ -30,69 +30,89 @@
 /* Layout kernels for the "lanes" algorithm                            */
 /* ------------------------------------------------------------------ */
 
-/* dst (C, HP, WP, NP) at dst_off: dst[c][hp][wp][n] = src[n][c][hp-top][wp-left],
- * zero outside src and for n >= N. One work-item per (16 lanes, c, hp) row:
- * it walks wp, gathering 16 images into one vector store. Global:
- * (NP/16, C*HP). */
-__kernel void conv_to_lanes(int N, int C, int H, int W, int HP, int WP, int NP, int top, int left,
-                            __global const float *src, __global float *dst, ulong dst_off)
+/* dst (C, H, W, NP) at dst_off: dst[c][h][w][n] = src[n][c][h][w], zero for
+ * n >= N. One work-item per (16 lanes, c, h) row: it walks w, gathering 16
+ * images into one vector store. Global: (NP/16, C*H). */
+__kernel void conv_to_lanes(int N, int C, int H, int W, int NP, __global const float *src,
+                            __global float *dst, ulong dst_off)
 {
     int nb = get_global_id(0);
-    int row = get_global_id(1); /* c*HP + hp */
-    if (nb * LANES >= NP || row >= C * HP) return;
-    int hp = row % HP, c = row / HP;
-    int h = hp - top;
+    int row = get_global_id(1); /* c*H + h */
+    if (nb * LANES >= NP || row >= C * H) return;
     int n0 = nb * LANES;
-    __global float *d = dst + dst_off + (size_t)row * WP * NP + n0;
-    if (h < 0 || h >= H || n0 >= N) {
-        for (int wp = 0; wp < WP; wp++) vstore16((float16)0.0f, 0, d + (size_t)wp * NP);
+    __global float *d = dst + dst_off + (size_t)row * W * NP + n0;
+    if (n0 >= N) {
+        for (int w = 0; w < W; w++) vstore16((float16)0.0f, 0, d + (size_t)w * NP);
         return;
     }
+    int c = row / H, h = row - (row / H) * H;
     size_t img = (size_t)C * H * W;
     __global const float *s = src + ((size_t)n0 * C + c) * H * W + (size_t)h * W;
     int nn = min(LANES, N - n0);
-    int wlo = min(left, WP), whi = min(left + W, WP);
-    for (int wp = 0; wp < wlo; wp++) vstore16((float16)0.0f, 0, d + (size_t)wp * NP);
     if (nn == LANES) {
-        for (int wp = wlo; wp < whi; wp++) {
-            __global const float *p = s + (wp - left);
+        for (int w = 0; w < W; w++) {
+            __global const float *p = s + w;
             float16 v = (float16)(p[0], p[img], p[2 * img], p[3 * img], p[4 * img], p[5 * img],
                                   p[6 * img], p[7 * img], p[8 * img], p[9 * img], p[10 * img],
                                   p[11 * img], p[12 * img], p[13 * img], p[14 * img], p[15 * img]);
-            vstore16(v, 0, d + (size_t)wp * NP);
+            vstore16(v, 0, d + (size_t)w * NP);
         }
     } else {
-        for (int wp = wlo; wp < whi; wp++) {
+        for (int w = 0; w < W; w++) {
             float v[LANES];
-            for (int q = 0; q < LANES; q++) v[q] = q < nn ? s[q * img + (wp - left)] : 0.0f;
-            vstore16(vload16(0, v), 0, d + (size_t)wp * NP);
+            for (int q = 0; q < LANES; q++) v[q] = q < nn ? s[q * img + w] : 0.0f;
+            vstore16(vload16(0, v), 0, d + (size_t)w * NP);
         }
     }
-    for (int wp = whi; wp < WP; wp++) vstore16((float16)0.0f, 0, d + (size_t)wp * NP);
 }
 
-/* Forward weights: wf[((i*K + j)*C + c)*COP + o] = w[o][c][i][j] (0 for o >= CO). */
+/* Stores 16 values at dst[0..limit) (vector store when all 16 fit). */
+INLINE void store16(float16 v, __global float *dst, int limit)
+{
+    if (limit >= LANES) {
+        vstore16(v, 0, dst);
+    } else {
+        float t[LANES];
+        vstore16(v, 0, t);
+        for (int q = 0; q < limit; q++) dst[q] = t[q];
+    }
+}
+
+/* Forward weights: wf[((i*K + j)*C + c)*COP + o] = w[o][c][i][j] (0 for
+ * o >= CO). One work-item per 16 output channels of one input channel: it
+ * reads 16 rows of K*K taps and writes one 16-vector per tap. Global:
+ * (ceil(COP/16), C). */
 __kernel void conv_weights_fwd(int CO, int C, int K, int COP, __global const float *w,
                                __global float *wf, ulong wf_off)
 {
-    int o = get_global_id(0);
-    int r = get_global_id(1); /* (i*K + j)*C + c */
-    if (o >= COP || r >= K * K * C) return;
-    int c = r % C;
-    int ij = r / C;
-    wf[wf_off + (size_t)r * COP + o] = o < CO ? w[((size_t)o * C + c) * K * K + ij] : 0.0f;
+    int o0 = get_global_id(0) * LANES;
+    int c = get_global_id(1);
+    if (o0 >= COP || c >= C) return;
+    int KK = K * K;
+    for (int t = 0; t < KK; t++) {
+        float v[LANES];
+        for (int q = 0; q < LANES; q++)
+            v[q] = o0 + q < CO ? w[((size_t)(o0 + q) * C + c) * KK + t] : 0.0f;
+        store16(vload16(0, v), wf + wf_off + ((size_t)t * C + c) * COP + o0, COP - o0);
+    }
 }
 
-/* Backward-data weights: wb[((i*K + j)*CO + o)*CIP + c] = w[o][c][i][j] (0 for c >= C). */
+/* Backward-data weights: wb[((i*K + j)*CO + o)*CIP + c] = w[o][c][i][j] (0
+ * for c >= C). One work-item per 16 input channels of one output channel.
+ * Global: (ceil(CIP/16), CO). */
 __kernel void conv_weights_bwd(int CO, int C, int K, int CIP, __global const float *w,
                                __global float *wb, ulong wb_off)
 {
-    int c = get_global_id(0);
-    int r = get_global_id(1); /* (i*K + j)*CO + o */
-    if (c >= CIP || r >= K * K * CO) return;
-    int o = r % CO;
-    int ij = r / CO;
-    wb[wb_off + (size_t)r * CIP + c] = c < C ? w[((size_t)o * C + c) * K * K + ij] : 0.0f;
+    int c0 = get_global_id(0) * LANES;
+    int o = get_global_id(1);
+    if (c0 >= CIP || o >= CO) return;
+    int KK = K * K;
+    for (int t = 0; t < KK; t++) {
+        float v[LANES];
+        for (int q = 0; q < LANES; q++)
+            v[q] = c0 + q < C ? w[((size_t)o * C + c0 + q) * KK + t] : 0.0f;
+        store16(vload16(0, v), wb + wb_off + ((size_t)t * CO + o) * CIP + c0, CIP - c0);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -126,6 +146,7 @@ INLINE void store_lanes(int rm, int nv, float16 acc[2][MAX_RM], int ch0, int NCH
                         __global float *out)
 {
     int nn = min(LANES * nv, N - n0);
+#pragma unroll
     for (int r = 0; r < rm; r++) {
         int ch = ch0 + r;
         if (ch >= NCH) break;
@@ -139,14 +160,14 @@ INLINE void store_lanes(int rm, int nv, float16 acc[2][MAX_RM], int ch0, int NCH
 }
 
 /* Forward: y[n][co][oy][ox] = b[co] + sum_{c,i,j} x[n][c][oy*S-PAD+i][ox*S-PAD+j] w[co][c][i][j].
- * xT: (C, HP, WP, NP) with the padding built in (HP = H + 2 PAD). One
- * work-item: RM output channels x 16*NV lanes of one output pixel.
- * Global: (ceil(CO/RM), OH*OW*NP/(16*NV)); work-groups along dim 0 share the
- * input window in cache. */
-INLINE void conv_fwd_lanes(int rm, int nv, int C, int HP, int WP, int NP, int N, int CO, int COP,
-                           int K, int S, int OH, int OW, __global const float *x, ulong x_off,
-                           __global const float *wf, ulong wf_off, __global const float *bias,
-                           int has_bias, __global float *y)
+ * xT: (C, H, W, NP). Only the taps that land inside the input are visited
+ * (no padded copy, no work on padding). One work-item: RM output channels
+ * x 16*NV lanes of one output pixel. Global: (ceil(CO/RM), OH*OW*NP/(16*NV));
+ * a work-group along dim 0 shares the input window in cache. */
+INLINE void conv_fwd_lanes(int rm, int nv, int C, int H, int W, int NP, int N, int CO, int COP,
+                           int K, int S, int PAD, int OH, int OW, __global const float *x,
+                           ulong x_off, __global const float *wf, ulong wf_off,
+                           __global const float *bias, int has_bias, __global float *y)
 {
     int cb = get_global_id(0);
     int item = get_global_id(1);
@@ -158,11 +179,15 @@ INLINE void conv_fwd_lanes(int rm, int nv, int C, int HP, int WP, int NP, int N,
     int oy = pix / OW, ox = pix - (pix / OW) * OW;
     int n0 = nb * LANES * nv;
     float16 acc[2][MAX_RM];
+#pragma unroll
     for (int r = 0; r < rm; r++) acc[0][r] = acc[1][r] = (float16)0.0f;
-    size_t cstride = (size_t)HP * WP * NP;
-    for (int i = 0; i < K; i++) {
-        for (int j = 0; j < K; j++) {
-            __global const float *bp = x + x_off + ((size_t)(oy * S + i) * WP + (ox * S + j)) * NP + n0;
+    size_t cstride = (size_t)H * W * NP;
+    int iy0 = oy * S - PAD, ix0 = ox * S - PAD;
+    int i0 = max(0, -iy0), i1 = min(K, H - iy0);
+    int j0 = max(0, -ix0), j1 = min(K, W - ix0);
+    for (int i = i0; i < i1; i++) {
+        for (int j = j0; j < j1; j++) {
+            __global const float *bp = x + x_off + ((size_t)(iy0 + i) * W + (ix0 + j)) * NP + n0;
             __global const float *ap = wf + wf_off + (size_t)(i * K + j) * C * COP + co0;
             RANK1_LOOP(rm, nv, acc, ap, bp, C, COP, cstride)
         }
@@ -171,13 +196,13 @@ INLINE void conv_fwd_lanes(int rm, int nv, int C, int HP, int WP, int NP, int N,
 }
 
 /* Backward data: dx[n][c][y][x] = sum over (co, i, j) with (y+PAD-i) and
- * (x+PAD-j) divisible by S of dy[n][co][(y+PAD-i)/S][(x+PAD-j)/S] w[co][c][i][j].
- * dyT: (CO, OHP, OWP, NP), dy placed at row PT, column PL, zeros around,
- * so every tap reads inside the buffer. Only the taps of the pixel's stride
- * phase are visited (no zero-dilation). One work-item: RM input channels x
- * 16*NV lanes of one dx pixel. */
-INLINE void conv_bwd_data_lanes(int rm, int nv, int C, int CIP, int H, int W, int NP, int N, int CO,
-                                int OHP, int OWP, int PT, int PL, int K, int S, int PAD,
+ * (x+PAD-j) divisible by S and inside dy of
+ * dy[n][co][(y+PAD-i)/S][(x+PAD-j)/S] w[co][c][i][j]. dyT: (CO, OH, OW, NP).
+ * Only the taps of the pixel's stride phase that land inside dy are visited
+ * (no zero dilation, no padding). One work-item: RM input channels x 16*NV
+ * lanes of one dx pixel. */
+INLINE void conv_bwd_data_lanes(int rm, int nv, int C, int CIP, int H, int W, int NP, int N,
+                                int CO, int OH, int OW, int K, int S, int PAD,
                                 __global const float *dy, ulong dy_off, __global const float *wb,
                                 ulong wb_off, __global float *dx)
 {
@@ -191,13 +216,18 @@ INLINE void conv_bwd_data_lanes(int rm, int nv, int C, int CIP, int H, int W, in
     int yy = pix / W, xx = pix - (pix / W) * W;
     int n0 = nb * LANES * nv;
     float16 acc[2][MAX_RM];
+#pragma unroll
     for (int r = 0; r < rm; r++) acc[0][r] = acc[1][r] = (float16)0.0f;
-    size_t cstride = (size_t)OHP * OWP * NP;
-    for (int i = 0; i < K; i += S) {
-        int oy = (yy + PAD - i) / S + PT; /* exact division */
-        for (int j = (xx + PAD) % S; j < K; j += S) {
-            int ox = (xx + PAD - j) / S + PL;
-            __global const float *bp = dy + dy_off + ((size_t)oy * OWP + ox) * NP + n0;
+    size_t cstride = (size_t)OH * OW * NP;
+    int ys = yy + PAD, xs = xx + PAD;
+    /* taps i = ys - S*oy for oy in [0, OH), 0 <= i < K */
+    int i0 = max(ys % S, ys - (OH - 1) * S), i1 = min(K - 1, ys);
+    int j0 = max(xs % S, xs - (OW - 1) * S), j1 = min(K - 1, xs);
+    for (int i = i0; i <= i1; i += S) {
+        int oy = (ys - i) / S;
+        for (int j = j0; j <= j1; j += S) {
+            int ox = (xs - j) / S;
+            __global const float *bp = dy + dy_off + ((size_t)oy * OW + ox) * NP + n0;
             __global const float *ap = wb + wb_off + (size_t)(i * K + j) * CO * CIP + c0;
             RANK1_LOOP(rm, nv, acc, ap, bp, CO, CIP, cstride)
         }
@@ -206,16 +236,16 @@ INLINE void conv_bwd_data_lanes(int rm, int nv, int C, int CIP, int H, int W, in
 }
 
 #define FWD_ARGS                                                                          \
-    int C, int HP, int WP, int NP, int N, int CO, int COP, int K, int S, int OH, int OW,  \
-        __global const float *x, ulong x_off, __global const float *wf, ulong wf_off,     \
-        __global const float *bias, int has_bias, __global float *y
-#define FWD_PASS C, HP, WP, NP, N, CO, COP, K, S, OH, OW, x, x_off, wf, wf_off, bias, has_bias, y
+    int C, int H, int W, int NP, int N, int CO, int COP, int K, int S, int PAD, int OH,   \
+        int OW, __global const float *x, ulong x_off, __global const float *wf,           \
+        ulong wf_off, __global const float *bias, int has_bias, __global float *y
+#define FWD_PASS C, H, W, NP, N, CO, COP, K, S, PAD, OH, OW, x, x_off, wf, wf_off, bias, has_bias, y
 
 #define BWD_ARGS                                                                          \
-    int C, int CIP, int H, int W, int NP, int N, int CO, int OHP, int OWP, int PT, int PL, \
-        int K, int S, int PAD, __global const float *dy, ulong dy_off,                     \
-        __global const float *wb, ulong wb_off, __global float *dx
-#define BWD_PASS C, CIP, H, W, NP, N, CO, OHP, OWP, PT, PL, K, S, PAD, dy, dy_off, wb, wb_off, dx
+    int C, int CIP, int H, int W, int NP, int N, int CO, int OH, int OW, int K, int S,    \
+        int PAD, __global const float *dy, ulong dy_off, __global const float *wb,        \
+        ulong wb_off, __global float *dx
+#define BWD_PASS C, CIP, H, W, NP, N, CO, OH, OW, K, S, PAD, dy, dy_off, wb, wb_off, dx
 
 /* Variants: _<RM>_<NV>. conv.c picks RM by channel count, NV by batch. */
 __kernel void conv_fwd_4_1(FWD_ARGS) { conv_fwd_lanes(4, 1, FWD_PASS); }
@@ -231,49 +261,66 @@ __kernel void conv_bwd_data_8_2(BWD_ARGS) { conv_bwd_data_lanes(8, 2, BWD_PASS);
 __kernel void conv_bwd_data_10_1(BWD_ARGS) { conv_bwd_data_lanes(10, 1, BWD_PASS); }
 __kernel void conv_bwd_data_10_2(BWD_ARGS) { conv_bwd_data_lanes(10, 2, BWD_PASS); }
 
-/* Backward weights, partial over a chunk of output rows:
- * part[chunk][co][c][i][j] = sum over n and the chunk's (oy, ox) of
- * dy[n][co][oy][ox] x[n][c][oy*S-PAD+i][ox*S-PAD+j].
+/* Backward weights, partial over one chunk (a range of output rows x a
+ * range of 16-lane vectors): part[chunk][co][c][i][j] = sum over the
+ * chunk's (n, oy, ox) of dy[n][co][oy][ox] x[n][c][oy*S-PAD+i][ox*S-PAD+j],
+ * visiting only the (oy, ox) whose input lands inside x.
  * Work-item: WA output channels x WB input channels of one tap (i, j); the
- * lanes are summed at the end (fixed order). Global: (ceil(C/WB)*K*K,
- * ceil(CO/WA)*chunks); a work-group along dim 0 shares the dy rows. */
+ * 16 lanes are summed at the end in a fixed order. Global:
+ * (K*K, ceil(CO/WA) * ceil(C/WB) * chunks), chunk = row_chunk * vchunks +
+ * vector_chunk; a work-group holds the K*K taps of one block, which share
+ * their dy and x rows in cache. */
 #define WA 4
 #define WB 6
-__kernel void conv_bwd_weights_lanes(int C, int HP, int WP, int NP, int CO, int OH, int OW, int OHP,
-                                     int OWP, int PT, int PL, int K, int S, int rows, int chunks,
+__kernel void conv_bwd_weights_lanes(int C, int H, int W, int NP, int CO, int OH, int OW, int K,
+                                     int S, int PAD, int rows, int vecs, int vchunks, int chunks,
                                      __global const float *x, ulong x_off, __global const float *dy,
                                      ulong dy_off, __global float *part, ulong part_off)
 {
-    int g0 = get_global_id(0);
+    int tap = get_global_id(0);
     int g1 = get_global_id(1);
     int KK = K * K;
     int ncb = (C + WB - 1) / WB;
     int nob = (CO + WA - 1) / WA;
-    if (g0 >= ncb * KK || g1 >= nob * chunks) return;
-    int tap = g0 % KK;
-    int c0 = (g0 / KK) * WB;
+    if (tap >= KK || g1 >= nob * ncb * chunks) return;
     int o0 = (g1 % nob) * WA;
-    int chunk = g1 / nob;
+    int c0 = ((g1 / nob) % ncb) * WB;
+    int chunk = g1 / (nob * ncb);
+    int rc = chunk / vchunks, vc = chunk - (chunk / vchunks) * vchunks;
     int ti = tap / K, tj = tap - (tap / K) * K;
-    int oy0 = chunk * rows, oy1 = min(OH, oy0 + rows);
-    size_t xs = (size_t)HP * WP * NP, ds = (size_t)OHP * OWP * NP;
+    /* output rows/columns whose input row/column is inside x */
+    int oy_lo = PAD - ti > 0 ? (PAD - ti + S - 1) / S : 0;
+    int oy_hi = H - 1 + PAD - ti >= 0 ? min(OH - 1, (H - 1 + PAD - ti) / S) : -1;
+    int ox_lo = PAD - tj > 0 ? (PAD - tj + S - 1) / S : 0;
+    int ox_hi = W - 1 + PAD - tj >= 0 ? min(OW - 1, (W - 1 + PAD - tj) / S) : -1;
+    oy_lo = max(oy_lo, rc * rows);
+    oy_hi = min(oy_hi, rc * rows + rows - 1);
+    int v0 = vc * vecs, v1 = min(NP / LANES, v0 + vecs);
+    size_t xs = (size_t)H * W * NP, ds = (size_t)OH * OW * NP;
     size_t xo[WB], dof[WA];
+#pragma unroll
     for (int b = 0; b < WB; b++) xo[b] = x_off + (size_t)min(c0 + b, C - 1) * xs;
+#pragma unroll
     for (int a = 0; a < WA; a++) dof[a] = dy_off + (size_t)min(o0 + a, CO - 1) * ds;
     float16 acc[WA][WB];
+#pragma unroll
     for (int a = 0; a < WA; a++)
+#pragma unroll
         for (int b = 0; b < WB; b++) acc[a][b] = (float16)0.0f;
-    int nv = NP / LANES;
-    for (int oy = oy0; oy < oy1; oy++) {
-        for (int ox = 0; ox < OW; ox++) {
-            size_t xp = ((size_t)(oy * S + ti) * WP + (ox * S + tj)) * NP;
-            size_t dp = ((size_t)(oy + PT) * OWP + (ox + PL)) * NP;
-            for (int v = 0; v < nv; v++) {
-                float16 d[WA], xv[WB];
+    for (int oy = oy_lo; oy <= oy_hi; oy++) {
+        for (int ox = ox_lo; ox <= ox_hi; ox++) {
+            size_t xp = ((size_t)(oy * S - PAD + ti) * W + (ox * S - PAD + tj)) * NP;
+            size_t dp = ((size_t)oy * OW + ox) * NP;
+            for (int v = v0; v < v1; v++) {
+                float16 d[WA];
+#pragma unroll
                 for (int a = 0; a < WA; a++) d[a] = vload16(v, dy + dof[a] + dp);
-                for (int b = 0; b < WB; b++) xv[b] = vload16(v, x + xo[b] + xp);
-                for (int a = 0; a < WA; a++)
-                    for (int b = 0; b < WB; b++) acc[a][b] = fma(d[a], xv[b], acc[a][b]);
+#pragma unroll
+                for (int b = 0; b < WB; b++) {
+                    float16 xv = vload16(v, x + xo[b] + xp);
+#pragma unroll
+                    for (int a = 0; a < WA; a++) acc[a][b] = fma(d[a], xv, acc[a][b]);
+                }
             }
         }
     }
@@ -292,15 +339,25 @@ __kernel void conv_bwd_weights_lanes(int C, int HP, int WP, int NP, int CO, int 
     }
 }
 
-/* out[e] = sum over chunk of part[chunk][e], chunks in order. */
+/* out[e] = sum over chunk of part[chunk][e], chunks in order; 16 elements
+ * per work-item. Global: ceil(n / 16). */
 __kernel void conv_sum_chunks(int n, int chunks, __global const float *part, ulong part_off,
                               __global float *out)
 {
-    int e = get_global_id(0);
-    if (e >= n) return;
-    float s = 0.0f;
-    for (int k = 0; k < chunks; k++) s += part[part_off + (size_t)k * n + e];
-    out[e] = s;
+    int e0 = get_global_id(0) * LANES;
+    if (e0 >= n) return;
+    __global const float *p = part + part_off;
+    if (e0 + LANES <= n) {
+        float16 s = vload16(0, p + e0);
+        for (int k = 1; k < chunks; k++) s += vload16(0, p + (size_t)k * n + e0);
+        vstore16(s, 0, out + e0);
+    } else {
+        for (int e = e0; e < n; e++) {
+            float s = p[e];
+            for (int k = 1; k < chunks; k++) s += p[(size_t)k * n + e];
+            out[e] = s;
+        }
+    }
 }
 
 /* db[co] = sum over n and pixels of dy[n][co][.]; one work-item per channel,

@@ -143,26 +143,16 @@ static int fits(const clt_device *dev, size_t bytes)
 /* ------------------------------------------------------------------ */
 
 typedef struct lanes_plan {
-    int np;     /* batch padded: a multiple of 16 (32 when nv == 2) */
-    int nv;     /* float16 vectors per work-item: 1 or 2 */
-    int hp, wp; /* padded input for forward / backward-weights */
-    int pt, pleft, ohp, owp; /* dy placement for backward (see conv_bwd_data_lanes) */
+    int np; /* batch padded: a multiple of 16 (of 32 when nv == 2) */
+    int nv; /* float16 vectors per work-item: 1 or 2 */
 } lanes_plan;
 
 static void lanes_plan_init(const clt_conv_geom *g, lanes_plan *pl)
 {
-    /* 32 lanes per item when the batch has more than 16 images (it loads
-     * two vectors per broadcast weight); 16 for small batches. */
+    /* 32 lanes per item when the batch has more than 16 images (two vector
+     * loads per broadcast weight), 16 for small batches. */
     pl->nv = g->n > LANES ? 2 : 1;
     pl->np = (int)round_up((size_t)g->n, (size_t)(LANES * pl->nv));
-    pl->hp = g->h + 2 * g->pad;
-    pl->wp = g->w + 2 * g->pad;
-    int s = g->stride, k = g->k, p = g->pad;
-    pl->pt = k - 1 - p > 0 ? (k - 1 - p + s - 1) / s : 0;
-    pl->pleft = pl->pt; /* square kernel, same padding: the same on both axes */
-    int bot_h = (g->h - 1 + p) / s - (g->oh - 1), bot_w = (g->w - 1 + p) / s - (g->ow - 1);
-    pl->ohp = g->oh + pl->pt + (bot_h > 0 ? bot_h : 0);
-    pl->owp = g->ow + pl->pleft + (bot_w > 0 ? bot_w : 0);
 }
 
 /* Register block height for `ch` output channels: the variant (4, 8, 10)
@@ -174,23 +164,28 @@ static int pick_rm(int ch)
     return c10 < c8 ? 10 : 8;
 }
 
+/* Work-group shape of the forward and backward-data kernels: all channel
+ * blocks of one pixel, which share the input window in cache. */
+static size_t group_x(const clt_device *dev, size_t blocks)
+{
+    return blocks < max_wg(dev) ? blocks : max_wg(dev);
+}
+
 static void lanes_forward_sizes(const clt_conv_geom *g, const lanes_plan *pl, size_t *x_elems,
                                 size_t *wf_elems)
 {
     size_t cop = round_up((size_t)g->co, (size_t)pick_rm(g->co));
-    *x_elems = round_up((size_t)g->c * pl->hp * pl->wp * pl->np, ALIGN_FLOATS);
+    *x_elems = round_up((size_t)g->c * g->h * g->w * pl->np, ALIGN_FLOATS);
     *wf_elems = (size_t)g->k * g->k * g->c * cop;
 }
 
-/* Copies an NCHW tensor region into the lanes layout at `off` floats. */
-static clt_status to_lanes(clt_device *dev, cl_mem src, int n, int c, int h, int w, int hp, int wp,
-                           int np, int top, int left, cl_mem dst, cl_ulong off)
+/* Copies an NCHW tensor into the lanes layout (C, H, W, NP) at `off` floats. */
+static clt_status to_lanes(clt_device *dev, cl_mem src, int n, int c, int h, int w, int np,
+                           cl_mem dst, cl_ulong off)
 {
-    size_t rows = (size_t)c * hp, blocks = (size_t)np / LANES;
-    size_t lx = blocks < max_wg(dev) ? blocks : max_wg(dev);
-    return clt_launch_2d(dev, "conv", "conv_to_lanes", blocks, rows, lx, 1,
-                         CLT_ARGS(CLT_ARG(n), CLT_ARG(c), CLT_ARG(h), CLT_ARG(w), CLT_ARG(hp),
-                                  CLT_ARG(wp), CLT_ARG(np), CLT_ARG(top), CLT_ARG(left),
+    size_t rows = (size_t)c * h, blocks = (size_t)np / LANES;
+    return clt_launch_2d(dev, "conv", "conv_to_lanes", blocks, rows, group_x(dev, blocks), 1,
+                         CLT_ARGS(CLT_ARG(n), CLT_ARG(c), CLT_ARG(h), CLT_ARG(w), CLT_ARG(np),
                                   CLT_ARG(src), CLT_ARG(dst), CLT_ARG(off)));
 }
 
@@ -206,10 +201,10 @@ static clt_status lanes_forward(clt_device *dev, const clt_conv_geom *g, cl_mem 
     cl_mem scratch;
     CLT_TRY(clt_device_scratch(dev, (x_elems + wf_elems) * sizeof(float), &scratch));
     cl_ulong x_off = 0, wf_off = x_elems;
-    CLT_TRY(to_lanes(dev, x, g->n, g->c, g->h, g->w, pl.hp, pl.wp, pl.np, g->pad, g->pad, scratch,
-                     x_off));
-    int kkc = g->k * g->k * g->c;
-    CLT_TRY(clt_launch_2d(dev, "conv", "conv_weights_fwd", (size_t)cop, (size_t)kkc, 0, 0,
+    CLT_TRY(to_lanes(dev, x, g->n, g->c, g->h, g->w, pl.np, scratch, x_off));
+    size_t wblocks = ((size_t)cop + LANES - 1) / LANES;
+    CLT_TRY(clt_launch_2d(dev, "conv", "conv_weights_fwd", wblocks, (size_t)g->c,
+                          group_x(dev, wblocks), 1,
                           CLT_ARGS(CLT_ARG(g->co), CLT_ARG(g->c), CLT_ARG(g->k), CLT_ARG(cop),
                                    CLT_ARG(w), CLT_ARG(scratch), CLT_ARG(wf_off))));
     char name[32];
@@ -217,36 +212,50 @@ static clt_status lanes_forward(clt_device *dev, const clt_conv_geom *g, cl_mem 
     int has_bias = b != NULL;
     cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
     size_t blocks = (size_t)cop / (size_t)rm;
-    size_t lx = blocks < max_wg(dev) ? blocks : max_wg(dev);
     size_t items = (size_t)g->oh * g->ow * (size_t)(pl.np / (LANES * pl.nv));
-    return clt_launch_2d(dev, "conv", name, blocks, items, lx, 1,
-                         CLT_ARGS(CLT_ARG(g->c), CLT_ARG(pl.hp), CLT_ARG(pl.wp), CLT_ARG(pl.np),
+    return clt_launch_2d(dev, "conv", name, blocks, items, group_x(dev, blocks), 1,
+                         CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(pl.np),
                                   CLT_ARG(g->n), CLT_ARG(g->co), CLT_ARG(cop), CLT_ARG(g->k),
-                                  CLT_ARG(g->stride), CLT_ARG(g->oh), CLT_ARG(g->ow),
-                                  CLT_ARG(scratch), CLT_ARG(x_off), CLT_ARG(scratch),
-                                  CLT_ARG(wf_off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(y)));
+                                  CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(g->oh),
+                                  CLT_ARG(g->ow), CLT_ARG(scratch), CLT_ARG(x_off),
+                                  CLT_ARG(scratch), CLT_ARG(wf_off), CLT_ARG(bias),
+                                  CLT_ARG(has_bias), CLT_ARG(y)));
 }
 
-/* Output rows per backward-weights chunk: enough that the dy and x rows a
- * work-group streams stay in a few hundred KiB of cache, and enough chunks
- * to keep every compute unit busy. */
-static int bwd_weights_rows(const clt_device *dev, const clt_conv_geom *g, const lanes_plan *pl)
+/* Backward-weights chunking: a chunk is `rows` output rows x `vecs` 16-lane
+ * vectors. A work-group (the k*k taps of one WA x WB block) streams WB input
+ * channels and WA dy channels of its chunk; keep that within ~256 KiB so
+ * it is read from memory once and then from cache, and keep enough
+ * work-items to fill every compute unit. */
+typedef struct bwdw_chunks {
+    int rows, vecs, vchunks, chunks;
+} bwdw_chunks;
+
+static void bwd_weights_chunks(const clt_device *dev, const clt_conv_geom *g, const lanes_plan *pl,
+                               bwdw_chunks *ck)
 {
-    size_t row_bytes = (size_t)(WA + WB) * g->ow * pl->np * sizeof(float);
-    size_t target = (size_t)256 << 10;
-    int rows = (int)(target / (row_bytes ? row_bytes : 1));
-    if (rows < 1) rows = 1;
-    if (rows > g->oh) rows = g->oh;
-    /* Parallelism: at least ~8 work-items per compute unit. */
-    size_t items = (size_t)((g->c + WB - 1) / WB) * g->k * g->k * (size_t)((g->co + WA - 1) / WA);
-    size_t want = (size_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) * 8;
-    while (rows > 1 && items * (size_t)((g->oh + rows - 1) / rows) < want) rows = (rows + 1) / 2;
-    return rows;
+    const size_t target = (size_t)256 << 10;
+    int nvec = pl->np / LANES;
+    size_t vbytes = LANES * sizeof(float);
+    /* bytes per output row per vector: WA dy pixels + WB input pixels */
+    size_t per_row = ((size_t)WA * g->ow + (size_t)WB * g->w * g->stride) * vbytes;
+    size_t x_fixed = (size_t)WB * g->w * (g->k > g->stride ? g->k - g->stride : 0) * vbytes;
+    int vecs = nvec, rows = g->oh;
+    while (rows > 1 && (per_row * rows + x_fixed) * vecs > target) rows = (rows + 1) / 2;
+    while (vecs > 1 && (per_row * rows + x_fixed) * vecs > target) vecs = (vecs + 1) / 2;
+    size_t items = (size_t)g->k * g->k * ((g->c + WB - 1) / WB) * ((g->co + WA - 1) / WA);
+    size_t want = (size_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) * 16;
+    while (rows > 1 && items * (size_t)((g->oh + rows - 1) / rows) * (size_t)((nvec + vecs - 1) / vecs) < want)
+        rows = (rows + 1) / 2;
+    ck->rows = rows;
+    ck->vecs = vecs;
+    ck->vchunks = (nvec + vecs - 1) / vecs;
+    ck->chunks = (g->oh + rows - 1) / rows * ck->vchunks;
 }
 
 typedef struct lanes_bwd_layout {
-    int rm, cip;       /* backward-data register block, padded input channels */
-    int rows, chunks;  /* backward-weights chunking over output rows */
+    int rm, cip;      /* backward-data register block, padded input channels */
+    bwdw_chunks ck;   /* backward-weights chunks */
     size_t dy_off, x_off, wb_off, part_off, total; /* scratch regions, floats */
 } lanes_bwd_layout;
 
@@ -256,13 +265,13 @@ static void lanes_backward_layout(const clt_device *dev, const clt_conv_geom *g,
 {
     L->rm = pick_rm(g->c);
     L->cip = (int)round_up((size_t)g->c, (size_t)L->rm);
-    L->rows = want_dw ? bwd_weights_rows(dev, g, pl) : 1;
-    L->chunks = (g->oh + L->rows - 1) / L->rows;
+    memset(&L->ck, 0, sizeof L->ck);
+    if (want_dw) bwd_weights_chunks(dev, g, pl, &L->ck);
     size_t kk = (size_t)g->k * g->k;
-    size_t dy_elems = round_up((size_t)g->co * pl->ohp * pl->owp * pl->np, ALIGN_FLOATS);
-    size_t x_elems = want_dw ? round_up((size_t)g->c * pl->hp * pl->wp * pl->np, ALIGN_FLOATS) : 0;
+    size_t dy_elems = round_up((size_t)g->co * g->oh * g->ow * pl->np, ALIGN_FLOATS);
+    size_t x_elems = want_dw ? round_up((size_t)g->c * g->h * g->w * pl->np, ALIGN_FLOATS) : 0;
     size_t wb_elems = want_dx ? round_up(kk * g->co * L->cip, ALIGN_FLOATS) : 0;
-    size_t part_elems = want_dw && L->chunks > 1 ? (size_t)L->chunks * g->co * g->c * kk : 0;
+    size_t part_elems = want_dw && L->ck.chunks > 1 ? (size_t)L->ck.chunks * g->co * g->c * kk : 0;
     L->dy_off = 0;
     L->x_off = dy_elems;
     L->wb_off = dy_elems + x_elems;
@@ -277,51 +286,49 @@ static clt_status lanes_backward(clt_device *dev, const clt_conv_geom *g, cl_mem
     lanes_plan_init(g, &pl);
     lanes_bwd_layout L;
     lanes_backward_layout(dev, g, &pl, dx != NULL, dw != NULL, &L);
-    int rm = L.rm, cip = L.cip, rows = L.rows, chunks = L.chunks;
-    size_t kk = (size_t)g->k * g->k;
+    int kk = g->k * g->k;
     cl_mem scratch;
     CLT_TRY(clt_device_scratch(dev, L.total * sizeof(float), &scratch));
     cl_ulong dy_off = L.dy_off, x_off = L.x_off, wb_off = L.wb_off, part_off = L.part_off;
-    CLT_TRY(to_lanes(dev, dy, g->n, g->co, g->oh, g->ow, pl.ohp, pl.owp, pl.np, pl.pt, pl.pleft,
-                     scratch, dy_off));
+    CLT_TRY(to_lanes(dev, dy, g->n, g->co, g->oh, g->ow, pl.np, scratch, dy_off));
     if (dx) {
-        int kkco = (int)kk * g->co;
-        CLT_TRY(clt_launch_2d(dev, "conv", "conv_weights_bwd", (size_t)cip, (size_t)kkco, 0, 0,
-                              CLT_ARGS(CLT_ARG(g->co), CLT_ARG(g->c), CLT_ARG(g->k), CLT_ARG(cip),
+        size_t wblocks = ((size_t)L.cip + LANES - 1) / LANES;
+        CLT_TRY(clt_launch_2d(dev, "conv", "conv_weights_bwd", wblocks, (size_t)g->co,
+                              group_x(dev, wblocks), 1,
+                              CLT_ARGS(CLT_ARG(g->co), CLT_ARG(g->c), CLT_ARG(g->k), CLT_ARG(L.cip),
                                        CLT_ARG(w), CLT_ARG(scratch), CLT_ARG(wb_off))));
         char name[40];
-        snprintf(name, sizeof name, "conv_bwd_data_%d_%d", rm, pl.nv);
-        size_t blocks = (size_t)cip / (size_t)rm;
-        size_t lx = blocks < max_wg(dev) ? blocks : max_wg(dev);
+        snprintf(name, sizeof name, "conv_bwd_data_%d_%d", L.rm, pl.nv);
+        size_t blocks = (size_t)L.cip / (size_t)L.rm;
         size_t items = (size_t)g->h * g->w * (size_t)(pl.np / (LANES * pl.nv));
-        CLT_TRY(clt_launch_2d(dev, "conv", name, blocks, items, lx, 1,
-                              CLT_ARGS(CLT_ARG(g->c), CLT_ARG(cip), CLT_ARG(g->h), CLT_ARG(g->w),
+        CLT_TRY(clt_launch_2d(dev, "conv", name, blocks, items, group_x(dev, blocks), 1,
+                              CLT_ARGS(CLT_ARG(g->c), CLT_ARG(L.cip), CLT_ARG(g->h), CLT_ARG(g->w),
                                        CLT_ARG(pl.np), CLT_ARG(g->n), CLT_ARG(g->co),
-                                       CLT_ARG(pl.ohp), CLT_ARG(pl.owp), CLT_ARG(pl.pt),
-                                       CLT_ARG(pl.pleft), CLT_ARG(g->k), CLT_ARG(g->stride),
-                                       CLT_ARG(g->pad), CLT_ARG(scratch), CLT_ARG(dy_off),
-                                       CLT_ARG(scratch), CLT_ARG(wb_off), CLT_ARG(dx))));
+                                       CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),
+                                       CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(scratch),
+                                       CLT_ARG(dy_off), CLT_ARG(scratch), CLT_ARG(wb_off),
+                                       CLT_ARG(dx))));
     }
     if (dw) {
-        CLT_TRY(to_lanes(dev, x, g->n, g->c, g->h, g->w, pl.hp, pl.wp, pl.np, g->pad, g->pad,
-                         scratch, x_off));
-        size_t g0 = (size_t)((g->c + WB - 1) / WB) * kk;
-        size_t g1 = (size_t)((g->co + WA - 1) / WA) * (size_t)chunks;
-        size_t lx = g0 < max_wg(dev) ? g0 : max_wg(dev);
-        cl_mem part = chunks > 1 ? scratch : dw;
-        cl_ulong poff = chunks > 1 ? part_off : 0;
-        CLT_TRY(clt_launch_2d(dev, "conv", "conv_bwd_weights_lanes", g0, g1, lx, 1,
-                              CLT_ARGS(CLT_ARG(g->c), CLT_ARG(pl.hp), CLT_ARG(pl.wp),
-                                       CLT_ARG(pl.np), CLT_ARG(g->co), CLT_ARG(g->oh),
-                                       CLT_ARG(g->ow), CLT_ARG(pl.ohp), CLT_ARG(pl.owp),
-                                       CLT_ARG(pl.pt), CLT_ARG(pl.pleft), CLT_ARG(g->k),
-                                       CLT_ARG(g->stride), CLT_ARG(rows), CLT_ARG(chunks),
-                                       CLT_ARG(scratch), CLT_ARG(x_off), CLT_ARG(scratch),
-                                       CLT_ARG(dy_off), CLT_ARG(part), CLT_ARG(poff))));
-        if (chunks > 1) {
-            int n = (int)((size_t)g->co * g->c * kk);
-            CLT_TRY(clt_launch_1d(dev, "conv", "conv_sum_chunks", (size_t)n,
-                                  CLT_ARGS(CLT_ARG(n), CLT_ARG(chunks), CLT_ARG(scratch),
+        CLT_TRY(to_lanes(dev, x, g->n, g->c, g->h, g->w, pl.np, scratch, x_off));
+        const bwdw_chunks *ck = &L.ck;
+        size_t g1 = (size_t)((g->co + WA - 1) / WA) * (size_t)((g->c + WB - 1) / WB) *
+                    (size_t)ck->chunks;
+        cl_mem part = ck->chunks > 1 ? scratch : dw;
+        cl_ulong poff = ck->chunks > 1 ? part_off : 0;
+        CLT_TRY(clt_launch_2d(dev, "conv", "conv_bwd_weights_lanes", (size_t)kk, g1,
+                              group_x(dev, (size_t)kk), 1,
+                              CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(pl.np),
+                                       CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow),
+                                       CLT_ARG(g->k), CLT_ARG(g->stride), CLT_ARG(g->pad),
+                                       CLT_ARG(ck->rows), CLT_ARG(ck->vecs), CLT_ARG(ck->vchunks),
+                                       CLT_ARG(ck->chunks), CLT_ARG(scratch), CLT_ARG(x_off),
+                                       CLT_ARG(scratch), CLT_ARG(dy_off), CLT_ARG(part),
+                                       CLT_ARG(poff))));
+        if (ck->chunks > 1) {
+            int n = (int)((size_t)g->co * g->c * (size_t)kk);
+            CLT_TRY(clt_launch_1d(dev, "conv", "conv_sum_chunks", ((size_t)n + LANES - 1) / LANES,
+                                  CLT_ARGS(CLT_ARG(n), CLT_ARG(ck->chunks), CLT_ARG(scratch),
                                            CLT_ARG(part_off), CLT_ARG(dw))));
         }
     }

@@ -1,8 +1,10 @@
 /* Max / average pooling (floor mode, no padding) and global average pooling.
  * Kernels in kernels/pool.cl. argmax holds, for each output element, the
  * index ih * w + iw of the winning input within its (n, c) plane (PyTorch's
- * return_indices convention). Backward kernels gather: each dx element is
- * written once, deterministically, even for overlapping windows. */
+ * return_indices convention). Every dx element is written exactly once, with
+ * no atomics: without overlap (stride >= k) each window writes its own cells
+ * (after a zero fill when some cells lie in no window); with overlap each dx
+ * element gathers the windows covering it, in a fixed order. */
 #include "ops/pool.h"
 
 #include <limits.h>
@@ -45,31 +47,42 @@ static clt_status pool_geom(const char *op, int n, int c, int h, int w, int k, i
     return CLT_OK;
 }
 
+/* Local size for a 2-D range of rows `width` long: the whole row (up to 64)
+ * along dimension 0, rows stacked up to about 64 work-items. */
+static void rows_local(const clt_device *dev, int width, size_t *lx, size_t *ly)
+{
+    size_t target = 64;
+    if (dev->info.max_work_group_size > 0 && (size_t)dev->info.max_work_group_size < target)
+        target = (size_t)dev->info.max_work_group_size;
+    *lx = (size_t)width < target ? (size_t)width : target;
+    *ly = target / *lx;
+}
+
 clt_status clt_pool_forward_raw(clt_device *dev, clt_pool_kind kind, int n, int c, int h, int w,
                                 int k, int stride, cl_mem x, cl_mem y, cl_mem argmax)
 {
     int oh, ow;
     CLT_TRY(pool_geom("pool forward", n, c, h, w, k, stride, &oh, &ow));
-    int total = n * c * oh * ow;
-    divisor dh = make_divisor(oh), dw = make_divisor(ow);
+    int rows = n * c * oh;
+    divisor dh = make_divisor(oh);
+    size_t lx, ly;
+    rows_local(dev, ow, &lx, &ly);
     /* Variants with the window size built in (see kernels/pool.cl). */
     const char *suffix = k == 2 ? "_k2" : k == 3 ? "_k3" : "";
     char name[48];
     if (kind == CLT_POOL_MAX) {
         if (!argmax) return clt_fail(CLT_ERR_INVALID_ARG, "max pool forward: argmax buffer is NULL");
         snprintf(name, sizeof name, "clt_maxpool_fwd%s", suffix);
-        return clt_launch_1d(dev, "pool", name, (size_t)total,
+        return clt_launch_2d(dev, "pool", name, (size_t)ow, (size_t)rows, lx, ly,
                              CLT_ARGS(CLT_ARG(x), CLT_ARG(y), CLT_ARG(argmax), CLT_ARG(h), CLT_ARG(w),
-                                      CLT_ARG(oh), CLT_ARG(dh.m), CLT_ARG(dh.sh), CLT_ARG(ow),
-                                      CLT_ARG(dw.m), CLT_ARG(dw.sh), CLT_ARG(k), CLT_ARG(stride),
-                                      CLT_ARG(total)));
+                                      CLT_ARG(oh), CLT_ARG(dh.m), CLT_ARG(dh.sh), CLT_ARG(ow), CLT_ARG(k),
+                                      CLT_ARG(stride), CLT_ARG(rows)));
     }
     if (kind != CLT_POOL_AVG) return clt_fail(CLT_ERR_INVALID_ARG, "pool forward: unknown kind %d", (int)kind);
     snprintf(name, sizeof name, "clt_avgpool_fwd%s", suffix);
-    return clt_launch_1d(dev, "pool", name, (size_t)total,
-                         CLT_ARGS(CLT_ARG(x), CLT_ARG(y), CLT_ARG(h), CLT_ARG(w), CLT_ARG(oh),
-                                  CLT_ARG(dh.m), CLT_ARG(dh.sh), CLT_ARG(ow), CLT_ARG(dw.m),
-                                  CLT_ARG(dw.sh), CLT_ARG(k), CLT_ARG(stride), CLT_ARG(total)));
+    return clt_launch_2d(dev, "pool", name, (size_t)ow, (size_t)rows, lx, ly,
+                         CLT_ARGS(CLT_ARG(x), CLT_ARG(y), CLT_ARG(h), CLT_ARG(w), CLT_ARG(oh), CLT_ARG(dh.m),
+                                  CLT_ARG(dh.sh), CLT_ARG(ow), CLT_ARG(k), CLT_ARG(stride), CLT_ARG(rows)));
 }
 
 clt_status clt_pool_backward_raw(clt_device *dev, clt_pool_kind kind, int n, int c, int h, int w,
@@ -77,27 +90,52 @@ clt_status clt_pool_backward_raw(clt_device *dev, clt_pool_kind kind, int n, int
 {
     int oh, ow;
     CLT_TRY(pool_geom("pool backward", n, c, h, w, k, stride, &oh, &ow));
-    int total = n * c * h * w;
-    divisor dh = make_divisor(h), dw = make_divisor(w), ds = make_divisor(stride);
-    int r = (k + stride - 1) / stride; /* windows covering an input, per dimension */
-    const char *suffix = r == 1 ? "_r1" : r == 2 ? "_r2" : "";
+    if (kind != CLT_POOL_MAX && kind != CLT_POOL_AVG)
+        return clt_fail(CLT_ERR_INVALID_ARG, "pool backward: unknown kind %d", (int)kind);
+    if (kind == CLT_POOL_MAX && !argmax)
+        return clt_fail(CLT_ERR_INVALID_ARG, "max pool backward: argmax buffer is NULL");
+    const char *kname = kind == CLT_POOL_MAX ? "clt_maxpool" : "clt_avgpool";
     char name[48];
-    if (kind == CLT_POOL_MAX) {
-        if (!argmax) return clt_fail(CLT_ERR_INVALID_ARG, "max pool backward: argmax buffer is NULL");
-        snprintf(name, sizeof name, "clt_maxpool_bwd%s", suffix);
-        return clt_launch_1d(dev, "pool", name, (size_t)total,
-                             CLT_ARGS(CLT_ARG(dy), CLT_ARG(argmax), CLT_ARG(dx), CLT_ARG(h), CLT_ARG(dh.m),
-                                      CLT_ARG(dh.sh), CLT_ARG(w), CLT_ARG(dw.m), CLT_ARG(dw.sh),
-                                      CLT_ARG(oh), CLT_ARG(ow), CLT_ARG(k), CLT_ARG(stride), CLT_ARG(ds.m),
-                                      CLT_ARG(ds.sh), CLT_ARG(r), CLT_ARG(total)));
+    size_t lx, ly;
+    if (stride >= k) {
+        /* No overlap: each window writes its own cells; zero the cells no
+         * window covers first (gaps between windows, dropped edges). */
+        if (stride != k || oh * k != h || ow * k != w) {
+            float zero = 0.0f;
+            CLT_CL(clEnqueueFillBuffer(dev->queue, dx, &zero, sizeof zero, 0,
+                                       (size_t)n * c * h * w * sizeof(float), 0, NULL, NULL),
+                   "pool backward: clEnqueueFillBuffer");
+        }
+        int rows = n * c * oh;
+        divisor dh = make_divisor(oh);
+        rows_local(dev, ow, &lx, &ly);
+        snprintf(name, sizeof name, "%s_bwd_tile%s", kname, k == 2 ? "_k2" : k == 3 ? "_k3" : "");
+        if (kind == CLT_POOL_MAX)
+            return clt_launch_2d(dev, "pool", name, (size_t)ow, (size_t)rows, lx, ly,
+                                 CLT_ARGS(CLT_ARG(dy), CLT_ARG(argmax), CLT_ARG(dx), CLT_ARG(h), CLT_ARG(w),
+                                          CLT_ARG(oh), CLT_ARG(dh.m), CLT_ARG(dh.sh), CLT_ARG(ow), CLT_ARG(k),
+                                          CLT_ARG(stride), CLT_ARG(rows)));
+        return clt_launch_2d(dev, "pool", name, (size_t)ow, (size_t)rows, lx, ly,
+                             CLT_ARGS(CLT_ARG(dy), CLT_ARG(dx), CLT_ARG(h), CLT_ARG(w), CLT_ARG(oh),
+                                      CLT_ARG(dh.m), CLT_ARG(dh.sh), CLT_ARG(ow), CLT_ARG(k), CLT_ARG(stride),
+                                      CLT_ARG(rows)));
     }
-    if (kind != CLT_POOL_AVG) return clt_fail(CLT_ERR_INVALID_ARG, "pool backward: unknown kind %d", (int)kind);
-    snprintf(name, sizeof name, "clt_avgpool_bwd%s", suffix);
-    return clt_launch_1d(dev, "pool", name, (size_t)total,
+    /* Overlapping windows: gather per input element. */
+    int rows = n * c * h;
+    int r = (k + stride - 1) / stride; /* windows covering an input column */
+    divisor dh = make_divisor(h), ds = make_divisor(stride);
+    rows_local(dev, w, &lx, &ly);
+    snprintf(name, sizeof name, "%s_bwd_gather", kname);
+    if (kind == CLT_POOL_MAX)
+        return clt_launch_2d(dev, "pool", name, (size_t)w, (size_t)rows, lx, ly,
+                             CLT_ARGS(CLT_ARG(dy), CLT_ARG(argmax), CLT_ARG(dx), CLT_ARG(h), CLT_ARG(dh.m),
+                                      CLT_ARG(dh.sh), CLT_ARG(w), CLT_ARG(oh), CLT_ARG(ow), CLT_ARG(k),
+                                      CLT_ARG(stride), CLT_ARG(ds.m), CLT_ARG(ds.sh), CLT_ARG(r),
+                                      CLT_ARG(rows)));
+    return clt_launch_2d(dev, "pool", name, (size_t)w, (size_t)rows, lx, ly,
                          CLT_ARGS(CLT_ARG(dy), CLT_ARG(dx), CLT_ARG(h), CLT_ARG(dh.m), CLT_ARG(dh.sh),
-                                  CLT_ARG(w), CLT_ARG(dw.m), CLT_ARG(dw.sh), CLT_ARG(oh), CLT_ARG(ow),
-                                  CLT_ARG(k), CLT_ARG(stride), CLT_ARG(ds.m), CLT_ARG(ds.sh), CLT_ARG(r),
-                                  CLT_ARG(total)));
+                                  CLT_ARG(w), CLT_ARG(oh), CLT_ARG(ow), CLT_ARG(k), CLT_ARG(stride),
+                                  CLT_ARG(ds.m), CLT_ARG(ds.sh), CLT_ARG(r), CLT_ARG(rows)));
 }
 
 clt_status clt_gap_forward_raw(clt_device *dev, int nc, int hw, cl_mem x, cl_mem y)
@@ -112,11 +150,10 @@ clt_status clt_gap_backward_raw(clt_device *dev, int nc, int hw, cl_mem dy, cl_m
 {
     if (nc < 1 || hw < 1 || (int64_t)nc * hw > INT_MAX)
         return clt_fail(CLT_ERR_SHAPE, "gap backward: %d planes of %d positions", nc, hw);
-    int total = nc * hw;
-    divisor d = make_divisor(hw);
-    return clt_launch_1d(dev, "pool", "clt_gap_bwd", (size_t)total,
-                         CLT_ARGS(CLT_ARG(dy), CLT_ARG(dx), CLT_ARG(hw), CLT_ARG(d.m), CLT_ARG(d.sh),
-                                  CLT_ARG(total)));
+    size_t lx, ly;
+    rows_local(dev, hw, &lx, &ly);
+    return clt_launch_2d(dev, "pool", "clt_gap_bwd", (size_t)hw, (size_t)nc, lx, ly,
+                         CLT_ARGS(CLT_ARG(dy), CLT_ARG(dx), CLT_ARG(hw), CLT_ARG(nc)));
 }
 
 /* ---- public tensor API ---- */

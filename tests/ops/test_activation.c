@@ -112,6 +112,20 @@ static void check_saturation(clt_device *dev)
             CHECK(isfinite(dx[i]) && fabsf(dx[i]) < 1e-6f, "%s'(%g) = %g", names[f], x[i], dx[i]);
         }
     }
+    /* NaN propagates through every forward (as PyTorch), and ReLU's
+     * gradient is 0 where y <= 0 even for a NaN dy. */
+    float nanx[6] = {NAN, -1.0f, 2.0f, NAN, NAN, 0.0f}, nany[6], nand[6];
+    CHECK_OK(clt_tensor_upload(tx, nanx, n));
+    for (int f = 0; f < 3; f++) {
+        CHECK_OK(clt_activation_forward((clt_activation)f, tx, ty));
+        CHECK_OK(clt_tensor_download(ty, nany, n));
+        CHECK(isnan(nany[0]) && !isnan(nany[1]), "%s(NaN) = %g", names[f], nany[0]);
+    }
+    CHECK_OK(clt_activation_forward(CLT_RELU, tx, ty));
+    CHECK_OK(clt_activation_backward(CLT_RELU, ty, tx, tdx)); /* dy = x: NaN at 0, 3, 4 */
+    CHECK_OK(clt_tensor_download(tdx, nand, n));
+    CHECK(nand[1] == 0.0f && nand[2] == 2.0f && nand[5] == 0.0f, "relu backward %g %g %g", nand[1], nand[2],
+          nand[5]);
     clt_tensor_destroy(tx), clt_tensor_destroy(ty), clt_tensor_destroy(tdx), clt_tensor_destroy(ones);
 }
 

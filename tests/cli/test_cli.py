@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""cltrain: option checking, a short JSON run on two devices, NaN stop, bench."""
+import json
+import os
+import subprocess
+import sys
+
+CLTRAIN = sys.argv[1]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print('FAIL:', what, file=sys.stderr)
+
+
+def run(*args, timeout=600):
+    p = subprocess.run([CLTRAIN, *args], capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+# usage errors: exit 2 and one line naming the problem
+for args, word in [(['train', '--batch-size', '0'], '--batch-size'),
+                   (['train', '--lr', 'fast'], '--lr'),
+                   (['train', '--momentum', '1.5'], '--momentum'),
+                   (['train', '--bogus'], '--bogus'),
+                   (['train', '--devices', '0,x'], '--devices'),
+                   (['train', '--devices', '99'], 'device 99'),
+                   (['train', '--init', 'zeros'], 'zeros'),
+                   (['train', '--split', '1,2'], '--split'),
+                   (['train', '--epochs'], '--epochs'),
+                   (['train', '--model', 'conv:20,flatten,dense:10', '--limit-train', '10'], 'layer 0'),
+                   (['train', 'extra'], 'extra'),
+                   (['frobnicate'], 'frobnicate'),
+                   (['bench'], 'train')]:
+    rc, out, err = run(*args)
+    check(rc == 2 and word in err and len(err.strip().splitlines()) == 1, f'{args}: rc {rc}, stderr {err!r}')
+
+rc, out, err = run('train', '--help')
+check(rc == 0 and '--batch-size' in out and 'default 256' in out, 'train --help documents defaults')
+
+data = os.environ.get('CLTRAIN_TEST_DATA', 'fashion-mnist')
+rc, out, err = run('train', '--data', '/nonexistent-dir', '--limit-train', '10')
+check(rc == 1 and '/nonexistent-dir' in err, f'missing data: rc {rc} {err!r}')
+
+if not os.path.isdir('/usr/share/datasets/fashion-mnist') and data == 'fashion-mnist':
+    print('skip: Fashion-MNIST not installed')
+    sys.exit(77)
+
+# a short run on two devices: JSON lines, loss falls, accuracy above chance
+rc, out, err = run('train', '--devices', '0,1', '--limit-train', '2048', '--limit-test', '512',
+                   '--epochs', '3', '--batch-size', '64', '--lr', '0.2', '--json', '--seed', '3')
+check(rc == 0, f'short run rc {rc}: {err}')
+lines = [json.loads(l) for l in out.splitlines() if l.strip()]
+check(len(lines) == 3, f'{len(lines)} JSON lines for 3 epochs')
+if len(lines) == 3:
+    for key in ('epoch', 'loss', 'train_acc', 'test_acc', 'seconds', 'samples_per_s', 'devices'):
+        check(key in lines[0], f'JSON lacks {key}')
+    check(lines[2]['loss'] < lines[0]['loss'], f'loss falls: {[l["loss"] for l in lines]}')
+    check(lines[2]['test_acc'] > 0.3, f'test accuracy above chance: {lines[2]["test_acc"]}')
+    check([d['index'] for d in lines[0]['devices']] == [0, 1], 'devices listed')
+
+# --steps stops early; a diverging run stops with a message naming epoch and step
+rc, out, err = run('train', '--limit-train', '256', '--limit-test', '64', '--steps', '2', '--batch-size', '32',
+                   '--json')
+lines = [json.loads(l) for l in out.splitlines() if l.strip()]
+check(rc == 0 and len(lines) == 1 and lines[0]['steps'] == 2, f'--steps 2: {out} {err}')
+rc, out, err = run('train', '--limit-train', '512', '--limit-test', '64', '--lr', '1e5', '--epochs', '3',
+                   '--batch-size', '32', '--quiet')
+check(rc == 1 and 'epoch' in err and 'step' in err and ('NaN' in err or 'infinite' in err),
+      f'NaN stop: rc {rc} {err!r}')
+
+# bench: JSON with a run per device count
+rc, out, err = run('bench', 'train', '--devices', '0,1', '--batch-size', '32', '--steps', '2', '--json')
+check(rc == 0, f'bench rc {rc}: {err}')
+if rc == 0:
+    b = json.loads(out)
+    check([r['devices'] for r in b['runs']] == [1, 2] and b['runs'][0]['scaling'] == 1.0, f'bench: {b}')
+
+print(f'{0 if failures else 1} passed, {len(failures)} failed')
+sys.exit(1 if failures else 0)

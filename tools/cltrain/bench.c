@@ -1,0 +1,131 @@
+/* cltrain bench train: samples/s on 1..k devices, the scaling ratio, and
+ * where a step's time goes. Synthetic data: only speed is measured. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/json.h"
+#include "options.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct bench_row {
+    int k;
+    double samples_per_s, step_s, compute_s, transfer_s, reduce_s, idle_s;
+} bench_row;
+
+static int run(const cli_options *o, const int *devs, int k, const float *images, const int32_t *labels,
+               int steps, bench_row *row)
+{
+    clt_trainer_config cfg;
+    clt_trainer_config_default(&cfg);
+    cfg.spec = o->model;
+    cfg.devices = devs;
+    cfg.n_devices = k;
+    cfg.split = o->split == CLT_SPLIT_WEIGHTS ? CLT_SPLIT_EQUAL : o->split;
+    cfg.lr = 0.01f;
+    cfg.init = o->init;
+    clt_trainer *t = NULL;
+    if (clt_trainer_create(&cfg, &t) != CLT_OK) {
+        fprintf(stderr, "cltrain: bench on %d device(s): %s\n", k, clt_last_error());
+        return 1;
+    }
+    int b = (int)o->batch_size, rc = 0;
+    memset(row, 0, sizeof *row);
+    row->k = k;
+    for (int s = 0; s < 3 && !rc; s++) /* warm-up: first-use compilation, caches */
+        if (clt_trainer_step(t, images, labels, b, NULL, NULL) != CLT_OK) rc = 1;
+    double t0 = now();
+    clt_device_stats st[CLI_MAX_DEVICES];
+    for (int s = 0; s < steps && !rc; s++) {
+        if (clt_trainer_step(t, images, labels, b, NULL, NULL) != CLT_OK || clt_trainer_stats(t, st, k) != CLT_OK) {
+            rc = 1;
+            break;
+        }
+        for (int i = 0; i < k; i++) {
+            row->compute_s += st[i].compute_s / k;
+            row->transfer_s += st[i].transfer_s / k;
+            row->reduce_s += st[i].reduce_s / k;
+            row->idle_s += st[i].idle_s / k;
+        }
+    }
+    double elapsed = now() - t0;
+    if (rc) fprintf(stderr, "cltrain: bench on %d device(s): %s\n", k, clt_last_error());
+    row->step_s = elapsed / steps;
+    row->samples_per_s = (double)b * steps / elapsed;
+    row->compute_s /= steps;
+    row->transfer_s /= steps;
+    row->reduce_s /= steps;
+    row->idle_s /= steps;
+    clt_trainer_destroy(t);
+    return rc;
+}
+
+int cli_bench(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "train") != 0) {
+        if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+            printf("Usage: cltrain bench train [--model M] [--devices LIST|all] [--batch-size N] [--steps N] [--json]\n"
+                   "Samples/s of training steps on the first 1, 2, ..., k devices of the list, the scaling\n"
+                   "ratio against one device, and a step's time split into compute (upload, forward,\n"
+                   "backward until the gradients left the device), transfer (gradients device to host\n"
+                   "and back), reduce (host summation) and idle (waiting for the slowest device).\n");
+            return 0;
+        }
+        fprintf(stderr, "cltrain: bench needs a subcommand: train (see cltrain bench --help)\n");
+        return 2;
+    }
+    cli_options o;
+    cli_options_default(&o);
+    int rc = cli_parse(&o, "bench train", argc - 1, argv + 1);
+    if (rc) return rc < 0 ? 0 : rc;
+    int devs[CLI_MAX_DEVICES], n = 0;
+    if ((rc = cli_resolve_devices(&o, devs, &n))) return rc;
+    int steps = o.steps ? (int)o.steps : 20;
+    if (clt_spec_check(o.model, 1, 28, 28, NULL, 0) != CLT_OK) {
+        fprintf(stderr, "cltrain: --model %s: %s\n", o.model, clt_last_error());
+        return 2;
+    }
+    size_t b = (size_t)o.batch_size;
+    float *images = malloc(b * 784 * sizeof(float));
+    int32_t *labels = malloc(b * sizeof(int32_t));
+    if (!images || !labels) {
+        free(images), free(labels);
+        fprintf(stderr, "cltrain: out of memory\n");
+        return 1;
+    }
+    uint32_t r = 1;
+    for (size_t i = 0; i < b * 784; i++) r = r * 1664525u + 1013904223u, images[i] = (float)(r >> 8) / 16777216.0f;
+    for (size_t i = 0; i < b; i++) labels[i] = (int32_t)(i % 10);
+    bench_row rows[CLI_MAX_DEVICES];
+    int done = 0;
+    for (int k = 1; k <= n && !rc; k++, done++) rc = run(&o, devs, k, images, labels, steps, &rows[k - 1]);
+    if (o.json) {
+        printf("{\"model\": ");
+        json_string(stdout, o.model);
+        printf(", \"batch_size\": %lld, \"steps\": %d, \"runs\": [", (long long)o.batch_size, steps);
+        for (int i = 0; i < done; i++)
+            printf("%s\n  {\"devices\": %d, \"samples_per_s\": %.1f, \"scaling\": %.3f, \"step_s\": %.5f, "
+                   "\"compute_s\": %.5f, \"transfer_s\": %.5f, \"reduce_s\": %.5f, \"idle_s\": %.5f}",
+                   i ? "," : "", rows[i].k, rows[i].samples_per_s, rows[i].samples_per_s / rows[0].samples_per_s,
+                   rows[i].step_s, rows[i].compute_s, rows[i].transfer_s, rows[i].reduce_s, rows[i].idle_s);
+        printf("\n]}\n");
+    } else {
+        printf("model %s, batch %lld, %d timed steps\n", o.model, (long long)o.batch_size, steps);
+        printf("%-8s %12s %8s %10s %10s %10s %10s %10s\n", "devices", "samples/s", "scaling", "step ms", "compute",
+               "transfer", "reduce", "idle");
+        for (int i = 0; i < done; i++)
+            printf("%-8d %12.1f %7.2fx %10.2f %10.2f %10.2f %10.2f %10.2f\n", rows[i].k, rows[i].samples_per_s,
+                   rows[i].samples_per_s / rows[0].samples_per_s, 1e3 * rows[i].step_s, 1e3 * rows[i].compute_s,
+                   1e3 * rows[i].transfer_s, 1e3 * rows[i].reduce_s, 1e3 * rows[i].idle_s);
+    }
+    free(images);
+    free(labels);
+    return rc;
+}

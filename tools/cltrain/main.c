@@ -1,0 +1,38 @@
+/* cltrain: train, and benchmark, convolutional networks on every OpenCL
+ * device of the machine. */
+#include <stdio.h>
+#include <string.h>
+
+#include "options.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: cltrain COMMAND [options]\n\n"
+            "Commands:\n"
+            "  train    train a model on a dataset across devices (cltrain train --help)\n"
+            "  bench    measure training throughput and scaling (cltrain bench --help)\n\n"
+            "  --version, --help\n"
+            "Devices are numbered as cltrain-smi lists them.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "train")) return cli_train(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("cltrain %s\n", clt_version(NULL, NULL, NULL));
+        return 0;
+    }
+    fprintf(stderr, "cltrain: unknown command \"%s\" (train, bench; see cltrain --help)\n", cmd);
+    return 2;
+}

@@ -1,0 +1,39 @@
+/* Options shared by cltrain's commands. */
+#ifndef CLT_CLI_OPTIONS_H
+#define CLT_CLI_OPTIONS_H
+
+#include <stdint.h>
+
+#include "cltrain.h"
+
+#define CLI_MAX_DEVICES 64
+
+typedef struct cli_options {
+    const char *model;
+    const char *data;
+    int devices[CLI_MAX_DEVICES];
+    int n_devices;          /* 0: the default selection */
+    int all_devices;
+    clt_split_policy split;
+    float weights[CLI_MAX_DEVICES];
+    int n_weights;
+    int64_t batch_size, epochs, steps, seed, limit_train, limit_test;
+    double lr, momentum, weight_decay;
+    clt_init init;
+    int init_given;
+    int shuffle, drop_last, json, quiet;
+    const char *log_csv;
+} cli_options;
+
+void cli_options_default(cli_options *o);
+/* Parses argv (after the command word). Returns 0, 2 on a usage error, or
+ * -1 when --help was printed. `cmd` names the command for messages. */
+int cli_parse(cli_options *o, const char *cmd, int argc, char **argv);
+/* The device list to use: the given one, all devices, or the default. */
+int cli_resolve_devices(const cli_options *o, int *list, int *n);
+
+int cli_train(int argc, char **argv);
+int cli_eval(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+
+#endif
