@@ -360,14 +360,19 @@ __kernel void conv_sum_chunks(int n, int chunks, __global const float *part, ulo
     }
 }
 
-/* db[co] = sum over n and pixels of dy[n][co][.]; one work-item per channel,
- * 16 running sums over the pixels of each image, fixed order. */
-__kernel void conv_bias_grad(int N, int CO, int P, __global const float *dy, __global float *db)
+/* part[chunk][co] = sum over images [chunk*imgs, (chunk+1)*imgs) and their
+ * pixels of dy[n][co][.]: 16 running sums over the pixels of each image,
+ * fixed order. Global: (CO, chunks); conv_sum_chunks finishes db. */
+__kernel void conv_bias_grad(int N, int CO, int P, int imgs, __global const float *dy,
+                             __global float *part, ulong part_off)
 {
     int co = get_global_id(0);
-    if (co >= CO) return;
+    int chunk = get_global_id(1);
+    int n0 = chunk * imgs;
+    if (co >= CO || n0 >= N) return;
+    int n1 = min(N, n0 + imgs);
     float total = 0.0f;
-    for (int n = 0; n < N; n++) {
+    for (int n = n0; n < n1; n++) {
         __global const float *p = dy + ((size_t)n * CO + co) * P;
         float16 s = (float16)0.0f;
         int q = 0;
@@ -379,7 +384,7 @@ __kernel void conv_bias_grad(int N, int CO, int P, __global const float *dy, __g
         for (; q < P; q++) t += p[q];
         total += t;
     }
-    db[co] = total;
+    part[part_off + (size_t)chunk * CO + co] = total;
 }
 
 /* ------------------------------------------------------------------ */

@@ -424,6 +424,33 @@ static clt_status gemm_backward(clt_device *dev, const clt_conv_geom *g, cl_mem 
     return CLT_OK;
 }
 
+/* db = sum of dy over images and pixels: partial sums over chunks of
+ * images (enough work-items for a GPU), then a fixed-order sum. */
+static clt_status bias_grad(clt_device *dev, const clt_conv_geom *g, cl_mem dy, cl_mem db)
+{
+    int p = g->oh * g->ow;
+    /* about 4096 pixels per work-item, at most 64 chunks */
+    int imgs = (int)(((size_t)4096 + (size_t)p - 1) / (size_t)p);
+    int chunks = (g->n + imgs - 1) / imgs;
+    if (chunks > 64) {
+        chunks = 64;
+        imgs = (g->n + chunks - 1) / chunks;
+        chunks = (g->n + imgs - 1) / imgs;
+    }
+    cl_mem part = db;
+    cl_ulong off = 0;
+    if (chunks > 1) CLT_TRY(clt_device_scratch(dev, (size_t)chunks * g->co * sizeof(float), &part));
+    CLT_TRY(clt_launch_2d(dev, "conv", "conv_bias_grad", (size_t)g->co, (size_t)chunks,
+                          group_x(dev, 16), 1,
+                          CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->co), CLT_ARG(p), CLT_ARG(imgs),
+                                   CLT_ARG(dy), CLT_ARG(part), CLT_ARG(off))));
+    if (chunks == 1) return CLT_OK;
+    int n = g->co;
+    return clt_launch_1d(dev, "conv", "conv_sum_chunks", ((size_t)n + LANES - 1) / LANES,
+                         CLT_ARGS(CLT_ARG(n), CLT_ARG(chunks), CLT_ARG(part), CLT_ARG(off),
+                                  CLT_ARG(db)));
+}
+
 /* ------------------------------------------------------------------ */
 /* Raw launchers                                                       */
 /* ------------------------------------------------------------------ */
@@ -460,12 +487,7 @@ clt_status clt_conv_backward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem
     if (!dy) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: dy is NULL");
     if ((dw && !x) || (dx && !w))
         return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: dw needs x and dx needs w");
-    if (db) {
-        int p = g->oh * g->ow;
-        CLT_TRY(clt_launch_1d(dev, "conv", "conv_bias_grad", (size_t)g->co,
-                              CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->co), CLT_ARG(p), CLT_ARG(dy),
-                                       CLT_ARG(db))));
-    }
+    if (db) CLT_TRY(bias_grad(dev, g, dy, db));
     if (!dx && !dw) return CLT_OK;
     conv_algo algo = CONV_GEMM;
     CLT_TRY(pick_algo(dev, &algo));

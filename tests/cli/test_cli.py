@@ -50,7 +50,8 @@ if not os.path.isdir('/usr/share/datasets/fashion-mnist') and data == 'fashion-m
 
 # a short run on two devices: JSON lines, loss falls, accuracy above chance
 rc, out, err = run('train', '--devices', '0,1', '--limit-train', '2048', '--limit-test', '512',
-                   '--epochs', '3', '--batch-size', '64', '--lr', '0.2', '--json', '--seed', '3')
+                   '--epochs', '3', '--batch-size', '64', '--lr', '0.1', '--momentum', '0.9',
+                   '--init', 'xavier', '--json', '--seed', '3')
 check(rc == 0, f'short run rc {rc}: {err}')
 lines = [json.loads(l) for l in out.splitlines() if l.strip()]
 check(len(lines) == 3, f'{len(lines)} JSON lines for 3 epochs')
