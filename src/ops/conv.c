@@ -121,20 +121,35 @@ static clt_status pick_algo(const clt_device *dev, conv_algo *out)
     return CLT_OK;
 }
 
-/* Scratch budget for one call: the device's largest allocation, at most
- * 512 MiB (the gemm algorithm chunks the batch to fit). */
-static size_t scratch_budget(const clt_device *dev)
+/* CLTRAIN_CONV_BUDGET (bytes, a diagnostic knob the tests use to reach the
+ * chunked and fallback paths with small shapes): 0 when unset. */
+static size_t env_budget(void)
 {
-    size_t cap = (size_t)512 << 20;
+    const char *e = getenv("CLTRAIN_CONV_BUDGET");
+    if (!e || !e[0]) return 0;
+    char *end;
+    unsigned long long v = strtoull(e, &end, 10);
+    return *end == 0 && v > 0 ? (size_t)v : 0;
+}
+
+/* Work-buffer budget of the gemm algorithm, which chunks the batch to fit:
+ * the device's largest allocation, at most 512 MiB. */
+static size_t gemm_budget(const clt_device *dev)
+{
+    size_t cap = env_budget();
+    if (cap) return cap;
+    cap = (size_t)512 << 20;
     if (dev->info.max_alloc_bytes > 0 && (size_t)dev->info.max_alloc_bytes < cap)
         cap = (size_t)dev->info.max_alloc_bytes;
     return cap;
 }
 
-/* Whether one scratch buffer of `bytes` can exist on the device; the lanes
- * algorithm falls back to the chunked gemm algorithm when it cannot. */
+/* Whether the lanes algorithm's one scratch buffer of `bytes` can exist on
+ * the device; it falls back to the chunked gemm algorithm when not. */
 static int fits(const clt_device *dev, size_t bytes)
 {
+    size_t cap = env_budget();
+    if (cap) return bytes <= cap;
     return dev->info.max_alloc_bytes <= 0 || bytes <= (size_t)dev->info.max_alloc_bytes;
 }
 
@@ -342,7 +357,7 @@ static clt_status lanes_backward(clt_device *dev, const clt_conv_geom *g, cl_mem
 /* Images per chunk so that `per_image` floats times the chunk fit. */
 static int gemm_chunk(const clt_device *dev, const clt_conv_geom *g, size_t per_image)
 {
-    size_t budget = scratch_budget(dev) / sizeof(float);
+    size_t budget = gemm_budget(dev) / sizeof(float);
     size_t nb = per_image ? budget / per_image : (size_t)g->n;
     if (nb < 1) nb = 1;
     if (nb > (size_t)g->n) nb = (size_t)g->n;

@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "ops/conv.h"
+#include "runtime/device.h"
 #include "ref_conv.h"
 
 /* Max |ref - got| / max |ref| must stay below this: float against a double
@@ -182,6 +183,8 @@ static void test_shapes(clt_device *dev)
     run_case(dev, 2, 3, 4, 4, 2, 1, 1, 2);     /* padding larger than k - 1 */
     run_case(dev, 2, 2, 3, 8, 3, 3, 3, 0);     /* one output row */
     run_case(dev, 2, 3, 5, 5, 2, 5, 1, 0);     /* 1x1 output, kernel = input */
+    run_case(dev, 3, 1, 64, 65, 2, 1, 1, 0);   /* db summed over image chunks */
+    run_case(dev, 100, 2, 3, 64, 3, 1, 1, 0);  /* dw chunked over lane vectors */
 }
 
 /* L(x, w, b) = sum(y * r). Its gradients are the backward with dy = r.
@@ -391,6 +394,22 @@ static void test_errors(clt_device *dev, clt_device *dev1)
     clt_tensor_destroy(x_small);
 }
 
+/* A work-buffer budget (CLTRAIN_CONV_BUDGET) smaller than one pass needs:
+ * lanes falls back to gemm, gemm processes the batch in chunks of images
+ * (dw accumulated over chunks). Results stay exact and the device's work
+ * buffer stays within the budget (a fresh handle, so nothing grew it). */
+static void test_budget(void)
+{
+    clt_device *dev = NULL;
+    REQUIRE_OK(clt_device_open(0, &dev));
+    setenv("CLTRAIN_CONV_BUDGET", "6000", 1);
+    run_case(dev, 5, 3, 9, 8, 4, 3, 2, 1);
+    CHECK(dev->scratch_bytes <= 6000, "work buffer %zu bytes, budget 6000", dev->scratch_bytes);
+    CHECK(dev->scratch_bytes > 0, "the gemm algorithm used no work buffer");
+    unsetenv("CLTRAIN_CONV_BUDGET");
+    clt_device_destroy(dev);
+}
+
 /* clt_conv_geom_init, used by the nets with raw buffers. */
 static void test_geom(void)
 {
@@ -424,6 +443,7 @@ int main(void)
         test_fd_device(dev, algos[a], 2, 1);
     }
     test_deterministic(dev);
+    test_budget();
     test_errors(dev, dev1);
 
     clt_device_destroy(dev1);
