@@ -296,8 +296,10 @@ CLT_API const char *clt_net_spec(const clt_net *net);
 CLT_API clt_status clt_net_init(clt_net *net, uint64_t seed, clt_init scheme);
 
 /* Forward pass on n host images (n x C x H x W floats); the class scores
- * stay on the device (clt_net_output reads them). */
-CLT_API clt_status clt_net_forward(clt_net *net, const float *images, int n);
+ * stay on the device (clt_net_output reads them). training = 1 uses batch
+ * statistics in batch norm and updates its running statistics; 0 is
+ * inference (evaluation). */
+CLT_API clt_status clt_net_forward(clt_net *net, const float *images, int n, int training);
 CLT_API clt_status clt_net_output(const clt_net *net, float *scores, int64_t count);
 /* Loss of the last forward against n int32 labels, then backward: every
  * parameter gradient becomes scale x (sum over the batch); scale = 1/n

@@ -20,12 +20,12 @@ const char *clt_shape_fmt(const clt_shape *s, char *buf, size_t cap)
     return buf;
 }
 
-void clt_layer_add_param(clt_layer *l, const char *suffix, int ndim, const int64_t *shape,
-                         int64_t fan_in, int64_t fan_out, int is_bias)
+clt_param *clt_layer_add_param(clt_layer *l, const char *suffix, int ndim, const int64_t *shape,
+                               int64_t fan_in, int64_t fan_out, int is_bias)
 {
     clt_param *p = &l->params[l->n_params++];
     memset(p, 0, sizeof *p);
-    snprintf(p->name, sizeof p->name, "%d.%s", l->index, suffix);
+    snprintf(p->name, sizeof p->name, "%s.%s", l->prefix, suffix);
     p->ndim = ndim;
     p->numel = 1;
     for (int i = 0; i < ndim; i++) {
@@ -35,6 +35,15 @@ void clt_layer_add_param(clt_layer *l, const char *suffix, int ndim, const int64
     p->fan_in = fan_in;
     p->fan_out = fan_out;
     p->is_bias = is_bias;
+    return p;
+}
+
+clt_param *clt_layer_add_buffer(clt_layer *l, const char *suffix, int64_t numel, float value)
+{
+    clt_param *p = clt_layer_add_param(l, suffix, 1, &numel, 0, 0, 0);
+    p->is_buffer = 1;
+    p->init_value = value;
+    return p;
 }
 
 clt_status clt_layer_fail(const clt_layer *l, clt_status s, const char *fmt, ...)

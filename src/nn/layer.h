@@ -7,7 +7,7 @@
 #include "runtime/device.h"
 
 #define CLT_LAYER_MAX_ARGS 4
-#define CLT_LAYER_MAX_PARAMS 2
+#define CLT_LAYER_MAX_PARAMS 16
 
 typedef struct clt_shape {
     int ndim;  /* 3: (c, h, w); 1: (features) */
@@ -21,15 +21,28 @@ const char *clt_shape_fmt(const clt_shape *s, char *buf, size_t cap);
 /* A parameter: a view into the net's flat parameter, gradient and velocity
  * buffers (sub-buffers at an aligned offset). */
 typedef struct clt_param {
-    char name[64];        /* PyTorch state_dict name, e.g. "0.weight" */
+    char name[96];        /* PyTorch state_dict name, e.g. "0.weight" */
     int ndim;
     int64_t shape[4];
     int64_t numel;
     int64_t fan_in, fan_out;
     int is_bias;
-    size_t offset;        /* in floats, within the flat buffers */
-    cl_mem w, g, v;       /* sub-buffers (owned by the net) */
+    int is_buffer;        /* state without gradient (batch-norm running statistics) */
+    float init_value;     /* buffers start at this value */
+    size_t offset;        /* in floats, within its flat buffer (parameters or state) */
+    cl_mem w, g;          /* sub-buffers (owned by the net); g is NULL for buffers */
 } clt_param;
+
+/* How a pass runs: training or inference, and the hook that reduces
+ * per-channel partial sums across devices (synchronised batch norm; NULL:
+ * this device's statistics only). The hook replaces `count` floats of
+ * `partial` with their sum over every device and multiplies *total by the
+ * number of samples of all devices over this device's. */
+typedef struct clt_pass {
+    int training;
+    clt_status (*sync)(void *user, clt_device *dev, cl_mem partial, int count, double *total);
+    void *sync_user;
+} clt_pass;
 
 typedef struct clt_layer clt_layer;
 
@@ -39,11 +52,11 @@ typedef struct clt_layer_kind {
      * parameters (name suffix, shape, fans); errors name the layer. */
     clt_status (*configure)(clt_layer *l);
     /* y = layer(x) for n samples. */
-    clt_status (*forward)(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y);
+    clt_status (*forward)(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y);
     /* Parameter gradients (sums, scaled by the loss's scale) and, when dx
      * is not NULL, the input gradient. */
-    clt_status (*backward)(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y, cl_mem dy,
-                           cl_mem dx);
+    clt_status (*backward)(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
+                           cl_mem dy, cl_mem dx);
     /* Bytes of per-sample auxiliary device state kept from forward to
      * backward (max pooling's argmax), 0 if none. */
     size_t (*aux_bytes)(const clt_layer *l);
@@ -55,7 +68,8 @@ struct clt_layer {
     const clt_layer_kind *kind;
     const char *token;    /* spec token kind ("maxpool") */
     int variant;          /* kind-specific: pool kind, activation function */
-    int index;            /* position in the spec: names parameters */
+    int index;            /* position in the spec */
+    char prefix[48];      /* parameter name prefix: the index, or NAME= from the spec */
     int args[CLT_LAYER_MAX_ARGS];
     int nargs;
     clt_shape in, out;
@@ -64,9 +78,11 @@ struct clt_layer {
     cl_mem aux;           /* per-device auxiliary buffer, sized for the batch */
 };
 
-/* Declares parameter p of layer l: name "<index>.<suffix>". */
-void clt_layer_add_param(clt_layer *l, const char *suffix, int ndim, const int64_t *shape,
-                         int64_t fan_in, int64_t fan_out, int is_bias);
+/* Declares a parameter of layer l named "<prefix>.<suffix>". */
+clt_param *clt_layer_add_param(clt_layer *l, const char *suffix, int ndim, const int64_t *shape,
+                               int64_t fan_in, int64_t fan_out, int is_bias);
+/* Declares a state buffer (no gradient), filled with `value` at init. */
+clt_param *clt_layer_add_buffer(clt_layer *l, const char *suffix, int64_t numel, float value);
 /* Error for a layer: "layer 3 (conv:50:5): <message>". */
 clt_status clt_layer_fail(const clt_layer *l, clt_status s, const char *fmt, ...) CLT_PRINTF(3, 4);
 

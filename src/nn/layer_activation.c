@@ -9,14 +9,14 @@ static clt_status configure(clt_layer *l)
     return CLT_OK;
 }
 
-static clt_status forward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y)
+static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
 {
     return clt_act_forward_raw(dev, (clt_activation)l->variant,
                                (size_t)n * (size_t)clt_shape_numel(&l->in), x, y);
 }
 
-static clt_status backward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y, cl_mem dy,
-                           cl_mem dx)
+static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
+                           cl_mem dy, cl_mem dx)
 {
     (void)x;
     if (!dx) return CLT_OK;

@@ -31,15 +31,16 @@ static clt_status configure(clt_layer *l)
     return CLT_OK;
 }
 
-static clt_status forward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y)
+static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
 {
+    (void)pass;
     clt_conv_geom g;
     CLT_TRY(geom(l, n, &g));
     return clt_conv_forward_raw(dev, &g, x, l->params[0].w, l->params[1].w, y);
 }
 
-static clt_status backward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y, cl_mem dy,
-                           cl_mem dx)
+static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
+                           cl_mem dy, cl_mem dx)
 {
     (void)y;
     clt_conv_geom g;

@@ -17,13 +17,13 @@ static clt_status configure(clt_layer *l)
     return CLT_OK;
 }
 
-static clt_status forward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y)
+static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
 {
     return clt_dense_forward_raw(dev, n, l->in.d[0], l->out.d[0], x, l->params[0].w, l->params[1].w, y);
 }
 
-static clt_status backward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y, cl_mem dy,
-                           cl_mem dx)
+static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
+                           cl_mem dy, cl_mem dx)
 {
     (void)y;
     return clt_dense_backward_raw(dev, n, l->in.d[0], l->out.d[0], x, l->params[0].w, dy, dx,

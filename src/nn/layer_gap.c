@@ -13,13 +13,13 @@ static clt_status configure(clt_layer *l)
     return CLT_OK;
 }
 
-static clt_status forward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y)
+static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
 {
     return clt_gap_forward_raw(dev, n * l->in.d[0], l->in.d[1] * l->in.d[2], x, y);
 }
 
-static clt_status backward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y, cl_mem dy,
-                           cl_mem dx)
+static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
+                           cl_mem dy, cl_mem dx)
 {
     (void)x;
     (void)y;

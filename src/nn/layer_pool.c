@@ -21,14 +21,14 @@ static clt_status configure(clt_layer *l)
     return CLT_OK;
 }
 
-static clt_status forward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y)
+static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
 {
     return clt_pool_forward_raw(dev, (clt_pool_kind)l->variant, n, l->in.d[0], l->in.d[1], l->in.d[2],
                                 l->args[0], stride(l), x, y, l->aux);
 }
 
-static clt_status backward(clt_layer *l, clt_device *dev, int n, cl_mem x, cl_mem y, cl_mem dy,
-                           cl_mem dx)
+static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
+                           cl_mem dy, cl_mem dx)
 {
     (void)x;
     (void)y;

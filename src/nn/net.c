@@ -38,35 +38,41 @@ static clt_status zero(clt_device *dev, cl_mem m, size_t bytes)
     return CLT_OK;
 }
 
-/* Lays parameters out last layer first at offsets aligned for sub-buffers. */
+/* Lays parameters out last layer first (gradients become ready in buffer
+ * order during backward) at offsets aligned for sub-buffers; state buffers
+ * (running statistics) go to a flat buffer of their own. */
 static clt_status layout_params(clt_net *net)
 {
     cl_uint align_bits = 1024;
     clGetDeviceInfo(net->dev->id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
     size_t align = align_bits / 8 / sizeof(float);
     if (align < 1) align = 1;
-    size_t at = 0;
+    size_t at[2] = {0, 0}; /* parameters, state */
     net->first_param_layer = net->model.n_layers;
     for (int i = net->model.n_layers - 1; i >= 0; i--) {
         clt_layer *l = &net->model.layers[i];
-        if (l->n_params) net->first_param_layer = i;
         for (int p = 0; p < l->n_params; p++) {
-            l->params[p].offset = at;
-            at += ((size_t)l->params[p].numel + align - 1) / align * align;
+            clt_param *q = &l->params[p];
+            if (!q->is_buffer) net->first_param_layer = i;
+            q->offset = at[q->is_buffer];
+            at[q->is_buffer] += ((size_t)q->numel + align - 1) / align * align;
         }
     }
-    net->flat = at ? at : 1;
-    size_t bytes = net->flat * sizeof(float);
+    net->flat = at[0] ? at[0] : 1;
+    net->flat_state = at[1] ? at[1] : 1;
+    size_t bytes = net->flat * sizeof(float), sbytes = net->flat_state * sizeof(float);
     CLT_TRY(make_buffer(net->dev, bytes, "parameters", &net->params));
     CLT_TRY(make_buffer(net->dev, bytes, "gradients", &net->grads));
+    CLT_TRY(make_buffer(net->dev, sbytes, "layer state", &net->state));
     CLT_TRY(zero(net->dev, net->params, bytes));
     CLT_TRY(zero(net->dev, net->grads, bytes));
+    CLT_TRY(zero(net->dev, net->state, sbytes));
     for (int i = 0; i < net->model.n_layers; i++) {
         clt_layer *l = &net->model.layers[i];
         for (int p = 0; p < l->n_params; p++) {
             clt_param *q = &l->params[p];
-            CLT_TRY(sub_buffer(net->params, q->offset, q->numel, &q->w));
-            CLT_TRY(sub_buffer(net->grads, q->offset, q->numel, &q->g));
+            CLT_TRY(sub_buffer(q->is_buffer ? net->state : net->params, q->offset, q->numel, &q->w));
+            if (!q->is_buffer) CLT_TRY(sub_buffer(net->grads, q->offset, q->numel, &q->g));
         }
     }
     return CLT_OK;
@@ -126,11 +132,11 @@ void clt_net_destroy(clt_net *net)
         for (int p = 0; p < l->n_params; p++) {
             release(&l->params[p].w);
             release(&l->params[p].g);
-            release(&l->params[p].v);
         }
     }
     release(&net->params);
     release(&net->grads);
+    release(&net->state);
     release(&net->vel);
     free(net->act);
     clt_model_free(&net->model);
@@ -175,13 +181,13 @@ static clt_status check_n(const clt_net *net, int n, const char *op)
     return CLT_OK;
 }
 
-clt_status clt_net_forward_device(clt_net *net, int n)
+clt_status clt_net_forward_device(clt_net *net, const clt_pass *pass, int n)
 {
     cl_mem x = net->input;
     for (int i = 0; i < net->model.n_layers; i++) {
         clt_layer *l = &net->model.layers[i];
         if (!l->kind->alias) {
-            clt_status s = l->kind->forward(l, net->dev, n, x, net->act[i]);
+            clt_status s = l->kind->forward(l, net->dev, pass, n, x, net->act[i]);
             if (s != CLT_OK) return clt_fail_context(s, "forward of layer %d (%s)", i, l->token);
         }
         x = net->act[i];
@@ -190,7 +196,7 @@ clt_status clt_net_forward_device(clt_net *net, int n)
     return CLT_OK;
 }
 
-clt_status clt_net_forward(clt_net *net, const float *images, int n)
+clt_status clt_net_forward(clt_net *net, const float *images, int n, int training)
 {
     if (!net || !images) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_forward: NULL argument");
     CLT_TRY(check_n(net, n, "clt_net_forward"));
@@ -198,7 +204,8 @@ clt_status clt_net_forward(clt_net *net, const float *images, int n)
     size_t bytes = (size_t)n * (size_t)clt_shape_numel(&net->model.in) * sizeof(float);
     CLT_CL(clEnqueueWriteBuffer(net->dev->queue, net->input, CL_TRUE, 0, bytes, images, 0, NULL, NULL),
            "clt_net_forward: upload");
-    return clt_net_forward_device(net, n);
+    clt_pass pass = {training != 0, NULL, NULL};
+    return clt_net_forward_device(net, &pass, n);
 }
 
 clt_status clt_net_output(const clt_net *net, float *scores, int64_t count)
@@ -235,7 +242,8 @@ clt_status clt_net_loss_device(clt_net *net)
                         net->stats);
 }
 
-clt_status clt_net_backward_device(clt_net *net, float scale, clt_grads_ready_fn ready, void *user)
+clt_status clt_net_backward_device(clt_net *net, const clt_pass *pass, float scale, clt_grads_ready_fn ready,
+                                   void *user)
 {
     int n = net->last_n;
     cl_mem dy = net->dbuf[0];
@@ -246,9 +254,9 @@ clt_status clt_net_backward_device(clt_net *net, float scale, clt_grads_ready_fn
         if (l->kind->alias) continue; /* the gradient passes through unchanged */
         cl_mem x = i ? net->act[i - 1] : net->input;
         cl_mem dx = i > net->first_param_layer ? net->dbuf[1 - cur] : NULL;
-        clt_status s = l->kind->backward(l, net->dev, n, x, net->act[i], dy, dx);
+        clt_status s = l->kind->backward(l, net->dev, pass, n, x, net->act[i], dy, dx);
         if (s != CLT_OK) return clt_fail_context(s, "backward of layer %d (%s)", i, l->token);
-        if (l->n_params && ready) CLT_TRY(ready(user, net, i));
+        if (ready && i >= net->first_param_layer) CLT_TRY(ready(user, net, i));
         if (dx) {
             cur = 1 - cur;
             dy = dx;
@@ -289,7 +297,8 @@ clt_status clt_net_backward(clt_net *net, const int32_t *labels, float scale, do
 {
     CLT_TRY(check_labels(net, labels, "clt_net_backward"));
     if (!isfinite(scale)) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_backward: scale %g", scale);
-    CLT_TRY(clt_net_backward_device(net, scale, NULL, NULL));
+    clt_pass pass = {1, NULL, NULL};
+    CLT_TRY(clt_net_backward_device(net, &pass, scale, NULL, NULL));
     return clt_net_read_stats(net, loss_sum, correct);
 }
 

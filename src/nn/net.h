@@ -9,8 +9,9 @@
 struct clt_net {
     clt_device *dev;
     clt_model model;
-    size_t flat;          /* floats in each flat buffer (aligned offsets included) */
-    cl_mem params, grads, vel;
+    size_t flat;          /* floats in the parameter, gradient and momentum buffers */
+    size_t flat_state;    /* floats in the state buffer */
+    cl_mem params, grads, vel, state;
     int cap;              /* batch capacity of the buffers below */
     cl_mem input;         /* cap x input sample */
     cl_mem *act;          /* layer outputs (aliases for flatten) */
@@ -25,13 +26,14 @@ struct clt_net {
 /* Makes the buffers hold n samples (grows, never shrinks). */
 clt_status clt_net_reserve(clt_net *net, int n);
 /* Forward of n samples already in net->input. */
-clt_status clt_net_forward_device(clt_net *net, int n);
+clt_status clt_net_forward_device(clt_net *net, const clt_pass *pass, int n);
 /* Called after a layer's parameter gradients are enqueued (in-order queue:
  * work enqueued afterwards sees them). */
 typedef clt_status (*clt_grads_ready_fn)(void *user, clt_net *net, int layer);
 /* Loss and backward of the last forward with labels already in net->labels;
  * enqueues everything, reads nothing. */
-clt_status clt_net_backward_device(clt_net *net, float scale, clt_grads_ready_fn ready, void *user);
+clt_status clt_net_backward_device(clt_net *net, const clt_pass *pass, float scale, clt_grads_ready_fn ready,
+                                   void *user);
 /* Loss only (labels in net->labels): enqueues the stats kernel. */
 clt_status clt_net_loss_device(clt_net *net);
 /* Reads the stats of the last loss: sum of losses, correct count; a NaN or

@@ -23,7 +23,7 @@ clt_status clt_net_evaluate(clt_net *net, const clt_dataset *ds, int batch_size,
         int n = (int)(total - at < batch_size ? total - at : batch_size);
         double l;
         int64_t k;
-        CLT_TRY(clt_net_forward(net, images + (size_t)at * sample, n));
+        CLT_TRY(clt_net_forward(net, images + (size_t)at * sample, n, 0));
         CLT_TRY(clt_net_loss(net, labels + at, &l, &k));
         loss += l;
         correct += k;

@@ -57,10 +57,10 @@ static clt_status lookup(const clt_net *net, const char *name, const void *host,
     return CLT_OK;
 }
 
-static clt_status read_range(const clt_net *net, cl_mem flat, const clt_param *p, float *host, const char *op)
+static clt_status read_view(const clt_net *net, cl_mem view, const clt_param *p, float *host, const char *op)
 {
-    CLT_CL(clEnqueueReadBuffer(net->dev->queue, flat, CL_TRUE, p->offset * sizeof(float),
-                               (size_t)p->numel * sizeof(float), host, 0, NULL, NULL),
+    CLT_CL(clEnqueueReadBuffer(net->dev->queue, view, CL_TRUE, 0, (size_t)p->numel * sizeof(float), host, 0, NULL,
+                               NULL),
            op);
     return CLT_OK;
 }
@@ -69,22 +69,23 @@ clt_status clt_net_param_get(const clt_net *net, const char *name, float *host, 
 {
     const clt_param *p;
     CLT_TRY(lookup(net, name, host, count, "clt_net_param_get", &p));
-    return read_range(net, net->params, p, host, "clt_net_param_get");
+    return read_view(net, p->w, p, host, "clt_net_param_get");
 }
 
 clt_status clt_net_grad_get(const clt_net *net, const char *name, float *host, int64_t count)
 {
     const clt_param *p;
     CLT_TRY(lookup(net, name, host, count, "clt_net_grad_get", &p));
-    return read_range(net, net->grads, p, host, "clt_net_grad_get");
+    if (p->is_buffer) return clt_fail(CLT_ERR_NOT_FOUND, "clt_net_grad_get: %s is a state buffer without gradient", name);
+    return read_view(net, p->g, p, host, "clt_net_grad_get");
 }
 
 clt_status clt_net_param_set(clt_net *net, const char *name, const float *host, int64_t count)
 {
     const clt_param *p;
     CLT_TRY(lookup(net, name, host, count, "clt_net_param_set", &p));
-    CLT_CL(clEnqueueWriteBuffer(net->dev->queue, net->params, CL_TRUE, p->offset * sizeof(float),
-                                (size_t)p->numel * sizeof(float), host, 0, NULL, NULL),
+    CLT_CL(clEnqueueWriteBuffer(net->dev->queue, p->w, CL_TRUE, 0, (size_t)p->numel * sizeof(float), host, 0, NULL,
+                                NULL),
            "clt_net_param_set");
     return CLT_OK;
 }
@@ -102,7 +103,9 @@ clt_status clt_net_init(clt_net *net, uint64_t seed, clt_init scheme)
         clt_tensor view = {net->dev, CLT_FLOAT32, p->ndim, {0}, p->numel, p->w};
         memcpy(view.shape, p->shape, sizeof p->shape);
         clt_status st;
-        if (p->is_bias)
+        if (p->is_buffer || p->fan_in == 0) /* constant start: state, batch-norm scale */
+            st = clt_tensor_fill(&view, p->init_value);
+        else if (p->is_bias)
             st = clt_tensor_fill(&view, 0.0f);
         else if (scheme == CLT_INIT_XAVIER)
             st = clt_tensor_init_xavier(&view, s, p->fan_in, p->fan_out, 1.0f);

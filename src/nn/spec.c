@@ -52,6 +52,18 @@ static clt_status parse_token(char *tok, int index, clt_layer *l)
 {
     memset(l, 0, sizeof *l);
     l->index = index;
+    snprintf(l->prefix, sizeof l->prefix, "%d", index);
+    char *eq = strchr(tok, '=');
+    if (eq) { /* NAME=kind...: names the layer's parameters NAME.weight, ... */
+        *eq = 0;
+        char *name = trim(tok);
+        size_t len = strlen(name);
+        if (len == 0 || len >= sizeof l->prefix || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != len)
+            return clt_fail(CLT_ERR_SPEC, "layer %d: name \"%s\" must be 1..%zu letters, digits, '_' or '.'", index,
+                            name, sizeof l->prefix - 1);
+        memcpy(l->prefix, name, len + 1);
+        tok = eq + 1;
+    }
     char *colon = strchr(tok, ':');
     if (colon) *colon = 0;
     char *kind = trim(tok);
@@ -117,6 +129,9 @@ clt_status clt_model_parse(const char *spec, int c, int h, int w, clt_model *out
         if (comma) *comma = 0;
         clt_layer *l = &out->layers[i];
         s = parse_token(cursor, i, l);
+        for (int j = 0; s == CLT_OK && j < i; j++)
+            if (strcmp(out->layers[j].prefix, l->prefix) == 0)
+                s = clt_fail(CLT_ERR_SPEC, "layer %d: name \"%s\" is already used by layer %d", i, l->prefix, j);
         if (s == CLT_OK) {
             l->in = shape;
             s = l->kind->configure(l);

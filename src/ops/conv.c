@@ -186,12 +186,14 @@ static size_t group_x(const clt_device *dev, size_t blocks)
     return blocks < max_wg(dev) ? blocks : max_wg(dev);
 }
 
+/* Forward scratch: xT (C, H, W, NP), the transposed weights, yT (CO, P, NP). */
 static void lanes_forward_sizes(const clt_conv_geom *g, const lanes_plan *pl, size_t *x_elems,
-                                size_t *wf_elems)
+                                size_t *wf_elems, size_t *y_elems)
 {
     size_t cop = round_up((size_t)g->co, (size_t)pick_rm(g->co));
     *x_elems = round_up((size_t)g->c * g->h * g->w * pl->np, ALIGN_FLOATS);
-    *wf_elems = (size_t)g->k * g->k * g->c * cop;
+    *wf_elems = round_up((size_t)g->k * g->k * g->c * cop, ALIGN_FLOATS);
+    *y_elems = (size_t)g->co * g->oh * g->ow * pl->np;
 }
 
 /* Copies an NCHW tensor into the lanes layout (C, H, W, NP) at `off` floats. */
@@ -204,6 +206,16 @@ static clt_status to_lanes(clt_device *dev, cl_mem src, int n, int c, int h, int
                                   CLT_ARG(src), CLT_ARG(dst), CLT_ARG(off)));
 }
 
+/* The lanes layout (ch, p, NP) at `off` back to NCHW (n, ch, p), plus bias. */
+static clt_status from_lanes(clt_device *dev, cl_mem src, cl_ulong off, int n, int ch, int p,
+                             int np, cl_mem bias, int has_bias, cl_mem dst)
+{
+    size_t pblocks = ((size_t)p + LANES - 1) / LANES, rows = (size_t)ch * (size_t)(np / LANES);
+    return clt_launch_2d(dev, "conv", "conv_from_lanes", pblocks, rows, group_x(dev, pblocks), 1,
+                         CLT_ARGS(CLT_ARG(n), CLT_ARG(ch), CLT_ARG(p), CLT_ARG(np), CLT_ARG(src),
+                                  CLT_ARG(off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(dst)));
+}
+
 static clt_status lanes_forward(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
                                 cl_mem b, cl_mem y)
 {
@@ -211,11 +223,11 @@ static clt_status lanes_forward(clt_device *dev, const clt_conv_geom *g, cl_mem 
     lanes_plan_init(g, &pl);
     int rm = pick_rm(g->co);
     int cop = (int)round_up((size_t)g->co, (size_t)rm);
-    size_t x_elems, wf_elems;
-    lanes_forward_sizes(g, &pl, &x_elems, &wf_elems);
+    size_t x_elems, wf_elems, y_elems;
+    lanes_forward_sizes(g, &pl, &x_elems, &wf_elems, &y_elems);
     cl_mem scratch;
-    CLT_TRY(clt_device_scratch(dev, (x_elems + wf_elems) * sizeof(float), &scratch));
-    cl_ulong x_off = 0, wf_off = x_elems;
+    CLT_TRY(clt_device_scratch(dev, (x_elems + wf_elems + y_elems) * sizeof(float), &scratch));
+    cl_ulong x_off = 0, wf_off = x_elems, y_off = x_elems + wf_elems;
     CLT_TRY(to_lanes(dev, x, g->n, g->c, g->h, g->w, pl.np, scratch, x_off));
     size_t wblocks = ((size_t)cop + LANES - 1) / LANES;
     CLT_TRY(clt_launch_2d(dev, "conv", "conv_weights_fwd", wblocks, (size_t)g->c,
@@ -224,17 +236,18 @@ static clt_status lanes_forward(clt_device *dev, const clt_conv_geom *g, cl_mem 
                                    CLT_ARG(w), CLT_ARG(scratch), CLT_ARG(wf_off))));
     char name[32];
     snprintf(name, sizeof name, "conv_fwd_%d_%d", rm, pl.nv);
-    int has_bias = b != NULL;
-    cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
     size_t blocks = (size_t)cop / (size_t)rm;
     size_t items = (size_t)g->oh * g->ow * (size_t)(pl.np / (LANES * pl.nv));
-    return clt_launch_2d(dev, "conv", name, blocks, items, group_x(dev, blocks), 1,
-                         CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(pl.np),
-                                  CLT_ARG(g->n), CLT_ARG(g->co), CLT_ARG(cop), CLT_ARG(g->k),
-                                  CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(g->oh),
-                                  CLT_ARG(g->ow), CLT_ARG(scratch), CLT_ARG(x_off),
-                                  CLT_ARG(scratch), CLT_ARG(wf_off), CLT_ARG(bias),
-                                  CLT_ARG(has_bias), CLT_ARG(y)));
+    CLT_TRY(clt_launch_2d(dev, "conv", name, blocks, items, group_x(dev, blocks), 1,
+                          CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(pl.np),
+                                   CLT_ARG(g->co), CLT_ARG(cop), CLT_ARG(g->k),
+                                   CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(g->oh),
+                                   CLT_ARG(g->ow), CLT_ARG(scratch), CLT_ARG(x_off),
+                                   CLT_ARG(scratch), CLT_ARG(wf_off), CLT_ARG(scratch),
+                                   CLT_ARG(y_off))));
+    int has_bias = b != NULL;
+    cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
+    return from_lanes(dev, scratch, y_off, g->n, g->co, g->oh * g->ow, pl.np, bias, has_bias, y);
 }
 
 /* Backward-weights chunking: a chunk is `rows` output rows x `vecs` 16-lane
@@ -271,7 +284,7 @@ static void bwd_weights_chunks(const clt_device *dev, const clt_conv_geom *g, co
 typedef struct lanes_bwd_layout {
     int rm, cip;      /* backward-data register block, padded input channels */
     bwdw_chunks ck;   /* backward-weights chunks */
-    size_t dy_off, x_off, wb_off, part_off, total; /* scratch regions, floats */
+    size_t dy_off, x_off, wb_off, dx_off, part_off, total; /* scratch regions, floats */
 } lanes_bwd_layout;
 
 static void lanes_backward_layout(const clt_device *dev, const clt_conv_geom *g,
@@ -286,11 +299,13 @@ static void lanes_backward_layout(const clt_device *dev, const clt_conv_geom *g,
     size_t dy_elems = round_up((size_t)g->co * g->oh * g->ow * pl->np, ALIGN_FLOATS);
     size_t x_elems = want_dw ? round_up((size_t)g->c * g->h * g->w * pl->np, ALIGN_FLOATS) : 0;
     size_t wb_elems = want_dx ? round_up(kk * g->co * L->cip, ALIGN_FLOATS) : 0;
+    size_t dx_elems = want_dx ? round_up((size_t)g->c * g->h * g->w * pl->np, ALIGN_FLOATS) : 0;
     size_t part_elems = want_dw && L->ck.chunks > 1 ? (size_t)L->ck.chunks * g->co * g->c * kk : 0;
     L->dy_off = 0;
     L->x_off = dy_elems;
-    L->wb_off = dy_elems + x_elems;
-    L->part_off = dy_elems + x_elems + wb_elems;
+    L->wb_off = L->x_off + x_elems;
+    L->dx_off = L->wb_off + wb_elems;
+    L->part_off = L->dx_off + dx_elems;
     L->total = L->part_off + part_elems;
 }
 
@@ -304,7 +319,8 @@ static clt_status lanes_backward(clt_device *dev, const clt_conv_geom *g, cl_mem
     int kk = g->k * g->k;
     cl_mem scratch;
     CLT_TRY(clt_device_scratch(dev, L.total * sizeof(float), &scratch));
-    cl_ulong dy_off = L.dy_off, x_off = L.x_off, wb_off = L.wb_off, part_off = L.part_off;
+    cl_ulong dy_off = L.dy_off, x_off = L.x_off, wb_off = L.wb_off, dx_off = L.dx_off,
+             part_off = L.part_off;
     CLT_TRY(to_lanes(dev, dy, g->n, g->co, g->oh, g->ow, pl.np, scratch, dy_off));
     if (dx) {
         size_t wblocks = ((size_t)L.cip + LANES - 1) / LANES;
@@ -318,11 +334,12 @@ static clt_status lanes_backward(clt_device *dev, const clt_conv_geom *g, cl_mem
         size_t items = (size_t)g->h * g->w * (size_t)(pl.np / (LANES * pl.nv));
         CLT_TRY(clt_launch_2d(dev, "conv", name, blocks, items, group_x(dev, blocks), 1,
                               CLT_ARGS(CLT_ARG(g->c), CLT_ARG(L.cip), CLT_ARG(g->h), CLT_ARG(g->w),
-                                       CLT_ARG(pl.np), CLT_ARG(g->n), CLT_ARG(g->co),
-                                       CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),
-                                       CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(scratch),
-                                       CLT_ARG(dy_off), CLT_ARG(scratch), CLT_ARG(wb_off),
-                                       CLT_ARG(dx))));
+                                       CLT_ARG(pl.np), CLT_ARG(g->co), CLT_ARG(g->oh),
+                                       CLT_ARG(g->ow), CLT_ARG(g->k), CLT_ARG(g->stride),
+                                       CLT_ARG(g->pad), CLT_ARG(scratch), CLT_ARG(dy_off),
+                                       CLT_ARG(scratch), CLT_ARG(wb_off), CLT_ARG(scratch),
+                                       CLT_ARG(dx_off))));
+        CLT_TRY(from_lanes(dev, scratch, dx_off, g->n, g->c, g->h * g->w, pl.np, w, 0, dx));
     }
     if (dw) {
         CLT_TRY(to_lanes(dev, x, g->n, g->c, g->h, g->w, pl.np, scratch, x_off));
@@ -487,10 +504,10 @@ clt_status clt_conv_forward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem 
     CLT_TRY(pick_algo(dev, &algo));
     if (algo == CONV_LANES) {
         lanes_plan pl;
-        size_t xe, we;
+        size_t xe, we, ye;
         lanes_plan_init(g, &pl);
-        lanes_forward_sizes(g, &pl, &xe, &we);
-        if (fits(dev, (xe + we) * sizeof(float))) return lanes_forward(dev, g, x, w, b, y);
+        lanes_forward_sizes(g, &pl, &xe, &we, &ye);
+        if (fits(dev, (xe + we + ye) * sizeof(float))) return lanes_forward(dev, g, x, w, b, y);
     }
     return gemm_forward(dev, g, x, w, b, y);
 }

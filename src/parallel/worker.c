@@ -82,8 +82,9 @@ static clt_status compute_shard(clt_worker *w)
                                 t->images + (size_t)w->off * sample, 0, NULL, NULL),
            "upload shard");
     CLT_TRY(clt_net_set_labels(net, t->labels + w->off, w->n));
-    CLT_TRY(clt_net_forward_device(net, w->n));
-    CLT_TRY(clt_net_backward_device(net, 1.0f, on_grads_ready, w));
+    clt_pass pass = {1, NULL, NULL};
+    CLT_TRY(clt_net_forward_device(net, &pass, w->n));
+    CLT_TRY(clt_net_backward_device(net, &pass, 1.0f, on_grads_ready, w));
     CLT_TRY(on_grads_ready(w, net, -1)); /* buckets holding no layer's gradients */
     for (int b = 0; b < t->n_buckets; b++) {
         cl_int err = clWaitForEvents(1, &w->events[b]);
@@ -192,7 +193,7 @@ static clt_status run_eval(clt_worker *w)
         int n = w->n - at < t->eval_batch ? w->n - at : t->eval_batch;
         double l;
         int64_t k;
-        CLT_TRY(clt_net_forward(w->net, images + (size_t)(w->off + at) * sample, n));
+        CLT_TRY(clt_net_forward(w->net, images + (size_t)(w->off + at) * sample, n, 0));
         CLT_TRY(clt_net_loss(w->net, labels + w->off + at, &l, &k));
         w->loss += l;
         w->correct += k;

@@ -62,6 +62,22 @@ if len(lines) == 3:
     check(lines[2]['test_acc'] > 0.3, f'test accuracy above chance: {lines[2]["test_acc"]}')
     check([d['index'] for d in lines[0]['devices']] == [0, 1], 'devices listed')
 
+# --plot: a well-formed SVG with a path per curve
+import tempfile
+import xml.etree.ElementTree as ET
+with tempfile.TemporaryDirectory() as tmp:
+    svg = os.path.join(tmp, 'curves.svg')
+    rc, out, err = run('train', '--limit-train', '256', '--limit-test', '64', '--epochs', '2', '--batch-size', '64',
+                       '--plot', svg, '--quiet')
+    check(rc == 0 and os.path.exists(svg), f'--plot rc {rc}: {err}')
+    if os.path.exists(svg):
+        root = ET.parse(svg).getroot()
+        paths = [e for e in root.iter() if e.tag.endswith('path')]
+        check(len(paths) == 3 and all(p.get('d', '').count('L') == 1 for p in paths),
+              f'SVG has a 2-point path per curve: {[p.get("d") for p in paths]}')
+    rc, out, err = run('train', '--limit-train', '64', '--epochs', '1', '--plot', '/nonexistent-dir/x.svg', '--quiet')
+    check(rc == 1 and '/nonexistent-dir/x.svg' in err, f'unwritable --plot: rc {rc} {err!r}')
+
 # --steps stops early; a diverging run stops with a message naming epoch and step
 rc, out, err = run('train', '--limit-train', '256', '--limit-test', '64', '--steps', '2', '--batch-size', '32',
                    '--json')

@@ -101,9 +101,9 @@ static void names_and_init(clt_device *dev)
     CHECK(clt_net_param_set(net, "nope.weight", w, 5) == CLT_ERR_NOT_FOUND, "unknown name");
     CHECK(clt_net_output(net, w, 10) != CLT_OK, "output before any forward");
     float img[784] = {0};
-    CHECK(clt_net_forward(net, img, 0) == CLT_ERR_INVALID_ARG, "empty batch");
+    CHECK(clt_net_forward(net, img, 0, 1) == CLT_ERR_INVALID_ARG, "empty batch");
     int32_t lab = 10;
-    CHECK_OK(clt_net_forward(net, img, 1));
+    CHECK_OK(clt_net_forward(net, img, 1, 1));
     CHECK(clt_net_backward(net, &lab, 1.0f, NULL, NULL) == CLT_ERR_INVALID_ARG, "label out of range");
     CHECK(strstr(clt_last_error(), "label 10") != NULL, "detail: %s", clt_last_error());
     clt_net_destroy(net);
@@ -141,7 +141,7 @@ static void against_reference(clt_device *dev, const char *spec, int c, int h, i
 
     double loss;
     int64_t ok;
-    CHECK_OK(clt_net_forward(net, img, n));
+    CHECK_OK(clt_net_forward(net, img, n, 1));
     CHECK_OK(clt_net_backward(net, lab, 1.0f / (float)n, &loss, &ok));
     CHECK(fabs(loss - ref_loss) <= 1e-4 * fabs(ref_loss) + 1e-5, "%s: loss %.7g vs reference %.7g", spec, loss, ref_loss);
     CHECK(ok == ref_ok, "%s: correct %lld vs %d", spec, (long long)ok, ref_ok);

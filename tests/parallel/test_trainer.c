@@ -80,7 +80,7 @@ static void equals_one_device(const int *devs, int k, const float *weights, int 
     for (int s = 0; s < 3; s++) {
         const float *x = images + s * 8 * C * H * W;
         const int32_t *y = labels + s * 8;
-        CHECK_OK(clt_net_forward(ref, x, b));
+        CHECK_OK(clt_net_forward(ref, x, b, 1));
         CHECK_OK(clt_net_backward(ref, y, 1.0f / (float)b, &l1, &c1));
         CHECK_OK(clt_net_sgd_step(ref, 0.1f, 0.9f, 1e-3f));
         CHECK_OK(clt_trainer_step(par, x, y, b, &lk, &ck));

@@ -40,6 +40,7 @@ static void help(const char *cmd)
            "  --no-shuffle           file order instead of a shuffled order per epoch\n"
            "  --drop-last            drop the last partial batch of each epoch\n"
            "  --log-csv FILE         append one CSV line per epoch\n"
+           "  --plot FILE.svg        loss and accuracy curves as an SVG, rewritten each epoch\n"
            "  --json                 one JSON object per epoch on stdout instead of the text line\n"
            "  --quiet                no progress bar and no per-epoch line\n"
            "  -h, --help             this help\n");
@@ -48,7 +49,7 @@ static void help(const char *cmd)
 int cli_parse(cli_options *o, const char *cmd, int argc, char **argv)
 {
     enum { O_MODEL = 256, O_DATA, O_DEVICES, O_SPLIT, O_BATCH, O_LR, O_MOM, O_WD, O_EPOCHS, O_STEPS, O_SEED,
-           O_INIT, O_LTRAIN, O_LTEST, O_NOSHUF, O_DROP, O_JSON, O_QUIET, O_CSV };
+           O_INIT, O_LTRAIN, O_LTEST, O_NOSHUF, O_DROP, O_JSON, O_QUIET, O_CSV, O_PLOT };
     static const struct option longs[] = {
         {"model", required_argument, NULL, O_MODEL},       {"data", required_argument, NULL, O_DATA},
         {"devices", required_argument, NULL, O_DEVICES},   {"split", required_argument, NULL, O_SPLIT},
@@ -59,7 +60,8 @@ int cli_parse(cli_options *o, const char *cmd, int argc, char **argv)
         {"limit-train", required_argument, NULL, O_LTRAIN}, {"limit-test", required_argument, NULL, O_LTEST},
         {"no-shuffle", no_argument, NULL, O_NOSHUF},       {"drop-last", no_argument, NULL, O_DROP},
         {"json", no_argument, NULL, O_JSON},               {"quiet", no_argument, NULL, O_QUIET},
-        {"log-csv", required_argument, NULL, O_CSV},       {"help", no_argument, NULL, 'h'},
+        {"log-csv", required_argument, NULL, O_CSV},       {"plot", required_argument, NULL, O_PLOT},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *prog = "cltrain";
     double d;
@@ -101,6 +103,7 @@ int cli_parse(cli_options *o, const char *cmd, int argc, char **argv)
         case O_JSON: o->json = 1; break;
         case O_QUIET: o->quiet = 1; break;
         case O_CSV: o->log_csv = optarg; break;
+        case O_PLOT: o->plot = optarg; break;
         case 'h': help(cmd); return -1;
         case ':': return usage_error(prog, "option %s needs a value", argv[optind - 1]);
         default: return usage_error(prog, "unknown option \"%s\" for cltrain %s", argv[optind - 1], cmd);

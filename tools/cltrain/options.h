@@ -23,6 +23,7 @@ typedef struct cli_options {
     int init_given;
     int shuffle, drop_last, json, quiet;
     const char *log_csv;
+    const char *plot;
 } cli_options;
 
 void cli_options_default(cli_options *o);

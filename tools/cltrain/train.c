@@ -1,6 +1,7 @@
 /* cltrain train: the tutorials' training loop over every selected device. */
 #include <math.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -8,6 +9,7 @@
 
 #include "../common/json.h"
 #include "options.h"
+#include "plot.h"
 
 /* Set by SIGINT: the loop stops after the current step. A signal handler
  * can only talk through such a flag. */
@@ -153,6 +155,8 @@ int cli_train(int argc, char **argv)
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, NULL);
     int tty = isatty(STDOUT_FILENO) && !o.quiet && !o.json;
+    plot_point *points = NULL;
+    int n_points = 0;
     int64_t total_steps = 0, epochs = o.steps ? (o.steps + per_epoch - 1) / (per_epoch ? per_epoch : 1) : o.epochs;
     for (int64_t e = 1; !rc && e <= epochs && !interrupted; e++) {
         double t0 = now(), loss = 0;
@@ -188,11 +192,23 @@ int cli_train(int argc, char **argv)
         }
         report(&o, &r, devs, n_devs);
         if (o.log_csv && append_csv(o.log_csv, &r)) rc = 1;
+        if (o.plot) {
+            plot_point *grown = realloc(points, (size_t)(n_points + 1) * sizeof *points);
+            if (!grown) {
+                fprintf(stderr, "cltrain: out of memory\n");
+                rc = 1;
+                break;
+            }
+            points = grown;
+            points[n_points++] = (plot_point){(double)e, r.loss, r.train_acc, r.test_acc};
+            if (plot_write_svg(o.plot, points, n_points, o.model)) rc = 1;
+        }
     }
     if (interrupted && !rc) {
         fprintf(stderr, "cltrain: interrupted after step %lld\n", (long long)total_steps);
         rc = 130;
     }
+    free(points);
     clt_batcher_destroy(b);
     clt_trainer_destroy(t);
     clt_dataset_destroy(train);

@@ -1,0 +1,26 @@
+/* cltrain bench ops: shared between the op timings (bench_ops.c) and the
+ * device peak measurements (bench_peak.c). */
+#ifndef CLT_CLI_BENCH_OPS_H
+#define CLT_CLI_BENCH_OPS_H
+
+#include "runtime/device.h"
+
+/* The device's measured limits. 0 where a measurement failed. */
+typedef struct bench_peaks {
+    double fma_gflops;      /* best FMA kernel variant */
+    char fma_variant[96];   /* which: "float16 x 16 chains, 8192 work-items" */
+    double copy_gbps;       /* device-memory streaming copy, read + write bytes */
+    char copy_variant[64];
+    double h2d_pinned_gbps, d2h_pinned_gbps;     /* CL_MEM_ALLOC_HOST_PTR, mapped */
+    double h2d_unpinned_gbps, d2h_unpinned_gbps; /* malloc'ed host memory */
+    size_t copy_bytes, transfer_bytes;           /* buffer sizes used */
+} bench_peaks;
+
+/* Monotonic wall clock in seconds. */
+double bench_now(void);
+
+/* Measures every peak of the device; the status of the first failure (the
+ * detail in clt_last_error()), after which the remaining fields stay 0. */
+clt_status bench_peaks_measure(clt_device *dev, bench_peaks *p);
+
+#endif
