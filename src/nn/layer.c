@@ -58,3 +58,25 @@ clt_status clt_layer_fail(const clt_layer *l, clt_status s, const char *fmt, ...
         at += snprintf(tok + at, sizeof tok - (size_t)at, ":%d", l->args[i]);
     return clt_fail(s, "layer %d (%s): %s", l->index, tok, msg);
 }
+
+clt_status clt_layer_priv(clt_layer *l, clt_device *dev, int i, size_t bytes)
+{
+    if (l->priv[i]) return CLT_OK;
+    cl_int err;
+    l->priv[i] = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
+    if (!l->priv[i]) {
+        clt_cl_fail(err, "clCreateBuffer");
+        return clt_fail_context(CLT_ERR_DEVICE_MEMORY, "layer %s: %zu-byte work buffer", l->prefix, bytes);
+    }
+    return CLT_OK;
+}
+
+void clt_layer_release(clt_layer *l)
+{
+    if (l->kind && l->kind->release) l->kind->release(l);
+    for (size_t i = 0; i < sizeof l->priv / sizeof l->priv[0]; i++) {
+        if (l->priv[i]) clReleaseMemObject(l->priv[i]);
+        l->priv[i] = NULL;
+    }
+    l->priv_cap = 0;
+}

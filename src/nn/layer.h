@@ -62,6 +62,9 @@ typedef struct clt_layer_kind {
     size_t (*aux_bytes)(const clt_layer *l);
     /* 1: output aliases the input (flatten): no buffer, backward passes dy on. */
     int alias;
+    /* Frees what the layer allocated itself (priv buffers, sub-layers);
+     * NULL: the generic release of priv[] suffices. */
+    void (*release)(clt_layer *l);
 } clt_layer_kind;
 
 struct clt_layer {
@@ -76,7 +79,17 @@ struct clt_layer {
     int n_params;
     clt_param params[CLT_LAYER_MAX_PARAMS];
     cl_mem aux;           /* per-device auxiliary buffer, sized for the batch */
+    cl_mem priv[12];      /* layer-owned device buffers (released with the net) */
+    int priv_cap;         /* batch capacity of the batch-sized ones among them */
+    int last_training;    /* mode of the last forward (batch norm's backward) */
+    clt_layer *subs;      /* composite layers (residual block): their parts */
+    int n_subs;
 };
+
+/* Makes priv[i] hold `bytes` (allocating on first use). */
+clt_status clt_layer_priv(clt_layer *l, clt_device *dev, int i, size_t bytes);
+/* Releases priv[] (and, through the kind's hook, anything else). */
+void clt_layer_release(clt_layer *l);
 
 /* Declares a parameter of layer l named "<prefix>.<suffix>". */
 clt_param *clt_layer_add_param(clt_layer *l, const char *suffix, int ndim, const int64_t *shape,
@@ -93,5 +106,7 @@ extern const clt_layer_kind clt_layer_activation;
 extern const clt_layer_kind clt_layer_flatten;
 extern const clt_layer_kind clt_layer_dense;
 extern const clt_layer_kind clt_layer_gap;
+extern const clt_layer_kind clt_layer_bn;
+extern const clt_layer_kind clt_layer_res;
 
 #endif

@@ -48,4 +48,4 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
     return clt_conv_backward_raw(dev, &g, x, l->params[0].w, dy, dx, l->params[0].g, l->params[1].g);
 }
 
-const clt_layer_kind clt_layer_conv = {"conv", configure, forward, backward, NULL, 0};
+const clt_layer_kind clt_layer_conv = {"conv", configure, forward, backward, NULL, 0, NULL};

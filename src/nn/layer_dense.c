@@ -30,4 +30,4 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
                                   l->params[0].g, l->params[1].g);
 }
 
-const clt_layer_kind clt_layer_dense = {"dense", configure, forward, backward, NULL, 0};
+const clt_layer_kind clt_layer_dense = {"dense", configure, forward, backward, NULL, 0, NULL};

@@ -129,6 +129,7 @@ void clt_net_destroy(clt_net *net)
     if (net->act) release_batch_buffers(net);
     for (int i = 0; i < net->model.n_layers; i++) {
         clt_layer *l = &net->model.layers[i];
+        clt_layer_release(l);
         for (int p = 0; p < l->n_params; p++) {
             release(&l->params[p].w);
             release(&l->params[p].g);

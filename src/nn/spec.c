@@ -24,6 +24,8 @@ static const token_kind token_kinds[] = {
     {"flatten", &clt_layer_flatten, 0},
     {"dense", &clt_layer_dense, 0},
     {"gap", &clt_layer_gap, 0},
+    {"bn", &clt_layer_bn, 0},
+    {"res", &clt_layer_res, 0},
 };
 
 static const struct {
@@ -31,6 +33,11 @@ static const struct {
 } builtins[] = {
     {"lenet", "conv:20:3,relu,avgpool:2,conv:50:5,relu,avgpool:2,flatten,dense:128,relu,dense:10"},
     {"lenet-max", "conv:20:3,relu,maxpool:2,conv:50:5,relu,maxpool:2,flatten,dense:128,relu,dense:10"},
+    /* The Gluon tutorial's resnet18 for 28x28 inputs. */
+    {"resnet18", "stem.0=conv:64:3:1:1,stem.1=bn,stem.2=relu,"
+                 "stage1.0=res:64,stage1.1=res:64,stage2.0=res:128:2,stage2.1=res:128,"
+                 "stage3.0=res:256:2,stage3.1=res:256,stage4.0=res:512:2,stage4.1=res:512,"
+                 "head.0=gap,head.1=dense:10"},
 };
 
 const char *clt_model_builtin(const char *name)
@@ -72,11 +79,9 @@ static clt_status parse_token(char *tok, int index, clt_layer *l)
     for (size_t i = 0; i < sizeof token_kinds / sizeof token_kinds[0]; i++)
         if (strcmp(token_kinds[i].token, kind) == 0) tk = &token_kinds[i];
     if (!tk) {
-        if (strcmp(kind, "bn") == 0)
-            return clt_fail(CLT_ERR_UNSUPPORTED, "layer %d (bn): batch norm is not available in this version", index);
         return clt_fail(CLT_ERR_SPEC,
                         "layer %d: unknown layer kind \"%s\" (known: conv, maxpool, avgpool, relu, "
-                        "sigmoid, tanh, flatten, dense, gap; builtins: lenet, lenet-max)",
+                        "sigmoid, tanh, flatten, dense, gap, bn, res; builtins: lenet, lenet-max, resnet18)",
                         index, kind);
     }
     l->kind = tk->kind;
@@ -161,6 +166,7 @@ clt_status clt_model_parse(const char *spec, int c, int h, int w, clt_model *out
 void clt_model_free(clt_model *m)
 {
     if (!m) return;
+    for (int i = 0; m->layers && i < m->n_layers; i++) free(m->layers[i].subs);
     free(m->layers);
     free(m->spec);
     memset(m, 0, sizeof *m);

@@ -132,6 +132,103 @@ static void pool(const clt_layer *l, int n, const double *x, double *y, const do
                 }
 }
 
+/* Batch norm, training mode (batch statistics), over (n, c, hw). */
+static void bn_fwd(int n, int c, int hw, const double *x, const double *g, const double *b, double *y)
+{
+    for (int ch = 0; ch < c; ch++) {
+        double m = 0, v = 0, M = (double)n * hw;
+        for (int s = 0; s < n; s++)
+            for (int i = 0; i < hw; i++) m += x[((size_t)s * c + ch) * hw + i];
+        m /= M;
+        for (int s = 0; s < n; s++)
+            for (int i = 0; i < hw; i++) {
+                double d = x[((size_t)s * c + ch) * hw + i] - m;
+                v += d * d;
+            }
+        double inv = 1 / sqrt(v / M + 1e-5);
+        for (int s = 0; s < n; s++)
+            for (int i = 0; i < hw; i++) {
+                size_t at = ((size_t)s * c + ch) * hw + i;
+                y[at] = g[ch] * (x[at] - m) * inv + b[ch];
+            }
+    }
+}
+
+static void bn_bwd(int n, int c, int hw, const double *x, const double *g, const double *dy, double *dx, double *dg,
+                   double *db)
+{
+    for (int ch = 0; ch < c; ch++) {
+        double m = 0, v = 0, M = (double)n * hw, sdy = 0, sdyx = 0;
+        for (int s = 0; s < n; s++)
+            for (int i = 0; i < hw; i++) m += x[((size_t)s * c + ch) * hw + i];
+        m /= M;
+        for (int s = 0; s < n; s++)
+            for (int i = 0; i < hw; i++) {
+                double d = x[((size_t)s * c + ch) * hw + i] - m;
+                v += d * d;
+            }
+        double inv = 1 / sqrt(v / M + 1e-5);
+        for (int s = 0; s < n; s++)
+            for (int i = 0; i < hw; i++) {
+                size_t at = ((size_t)s * c + ch) * hw + i;
+                sdy += dy[at];
+                sdyx += dy[at] * (x[at] - m) * inv;
+            }
+        dg[ch] = sdyx;
+        db[ch] = sdy;
+        for (int s = 0; s < n; s++)
+            for (int i = 0; i < hw; i++) {
+                size_t at = ((size_t)s * c + ch) * hw + i;
+                double xh = (x[at] - m) * inv;
+                dx[at] = g[ch] * inv * (dy[at] - sdy / M - xh * sdyx / M);
+            }
+    }
+}
+
+static int bn_plane(const clt_layer *l) { return l->in.ndim == 3 ? l->in.d[1] * l->in.d[2] : 1; }
+
+/* The residual block from its parts (conv1, bn1, conv2, bn2[, shortcut]);
+ * P: the block's parameters in that order; G: their gradients. With dy
+ * given, runs the backward too (recomputing the forward). */
+static void res_block(const clt_layer *l, int n, const double *x, double **P, double **G, double *y,
+                      const double *dy, double *dx)
+{
+    const clt_layer *c1 = &l->subs[0], *c2 = &l->subs[2];
+    int proj = l->n_subs > 4;
+    size_t O = (size_t)n * (size_t)numel(&l->out), I = (size_t)n * (size_t)numel(&l->in);
+    int C = l->out.d[0], HW = l->out.d[1] * l->out.d[2];
+    double *t1 = calloc(O, 8), *t2 = calloc(O, 8), *t4 = calloc(O, 8), *t5 = calloc(O, 8), *t6 = calloc(O, 8);
+    conv_fwd(c1, n, x, P[0], P[1], t1);
+    bn_fwd(n, C, HW, t1, P[2], P[3], t2);
+    for (size_t i = 0; i < O; i++) t2[i] = t2[i] > 0 ? t2[i] : 0;
+    conv_fwd(c2, n, t2, P[6], P[7], t4);
+    bn_fwd(n, C, HW, t4, P[8], P[9], t5);
+    if (proj) conv_fwd(&l->subs[4], n, x, P[12], P[13], t6);
+    for (size_t i = 0; i < O; i++) {
+        double v = t5[i] + (proj ? t6[i] : x[i]);
+        y[i] = v > 0 ? v : 0;
+    }
+    if (dy) {
+        double *ds = calloc(O, 8), *a = calloc(O, 8), *b2 = calloc(O, 8), *dxm = calloc(I, 8);
+        for (size_t i = 0; i < O; i++) ds[i] = y[i] > 0 ? dy[i] : 0;
+        bn_bwd(n, C, HW, t4, P[8], ds, a, G[8], G[9]);
+        conv_bwd(c2, n, t2, P[6], a, b2, G[6], G[7]);
+        for (size_t i = 0; i < O; i++) b2[i] = t2[i] > 0 ? b2[i] : 0;
+        bn_bwd(n, C, HW, t1, P[2], b2, a, G[2], G[3]);
+        conv_bwd(c1, n, x, P[0], a, dxm, G[0], G[1]);
+        if (proj) {
+            double *dsc = calloc(I, 8);
+            conv_bwd(&l->subs[4], n, x, P[12], ds, dsc, G[12], G[13]);
+            for (size_t i = 0; i < I; i++) dx[i] = dxm[i] + dsc[i];
+            free(dsc);
+        } else {
+            for (size_t i = 0; i < I; i++) dx[i] = dxm[i] + ds[i];
+        }
+        free(ds), free(a), free(b2), free(dxm);
+    }
+    free(t1), free(t2), free(t4), free(t5), free(t6);
+}
+
 static double act(int f, double x) { return f == CLT_RELU ? (x > 0 ? x : 0) : f == CLT_SIGMOID ? 1 / (1 + exp(-x)) : tanh(x); }
 static double dact_from_y(int f, double y) { return f == CLT_RELU ? (y > 0) : f == CLT_SIGMOID ? y * (1 - y) : 1 - y * y; }
 
@@ -150,6 +247,8 @@ double ref_net_forward(ref_net *r, const float *images, const int32_t *labels, i
         else if (l->kind == &clt_layer_activation)
             for (int64_t i = 0; i < n * in; i++) y[i] = act(l->variant, x[i]);
         else if (l->kind == &clt_layer_flatten) memcpy(y, x, sizeof(double) * (size_t)(n * in));
+        else if (l->kind == &clt_layer_bn) bn_fwd(n, l->in.d[0], bn_plane(l), x, r->params[k], r->params[k + 1], y);
+        else if (l->kind == &clt_layer_res) res_block(l, n, x, r->params + k, r->grads + k, y, NULL, NULL);
         else if (l->kind == &clt_layer_gap) {
             int hw = l->in.d[1] * l->in.d[2];
             for (int64_t i = 0; i < n * out; i++) {
@@ -206,6 +305,9 @@ void ref_net_backward(ref_net *r, const int32_t *labels, double scale)
         else if (l->kind == &clt_layer_activation)
             for (int64_t i = 0; i < n * in; i++) dx[i] = dy[i] * dact_from_y(l->variant, y[i]);
         else if (l->kind == &clt_layer_flatten) memcpy(dx, dy, sizeof(double) * (size_t)(n * in));
+        else if (l->kind == &clt_layer_bn)
+            bn_bwd(n, l->in.d[0], bn_plane(l), x, r->params[k], dy, dx, r->grads[k], r->grads[k + 1]);
+        else if (l->kind == &clt_layer_res) res_block(l, n, x, r->params + k, r->grads + k, y, dy, dx);
         else if (l->kind == &clt_layer_gap) {
             int hw = l->in.d[1] * l->in.d[2];
             for (int64_t i = 0; i < n * out; i++)

@@ -1,0 +1,78 @@
+/* bn — batch normalisation over channels (C, H, W) or features (F), with
+ * learnable scale and shift and running statistics (PyTorch semantics,
+ * momentum 0.1, eps 1e-5). With a sync hook in the pass, the statistics of
+ * the whole multi-device batch are used (synchronised batch norm). */
+#include "nn/layer.h"
+#include "ops/bn.h"
+
+enum { SHIFT, STATS, MEAN_INVSTD, BSTATS };
+
+static int channels(const clt_layer *l) { return l->in.d[0]; }
+static int plane(const clt_layer *l) { return l->in.ndim == 3 ? l->in.d[1] * l->in.d[2] : 1; }
+
+static clt_status configure(clt_layer *l)
+{
+    if (l->nargs) return clt_layer_fail(l, CLT_ERR_SPEC, "bn takes no arguments");
+    l->out = l->in;
+    int64_t c = channels(l);
+    clt_layer_add_param(l, "weight", 1, &c, 0, 0, 0)->init_value = 1.0f;
+    clt_layer_add_param(l, "bias", 1, &c, 0, 0, 1);
+    clt_layer_add_buffer(l, "running_mean", c, 0.0f);
+    clt_layer_add_buffer(l, "running_var", c, 1.0f);
+    return CLT_OK;
+}
+
+static clt_status buffers(clt_layer *l, clt_device *dev)
+{
+    size_t c = (size_t)channels(l);
+    CLT_TRY(clt_layer_priv(l, dev, SHIFT, c * sizeof(float)));
+    CLT_TRY(clt_layer_priv(l, dev, STATS, 2 * c * sizeof(float)));
+    CLT_TRY(clt_layer_priv(l, dev, MEAN_INVSTD, 2 * c * sizeof(float)));
+    return clt_layer_priv(l, dev, BSTATS, 2 * c * sizeof(float));
+}
+
+static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
+{
+    int c = channels(l), hw = plane(l);
+    cl_mem gamma = l->params[0].w, beta = l->params[1].w, rmean = l->params[2].w, rvar = l->params[3].w;
+    CLT_TRY(buffers(l, dev));
+    l->last_training = pass->training;
+    if (!pass->training)
+        return clt_bn_infer_raw(dev, n, c, hw, x, rmean, rvar, CLT_BN_EPS, gamma, beta, l->priv[MEAN_INVSTD], y);
+    double count = (double)n * hw;
+    /* Sums are taken about a shift: this shard's first sample alone, or the
+     * running mean every replica shares when statistics are combined. */
+    cl_mem shift = pass->sync ? rmean : l->priv[SHIFT];
+    if (!pass->sync) CLT_TRY(clt_bn_shift_raw(dev, n, c, hw, x, shift));
+    CLT_TRY(clt_bn_stats_raw(dev, n, c, hw, x, shift, l->priv[STATS]));
+    if (pass->sync) CLT_TRY(pass->sync(pass->sync_user, dev, l->priv[STATS], 2 * c, &count));
+    if (count < 2)
+        return clt_layer_fail(l, CLT_ERR_INVALID_ARG,
+                              "training batch norm needs more than one value per channel (batch %d x %d)", n, hw);
+    CLT_TRY(clt_bn_finalize_raw(dev, c, count, l->priv[STATS], shift, CLT_BN_MOMENTUM, CLT_BN_EPS, rmean, rvar,
+                                l->priv[MEAN_INVSTD]));
+    return clt_bn_apply_raw(dev, n, c, hw, x, l->priv[MEAN_INVSTD], gamma, beta, y);
+}
+
+static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
+                           cl_mem dy, cl_mem dx)
+{
+    (void)y;
+    int c = channels(l), hw = plane(l);
+    cl_mem gamma = l->params[0].w;
+    CLT_TRY(clt_bn_backward_stats_raw(dev, n, c, hw, x, dy, l->priv[MEAN_INVSTD], l->priv[BSTATS]));
+    /* [sum dy | sum dy*xhat] of this shard are dbeta and dgamma: the usual
+     * gradient reduction adds them over devices. */
+    size_t bytes = (size_t)c * sizeof(float);
+    CLT_CL(clEnqueueCopyBuffer(dev->queue, l->priv[BSTATS], l->params[1].g, 0, 0, bytes, 0, NULL, NULL),
+           "batch norm: bias gradient");
+    CLT_CL(clEnqueueCopyBuffer(dev->queue, l->priv[BSTATS], l->params[0].g, bytes, 0, bytes, 0, NULL, NULL),
+           "batch norm: weight gradient");
+    if (!dx) return CLT_OK;
+    if (!l->last_training) return clt_bn_backward_infer_raw(dev, n, c, hw, dy, l->priv[MEAN_INVSTD], gamma, dx);
+    double count = (double)n * hw;
+    if (pass->sync) CLT_TRY(pass->sync(pass->sync_user, dev, l->priv[BSTATS], 2 * c, &count));
+    return clt_bn_backward_apply_raw(dev, n, c, hw, x, dy, l->priv[MEAN_INVSTD], gamma, l->priv[BSTATS], count, dx);
+}
+
+const clt_layer_kind clt_layer_bn = {"bn", configure, forward, backward, NULL, 0, NULL};
