@@ -259,6 +259,32 @@ CLT_API clt_status clt_softmax_xent_backward(const clt_tensor *logits, const clt
 CLT_API clt_status clt_sgd_step(clt_tensor *param, const clt_tensor *grad, clt_tensor *velocity,
                                 float lr, float momentum, float weight_decay);
 
+/* Batch norm over the channels of x (n,c,h,w) or the features of x (n,c),
+ * as PyTorch's BatchNorm2d / BatchNorm1d (eps 1e-5, momentum 0.1).
+ * y = gamma * (x - mean) / sqrt(var + eps) + beta; gamma, beta (c) may be
+ * NULL (1 and 0). training: mean and biased variance of the batch over
+ * n*h*w values per channel (fewer than 2 is CLT_ERR_INVALID_ARG), and
+ * running_mean/running_var (c) become 0.9 * running + 0.1 * (mean, unbiased
+ * variance) (both NULL: not tracked). Otherwise the running statistics are
+ * used (required). save (2*c: mean, then 1/sqrt(var + eps)) keeps the
+ * statistics used for the backward; it may be NULL when no backward follows.
+ * y may be x (in place; the backward then lacks its x). Deterministic. */
+CLT_API clt_status clt_batchnorm_forward(const clt_tensor *x, const clt_tensor *gamma,
+                                         const clt_tensor *beta, clt_tensor *running_mean,
+                                         clt_tensor *running_var, int training, clt_tensor *save,
+                                         clt_tensor *y);
+/* Backward with the forward's x and save; training as in the forward:
+ * training includes the statistics' dependence on x, otherwise they are
+ * constants (dx = gamma * dy / sqrt(running_var + eps)). dgamma = sum dy *
+ * xhat, dbeta = sum dy over the batch. dx may be dy. */
+CLT_API clt_status clt_batchnorm_backward(const clt_tensor *x, const clt_tensor *dy,
+                                          const clt_tensor *gamma, const clt_tensor *save,
+                                          int training, clt_tensor *dx, clt_tensor *dgamma,
+                                          clt_tensor *dbeta);
+/* Residual add: y = a + b, all of one shape (y may be a or b). Its backward
+ * is the identity: da = db = dy. */
+CLT_API clt_status clt_add(const clt_tensor *a, const clt_tensor *b, clt_tensor *y);
+
 /* ------------------------------------------------------------------ */
 /* Nets on one device                                                  */
 /* ------------------------------------------------------------------ */
@@ -330,6 +356,96 @@ typedef struct clt_dataset clt_dataset; /* see Datasets below */
  * batch_size). */
 CLT_API clt_status clt_net_evaluate(clt_net *net, const clt_dataset *ds, int batch_size,
                                     double *mean_loss, double *accuracy);
+
+/* ------------------------------------------------------------------ */
+/* NumPy .npz archives and a net's parameters                          */
+/* ------------------------------------------------------------------ */
+
+/* An .npz is NumPy's format for several arrays (numpy.savez,
+ * numpy.savez_compressed, numpy.load): a zip archive of .npy files, one per
+ * array, named "<key>.npy". cltrain reads and writes float32 arrays
+ * (little-endian '<f4', C order) and byte arrays ('|u1'; '|S<n>' is read
+ * too) for metadata. Keys may contain '/' ("momentum/0.weight"). */
+typedef struct clt_npz clt_npz;
+
+/* One array of an archive. Every pointer points into the archive and stays
+ * valid until clt_npz_destroy. */
+typedef struct clt_npz_entry {
+    const char *name;      /* key without ".npy" */
+    const char *dtype;     /* as in the file: "<f4", "|u1", "|S12" */
+    int is_bytes;          /* 0: float32 array (data); 1: bytes (bytes only) */
+    int ndim;              /* 0 (a scalar, shape ()) .. CLT_MAX_DIMS */
+    int64_t shape[CLT_MAX_DIMS];
+    int64_t numel;         /* product of the shape; 1 for a scalar */
+    const float *data;     /* numel floats in host byte order; NULL for bytes */
+    const uint8_t *bytes;  /* the raw array data, nbytes long (also for floats) */
+    size_t nbytes;         /* numel x item size */
+} clt_npz_entry;
+
+/* Reads a whole .npz into memory and checks everything before it returns:
+ * the zip structure against the real file size (zip64 and data descriptors
+ * are understood; encryption, multi-disk archives and compression methods
+ * other than stored and deflate are refused), each entry's exact inflated
+ * size and CRC-32, unique names ending in ".npy", and each .npy header
+ * (version 1.0, 2.0 or 3.0; descr '<f4', '|u1' or '|S<n>'; fortran_order
+ * False; shape of at most CLT_MAX_DIMS dimensions whose size is exactly the
+ * data's). Errors: CLT_ERR_NOT_FOUND for a missing file, CLT_ERR_IO when it
+ * cannot be read, CLT_ERR_FORMAT for bad content, CLT_ERR_NO_MEMORY; the
+ * detail names the file, the entry and the problem. *out belongs to the
+ * caller (NULL on failure). Thread-safe. A read archive is immutable: its
+ * accessors may be called from any number of threads at once. */
+CLT_API clt_status clt_npz_read(const char *path, clt_npz **out);
+CLT_API void clt_npz_destroy(clt_npz *npz); /* NULL-safe */
+/* Number of entries (0 for NULL). */
+CLT_API int clt_npz_count(const clt_npz *npz);
+/* Entry i (0 .. count-1, in the archive's order). CLT_ERR_INVALID_ARG when
+ * i is out of range. */
+CLT_API clt_status clt_npz_entry_at(const clt_npz *npz, int i, clt_npz_entry *entry);
+/* The entry with key `name` (without ".npy"); CLT_ERR_NOT_FOUND naming the
+ * file and the key when there is none. */
+CLT_API clt_status clt_npz_find(const clt_npz *npz, const char *name, clt_npz_entry *entry);
+
+/* Writes an .npz atomically: entries go to a temporary file beside `path`
+ * as they are added; clt_npz_writer_commit flushes, fsyncs and renames it
+ * over `path`. Until then, and whenever anything fails, a file already at
+ * `path` stays untouched (also when the process is killed). After any failed
+ * call the writer only refuses further work: destroy it. The output is
+ * deterministic (fixed timestamps) and plain zip (an archive of 4 GiB or
+ * more, or of more than 65534 entries, is refused with CLT_ERR_UNSUPPORTED).
+ * One writer must not be used by two threads at once. */
+typedef struct clt_npz_writer clt_npz_writer;
+/* compress: 0 stores entries as numpy.savez does; 1 deflates them as
+ * numpy.savez_compressed does (an entry deflate cannot shrink is stored).
+ * *out belongs to the caller. */
+CLT_API clt_status clt_npz_writer_create(const char *path, int compress, clt_npz_writer **out);
+/* Adds a float32 array of ndim (0 .. CLT_MAX_DIMS) dimensions, each >= 0,
+ * from numel floats in host order (the data is written before the call
+ * returns). A key must be non-empty, without control characters, at most
+ * 1024 bytes and not already in the archive (CLT_ERR_INVALID_ARG). */
+CLT_API clt_status clt_npz_writer_add_f32(clt_npz_writer *w, const char *name, int ndim,
+                                          const int64_t *shape, const float *data);
+/* Adds n bytes as a 1-D '|u1' array (numpy: bytes(z[name]) gives them back). */
+CLT_API clt_status clt_npz_writer_add_bytes(clt_npz_writer *w, const char *name,
+                                            const void *data, size_t n);
+/* Finishes the archive and moves it into place. Called once. */
+CLT_API clt_status clt_npz_writer_commit(clt_npz_writer *w);
+/* Frees the writer; without a successful commit the temporary file is
+ * removed and `path` is left as it was. NULL-safe. */
+CLT_API void clt_npz_writer_destroy(clt_npz_writer *w);
+
+/* Writes every parameter of the net under its state_dict name ("0.weight"),
+ * float32 in C order, stored: numpy.load reads it, and PyTorch takes
+ * {k: torch.from_numpy(v) for k, v in numpy.load(path).items()} in
+ * load_state_dict of the matching nn.Sequential. Atomic as the writer. */
+CLT_API clt_status clt_net_save_npz(const clt_net *net, const char *path);
+/* Loads every parameter by name from an .npz (as written above or by
+ * numpy.savez / numpy.savez_compressed from a state_dict). Every parameter
+ * must be present as float32 of its exact shape, and nothing else may be
+ * there: a missing key, an extra key or a shape mismatch is CLT_ERR_FORMAT
+ * naming the parameter and both shapes. Everything is checked before any
+ * parameter is written, so on error the net is unchanged. Read errors as in
+ * clt_npz_read. Momentum buffers are not touched. */
+CLT_API clt_status clt_net_load_npz(clt_net *net, const char *path);
 
 /* ------------------------------------------------------------------ */
 /* Datasets                                                            */
@@ -499,6 +615,9 @@ typedef struct clt_trainer_config {
     clt_init init;
     size_t bucket_bytes;       /* gradient bucket size (default 25 MB) */
     int check_every;           /* > 0: compare parameter checksums of all replicas every N steps */
+    int sync_bn;               /* 1: batch norm uses the statistics of the whole batch over all
+                                * devices (as one device would); 0: each device its own shard's,
+                                * running statistics averaged over devices after each step */
     clt_reduce_fn reduce;      /* NULL: local host sum */
     void *reduce_user;
     clt_log_fn log;            /* optional log hook for every device */

@@ -1,20 +1,24 @@
 /* 2-D convolution (NCHW, float32, cross-correlation, zero padding, square
  * kernel K, stride S, padding PAD). src/ops/conv.c launches these kernels and
- * documents the two algorithms and the measurements behind the choice:
+ * documents the algorithms and the measurements behind the choice:
  *
- *  "lanes": the batch becomes the vector lane. Activations are copied into a
- *   (C, H', W', NP) layout ("CHWN", zero-padded spatially, batch padded to NP,
- *   a multiple of 16) and every work-item keeps a register block of
- *   RM channels x 16*NV batch lanes for one pixel in float16 accumulators.
- *   The inner loop is a rank-1 update: RM scalar weights times NV contiguous
- *   float16 loads. No im2col buffer, no atomics, every output written once.
+ *  "lanes" (CPU devices): the batch becomes the vector lane. Activations are
+ *   copied into a (C, H, W, NP) layout (batch padded to NP, a multiple of 16)
+ *   and every work-item keeps a register block of RM channels x 16*NV lanes
+ *   of one pixel in float16 accumulators. The inner loop is a rank-1 update:
+ *   RM broadcast weights times NV contiguous float16 loads. Only taps that
+ *   land inside the input are visited (no padded copies, no work on zeros).
+ *   Results go back to NCHW through a transposing copy.
+ *  "direct" (CPU devices, stride 1, tiny c*k*k such as a first layer):
+ *   NCHW rows as vectors, no layout copies.
+ *  "gemm" (GPUs): im2col over a chunk of images into a (C*K*K, images*P)
+ *   matrix, one CLBlast SGEMM per chunk, and a gather-style col2im.
  *
- *  "gemm": im2col over a chunk of images into a (C*K*K, images*P) matrix, one
- *   CLBlast SGEMM per chunk, and a gather-style col2im that writes every dx
- *   element once.
- *
+ * No atomics anywhere; every output element is written once (or, for the
+ * sums over chunks, summed in a fixed order), so results are deterministic.
  * Offsets into the shared scratch buffer are passed as ulong element offsets.
- */
+ * Loops over register blocks carry "#pragma unroll": without it PoCL kept
+ * the accumulators in memory and ran 3-6x slower. */
 
 #define LANES 16
 
@@ -413,6 +417,164 @@ __kernel void conv_bias_grad(int N, int CO, int P, int imgs, __global const floa
         total += t;
     }
     part[part_off + (size_t)chunk * CO + co] = total;
+}
+
+/* ------------------------------------------------------------------ */
+/* Direct NCHW kernels for stride 1 and a small reduction (c*k*k), where  */
+/* the lanes layout copies would cost more than the arithmetic            */
+/* ------------------------------------------------------------------ */
+
+/* xp (N*C, HP, WPP): x with PAD zero rows/columns on top/left, zeros to the
+ * right up to WPP (wide enough for every 32-wide read of a row). Global:
+ * (WPP, N*C*HP). */
+__kernel void conv_pad_rows(int H, int W, int PAD, int HP, int WPP, int rows,
+                            __global const float *x, __global float *xp, ulong xp_off)
+{
+    int wp = get_global_id(0);
+    int r = get_global_id(1); /* (n*C + c)*HP + hp */
+    if (wp >= WPP || r >= rows) return;
+    int hp = r % HP, img = r / HP;
+    int h = hp - PAD, w = wp - PAD;
+    float v = 0.0f;
+    if (h >= 0 && h < H && w >= 0 && w < W) v = x[((size_t)img * H + h) * W + w];
+    xp[xp_off + (size_t)r * WPP + wp] = v;
+}
+
+/* 16 floats from p[0..n) and zeros after (n < 16 reads stay in bounds). */
+INLINE float16 load16_tail(__global const float *p, int n)
+{
+    if (n >= LANES) return vload16(0, p);
+    float t[LANES];
+    for (int q = 0; q < LANES; q++) t[q] = q < n ? p[q] : 0.0f;
+    return vload16(0, t);
+}
+
+/* Forward, stride 1: y[n][co][oy][ox0..ox0+31] for RM output channels, the
+ * 32 output pixels of a row as two float16 accumulators per channel; the
+ * input rows come from xp with unaligned vector loads, the weights are
+ * broadcast. Global:
+ * (ceil(CO/RM), N*OH*ceil(OW/32)). */
+INLINE void conv_fwd_direct(int rm, int N, int C, int CO, int K, int HP, int WPP, int OH, int OW,
+                            __global const float *xp, ulong xp_off, __global const float *w,
+                            __global const float *bias, int has_bias, __global float *y)
+{
+    int cb = get_global_id(0);
+    int item = get_global_id(1);
+    int oblocks = (OW + 2 * LANES - 1) / (2 * LANES);
+    int co0 = cb * rm;
+    if (co0 >= CO || item >= N * OH * oblocks) return;
+    int ob = item % oblocks, row = item / oblocks; /* row = n*OH + oy */
+    int oy = row % OH, n = row / OH;
+    /* The two vectors start at s0 and s1; near the row end they slide back
+     * to end exactly at OW (overlapping pixels get the same value twice),
+     * so every store is a full vector store unless the row is shorter than 16. */
+    int last = max(0, OW - LANES);
+    int s0 = min(ob * 2 * LANES, last), s1 = min(ob * 2 * LANES + LANES, last);
+    int ckk = C * K * K;
+    float16 acc[2][MAX_RM];
+#pragma unroll
+    for (int r = 0; r < rm; r++) acc[0][r] = acc[1][r] = (float16)0.0f;
+    __global const float *wr[MAX_RM];
+#pragma unroll
+    for (int r = 0; r < rm; r++) wr[r] = w + (size_t)min(co0 + r, CO - 1) * ckk;
+    int t = 0;
+    for (int c = 0; c < C; c++) {
+        for (int i = 0; i < K; i++) {
+            __global const float *xr = xp + xp_off + (((size_t)n * C + c) * HP + oy + i) * WPP;
+            for (int j = 0; j < K; j++, t++) {
+                float16 b0 = vload16(0, xr + s0 + j), b1 = vload16(0, xr + s1 + j);
+#pragma unroll
+                for (int r = 0; r < rm; r++) {
+                    float16 a = (float16)(wr[r][t]);
+                    acc[0][r] = fma(a, b0, acc[0][r]);
+                    acc[1][r] = fma(a, b1, acc[1][r]);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < rm; r++) {
+        int co = co0 + r;
+        if (co >= CO) break;
+        float bv = has_bias ? bias[co] : 0.0f;
+        __global float *yp = y + (((size_t)n * CO + co) * OH + oy) * OW;
+        if (OW >= LANES) {
+            vstore16(acc[0][r] + bv, 0, yp + s0);
+            vstore16(acc[1][r] + bv, 0, yp + s1);
+        } else {
+            store16(acc[0][r] + bv, yp, OW);
+        }
+    }
+}
+
+#define DIRECT_ARGS                                                                          \
+    int N, int C, int CO, int K, int HP, int WPP, int OH, int OW, __global const float *xp,  \
+        ulong xp_off, __global const float *w, __global const float *bias, int has_bias,     \
+        __global float *y
+#define DIRECT_PASS N, C, CO, K, HP, WPP, OH, OW, xp, xp_off, w, bias, has_bias, y
+__kernel void conv_fwd_direct_4(DIRECT_ARGS) { conv_fwd_direct(4, DIRECT_PASS); }
+__kernel void conv_fwd_direct_8(DIRECT_ARGS) { conv_fwd_direct(8, DIRECT_PASS); }
+__kernel void conv_fwd_direct_10(DIRECT_ARGS) { conv_fwd_direct(10, DIRECT_PASS); }
+
+/* Backward weights, stride 1, partial over a chunk of images:
+ * part[chunk][co][t] for the taps t = (c*K + i)*K + j of group tg (TG taps
+ * per work-item) = sum over the chunk's n, oy and ox of
+ * dy[n][co][oy][ox] xp[n][c][oy+i][ox+j]. 32 output pixels of a row per
+ * step as two vectors (dy is zero past OW, so those pixels add nothing
+ * unless x holds an infinity there); the lanes are summed at the end.
+ * Global: (CO, groups*chunks). */
+#define TG 9
+__kernel void conv_bwd_weights_direct(int N, int C, int CO, int K, int HP, int WPP, int OH, int OW,
+                                      int imgs, int groups, int chunks, __global const float *xp,
+                                      ulong xp_off, __global const float *dy,
+                                      __global float *part, ulong part_off)
+{
+    int co = get_global_id(0);
+    int g1 = get_global_id(1);
+    if (co >= CO || g1 >= groups * chunks) return;
+    int tg = g1 % groups, chunk = g1 / groups;
+    int KK = K * K, ckk = C * KK;
+    int t0 = tg * TG, nt = min(TG, ckk - t0);
+    size_t xo[TG];
+#pragma unroll
+    for (int u = 0; u < TG; u++) {
+        int t = min(t0 + u, ckk - 1);
+        int c = t / KK, ij = t - (t / KK) * KK;
+        int i = ij / K, j = ij - (ij / K) * K;
+        xo[u] = ((size_t)c * HP + i) * WPP + j;
+    }
+    float16 acc[2][TG];
+#pragma unroll
+    for (int u = 0; u < TG; u++) acc[0][u] = acc[1][u] = (float16)0.0f;
+    int n0 = chunk * imgs, n1 = min(N, n0 + imgs);
+    for (int n = n0; n < n1; n++) {
+        __global const float *xn = xp + xp_off + (size_t)n * C * HP * WPP;
+        for (int oy = 0; oy < OH; oy++) {
+            __global const float *dr = dy + (((size_t)n * CO + co) * OH + oy) * OW;
+            __global const float *xr = xn + (size_t)oy * WPP;
+            for (int ox0 = 0; ox0 < OW; ox0 += 2 * LANES) {
+                float16 d0 = load16_tail(dr + ox0, OW - ox0);
+                float16 d1 = OW - ox0 > LANES ? load16_tail(dr + ox0 + LANES, OW - ox0 - LANES)
+                                              : (float16)0.0f;
+#pragma unroll
+                for (int u = 0; u < TG; u++) {
+                    __global const float *q = xr + xo[u] + ox0;
+                    acc[0][u] = fma(d0, vload16(0, q), acc[0][u]);
+                    acc[1][u] = fma(d1, vload16(1, q), acc[1][u]);
+                }
+            }
+        }
+    }
+    __global float *pp = part + part_off + ((size_t)chunk * CO + co) * ckk + t0;
+#pragma unroll
+    for (int u = 0; u < TG; u++) {
+        if (u >= nt) break;
+        float16 s16 = acc[0][u] + acc[1][u];
+        float8 s8 = s16.lo + s16.hi;
+        float4 s4 = s8.lo + s8.hi;
+        float2 s2 = s4.lo + s4.hi;
+        pp[u] = s2.x + s2.y;
+    }
 }
 
 /* ------------------------------------------------------------------ */

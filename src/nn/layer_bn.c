@@ -68,10 +68,12 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
            "batch norm: bias gradient");
     CLT_CL(clEnqueueCopyBuffer(dev->queue, l->priv[BSTATS], l->params[0].g, bytes, 0, bytes, 0, NULL, NULL),
            "batch norm: weight gradient");
-    if (!dx) return CLT_OK;
-    if (!l->last_training) return clt_bn_backward_infer_raw(dev, n, c, hw, dy, l->priv[MEAN_INVSTD], gamma, dx);
+    if (!l->last_training)
+        return dx ? clt_bn_backward_infer_raw(dev, n, c, hw, dy, l->priv[MEAN_INVSTD], gamma, dx) : CLT_OK;
+    /* Every device takes part in each reduction, wanted or not. */
     double count = (double)n * hw;
     if (pass->sync) CLT_TRY(pass->sync(pass->sync_user, dev, l->priv[BSTATS], 2 * c, &count));
+    if (!dx) return CLT_OK;
     return clt_bn_backward_apply_raw(dev, n, c, hw, x, dy, l->priv[MEAN_INVSTD], gamma, l->priv[BSTATS], count, dx);
 }
 

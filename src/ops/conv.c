@@ -1,38 +1,54 @@
-/* 2-D convolution: geometry, the two algorithms, and the tensor API.
+/* 2-D convolution: geometry, the algorithms, and the tensor API.
  *
  * Semantics (DESIGN.md): cross-correlation, zero padding, weight (co, c, k, k),
  * bias per output channel, oh = (h + 2 pad - k) / stride + 1. The backward
  * gives gradient SUMS over the batch and overwrites dx, dw, db.
  *
- * Two algorithms, chosen per device (kernels/conv.cl has the details):
+ * Algorithms (kernels/conv.cl has the kernel-level details):
  *
- *  CONV_LANES  the batch is the SIMD lane: activations are copied to a
- *              zero-padded (C, H', W', N') layout and each work-item keeps an
+ *  CONV_LANES  (CPU devices) the batch is the SIMD lane: activations are
+ *              copied to a (C, H, W, N') layout and each work-item keeps an
  *              RM channels x 16*NV images register block in float16
  *              accumulators (rank-1 updates: RM broadcast weights times NV
- *              vector loads). Forward, backward-data (only the taps of the
- *              pixel's stride phase, no zero dilation) and backward-weights
- *              (partials over chunks of output rows, summed in a fixed order)
- *              all work on that layout. No im2col buffer, no atomics.
- *  CONV_GEMM   im2col of a chunk of images into a (c*k*k, images*oh*ow)
- *              matrix, one CLBlast SGEMM per chunk and pass, gather col2im.
+ *              vector loads). Forward and backward-data visit only the taps
+ *              that land inside the input (backward-data only those of the
+ *              pixel's stride phase: no zero dilation, no padded copies);
+ *              backward-weights sums partials over chunks of rows x lanes in
+ *              a fixed order. Results return to NCHW through a transposing
+ *              copy. Layers with stride 1 and a tiny reduction (a first
+ *              layer: c*k*k <= 27 forward, <= 9 backward-weights) use direct
+ *              NCHW kernels instead (see direct_fwd_ok for the figures).
+ *  CONV_GEMM   (GPUs, accelerators) im2col of a chunk of images (the whole
+ *              shard when it fits 512 MiB) into a (c*k*k, images*oh*ow)
+ *              matrix, one CLBlast SGEMM per chunk and pass, gather col2im
+ *              (every dx element written once). Float16-per-work-item
+ *              register blocks would spill and defeat coalescing on a GPU,
+ *              while CLBlast is tuned for GPUs.
+ * CLTRAIN_CONV_ALGO=lanes|gemm overrides the choice (the tests run both).
  *
- * Measured on PoCL 3.1 (LLVM 15), one "pthread" device on both cores of an
- * AMD EPYC (AVX-512; an explicit float16 FMA loop peaks at ~430 GFLOP/s),
- * GFLOP/s forward / backward-data / backward-weights (bench/bench_conv.c):
+ * Measured with bench/bench_conv.c on PoCL 3.1 (LLVM 15), one "pthread"
+ * device on both cores of an AMD EPYC with AVX-512 (a float16 FMA loop peaks
+ * at ~430 GFLOP/s), batch 256, GFLOP/s, best of 7 (lanes) / 3 (gemm), each
+ * pass timed whole (layout copies, weight transposes, im2col included;
+ * backward-weights includes db):
  *
- *   shape (n, c->co, hxw, k, s, p)          lanes               gemm (CLBlast)
- *   LeNet conv1 256, 1->20, 28, k3          see report table in bench output
- *   LeNet conv2 256, 20->50, 13, k5
+ *                              lanes (+direct)        gemm (CLBlast)
+ *   shape                      fwd  bwd-d  bwd-w      fwd  bwd-d  bwd-w
+ *   LeNet 1->20 k3 28x28        66     19     55      1.9    1.8    2.3
+ *   LeNet 20->50 k5 13x13      275    245    187      8.6   11.1    7.9
+ *   R18 64->64 k3 p1 28x28     262    248    192     12.2   13.0    8.1
+ *   R18 64->128 k3 s2 p1 28    223    207    160      8.7   16.6   10.9
+ *   R18 64->128 k1 s2 28x28     59     43     54      7.0    7.4    9.7
+ *   R18 128->128 k3 p1 14x14   257    262    229      8.5   16.7    9.2
+ *   R18 256->256 k3 p1 7x7     307    307    355     19.1    6.8    5.3
+ *   R18 512->512 k3 p1 4x4     307    315    389     15.3   12.3   13.4
  *
- * (The table is filled in from the benchmark at the end of this file's
- * history; see CONV_TABLE below.)
- *
- * CLBlast's untuned SGEMM on PoCL reaches ~14 GFLOP/s, so the lanes kernels
- * win on CPU devices by an order of magnitude. On GPUs the float16-per-item
- * register blocks would spill and defeat coalescing, while CLBlast is tuned
- * for them, so GPUs (and accelerators) use CONV_GEMM. CLTRAIN_CONV_ALGO=lanes
- * or =gemm overrides the choice (tests run both on every case). */
+ * (LeNet conv1 backward-data is never needed by a net: it is its input.)
+ * Along the way: without "#pragma unroll" on the register-block loops PoCL
+ * kept the accumulators in memory (3-6x slower); storing results straight
+ * into NCHW from the lanes kernels (a scalar scatter) was 1.5-6x slower than
+ * vector stores plus the transposing copy; a work-group holding all channel
+ * blocks of one pixel ran the forward 1.6-2x faster than one block per group. */
 #include "ops/conv.h"
 
 #include <stdint.h>
@@ -48,6 +64,9 @@
 /* Register blocks of conv_bwd_weights_lanes (kernels/conv.cl). */
 #define WA 4
 #define WB 6
+/* Work-group width of the copy and reduction kernels: fixed, so PoCL (which
+ * compiles a kernel once per work-group size) builds each of them once. */
+#define COPY_LX 8
 /* Scratch regions start on 256-byte boundaries. */
 #define ALIGN_FLOATS 64
 
@@ -201,7 +220,7 @@ static clt_status to_lanes(clt_device *dev, cl_mem src, int n, int c, int h, int
                            cl_mem dst, cl_ulong off)
 {
     size_t rows = (size_t)c * h, blocks = (size_t)np / LANES;
-    return clt_launch_2d(dev, "conv", "conv_to_lanes", blocks, rows, group_x(dev, blocks), 1,
+    return clt_launch_2d(dev, "conv", "conv_to_lanes", blocks, rows, group_x(dev, COPY_LX), 1,
                          CLT_ARGS(CLT_ARG(n), CLT_ARG(c), CLT_ARG(h), CLT_ARG(w), CLT_ARG(np),
                                   CLT_ARG(src), CLT_ARG(dst), CLT_ARG(off)));
 }
@@ -211,7 +230,7 @@ static clt_status from_lanes(clt_device *dev, cl_mem src, cl_ulong off, int n, i
                              int np, cl_mem bias, int has_bias, cl_mem dst)
 {
     size_t pblocks = ((size_t)p + LANES - 1) / LANES, rows = (size_t)ch * (size_t)(np / LANES);
-    return clt_launch_2d(dev, "conv", "conv_from_lanes", pblocks, rows, group_x(dev, pblocks), 1,
+    return clt_launch_2d(dev, "conv", "conv_from_lanes", pblocks, rows, group_x(dev, COPY_LX), 1,
                          CLT_ARGS(CLT_ARG(n), CLT_ARG(ch), CLT_ARG(p), CLT_ARG(np), CLT_ARG(src),
                                   CLT_ARG(off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(dst)));
 }
@@ -231,7 +250,7 @@ static clt_status lanes_forward(clt_device *dev, const clt_conv_geom *g, cl_mem 
     CLT_TRY(to_lanes(dev, x, g->n, g->c, g->h, g->w, pl.np, scratch, x_off));
     size_t wblocks = ((size_t)cop + LANES - 1) / LANES;
     CLT_TRY(clt_launch_2d(dev, "conv", "conv_weights_fwd", wblocks, (size_t)g->c,
-                          group_x(dev, wblocks), 1,
+                          group_x(dev, COPY_LX), 1,
                           CLT_ARGS(CLT_ARG(g->co), CLT_ARG(g->c), CLT_ARG(g->k), CLT_ARG(cop),
                                    CLT_ARG(w), CLT_ARG(scratch), CLT_ARG(wf_off))));
     char name[32];
@@ -325,7 +344,7 @@ static clt_status lanes_backward(clt_device *dev, const clt_conv_geom *g, cl_mem
     if (dx) {
         size_t wblocks = ((size_t)L.cip + LANES - 1) / LANES;
         CLT_TRY(clt_launch_2d(dev, "conv", "conv_weights_bwd", wblocks, (size_t)g->co,
-                              group_x(dev, wblocks), 1,
+                              group_x(dev, COPY_LX), 1,
                               CLT_ARGS(CLT_ARG(g->co), CLT_ARG(g->c), CLT_ARG(g->k), CLT_ARG(L.cip),
                                        CLT_ARG(w), CLT_ARG(scratch), CLT_ARG(wb_off))));
         char name[40];
@@ -365,6 +384,124 @@ static clt_status lanes_backward(clt_device *dev, const clt_conv_geom *g, cl_mem
         }
     }
     return CLT_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Direct NCHW kernels (stride 1, small c*k*k: first layers)           */
+/* ------------------------------------------------------------------ */
+
+/* Taps per work-item of conv_bwd_weights_direct (kernels/conv.cl). */
+#define TG 9
+
+/* When the NCHW-direct kernels beat the lanes algorithm: stride 1 and a
+ * small reduction, where the layout copies (whole output / dy tensors)
+ * cost more than the arithmetic. Measured on one PoCL thread, lanes vs
+ * direct, batch 256, ms (forward; backward-weights + bias):
+ *   1->20 k3 28x28 (LeNet conv1)   6.7 / 1.5    8.5 / 3.1
+ *   1->64 k3 p1 28x28 (ResNet stem) 26.5 / 10.6  21.8 / 12.5
+ *   3->32 k3 p1 28x28              18.9 / 10.3  13.5 / 27.3
+ *   8->32 k3 p1 28x28              17.7 / 22.0  22.3 / 50.4
+ *   32->64 k1 14x14                 8.5 / 29.2   7.8 / 43.7
+ * The backward-weights kernel reads dy once per group of TG taps, so it
+ * only wins with a single group. */
+static int direct_fwd_ok(const clt_conv_geom *g)
+{
+    return g->stride == 1 && g->k > 1 && (size_t)g->c * g->k * g->k <= 27;
+}
+
+static int direct_bwdw_ok(const clt_conv_geom *g)
+{
+    return g->stride == 1 && (size_t)g->c * g->k * g->k <= TG;
+}
+
+typedef struct direct_plan {
+    int hp, wpp; /* padded rows, padded row length */
+    size_t xp_elems;
+} direct_plan;
+
+static void direct_plan_init(const clt_conv_geom *g, direct_plan *d)
+{
+    d->hp = g->h + 2 * g->pad;
+    d->wpp = (int)round_up((size_t)g->ow, 2 * LANES) + g->k - 1;
+    if (d->wpp < g->w + 2 * g->pad) d->wpp = g->w + 2 * g->pad;
+    d->xp_elems = round_up((size_t)g->n * g->c * d->hp * d->wpp, ALIGN_FLOATS);
+}
+
+static clt_status pad_rows(clt_device *dev, const clt_conv_geom *g, const direct_plan *d, cl_mem x,
+                           cl_mem xp, cl_ulong off)
+{
+    int rows = g->n * g->c * d->hp;
+    return clt_launch_2d(dev, "conv", "conv_pad_rows", (size_t)d->wpp, (size_t)rows,
+                         group_x(dev, COPY_LX * 4), 1,
+                         CLT_ARGS(CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(g->pad), CLT_ARG(d->hp),
+                                  CLT_ARG(d->wpp), CLT_ARG(rows), CLT_ARG(x), CLT_ARG(xp),
+                                  CLT_ARG(off)));
+}
+
+static clt_status direct_forward(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
+                                 cl_mem b, cl_mem y)
+{
+    direct_plan d;
+    direct_plan_init(g, &d);
+    cl_mem scratch;
+    CLT_TRY(clt_device_scratch(dev, d.xp_elems * sizeof(float), &scratch));
+    cl_ulong off = 0;
+    CLT_TRY(pad_rows(dev, g, &d, x, scratch, off));
+    int rm = pick_rm(g->co);
+    char name[32];
+    snprintf(name, sizeof name, "conv_fwd_direct_%d", rm);
+    size_t blocks = ((size_t)g->co + (size_t)rm - 1) / (size_t)rm;
+    size_t items = (size_t)g->n * g->oh * (((size_t)g->ow + 2 * LANES - 1) / (2 * LANES));
+    int has_bias = b != NULL;
+    cl_mem bias = b ? b : w;
+    return clt_launch_2d(dev, "conv", name, blocks, items, group_x(dev, blocks), 1,
+                         CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
+                                  CLT_ARG(d.hp), CLT_ARG(d.wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
+                                  CLT_ARG(scratch), CLT_ARG(off), CLT_ARG(w), CLT_ARG(bias),
+                                  CLT_ARG(has_bias), CLT_ARG(y)));
+}
+
+/* Backward-weights work split: groups of TG taps x chunks of images, enough
+ * work-items for every compute unit. Returns the partial-sum floats needed. */
+static size_t direct_bwd_chunks(const clt_device *dev, const clt_conv_geom *g, int *groups,
+                                int *chunks, int *imgs)
+{
+    int ckk = g->c * g->k * g->k;
+    *groups = (ckk + TG - 1) / TG;
+    size_t want = (size_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) * 16;
+    size_t per = (size_t)g->co * (size_t)*groups;
+    size_t ch = per >= want ? 1 : (want + per - 1) / per;
+    if (ch > (size_t)g->n) ch = (size_t)g->n;
+    *imgs = (int)(((size_t)g->n + ch - 1) / ch);
+    *chunks = (g->n + *imgs - 1) / *imgs;
+    return *chunks > 1 ? (size_t)*chunks * g->co * (size_t)ckk : 0;
+}
+
+static clt_status direct_bwd_weights(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem dy,
+                                     cl_mem dw)
+{
+    direct_plan d;
+    direct_plan_init(g, &d);
+    int ckk = g->c * g->k * g->k, groups, chunks, imgs;
+    size_t part_elems = direct_bwd_chunks(dev, g, &groups, &chunks, &imgs);
+    cl_mem scratch;
+    CLT_TRY(clt_device_scratch(dev, (d.xp_elems + part_elems) * sizeof(float), &scratch));
+    cl_ulong xp_off = 0, part_off = d.xp_elems;
+    CLT_TRY(pad_rows(dev, g, &d, x, scratch, xp_off));
+    cl_mem part = chunks > 1 ? scratch : dw;
+    cl_ulong poff = chunks > 1 ? part_off : 0;
+    CLT_TRY(clt_launch_2d(dev, "conv", "conv_bwd_weights_direct", (size_t)g->co,
+                          (size_t)groups * (size_t)chunks, 1, 1,
+                          CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
+                                   CLT_ARG(d.hp), CLT_ARG(d.wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
+                                   CLT_ARG(imgs), CLT_ARG(groups), CLT_ARG(chunks),
+                                   CLT_ARG(scratch), CLT_ARG(xp_off), CLT_ARG(dy), CLT_ARG(part),
+                                   CLT_ARG(poff))));
+    if (chunks == 1) return CLT_OK;
+    int n = g->co * ckk;
+    return clt_launch_1d(dev, "conv", "conv_sum_chunks", ((size_t)n + LANES - 1) / LANES,
+                         CLT_ARGS(CLT_ARG(n), CLT_ARG(chunks), CLT_ARG(scratch),
+                                  CLT_ARG(part_off), CLT_ARG(dw)));
 }
 
 /* ------------------------------------------------------------------ */
@@ -473,7 +610,7 @@ static clt_status bias_grad(clt_device *dev, const clt_conv_geom *g, cl_mem dy, 
     cl_ulong off = 0;
     if (chunks > 1) CLT_TRY(clt_device_scratch(dev, (size_t)chunks * g->co * sizeof(float), &part));
     CLT_TRY(clt_launch_2d(dev, "conv", "conv_bias_grad", (size_t)g->co, (size_t)chunks,
-                          group_x(dev, 16), 1,
+                          group_x(dev, COPY_LX), 1,
                           CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->co), CLT_ARG(p), CLT_ARG(imgs),
                                    CLT_ARG(dy), CLT_ARG(part), CLT_ARG(off))));
     if (chunks == 1) return CLT_OK;
@@ -487,11 +624,18 @@ static clt_status bias_grad(clt_device *dev, const clt_conv_geom *g, cl_mem dy, 
 /* Raw launchers                                                       */
 /* ------------------------------------------------------------------ */
 
+/* The geometry must be what clt_conv_geom_init makes of its sizes (the
+ * kernels trust oh and ow). */
 static clt_status check_raw(clt_device *dev, const clt_conv_geom *g, const char *op)
 {
     if (!dev || !g) return clt_fail(CLT_ERR_INVALID_ARG, "%s: device or geometry is NULL", op);
-    if (g->n < 1 || g->c < 1 || g->co < 1 || g->k < 1 || g->stride < 1 || g->oh < 1 || g->ow < 1)
-        return clt_fail(CLT_ERR_INVALID_ARG, "%s: geometry not initialised (clt_conv_geom_init)", op);
+    clt_conv_geom chk;
+    if (clt_conv_geom_init(&chk, g->n, g->c, g->h, g->w, g->co, g->k, g->stride, g->pad) != CLT_OK ||
+        chk.oh != g->oh || chk.ow != g->ow)
+        return clt_fail(CLT_ERR_INVALID_ARG,
+                        "%s: geometry (n %d, c %d, %dx%d, co %d, k %d, stride %d, pad %d, output %dx%d) "
+                        "is not one clt_conv_geom_init makes",
+                        op, g->n, g->c, g->h, g->w, g->co, g->k, g->stride, g->pad, g->oh, g->ow);
     return CLT_OK;
 }
 
@@ -502,7 +646,11 @@ clt_status clt_conv_forward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem 
     if (!x || !w || !y) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d forward: x, w or y is NULL");
     conv_algo algo = CONV_GEMM;
     CLT_TRY(pick_algo(dev, &algo));
-    if (algo == CONV_LANES) {
+    if (algo == CONV_LANES && direct_fwd_ok(g)) {
+        direct_plan d;
+        direct_plan_init(g, &d);
+        if (fits(dev, d.xp_elems * sizeof(float))) return direct_forward(dev, g, x, w, b, y);
+    } else if (algo == CONV_LANES) {
         lanes_plan pl;
         size_t xe, we, ye;
         lanes_plan_init(g, &pl);
@@ -523,6 +671,17 @@ clt_status clt_conv_backward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem
     if (!dx && !dw) return CLT_OK;
     conv_algo algo = CONV_GEMM;
     CLT_TRY(pick_algo(dev, &algo));
+    if (algo == CONV_LANES && dw && direct_bwdw_ok(g)) {
+        direct_plan d;
+        direct_plan_init(g, &d);
+        int groups, chunks, imgs;
+        size_t part = direct_bwd_chunks(dev, g, &groups, &chunks, &imgs);
+        if (fits(dev, (d.xp_elems + part) * sizeof(float))) {
+            CLT_TRY(direct_bwd_weights(dev, g, x, dy, dw));
+            dw = NULL;
+            if (!dx) return CLT_OK;
+        }
+    }
     if (algo == CONV_LANES) {
         lanes_plan pl;
         lanes_bwd_layout L;

@@ -75,6 +75,55 @@ static clt_status plan_buckets(clt_trainer *t)
     return CLT_OK;
 }
 
+static int count_bn(const clt_layer *layers, int n)
+{
+    int c = 0;
+    for (int i = 0; i < n; i++)
+        c += (layers[i].kind == &clt_layer_bn) + count_bn(layers[i].subs, layers[i].n_subs);
+    return c;
+}
+
+static clt_status plan_batch_norm(clt_trainer *t)
+{
+    const clt_model *m = &t->workers[0].net->model;
+    t->n_bn = count_bn(m->layers, m->n_layers);
+    if (!t->cfg.sync_bn || t->n_bn == 0) return CLT_OK;
+    t->bn_cap = 4096;
+    for (int p = 0; p < 2; p++) {
+        CLT_TRY(clt_calloc((void **)&t->bn_slots[p], (size_t)t->k * (size_t)t->bn_cap, sizeof(float), "batch norm"));
+        CLT_TRY(clt_calloc((void **)&t->bn_len[p], (size_t)t->k, sizeof(int), "batch norm"));
+        CLT_TRY(clt_calloc((void **)&t->bn_count[p], (size_t)t->k, sizeof(double), "batch norm"));
+    }
+    return CLT_OK;
+}
+
+/* Without synchronised batch norm each replica's running statistics follow
+ * its own shard: average them (device order) so replicas stay identical. */
+static clt_status average_state(clt_trainer *t)
+{
+    size_t n = t->workers[0].net->flat_state;
+    if (t->k == 1 || t->n_bn == 0 || t->cfg.sync_bn) return CLT_OK;
+    float *all;
+    CLT_TRY(clt_aligned_alloc((void **)&all, n * ((size_t)t->k + 1), sizeof(float), "state average"));
+    const float *in[MAX_TRAINER_DEVICES];
+    clt_status s = CLT_OK;
+    for (int i = 0; i < t->k && s == CLT_OK; i++) {
+        clt_net *net = t->workers[i].net;
+        in[i] = all + (i + 1) * n;
+        cl_int err = clEnqueueReadBuffer(net->dev->queue, net->state, CL_TRUE, 0, n * sizeof(float), (void *)in[i], 0,
+                                         NULL, NULL);
+        if (err != CL_SUCCESS) s = clt_cl_fail(err, "read running statistics");
+    }
+    if (s == CLT_OK) s = clt_reduce_local_sum(NULL, in, t->k, all, n, 1.0f / (float)t->k);
+    for (int i = 0; i < t->k && s == CLT_OK; i++) {
+        clt_net *net = t->workers[i].net;
+        cl_int err = clEnqueueWriteBuffer(net->dev->queue, net->state, CL_TRUE, 0, n * sizeof(float), all, 0, NULL, NULL);
+        if (err != CL_SUCCESS) s = clt_cl_fail(err, "write running statistics");
+    }
+    clt_aligned_free(all);
+    return s;
+}
+
 static clt_status open_worker(clt_trainer *t, int slot, int device_index)
 {
     clt_worker *w = &t->workers[slot];
@@ -124,6 +173,7 @@ static clt_status start(clt_trainer *t)
                             "trainer: devices %d and %d lay parameters out differently (base alignment)",
                             devs[0], devs[i]);
     CLT_TRY(plan_buckets(t));
+    CLT_TRY(plan_batch_norm(t));
     CLT_TRY(clt_aligned_alloc((void **)&t->sum, t->flat, sizeof(float), "reduced gradients"));
     CLT_TRY(clt_calloc((void **)&t->arrived, (size_t)t->n_buckets, sizeof(int), "bucket counters"));
     CLT_TRY(clt_calloc((void **)&t->reduced, (size_t)t->n_buckets, sizeof(int), "bucket counters"));
@@ -205,6 +255,11 @@ void clt_trainer_destroy(clt_trainer *t)
     free(t->arrived);
     free(t->reduced);
     free(t->weights);
+    for (int p = 0; p < 2; p++) {
+        free(t->bn_slots[p]);
+        free(t->bn_len[p]);
+        free(t->bn_count[p]);
+    }
     free(t->spec);
     free(t);
 }
@@ -219,18 +274,21 @@ clt_status clt_trainer_broadcast_params(clt_trainer *t)
     clt_net *src = t->workers[0].net;
     size_t bytes = src->flat * sizeof(float);
     float *host;
-    CLT_TRY(clt_aligned_alloc((void **)&host, src->flat, sizeof(float), "broadcast"));
+    size_t most = src->flat > src->flat_state ? src->flat : src->flat_state;
+    CLT_TRY(clt_aligned_alloc((void **)&host, most, sizeof(float), "broadcast"));
     clt_status s = CLT_OK;
-    for (int which = 0; which < 2 && s == CLT_OK; which++) {
-        cl_mem from = which == 0 ? src->params : src->vel;
-        if (!from) continue; /* no momentum yet */
-        cl_int err = clEnqueueReadBuffer(src->dev->queue, from, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    /* parameters, momentum (if any yet), running statistics */
+    for (int which = 0; which < 3 && s == CLT_OK; which++) {
+        cl_mem from = which == 0 ? src->params : which == 1 ? src->vel : src->state;
+        size_t size = which == 2 ? src->flat_state * sizeof(float) : bytes;
+        if (!from) continue;
+        cl_int err = clEnqueueReadBuffer(src->dev->queue, from, CL_TRUE, 0, size, host, 0, NULL, NULL);
         if (err != CL_SUCCESS) s = clt_cl_fail(err, "broadcast: read replica 0");
         for (int i = 1; i < t->k && s == CLT_OK; i++) {
             clt_net *dst = t->workers[i].net;
             if (which == 1 && (s = clt_net_ensure_velocity(dst)) != CLT_OK) break;
-            err = clEnqueueWriteBuffer(dst->dev->queue, which == 0 ? dst->params : dst->vel, CL_TRUE, 0, bytes,
-                                       host, 0, NULL, NULL);
+            err = clEnqueueWriteBuffer(dst->dev->queue, which == 0 ? dst->params : which == 1 ? dst->vel : dst->state,
+                                       CL_TRUE, 0, size, host, 0, NULL, NULL);
             if (err != CL_SUCCESS) s = clt_cl_fail(err, "broadcast: write replica");
         }
     }
@@ -246,6 +304,7 @@ static clt_status run_command(clt_trainer *t, clt_command cmd)
     t->done = 0;
     memset(t->arrived, 0, (size_t)t->n_buckets * sizeof(int));
     memset(t->reduced, 0, (size_t)t->n_buckets * sizeof(int));
+    t->bn_arrivals = 0;
     t->generation++;
     pthread_cond_broadcast(&t->cv);
     while (t->done < t->k) pthread_cond_wait(&t->cv, &t->mu);
@@ -305,6 +364,13 @@ clt_status clt_trainer_step(clt_trainer *t, const float *images, const int32_t *
     t->batch = n;
     t->steps++;
     CLT_TRY(run_command(t, CMD_STEP));
+    clt_status avg = average_state(t);
+    if (avg != CLT_OK) {
+        t->failed = 1;
+        t->fail_status = avg;
+        snprintf(t->fail_msg, sizeof t->fail_msg, "%s", clt_last_error());
+        return avg;
+    }
     double loss = 0;
     int64_t ok = 0;
     for (int i = 0; i < t->k; i++) {

@@ -38,6 +38,7 @@ typedef struct clt_worker {
     clt_device_stats stats;
     double ema_sps;       /* smoothed samples/s for the auto split */
     int inject_fail_at;   /* tests: fail at this step (0 = never) */
+    int64_t bn_round;     /* synchronised batch norm rounds done this step */
 } clt_worker;
 
 struct clt_trainer {
@@ -68,6 +69,14 @@ struct clt_trainer {
     const clt_dataset *eval_ds;
     int eval_batch;
     int64_t steps;
+    /* synchronised batch norm: per-device contributions of the current
+     * round, double-buffered by round parity */
+    int n_bn;             /* batch-norm layers in the net (parts included) */
+    float *bn_slots[2];   /* [parity][slot * bn_cap + i] */
+    int *bn_len[2];       /* floats each device contributed (0: empty shard) */
+    double *bn_count[2];
+    int bn_cap;
+    int64_t bn_arrivals;  /* contributions so far in this step */
 };
 
 clt_status clt_reduce_local_sum(void *user, const float *const *in, int k, float *out, size_t count,

@@ -65,6 +65,54 @@ static int wait_count(clt_worker *w, const int *counter)
     return !t->failed;
 }
 
+/* One round of synchronised batch norm: every device posts its partial
+ * sums, waits for all, and takes the sum in device order (the same bits on
+ * every device). An empty shard posts nothing (len 0) but takes part. */
+static clt_status bn_round(clt_worker *w, const float *mine, int len, double count, float *sum, double *total)
+{
+    clt_trainer *t = w->t;
+    int par = (int)(w->bn_round & 1);
+    if (len > t->bn_cap) return clt_fail(CLT_ERR_INTERNAL, "batch norm statistics of %d floats (room for %d)", len, t->bn_cap);
+    pthread_mutex_lock(&t->mu);
+    if (len) memcpy(t->bn_slots[par] + (size_t)w->slot * (size_t)t->bn_cap, mine, (size_t)len * sizeof(float));
+    t->bn_len[par][w->slot] = len;
+    t->bn_count[par][w->slot] = count;
+    t->bn_arrivals++;
+    pthread_cond_broadcast(&t->cv);
+    int64_t need = (int64_t)t->k * (w->bn_round + 1);
+    double t0 = clt_now();
+    while (t->bn_arrivals < need && !t->failed) pthread_cond_wait(&t->cv, &t->mu);
+    w->stats.idle_s += clt_now() - t0;
+    int failed = t->failed;
+    pthread_mutex_unlock(&t->mu);
+    if (failed) return clt_fail(CLT_ERR_CANCELLED, "another device failed");
+    /* Slots of this parity are rewritten only two rounds later, after
+     * every device has arrived at the next round, so reading is safe. */
+    double n = 0;
+    for (int i = 0; i < len; i++) sum[i] = 0;
+    for (int d = 0; d < t->k; d++) {
+        n += t->bn_count[par][d];
+        const float *src = t->bn_slots[par] + (size_t)d * (size_t)t->bn_cap;
+        for (int i = 0; i < t->bn_len[par][d] && i < len; i++) sum[i] += src[i];
+    }
+    *total = n;
+    w->bn_round++;
+    return CLT_OK;
+}
+
+static clt_status bn_sync(void *user, clt_device *dev, cl_mem partial, int count, double *total)
+{
+    clt_worker *w = user;
+    float buf[4096], sum[4096];
+    if (count > 4096) return clt_fail(CLT_ERR_UNSUPPORTED, "batch norm over more than 2048 channels");
+    CLT_CL(clEnqueueReadBuffer(dev->queue, partial, CL_TRUE, 0, (size_t)count * sizeof(float), buf, 0, NULL, NULL),
+           "batch norm statistics: read");
+    CLT_TRY(bn_round(w, buf, count, *total, sum, total));
+    CLT_CL(clEnqueueWriteBuffer(dev->queue, partial, CL_TRUE, 0, (size_t)count * sizeof(float), sum, 0, NULL, NULL),
+           "batch norm statistics: write");
+    return CLT_OK;
+}
+
 static clt_status compute_shard(clt_worker *w)
 {
     clt_trainer *t = w->t;
@@ -72,8 +120,12 @@ static clt_status compute_shard(clt_worker *w)
     if (w->inject_fail_at && w->inject_fail_at == t->steps)
         return clt_fail(CLT_ERR_DEVICE_LOST, "injected failure (test) at step %lld", (long long)t->steps);
     w->next_bucket = 0;
+    w->bn_round = 0;
     if (w->n == 0) {
         memset(w->staging, 0, t->flat * sizeof(float)); /* an empty shard adds nothing */
+        double ignored;
+        for (int r = 0; t->cfg.sync_bn && r < 2 * t->n_bn; r++) /* forward and backward rounds */
+            CLT_TRY(bn_round(w, NULL, 0, 0, NULL, &ignored));
         return CLT_OK;
     }
     size_t sample = (size_t)clt_shape_numel(&net->model.in);
@@ -82,7 +134,7 @@ static clt_status compute_shard(clt_worker *w)
                                 t->images + (size_t)w->off * sample, 0, NULL, NULL),
            "upload shard");
     CLT_TRY(clt_net_set_labels(net, t->labels + w->off, w->n));
-    clt_pass pass = {1, NULL, NULL};
+    clt_pass pass = {1, t->cfg.sync_bn ? bn_sync : NULL, w};
     CLT_TRY(clt_net_forward_device(net, &pass, w->n));
     CLT_TRY(clt_net_backward_device(net, &pass, 1.0f, on_grads_ready, w));
     CLT_TRY(on_grads_ready(w, net, -1)); /* buckets holding no layer's gradients */

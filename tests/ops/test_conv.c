@@ -1,10 +1,13 @@
 /* 2-D convolution: forward and backward against the plain-C reference
  * (ref_conv.c) on random shapes covering stride 1..3, padding 0..2, kernel
  * 1/3/5, batch 1 and > 1, one and several channels, h != w, every register
- * block variant of the lanes kernels; both algorithms (lanes, gemm) on each
- * case; finite differences of L = sum(y * r) on the double reference and on
- * the device; NULL outputs skipped, outputs overwritten; determinism; and
- * argument errors (shapes, dtype, devices, output size, stride, padding). */
+ * block variant of the lanes and direct kernels, partial rows, chunked sums;
+ * both algorithms (CLTRAIN_CONV_ALGO=lanes, which includes the direct
+ * kernels, and =gemm) on each case; a work-buffer budget that forces the
+ * chunked gemm path; finite differences of L = sum(y * r) on the double
+ * reference and on the device; NULL outputs skipped, outputs overwritten;
+ * determinism; and argument errors (shapes, dtype, devices, output size,
+ * stride, padding, raw geometry). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -12,6 +15,7 @@
 #include "check.h"
 #include "ops/conv.h"
 #include "runtime/device.h"
+#include "tensor/tensor.h"
 #include "ref_conv.h"
 
 /* Max |ref - got| / max |ref| must stay below this: float against a double
@@ -176,13 +180,20 @@ static void test_shapes(clt_device *dev)
                 int co = outs[ref_conv_randint(&rng, 0, 5)];
                 run_case(dev, n, c, h, w, co, k, s, p);
             }
-    run_case(dev, 1, 1, 7, 5, 1, 3, 1, 1);     /* smallest blocks, batch 1 */
+    /* Register-block variants (lanes: forward by co, backward-data by c;
+     * 16 lanes for n <= 16, 32 above; direct: forward by co). */
+    run_case(dev, 1, 1, 7, 5, 1, 3, 1, 1);     /* direct 4; bwd-data 4x16; batch 1 */
+    run_case(dev, 17, 4, 7, 6, 20, 3, 2, 1);   /* fwd 10x32, bwd-data 4x32 */
+    run_case(dev, 33, 20, 6, 5, 3, 3, 1, 1);   /* fwd 4x32, bwd-data 10x32 */
+    run_case(dev, 5, 8, 6, 7, 12, 3, 1, 0);    /* fwd 8x16, bwd-data 8x16 */
+    run_case(dev, 2, 3, 9, 17, 8, 3, 1, 1);    /* direct 8, a row of 17 (overlapping stores) */
     run_case(dev, 16, 4, 6, 9, 4, 3, 1, 0);    /* exactly 16 lanes, 4-blocks */
     run_case(dev, 3, 20, 13, 11, 50, 5, 1, 0); /* LeNet conv2-like: 10-blocks both ways */
     run_case(dev, 37, 8, 5, 6, 16, 3, 2, 1);   /* 32 lanes, batch padded to 64, 8-blocks */
     run_case(dev, 2, 3, 4, 4, 2, 1, 1, 2);     /* padding larger than k - 1 */
     run_case(dev, 2, 2, 3, 8, 3, 3, 3, 0);     /* one output row */
     run_case(dev, 2, 3, 5, 5, 2, 5, 1, 0);     /* 1x1 output, kernel = input */
+    run_case(dev, 5, 1, 28, 27, 20, 3, 1, 0);  /* LeNet conv1-like: direct, partial row tail */
     run_case(dev, 3, 1, 64, 65, 2, 1, 1, 0);   /* db summed over image chunks */
     run_case(dev, 100, 2, 3, 64, 3, 1, 1, 0);  /* dw chunked over lane vectors */
 }
@@ -428,6 +439,25 @@ static void test_geom(void)
     EXPECT_ERR(CLT_ERR_SHAPE, "(0, 1, 5, 5)", clt_conv_geom_init(&g, 0, 1, 5, 5, 1, 3, 1, 0));
 }
 
+/* The raw launchers refuse a geometry clt_conv_geom_init would not make. */
+static void test_raw_geom(clt_device *dev)
+{
+    clt_conv_geom g;
+    REQUIRE_OK(clt_conv_geom_init(&g, 1, 1, 5, 5, 1, 3, 1, 0));
+    int64_t xs[4] = {1, 1, 5, 5}, ws[4] = {1, 1, 3, 3}, ys[4] = {1, 1, 3, 3};
+    clt_tensor *x = tensor(dev, 4, xs, NULL), *w = tensor(dev, 4, ws, NULL), *y = tensor(dev, 4, ys, NULL);
+    CHECK_OK(clt_conv_forward_raw(dev, &g, x->buf, w->buf, NULL, y->buf));
+    g.oh = 4; /* inconsistent */
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "output 4x3", clt_conv_forward_raw(dev, &g, x->buf, w->buf, NULL, y->buf));
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "clt_conv_geom_init",
+               clt_conv_backward_raw(dev, &g, x->buf, w->buf, y->buf, x->buf, NULL, NULL));
+    g.oh = 3;
+    g.stride = 0;
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "stride 0", clt_conv_forward_raw(dev, &g, x->buf, w->buf, NULL, y->buf));
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "geometry", clt_conv_forward_raw(dev, NULL, x->buf, w->buf, NULL, y->buf));
+    clt_tensor_destroy(x), clt_tensor_destroy(w), clt_tensor_destroy(y);
+}
+
 int main(void)
 {
     int count = test_need_devices(1);
@@ -436,6 +466,7 @@ int main(void)
     if (count > 1) REQUIRE_OK(clt_device_open(1, &dev1));
 
     test_geom();
+    test_raw_geom(dev);
     test_fd_reference();
     test_shapes(dev);
     for (int a = 0; a < 2; a++) {

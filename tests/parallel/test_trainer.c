@@ -27,11 +27,13 @@ static void make_data(unsigned seed)
     for (int i = 0; i < MAXB; i++) labels[i] = (int32_t)((i * 7 + 3) % 10);
 }
 
-static clt_trainer *make(const int *devs, int k, clt_split_policy split, const float *weights, size_t bucket)
+static clt_trainer *make_spec(const char *spec, int sync_bn, const int *devs, int k, clt_split_policy split,
+                              const float *weights, size_t bucket)
 {
     clt_trainer_config cfg;
     clt_trainer_config_default(&cfg);
-    cfg.spec = SPEC;
+    cfg.spec = spec;
+    cfg.sync_bn = sync_bn;
     cfg.channels = C;
     cfg.height = H;
     cfg.width = W;
@@ -67,14 +69,15 @@ static float *params_of_net(clt_net *net, size_t *count)
 /* Three steps of batch b on `devs` against three plain single-device steps
  * (clt_net on device 0 with the mean gradient), which share no code with the
  * trainer's split, reduction and broadcast. */
-static void equals_one_device(const int *devs, int k, const float *weights, int b, size_t bucket, const char *what)
+static void equals_one_device_spec(const char *spec, int sync_bn, const int *devs, int k, const float *weights, int b,
+                                   size_t bucket, const char *what)
 {
     clt_device *dev = NULL;
     clt_net *ref = NULL;
     REQUIRE_OK(clt_device_open(0, &dev));
-    REQUIRE_OK(clt_net_create(dev, SPEC, C, H, W, &ref));
+    REQUIRE_OK(clt_net_create(dev, spec, C, H, W, &ref));
     REQUIRE_OK(clt_net_init(ref, 11, CLT_INIT_XAVIER));
-    clt_trainer *par = make(devs, k, weights ? CLT_SPLIT_WEIGHTS : CLT_SPLIT_EQUAL, weights, bucket);
+    clt_trainer *par = make_spec(spec, sync_bn, devs, k, weights ? CLT_SPLIT_WEIGHTS : CLT_SPLIT_EQUAL, weights, bucket);
     double l1 = 0, lk = 0;
     int64_t c1 = 0, ck = 0;
     for (int s = 0; s < 3; s++) {
@@ -102,6 +105,35 @@ static void equals_one_device(const int *devs, int k, const float *weights, int 
     clt_trainer_destroy(par);
     clt_net_destroy(ref);
     clt_device_destroy(dev);
+}
+
+static void equals_one_device(const int *devs, int k, const float *weights, int b, size_t bucket, const char *what)
+{
+    equals_one_device_spec(SPEC, 0, devs, k, weights, b, bucket, what);
+}
+
+#define BN_SPEC "conv:4:3:1:1,bn,relu,res:6:2,gap,dense:10"
+
+/* Without synchronised batch norm the replicas still agree (running
+ * statistics averaged after each step) and the loss falls. */
+static void bn_replicas(const int *devs, int k)
+{
+    clt_trainer *t = make_spec(BN_SPEC, 0, devs, k, CLT_SPLIT_EQUAL, NULL, 0);
+    double first = 0, last = 0;
+    for (int s = 0; s < 15; s++) {
+        CHECK_OK(clt_trainer_step(t, images, labels, 32, &last, NULL));
+        if (s == 0) first = last;
+        CHECK_OK(clt_trainer_check_replicas(t));
+    }
+    CHECK(last < first, "batch-norm net: loss %g -> %g", first, last);
+    float a[6], b[6];
+    CHECK_OK(clt_net_param_get(clt_trainer_net(t, 0), "3.bn1.running_var", a, 6));
+    for (int i = 1; i < k; i++) {
+        CHECK_OK(clt_net_param_get(clt_trainer_net(t, i), "3.bn1.running_var", b, 6));
+        CHECK(memcmp(a, b, sizeof a) == 0, "running statistics of replica %d equal replica 0's", i);
+    }
+    CHECK(a[0] != 1.0f, "running statistics moved");
+    clt_trainer_destroy(t);
 }
 
 static void split_sizes(void)
@@ -213,11 +245,16 @@ int main(void)
     equals_one_device(two, 2, (float[]){1, 3}, 23, 0, "2 devices, 1:3");
     equals_one_device(two, 2, NULL, 1, 0, "2 devices, batch 1 (empty shard)");
     equals_one_device(two, 2, (float[]){0, 1}, 9, 300, "2 devices, all on one, small buckets");
+    equals_one_device_spec(BN_SPEC, 1, two, 2, NULL, 24, 0, "2 devices, synchronised batch norm");
+    equals_one_device_spec(BN_SPEC, 1, two, 2, (float[]){1, 0}, 12, 0, "2 devices, sync batch norm, empty shard");
+    bn_replicas(two, 2);
     collectives(2);
     replicas_and_failure(two, 2);
     if (n >= 3) {
         equals_one_device(three, 3, NULL, 2, 0, "3 devices, batch 2");
         equals_one_device(three, 3, (float[]){2, 1, 1}, 21, 100, "3 devices, 2:1:1, small buckets");
+        equals_one_device_spec(BN_SPEC, 1, three, 3, (float[]){1, 2, 3}, 30, 0, "3 devices, sync batch norm");
+        bn_replicas(three, 3);
         collectives(3);
         replicas_and_failure(three, 3);
     }

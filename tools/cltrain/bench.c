@@ -69,16 +69,22 @@ static int run(const cli_options *o, const int *devs, int k, const float *images
 
 int cli_bench(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "ops") == 0) return cli_bench_ops(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "train") != 0) {
         if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
             printf("Usage: cltrain bench train [--model M] [--devices LIST|all] [--batch-size N] [--steps N] [--json]\n"
                    "Samples/s of training steps on the first 1, 2, ..., k devices of the list, the scaling\n"
                    "ratio against one device, and a step's time split into compute (upload, forward,\n"
                    "backward until the gradients left the device), transfer (gradients device to host\n"
-                   "and back), reduce (host summation) and idle (waiting for the slowest device).\n");
+                   "and back), reduce (host summation) and idle (waiting for the slowest device).\n\n"
+                   "Usage: cltrain bench ops [--devices LIST|all] [--model lenet|resnet18|all] [--batch-size N]\n"
+                   "                         [--repeat N] [--json]\n"
+                   "Time per call of every op of LeNet and ResNet-18 at its real shapes, in GFLOP/s or GB/s\n"
+                   "and as a fraction of the device's FMA and copy peaks, which it measures itself, with\n"
+                   "host<->device bandwidth (see cltrain bench ops --help).\n");
             return 0;
         }
-        fprintf(stderr, "cltrain: bench needs a subcommand: train (see cltrain bench --help)\n");
+        fprintf(stderr, "cltrain: bench needs a subcommand: train or ops (see cltrain bench --help)\n");
         return 2;
     }
     cli_options o;

@@ -14,6 +14,9 @@ typedef struct bench_peaks {
     double h2d_pinned_gbps, d2h_pinned_gbps;     /* CL_MEM_ALLOC_HOST_PTR, mapped */
     double h2d_unpinned_gbps, d2h_unpinned_gbps; /* malloc'ed host memory */
     size_t copy_bytes, transfer_bytes;           /* buffer sizes used */
+    int samples;                                 /* FMA and copy measurements taken */
+    int fma_best_variant, copy_best_variant;     /* for bench_peaks_refresh */
+    size_t fma_best_global;
 } bench_peaks;
 
 /* Monotonic wall clock in seconds. */
@@ -22,5 +25,9 @@ double bench_now(void);
 /* Measures every peak of the device; the status of the first failure (the
  * detail in clt_last_error()), after which the remaining fields stay 0. */
 clt_status bench_peaks_measure(clt_device *dev, bench_peaks *p);
+/* Measures the FMA and copy peaks again with the best variants found by
+ * bench_peaks_measure and keeps the maxima: a peak taken while other work
+ * shared the device would otherwise inflate every fraction. */
+clt_status bench_peaks_refresh(clt_device *dev, bench_peaks *p);
 
 #endif

@@ -36,5 +36,7 @@ int cli_resolve_devices(const cli_options *o, int *list, int *n);
 int cli_train(int argc, char **argv);
 int cli_eval(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+/* cltrain bench ops (bench_ops.c); argv[0] is "ops". */
+int cli_bench_ops(int argc, char **argv);
 
 #endif

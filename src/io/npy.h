@@ -1,0 +1,44 @@
+/* .npy, NumPy's array format (numpy.lib.format): the magic "\x93NUMPY", a
+ * version byte pair (1.0, 2.0 or 3.0), the header length (2 bytes for 1.0, 4
+ * for later versions), a Python dict literal
+ *   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+ * padded with spaces and ended by '\n', then the raw array data. */
+#ifndef CLT_IO_NPY_H
+#define CLT_IO_NPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cltrain.h"
+
+/* Room for a version 1.0 header of up to CLT_MAX_DIMS dimensions. */
+#define CLT_NPY_HEADER_MAX 256
+
+typedef struct clt_npy_info {
+    char descr[16];    /* "<f4", "|u1", "|S12" */
+    int is_bytes;      /* 0: little-endian float32; 1: bytes ('|u1', '|S<n>') */
+    size_t itemsize;   /* 4 for float32, 1 for '|u1', n for '|S<n>' */
+    int ndim;          /* 0 (a scalar) .. CLT_MAX_DIMS */
+    int64_t shape[CLT_MAX_DIMS];
+    int64_t numel;     /* product of the shape; 1 for a scalar */
+    size_t data_offset;/* where the data starts in the .npy bytes */
+    size_t nbytes;     /* numel * itemsize, exactly the bytes after the header */
+} clt_npy_info;
+
+/* Parses and checks n bytes of .npy: magic, version, header length, the
+ * header dict (exactly the keys descr, fortran_order and shape; descr
+ * '<f4', '|u1' or '|S<n>'; fortran_order False; at most CLT_MAX_DIMS
+ * non-negative dimensions) and that the data after the header is exactly
+ * the shape's size. On failure CLT_ERR_FORMAT with a detail that names the
+ * problem only (the caller adds the file and entry). */
+clt_status clt_npy_parse(const uint8_t *p, size_t n, clt_npy_info *info);
+
+/* Writes the version 1.0 preamble and header for an array of `descr` ("<f4"
+ * or "|u1") and shape into buf (CLT_NPY_HEADER_MAX bytes); returns its
+ * length, a multiple of 64 as NumPy aligns it. ndim <= CLT_MAX_DIMS. */
+size_t clt_npy_header(uint8_t *buf, const char *descr, int ndim, const int64_t *shape);
+
+/* "(2, 3)", "(5,)" or "()" into buf; returns buf. */
+const char *clt_npy_shape_str(int ndim, const int64_t *shape, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,189 @@
+/* A net's parameters to and from .npz, by state_dict name. Loading checks
+ * every name and shape before the first byte goes to the device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "io/npz.h"
+#include "nn/net.h"
+
+#define NAME_CAP 1100 /* prefix + parameter name */
+
+static clt_status param_key(char *buf, const char *prefix, const clt_param *p)
+{
+    int w = snprintf(buf, NAME_CAP, "%s%s", prefix, p->name);
+    if (w < 0 || w >= NAME_CAP) return clt_fail(CLT_ERR_INVALID_ARG, "key prefix \"%.64s...\" is too long", prefix);
+    return CLT_OK;
+}
+
+clt_status clt_npz_writer_add_params(clt_npz_writer *w, const clt_net *net, cl_mem buf, const char *prefix)
+{
+    if (!w || !net || !buf)
+        return clt_npz_writer_fail(w, clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_writer_add_params: NULL argument"));
+    if (!prefix) prefix = "";
+    int n = clt_net_param_count(net);
+    int64_t most = 1;
+    for (int i = 0; i < n; i++)
+        if (clt_net_param_at(net, i)->numel > most) most = clt_net_param_at(net, i)->numel;
+    float *host = malloc((size_t)most * sizeof *host);
+    if (!host)
+        return clt_npz_writer_fail(w, clt_fail(CLT_ERR_NO_MEMORY, "cannot allocate %lld floats", (long long)most));
+    clt_status s = CLT_OK;
+    char key[NAME_CAP];
+    for (int i = 0; i < n && s == CLT_OK; i++) {
+        const clt_param *p = clt_net_param_at(net, i);
+        s = param_key(key, prefix, p);
+        if (s != CLT_OK) break;
+        cl_int err = clEnqueueReadBuffer(net->dev->queue, buf, CL_TRUE, p->offset * sizeof(float),
+                                         (size_t)p->numel * sizeof(float), host, 0, NULL, NULL);
+        if (err != CL_SUCCESS) {
+            s = clt_cl_fail(err, "reading a parameter buffer");
+            s = clt_fail_context(s, "saving %s", key);
+            break;
+        }
+        s = clt_npz_writer_add_f32(w, key, p->ndim, p->shape, host);
+    }
+    free(host);
+    return s == CLT_OK ? s : clt_npz_writer_fail(w, s);
+}
+
+static int same_shape(const clt_npz_entry *e, const clt_param *p)
+{
+    if (e->ndim != p->ndim) return 0;
+    for (int i = 0; i < p->ndim; i++)
+        if (e->shape[i] != p->shape[i]) return 0;
+    return 1;
+}
+
+/* "a (2, 3), b (4,), ..." of at most `cap` bytes. */
+static void list_entries(const clt_npz *npz, char *buf, size_t cap)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < clt_npz_count(npz); i++) {
+        clt_npz_entry e;
+        if (clt_npz_entry_at(npz, i, &e) != CLT_OK) break;
+        char shape[200];
+        int w = snprintf(buf + at, cap - at, "%s%s %s", i ? ", " : "", e.name,
+                         clt_npz_shape_str(e.ndim, e.shape, shape, sizeof shape));
+        if (w < 0 || (size_t)w >= cap - at) {
+            snprintf(buf + (at < cap - 6 ? at : cap - 6), 6, ", ...");
+            return;
+        }
+        at += (size_t)w;
+    }
+}
+
+static void list_params(const clt_net *net, char *buf, size_t cap)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < clt_net_param_count(net); i++) {
+        const clt_param *p = clt_net_param_at(net, i);
+        char shape[200];
+        int w = snprintf(buf + at, cap - at, "%s%s %s", i ? ", " : "", p->name,
+                         clt_npz_shape_str(p->ndim, p->shape, shape, sizeof shape));
+        if (w < 0 || (size_t)w >= cap - at) {
+            snprintf(buf + (at < cap - 6 ? at : cap - 6), 6, ", ...");
+            return;
+        }
+        at += (size_t)w;
+    }
+}
+
+clt_status clt_npz_check_params(const clt_npz *npz, const clt_net *net, const char *prefix)
+{
+    if (!npz || !net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_check_params: NULL argument");
+    if (!prefix) prefix = "";
+    const char *path = clt_npz_path(npz);
+    char key[NAME_CAP], want[200], have[200];
+    for (int i = 0; i < clt_net_param_count(net); i++) {
+        const clt_param *p = clt_net_param_at(net, i);
+        CLT_TRY(param_key(key, prefix, p));
+        clt_npz_shape_str(p->ndim, p->shape, want, sizeof want);
+        const clt_npz_entry *e = clt_npz_get(npz, key);
+        if (!e) {
+            char list[1024];
+            list_entries(npz, list, sizeof list);
+            return clt_fail(CLT_ERR_FORMAT, "%s: parameter \"%s\" %s is missing from the file (it holds: %s)", path,
+                            key, want, clt_npz_count(npz) ? list : "nothing");
+        }
+        if (e->is_bytes)
+            return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" is a byte array ('%s'), the parameter is float32 of shape %s",
+                            path, key, e->dtype, want);
+        if (!same_shape(e, p))
+            return clt_fail(CLT_ERR_FORMAT, "%s: parameter \"%s\" has shape %s in the net but %s in the file", path,
+                            key, want, clt_npz_shape_str(e->ndim, e->shape, have, sizeof have));
+    }
+    return CLT_OK;
+}
+
+int clt_npz_is_param_name(const clt_net *net, const char *prefix, const char *name)
+{
+    if (!net || !name) return 0;
+    if (!prefix) prefix = "";
+    size_t pl = strlen(prefix);
+    return strncmp(name, prefix, pl) == 0 && clt_net_find_param(net, name + pl) != NULL;
+}
+
+clt_status clt_npz_upload_params(const clt_npz *npz, clt_net *net, cl_mem buf, const char *prefix)
+{
+    if (!npz || !net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_upload_params: NULL argument");
+    if (!buf) return clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_upload_params: the net's buffer is not allocated");
+    if (!prefix) prefix = "";
+    char key[NAME_CAP];
+    int n = clt_net_param_count(net);
+    for (int i = 0; i < n; i++) {
+        const clt_param *p = clt_net_param_at(net, i);
+        CLT_TRY(param_key(key, prefix, p));
+        const clt_npz_entry *e = clt_npz_get(npz, key);
+        if (!e || e->is_bytes || e->numel != p->numel)
+            return clt_fail(CLT_ERR_INTERNAL, "%s: entry \"%s\" was not checked against the net", clt_npz_path(npz), key);
+    }
+    /* The host data lives in the archive until the queue is drained. */
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < n && err == CL_SUCCESS; i++) {
+        const clt_param *p = clt_net_param_at(net, i);
+        if (param_key(key, prefix, p) != CLT_OK) break;
+        const clt_npz_entry *e = clt_npz_get(npz, key);
+        err = clEnqueueWriteBuffer(net->dev->queue, buf, CL_FALSE, p->offset * sizeof(float),
+                                   (size_t)p->numel * sizeof(float), e->data, 0, NULL, NULL);
+    }
+    cl_int fin = clFinish(net->dev->queue);
+    if (err == CL_SUCCESS) err = fin;
+    if (err != CL_SUCCESS) return clt_fail_context(clt_cl_fail(err, "writing parameters"), "%s", clt_npz_path(npz));
+    return CLT_OK;
+}
+
+clt_status clt_net_save_npz(const clt_net *net, const char *path)
+{
+    if (!net || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_save_npz: NULL argument");
+    clt_npz_writer *w;
+    CLT_TRY(clt_npz_writer_create(path, 0, &w));
+    clt_status s = clt_npz_writer_add_params(w, net, net->params, "");
+    if (s == CLT_OK) s = clt_npz_writer_commit(w);
+    clt_npz_writer_destroy(w);
+    return s;
+}
+
+clt_status clt_net_load_npz(clt_net *net, const char *path)
+{
+    if (!net || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_load_npz: NULL argument");
+    clt_npz *npz;
+    CLT_TRY(clt_npz_read(path, &npz));
+    clt_status s = clt_npz_check_params(npz, net, "");
+    for (int i = 0; s == CLT_OK && i < clt_npz_count(npz); i++) {
+        clt_npz_entry e;
+        s = clt_npz_entry_at(npz, i, &e);
+        if (s == CLT_OK && !clt_npz_is_param_name(net, "", e.name)) {
+            char shape[200], list[1024];
+            list_params(net, list, sizeof list);
+            s = clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" %s is not a parameter of the net (its parameters: %s)", path,
+                         e.name, clt_npz_shape_str(e.ndim, e.shape, shape, sizeof shape), list);
+        }
+    }
+    if (s == CLT_OK) s = clt_npz_upload_params(npz, net, net->params, "");
+    clt_npz_destroy(npz);
+    return s;
+}

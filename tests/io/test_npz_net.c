@@ -1,0 +1,265 @@
+/* A net's parameters through .npz on device 0: save, load into a net with
+ * other values (identical bit for bit afterwards), the file's names, order
+ * and shapes; every load error (missing, extra, wrong shape, wrong dtype,
+ * corrupt, missing file) names the parameter and both shapes and leaves the
+ * net unchanged; the internal helpers the checkpoints use (prefixed
+ * entries, the momentum buffer). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "core/atomic_file.h"
+#include "io/npz.h"
+#include "nn/net.h"
+
+#define CHECK_FAIL(expr, want, ...)                                                             \
+    do {                                                                                        \
+        clt_status fail_s_ = (expr);                                                            \
+        CHECK(fail_s_ == (want), "%s returned %s, want %s (%s)", #expr, clt_status_name(fail_s_), \
+              clt_status_name(want), clt_last_error());                                         \
+        const char *fail_words_[] = {__VA_ARGS__};                                              \
+        for (size_t fail_i_ = 0; fail_i_ < sizeof fail_words_ / sizeof *fail_words_; fail_i_++) \
+            CHECK(strstr(clt_last_error(), fail_words_[fail_i_]) != NULL, "%s: detail lacks \"%s\": %s", #expr, \
+                  fail_words_[fail_i_], clt_last_error());                                      \
+    } while (0)
+
+static char dir[4096];
+
+/* dir/name in a buffer of its own, freed by free_paths. */
+static char *made_paths[128];
+static int n_made_paths;
+
+static const char *path_of(const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (!p || n_made_paths == (int)(sizeof made_paths / sizeof *made_paths)) {
+        fprintf(stderr, "path_of: out of room\n");
+        exit(1);
+    }
+    snprintf(p, n, "%s/%s", dir, name);
+    made_paths[n_made_paths++] = p;
+    return p;
+}
+
+static void free_paths(void)
+{
+    while (n_made_paths) free(made_paths[--n_made_paths]);
+}
+
+/* All parameters of a net, concatenated in spec order. */
+static float *params_of(const clt_net *net, size_t *total)
+{
+    size_t n = 0;
+    for (int i = 0; i < clt_net_param_count(net); i++) n += (size_t)clt_net_param_at(net, i)->numel;
+    float *all = malloc(n * sizeof *all), *at = all;
+    for (int i = 0; i < clt_net_param_count(net); i++) {
+        const clt_param *p = clt_net_param_at(net, i);
+        REQUIRE_OK(clt_net_param_get(net, p->name, at, p->numel));
+        at += p->numel;
+    }
+    *total = n;
+    return all;
+}
+
+static int same_params(const clt_net *a, const clt_net *b)
+{
+    size_t na, nb;
+    float *pa = params_of(a, &na), *pb = params_of(b, &nb);
+    int same = na == nb && memcmp(pa, pb, na * sizeof *pa) == 0;
+    free(pa);
+    free(pb);
+    return same;
+}
+
+/* Writes net's parameters, with one of them changed as `how` says:
+ * 0 left out, 1 reshaped to `shape`, 2 as bytes; plus an extra entry when
+ * extra is set. */
+static void write_variant(const clt_net *net, const char *path, const char *victim, int how, int ndim,
+                          const int64_t *shape, const char *extra)
+{
+    clt_npz_writer *w;
+    REQUIRE_OK(clt_npz_writer_create(path, 1, &w));
+    for (int i = 0; i < clt_net_param_count(net); i++) {
+        const clt_param *p = clt_net_param_at(net, i);
+        float *v = malloc((size_t)p->numel * sizeof *v);
+        REQUIRE_OK(clt_net_param_get(net, p->name, v, p->numel));
+        if (victim && strcmp(p->name, victim) == 0) {
+            if (how == 1) REQUIRE_OK(clt_npz_writer_add_f32(w, p->name, ndim, shape, v));
+            if (how == 2) REQUIRE_OK(clt_npz_writer_add_bytes(w, p->name, v, (size_t)p->numel * 4));
+        } else {
+            REQUIRE_OK(clt_npz_writer_add_f32(w, p->name, p->ndim, p->shape, v));
+        }
+        free(v);
+    }
+    if (extra) {
+        float x[3] = {1, 2, 3};
+        int64_t s[1] = {3};
+        REQUIRE_OK(clt_npz_writer_add_f32(w, extra, 1, s, x));
+    }
+    REQUIRE_OK(clt_npz_writer_commit(w));
+    clt_npz_writer_destroy(w);
+}
+
+static void save_and_load(clt_device *dev)
+{
+    clt_net *a, *b;
+    REQUIRE_OK(clt_net_create(dev, "lenet", 1, 28, 28, &a));
+    REQUIRE_OK(clt_net_create(dev, "lenet", 1, 28, 28, &b));
+    REQUIRE_OK(clt_net_init(a, 1, CLT_INIT_XAVIER));
+    REQUIRE_OK(clt_net_init(b, 2, CLT_INIT_NORMAL));
+    CHECK(!same_params(a, b), "two seeds gave the same parameters");
+    const char *path = path_of("lenet.npz");
+    CHECK_OK(clt_net_save_npz(a, path));
+
+    /* The file: state_dict names in spec order, shapes, values. */
+    static const struct {
+        const char *name;
+        int ndim;
+        int64_t shape[4];
+    } want[] = {
+        {"0.weight", 4, {20, 1, 3, 3}}, {"0.bias", 1, {20}},    {"3.weight", 4, {50, 20, 5, 5}},
+        {"3.bias", 1, {50}},            {"7.weight", 2, {128, 800}}, {"7.bias", 1, {128}},
+        {"9.weight", 2, {10, 128}},     {"9.bias", 1, {10}},
+    };
+    clt_npz *z = NULL;
+    CHECK_OK(clt_npz_read(path, &z));
+    CHECK(clt_npz_count(z) == 8, "lenet file has %d entries", clt_npz_count(z));
+    for (int i = 0; i < 8 && i < clt_npz_count(z); i++) {
+        clt_npz_entry e;
+        CHECK_OK(clt_npz_entry_at(z, i, &e));
+        CHECK(strcmp(e.name, want[i].name) == 0, "entry %d is %s, want %s", i, e.name, want[i].name);
+        CHECK(!e.is_bytes && e.ndim == want[i].ndim && memcmp(e.shape, want[i].shape, (size_t)e.ndim * 8) == 0,
+              "%s: shape", e.name);
+        float *v = malloc((size_t)e.numel * sizeof *v);
+        CHECK_OK(clt_net_param_get(a, e.name, v, e.numel));
+        CHECK(memcmp(v, e.data, (size_t)e.numel * 4) == 0, "%s: file values differ from the net's", e.name);
+        free(v);
+    }
+    clt_npz_destroy(z);
+
+    CHECK_OK(clt_net_load_npz(b, path));
+    CHECK(same_params(a, b), "after loading, the parameters differ from the saved net's");
+
+    /* Errors leave b as it is; each bad file carries a's values for every
+     * other parameter, so a partial load would show. */
+    REQUIRE_OK(clt_net_init(b, 3, CLT_INIT_NORMAL));
+    size_t nb;
+    float *before = params_of(b, &nb);
+    const char *bad = path_of("bad.npz");
+    int64_t s3[3] = {50, 20, 25}, s4[4] = {50, 20, 3, 3};
+
+    write_variant(a, bad, "9.bias", 0, 0, NULL, NULL);
+    CHECK_FAIL(clt_net_load_npz(b, bad), CLT_ERR_FORMAT, bad, "\"9.bias\"", "(10,)", "missing", "0.weight (20, 1, 3, 3)");
+    write_variant(a, bad, NULL, 0, 0, NULL, "10.weight");
+    CHECK_FAIL(clt_net_load_npz(b, bad), CLT_ERR_FORMAT, bad, "\"10.weight\"", "(3,)", "not a parameter",
+               "9.bias (10,)");
+    write_variant(a, bad, "3.weight", 1, 3, s3, NULL);
+    CHECK_FAIL(clt_net_load_npz(b, bad), CLT_ERR_FORMAT, bad, "\"3.weight\"", "(50, 20, 5, 5) in the net",
+               "(50, 20, 25) in the file");
+    write_variant(a, bad, "3.weight", 1, 4, s4, NULL);
+    CHECK_FAIL(clt_net_load_npz(b, bad), CLT_ERR_FORMAT, "(50, 20, 5, 5)", "(50, 20, 3, 3)");
+    write_variant(a, bad, "0.bias", 2, 0, NULL, NULL);
+    CHECK_FAIL(clt_net_load_npz(b, bad), CLT_ERR_FORMAT, "\"0.bias\"", "byte array", "(20,)");
+    write_variant(a, bad, "0.bias", 2, 0, NULL, "momentum/0.bias");
+    CHECK_FAIL(clt_net_load_npz(b, bad), CLT_ERR_FORMAT, "\"0.bias\"");
+
+    /* A corrupt copy of a good file: one data byte flipped. */
+    unsigned char *data;
+    size_t size;
+    REQUIRE_OK(clt_read_file(path, &data, &size));
+    data[size / 2] ^= 0x40;
+    REQUIRE_OK(clt_write_file_atomic(bad, data, size));
+    CHECK_FAIL(clt_net_load_npz(b, bad), CLT_ERR_FORMAT, bad, "CRC-32");
+    free(data);
+    CHECK_FAIL(clt_net_load_npz(b, path_of("none.npz")), CLT_ERR_NOT_FOUND, "none.npz");
+
+    size_t nafter;
+    float *after = params_of(b, &nafter);
+    CHECK(nb == nafter && memcmp(before, after, nb * sizeof *before) == 0, "a failed load changed the net");
+    free(before);
+    free(after);
+
+    CHECK_FAIL(clt_net_load_npz(NULL, path), CLT_ERR_INVALID_ARG, "NULL");
+    CHECK_FAIL(clt_net_load_npz(b, NULL), CLT_ERR_INVALID_ARG, "NULL");
+    CHECK_FAIL(clt_net_save_npz(NULL, path), CLT_ERR_INVALID_ARG, "NULL");
+    CHECK_FAIL(clt_net_save_npz(a, path_of("no/dir/x.npz")), CLT_ERR_IO, "no/dir/x.npz");
+    /* A failed save leaves an existing file: the target is a directory. */
+    CHECK(clt_net_save_npz(a, dir) != CLT_OK, "saving over a directory succeeded");
+
+    /* Checkpoint helpers: parameters plus prefixed arrays into the
+     * momentum buffer and back. */
+    const char *ck = path_of("ck.npz");
+    clt_npz_writer *w;
+    REQUIRE_OK(clt_npz_writer_create(ck, 0, &w));
+    CHECK_OK(clt_npz_writer_add_params(w, a, a->params, ""));
+    CHECK_OK(clt_npz_writer_add_params(w, a, a->params, "momentum/"));
+    CHECK_OK(clt_npz_writer_add_bytes(w, "__cltrain__", "{}", 2));
+    CHECK_OK(clt_npz_writer_commit(w));
+    clt_npz_writer_destroy(w);
+    REQUIRE_OK(clt_npz_read(ck, &z));
+    CHECK(clt_npz_count(z) == 17, "checkpoint entries %d", clt_npz_count(z));
+    CHECK_OK(clt_npz_check_params(z, b, ""));
+    CHECK_OK(clt_npz_check_params(z, b, "momentum/"));
+    CHECK_FAIL(clt_npz_check_params(z, b, "other/"), CLT_ERR_FORMAT, "\"other/0.weight\"", "missing",
+               "momentum/0.weight");
+    CHECK(clt_npz_is_param_name(b, "momentum/", "momentum/7.bias"), "momentum/7.bias is a parameter name");
+    CHECK(!clt_npz_is_param_name(b, "momentum/", "7.bias"), "7.bias lacks the prefix");
+    CHECK(!clt_npz_is_param_name(b, "", "__cltrain__"), "__cltrain__ is no parameter");
+    CHECK(clt_npz_get(z, "__cltrain__") && clt_npz_get(z, "__cltrain__")->is_bytes, "metadata entry");
+    CHECK_FAIL(clt_npz_upload_params(z, b, NULL, "momentum/"), CLT_ERR_INVALID_ARG, "not allocated");
+    REQUIRE_OK(clt_net_ensure_velocity(b));
+    CHECK_OK(clt_npz_upload_params(z, b, b->vel, "momentum/"));
+    clt_npz_destroy(z);
+    CHECK_FAIL(clt_net_load_npz(b, ck), CLT_ERR_FORMAT, "momentum/", "not a parameter");
+
+    const char *ck2 = path_of("ck2.npz");
+    REQUIRE_OK(clt_npz_writer_create(ck2, 1, &w));
+    CHECK_OK(clt_npz_writer_add_params(w, b, b->vel, "m/"));
+    CHECK_OK(clt_npz_writer_commit(w));
+    clt_npz_writer_destroy(w);
+    REQUIRE_OK(clt_npz_read(ck2, &z));
+    size_t na;
+    float *pa = params_of(a, &na), *at = pa;
+    for (int i = 0; i < clt_net_param_count(a); i++) {
+        const clt_param *p = clt_net_param_at(a, i);
+        char key[sizeof p->name + 8];
+        snprintf(key, sizeof key, "m/%s", p->name);
+        const clt_npz_entry *e = clt_npz_get(z, key);
+        CHECK(e && e->numel == p->numel && memcmp(e->data, at, (size_t)p->numel * 4) == 0,
+              "%s: momentum round trip differs", key);
+        at += p->numel;
+    }
+    free(pa);
+    clt_npz_destroy(z);
+    REQUIRE_OK(clt_npz_writer_create(ck2, 0, &w));
+    CHECK_FAIL(clt_npz_writer_add_params(w, b, NULL, "m/"), CLT_ERR_INVALID_ARG, "NULL");
+    CHECK_FAIL(clt_npz_writer_commit(w), CLT_ERR_INVALID_ARG, "earlier call");
+    clt_npz_writer_destroy(w);
+
+    clt_net_destroy(a);
+    clt_net_destroy(b);
+    unlink(path);
+    unlink(bad);
+    unlink(ck);
+    unlink(ck2);
+}
+
+int main(void)
+{
+    test_need_devices(1);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/clt-npz-net-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    clt_device *dev;
+    REQUIRE_OK(clt_device_open(0, &dev));
+    save_and_load(dev);
+    clt_device_destroy(dev);
+    CHECK(rmdir(dir) == 0, "files left in %s", dir);
+    free_paths();
+    return test_result();
+}
