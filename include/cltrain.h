@@ -636,8 +636,19 @@ CLT_API int clt_trainer_device_count(const clt_trainer *t);
  * parameters on one replica only breaks the replicas' agreement: use
  * clt_trainer_broadcast_params afterwards. */
 CLT_API clt_net *clt_trainer_net(clt_trainer *t, int i);
-/* Copies replica 0's parameters (and momentum) to every other replica. */
+/* Copies replica 0's parameters, momentum and running statistics to every
+ * other replica. */
 CLT_API clt_status clt_trainer_broadcast_params(clt_trainer *t);
+/* Writes a checkpoint: an .npz (NumPy reads it) with the state_dict, the
+ * SGD momentum as "momentum/<name>", the model spec and input shape, and
+ * `meta` (caller's text, e.g. JSON with epoch and step; may be NULL).
+ * Atomic: a crash or kill during the save leaves the previous file intact. */
+CLT_API clt_status clt_trainer_save_checkpoint(clt_trainer *t, const char *path, const char *meta);
+/* Loads a checkpoint into every replica. A checkpoint of another model or
+ * input shape, a corrupt file, or unknown entries give CLT_ERR_FORMAT and
+ * change nothing. *meta (may be NULL) receives the saved text or NULL; free
+ * it with clt_free. */
+CLT_API clt_status clt_trainer_load_checkpoint(clt_trainer *t, const char *path, char **meta);
 /* One optimizer step on n samples (host memory, NCHW floats and int32
  * labels). loss_sum and correct (may be NULL) are over the whole batch. A
  * failure on any device stops the step on all of them and names the device;

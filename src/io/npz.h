@@ -35,24 +35,24 @@ const char *clt_npz_shape_str(int ndim, const int64_t *shape, char *buf, size_t 
  * clt_npz_writer_fail(w, s);` when a caller's own step fails mid-archive. */
 clt_status clt_npz_writer_fail(clt_npz_writer *w, clt_status s);
 
-/* Adds every parameter of the net, in spec order, as float32 under
- * prefix + name, read from `buf`: one of the net's flat buffers (net->params,
- * net->vel, net->grads), laid out as the parameters' offsets say. A failure
- * marks the writer failed. */
-clt_status clt_npz_writer_add_params(clt_npz_writer *w, const clt_net *net, cl_mem buf,
+/* `momentum` selects what these calls move: 0 the state_dict (parameters
+ * and batch-norm running statistics), 1 the SGD momentum of the parameters
+ * (net->vel, which must exist). */
+/* Adds them, in spec order, as float32 under prefix + name. A failure marks
+ * the writer failed. */
+clt_status clt_npz_writer_add_params(clt_npz_writer *w, const clt_net *net, int momentum,
                                      const char *prefix);
 
 /* Checks that the archive holds prefix + name for every parameter of the
  * net, as float32 of the parameter's shape. CLT_ERR_FORMAT naming the file,
  * the entry and both shapes otherwise. Reads nothing from the device. */
-clt_status clt_npz_check_params(const clt_npz *npz, const clt_net *net, const char *prefix);
+clt_status clt_npz_check_params(const clt_npz *npz, const clt_net *net, int momentum, const char *prefix);
 
 /* 1 when `name` is prefix + the name of a parameter of the net. */
-int clt_npz_is_param_name(const clt_net *net, const char *prefix, const char *name);
+int clt_npz_is_param_name(const clt_net *net, int momentum, const char *prefix, const char *name);
 
-/* Writes the prefix + name arrays into the net's flat buffer `buf`
- * (net->params or net->vel) and waits for the writes. Call
- * clt_npz_check_params first: this only re-checks sizes. */
-clt_status clt_npz_upload_params(const clt_npz *npz, clt_net *net, cl_mem buf, const char *prefix);
+/* Writes the prefix + name arrays to the device and waits for the writes.
+ * Call clt_npz_check_params first: this only re-checks sizes. */
+clt_status clt_npz_upload_params(const clt_npz *npz, clt_net *net, int momentum, const char *prefix);
 
 #endif

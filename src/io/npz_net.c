@@ -17,10 +17,22 @@ static clt_status param_key(char *buf, const char *prefix, const clt_param *p)
     return CLT_OK;
 }
 
-clt_status clt_npz_writer_add_params(clt_npz_writer *w, const clt_net *net, cl_mem buf, const char *prefix)
+/* Where parameter p lives: the state_dict (momentum = 0) takes parameters
+ * and running statistics; momentum (1) only parameters, from net->vel. */
+static cl_mem source_of(const clt_net *net, int momentum, const clt_param *p)
 {
-    if (!w || !net || !buf)
+    if (momentum) return p->is_buffer ? NULL : net->vel;
+    return p->is_buffer ? net->state : net->params;
+}
+
+static int included(int momentum, const clt_param *p) { return !(momentum && p->is_buffer); }
+
+clt_status clt_npz_writer_add_params(clt_npz_writer *w, const clt_net *net, int momentum, const char *prefix)
+{
+    if (!w || !net)
         return clt_npz_writer_fail(w, clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_writer_add_params: NULL argument"));
+    if (momentum && !net->vel)
+        return clt_npz_writer_fail(w, clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_writer_add_params: the net has no momentum"));
     if (!prefix) prefix = "";
     int n = clt_net_param_count(net);
     int64_t most = 1;
@@ -33,9 +45,10 @@ clt_status clt_npz_writer_add_params(clt_npz_writer *w, const clt_net *net, cl_m
     char key[NAME_CAP];
     for (int i = 0; i < n && s == CLT_OK; i++) {
         const clt_param *p = clt_net_param_at(net, i);
+        if (!included(momentum, p)) continue;
         s = param_key(key, prefix, p);
         if (s != CLT_OK) break;
-        cl_int err = clEnqueueReadBuffer(net->dev->queue, buf, CL_TRUE, p->offset * sizeof(float),
+        cl_int err = clEnqueueReadBuffer(net->dev->queue, source_of(net, momentum, p), CL_TRUE, p->offset * sizeof(float),
                                          (size_t)p->numel * sizeof(float), host, 0, NULL, NULL);
         if (err != CL_SUCCESS) {
             s = clt_cl_fail(err, "reading a parameter buffer");
@@ -92,7 +105,7 @@ static void list_params(const clt_net *net, char *buf, size_t cap)
     }
 }
 
-clt_status clt_npz_check_params(const clt_npz *npz, const clt_net *net, const char *prefix)
+clt_status clt_npz_check_params(const clt_npz *npz, const clt_net *net, int momentum, const char *prefix)
 {
     if (!npz || !net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_check_params: NULL argument");
     if (!prefix) prefix = "";
@@ -100,6 +113,7 @@ clt_status clt_npz_check_params(const clt_npz *npz, const clt_net *net, const ch
     char key[NAME_CAP], want[200], have[200];
     for (int i = 0; i < clt_net_param_count(net); i++) {
         const clt_param *p = clt_net_param_at(net, i);
+        if (!included(momentum, p)) continue;
         CLT_TRY(param_key(key, prefix, p));
         clt_npz_shape_str(p->ndim, p->shape, want, sizeof want);
         const clt_npz_entry *e = clt_npz_get(npz, key);
@@ -119,23 +133,26 @@ clt_status clt_npz_check_params(const clt_npz *npz, const clt_net *net, const ch
     return CLT_OK;
 }
 
-int clt_npz_is_param_name(const clt_net *net, const char *prefix, const char *name)
+int clt_npz_is_param_name(const clt_net *net, int momentum, const char *prefix, const char *name)
 {
     if (!net || !name) return 0;
     if (!prefix) prefix = "";
     size_t pl = strlen(prefix);
-    return strncmp(name, prefix, pl) == 0 && clt_net_find_param(net, name + pl) != NULL;
+    const clt_param *p = strncmp(name, prefix, pl) == 0 ? clt_net_find_param(net, name + pl) : NULL;
+    return p && included(momentum, p);
 }
 
-clt_status clt_npz_upload_params(const clt_npz *npz, clt_net *net, cl_mem buf, const char *prefix)
+clt_status clt_npz_upload_params(const clt_npz *npz, clt_net *net, int momentum, const char *prefix)
 {
     if (!npz || !net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_upload_params: NULL argument");
-    if (!buf) return clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_upload_params: the net's buffer is not allocated");
+    if (momentum && !net->vel)
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_upload_params: the net's momentum buffer is not allocated");
     if (!prefix) prefix = "";
     char key[NAME_CAP];
     int n = clt_net_param_count(net);
     for (int i = 0; i < n; i++) {
         const clt_param *p = clt_net_param_at(net, i);
+        if (!included(momentum, p)) continue;
         CLT_TRY(param_key(key, prefix, p));
         const clt_npz_entry *e = clt_npz_get(npz, key);
         if (!e || e->is_bytes || e->numel != p->numel)
@@ -145,9 +162,10 @@ clt_status clt_npz_upload_params(const clt_npz *npz, clt_net *net, cl_mem buf, c
     cl_int err = CL_SUCCESS;
     for (int i = 0; i < n && err == CL_SUCCESS; i++) {
         const clt_param *p = clt_net_param_at(net, i);
+        if (!included(momentum, p)) continue;
         if (param_key(key, prefix, p) != CLT_OK) break;
         const clt_npz_entry *e = clt_npz_get(npz, key);
-        err = clEnqueueWriteBuffer(net->dev->queue, buf, CL_FALSE, p->offset * sizeof(float),
+        err = clEnqueueWriteBuffer(net->dev->queue, source_of(net, momentum, p), CL_FALSE, p->offset * sizeof(float),
                                    (size_t)p->numel * sizeof(float), e->data, 0, NULL, NULL);
     }
     cl_int fin = clFinish(net->dev->queue);
@@ -161,7 +179,7 @@ clt_status clt_net_save_npz(const clt_net *net, const char *path)
     if (!net || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_save_npz: NULL argument");
     clt_npz_writer *w;
     CLT_TRY(clt_npz_writer_create(path, 0, &w));
-    clt_status s = clt_npz_writer_add_params(w, net, net->params, "");
+    clt_status s = clt_npz_writer_add_params(w, net, 0, "");
     if (s == CLT_OK) s = clt_npz_writer_commit(w);
     clt_npz_writer_destroy(w);
     return s;
@@ -172,18 +190,18 @@ clt_status clt_net_load_npz(clt_net *net, const char *path)
     if (!net || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_load_npz: NULL argument");
     clt_npz *npz;
     CLT_TRY(clt_npz_read(path, &npz));
-    clt_status s = clt_npz_check_params(npz, net, "");
+    clt_status s = clt_npz_check_params(npz, net, 0, "");
     for (int i = 0; s == CLT_OK && i < clt_npz_count(npz); i++) {
         clt_npz_entry e;
         s = clt_npz_entry_at(npz, i, &e);
-        if (s == CLT_OK && !clt_npz_is_param_name(net, "", e.name)) {
+        if (s == CLT_OK && !clt_npz_is_param_name(net, 0, "", e.name)) {
             char shape[200], list[1024];
             list_params(net, list, sizeof list);
             s = clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" %s is not a parameter of the net (its parameters: %s)", path,
                          e.name, clt_npz_shape_str(e.ndim, e.shape, shape, sizeof shape), list);
         }
     }
-    if (s == CLT_OK) s = clt_npz_upload_params(npz, net, net->params, "");
+    if (s == CLT_OK) s = clt_npz_upload_params(npz, net, 0, "");
     clt_npz_destroy(npz);
     return s;
 }

@@ -87,6 +87,74 @@ rc, out, err = run('train', '--limit-train', '512', '--limit-test', '64', '--lr'
                    '--batch-size', '32', '--quiet')
 check(rc == 1 and 'epoch' in err and 'step' in err and ('NaN' in err or 'infinite' in err),
       f'NaN stop: rc {rc} {err!r}')
+with tempfile.TemporaryDirectory() as tmp:
+    ck = os.path.join(tmp, 'n.ck')
+    rc, out, err = run('train', '--limit-train', '512', '--limit-test', '64', '--steps', '2', '--batch-size', '32',
+                       '--quiet', '--save', ck)
+    rc, out, err = run('train', '--resume', ck, '--lr', '1e5', '--epochs', '3', '--quiet', '--save', ck)
+    check(rc == 1 and 'last good checkpoint' in err and 'n.ck' in err, f'NaN stop names the checkpoint: {err!r}')
+
+# .npz export / import, checkpoints and resume
+import random
+import signal
+import time
+with tempfile.TemporaryDirectory() as tmp:
+    P = lambda name: os.path.join(tmp, name)
+    common = ['--devices', '0,1', '--limit-train', '320', '--limit-test', '64', '--batch-size', '64',
+              '--momentum', '0.9', '--lr', '0.05', '--init', 'xavier', '--quiet']
+    rc, out, err = run('train', *common, '--steps', '8', '--export-npz', P('a.npz'), '--save', P('a.ck'))
+    check(rc == 0 and os.path.exists(P('a.npz')) and os.path.exists(P('a.ck')), f'export and save: {rc} {err}')
+    # resume after 3 steps, continue to 8: bit-identical parameters
+    rc, out, err = run('train', *common, '--steps', '3', '--save', P('b.ck'))
+    rc2, out, err2 = run('train', '--devices', '0,1', '--resume', P('b.ck'), '--steps', '8', '--limit-test', '64',
+                         '--quiet', '--export-npz', P('b.npz'))
+    check(rc == 0 and rc2 == 0, f'resume runs: {err} {err2}')
+    check(open(P('a.npz'), 'rb').read() == open(P('b.npz'), 'rb').read(),
+          'resumed run ends with the same parameters as the uninterrupted one')
+    # --init-from the exported parameters, zero learning rate: exports the same bytes
+    rc, out, err = run('train', *common, '--steps', '1', '--lr', '0', '--momentum', '0', '--init-from', P('a.npz'),
+                       '--export-npz', P('c.npz'))
+    check(rc == 0 and open(P('a.npz'), 'rb').read() == open(P('c.npz'), 'rb').read(),
+          f'--export-npz then --init-from round trip: {err}')
+    # eval of a checkpoint and of the npz agree
+    rc, out1, err = run('eval', '--resume', P('a.ck'), '--limit-test', '200', '--json')
+    rc2, out2, err2 = run('eval', '--init-from', P('a.npz'), '--limit-test', '200', '--json')
+    check(rc == 0 and rc2 == 0 and json.loads(out1) == json.loads(out2), f'eval: {out1} {out2} {err} {err2}')
+    # a checkpoint of another model, a corrupt one, a wrong --init-from: clear refusals
+    rc, out, err = run('train', '--resume', P('a.ck'), '--model', 'lenet-max', '--steps', '9', '--quiet')
+    check(rc == 1 and 'model' in err and 'avgpool' in err and 'maxpool' in err, f'other model refused: {rc} {err!r}')
+    data = open(P('a.ck'), 'rb').read()
+    open(P('bad.ck'), 'wb').write(data[:len(data) // 2])
+    rc, out, err = run('eval', '--resume', P('bad.ck'))
+    check(rc == 1 and 'bad.ck' in err, f'corrupt checkpoint refused: {rc} {err!r}')
+    rc, out, err = run('train', '--init-from', P('a.npz'), '--model', 'conv:8:3,flatten,dense:10', '--steps', '1')
+    check(rc == 1 and '0.weight' in err and '(8, 1, 3, 3)' in err, f'mismatched --init-from: {rc} {err!r}')
+    rc, out, err = run('train', '--resume', P('a.ck'), '--seed', '5', '--steps', '9')
+    check(rc == 2 and '--seed' in err, f'conflicting --seed on resume: {rc} {err!r}')
+    # killing a process while it saves leaves a loadable checkpoint
+    ck = P('kill.ck')
+    for attempt in range(4):
+        p = subprocess.Popen([CLTRAIN, 'train', '--limit-train', '64', '--limit-test', '16', '--batch-size', '64',
+                              '--epochs', '100000', '--save', ck, '--quiet'], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while not os.path.exists(ck) and time.time() < deadline and p.poll() is None:
+            time.sleep(0.05)
+        time.sleep(random.uniform(0.05, 0.5))
+        p.kill()
+        p.wait()
+        rc, out, err = run('eval', '--resume', ck, '--limit-test', '16')
+        check(rc == 0, f'checkpoint after kill {attempt}: {rc} {err!r}')
+    # Ctrl-C stops after the current step and saves
+    p = subprocess.Popen([CLTRAIN, 'train', '--limit-train', '64', '--limit-test', '16', '--batch-size', '64',
+                          '--epochs', '100000', '--save', P('int.ck'), '--quiet'], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not os.path.exists(P('int.ck')) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    err = p.communicate(timeout=60)[1]
+    check(p.returncode == 130 and 'interrupted' in err and 'int.ck' in err, f'Ctrl-C: {p.returncode} {err!r}')
 
 # bench: JSON with a run per device count
 rc, out, err = run('bench', 'train', '--devices', '0,1', '--batch-size', '32', '--steps', '2', '--json')

@@ -23,6 +23,7 @@
 #include "../common/json.h"
 #include "bench_ops.h"
 #include "ops/activation.h"
+#include "ops/bn.h"
 #include "ops/conv.h"
 #include "ops/dense.h"
 #include "ops/loss.h"
@@ -37,7 +38,7 @@
 /* The op shapes of the models                                         */
 /* ------------------------------------------------------------------ */
 
-typedef enum layer_kind { L_CONV, L_POOL, L_GAP, L_RELU, L_DENSE, L_XENT, L_SGD } layer_kind;
+typedef enum layer_kind { L_CONV, L_POOL, L_GAP, L_RELU, L_BN, L_ADD, L_DENSE, L_XENT, L_SGD } layer_kind;
 
 typedef struct layer {
     const char *name;
@@ -53,7 +54,6 @@ typedef struct model {
     const char *name;
     const layer *layers;
     int n_layers;
-    int64_t extra_params; /* parameters of layers not timed here (batch norm) */
     int cpu_batch;        /* default batch on CPU devices, 0: 256 */
     const char *note;
 } model;
@@ -74,10 +74,12 @@ static const layer lenet_layers[] = {
     {"sgd", L_SGD, 0, 0, 0, 0, 0, 0, 0, 0, 1, NULL},
 };
 
-/* ResNet-18 for 28x28 inputs: 3x3 stem without max pooling, four stages of
- * two residual blocks (64 at 28x28, 128 at 14x14, 256 at 7x7, 512 at 4x4);
- * the first block of stages 2-4 has a stride-2 3x3 conv and a 1x1 stride-2
- * projection. `uses` counts the convs of each shape. */
+/* ResNet-18 for 28x28 inputs (the builtin resnet18): a 3x3 stem conv, bn
+ * and relu without max pooling, then four stages of two residual blocks
+ * relu(bn(conv(relu(bn(conv(x))))) + shortcut(x)) with 64 channels at 28x28,
+ * 128 at 14x14, 256 at 7x7 and 512 at 4x4; the first block of stages 2-4
+ * has a stride-2 3x3 conv and a 1x1 stride-2 projection shortcut. One row
+ * per distinct shape; `uses` counts the layers of that shape in the net. */
 static const layer resnet18_layers[] = {
     {"stem", L_CONV, 1, 28, 28, 64, 3, 1, 1, 0, 1, NULL},
     {"s1.conv", L_CONV, 64, 28, 28, 64, 3, 1, 1, 0, 4, NULL},
@@ -90,35 +92,39 @@ static const layer resnet18_layers[] = {
     {"s4.down", L_CONV, 256, 7, 7, 512, 3, 2, 1, 0, 1, NULL},
     {"s4.proj", L_CONV, 256, 7, 7, 512, 1, 2, 0, 0, 1, NULL},
     {"s4.conv", L_CONV, 512, 4, 4, 512, 3, 1, 1, 0, 3, NULL},
-    {"s1.relu", L_RELU, 64, 28, 28, 0, 0, 0, 0, 0, 9, NULL},
-    {"s2.relu", L_RELU, 128, 14, 14, 0, 0, 0, 0, 0, 8, NULL},
-    {"s3.relu", L_RELU, 256, 7, 7, 0, 0, 0, 0, 0, 8, NULL},
-    {"s4.relu", L_RELU, 512, 4, 4, 0, 0, 0, 0, 0, 8, NULL},
+    {"s1.bn", L_BN, 64, 28, 28, 0, 0, 0, 0, 0, 5, NULL},
+    {"s2.bn", L_BN, 128, 14, 14, 0, 0, 0, 0, 0, 4, NULL},
+    {"s3.bn", L_BN, 256, 7, 7, 0, 0, 0, 0, 0, 4, NULL},
+    {"s4.bn", L_BN, 512, 4, 4, 0, 0, 0, 0, 0, 4, NULL},
+    {"s1.relu", L_RELU, 64, 28, 28, 0, 0, 0, 0, 0, 5, NULL},
+    {"s2.relu", L_RELU, 128, 14, 14, 0, 0, 0, 0, 0, 4, NULL},
+    {"s3.relu", L_RELU, 256, 7, 7, 0, 0, 0, 0, 0, 4, NULL},
+    {"s4.relu", L_RELU, 512, 4, 4, 0, 0, 0, 0, 0, 4, NULL},
+    {"s1.add", L_ADD, 64, 28, 28, 0, 0, 0, 0, 0, 2, "backward: the identity"},
+    {"s2.add", L_ADD, 128, 14, 14, 0, 0, 0, 0, 0, 2, "backward: the identity"},
+    {"s3.add", L_ADD, 256, 7, 7, 0, 0, 0, 0, 0, 2, "backward: the identity"},
+    {"s4.add", L_ADD, 512, 4, 4, 0, 0, 0, 0, 0, 2, "backward: the identity"},
     {"gap", L_GAP, 512, 4, 4, 0, 0, 0, 0, 0, 1, NULL},
     {"dense", L_DENSE, 512, 1, 1, 10, 0, 0, 0, 0, 1, NULL},
     {"xent", L_XENT, 10, 1, 1, 0, 0, 0, 0, 0, 1, NULL},
     {"sgd", L_SGD, 0, 0, 0, 0, 0, 0, 0, 0, 1, NULL},
 };
 
-/* Batch-norm scale and shift: 2 x (64 + 4x64 + 4x128 + 4x256 + 4x512). */
-#define RESNET18_BN_PARAMS (2 * (64 + 4 * 64 + 4 * 128 + 4 * 256 + 4 * 512))
-
 static const model models[] = {
-    {"lenet", lenet_layers, (int)(sizeof lenet_layers / sizeof lenet_layers[0]), 0, 0, NULL},
-    {"resnet18", resnet18_layers, (int)(sizeof resnet18_layers / sizeof resnet18_layers[0]),
-     RESNET18_BN_PARAMS, 32,
-     "batch norm and residual additions are not timed (no raw launcher); the sgd step covers all "
-     "parameters, batch-norm ones included"},
+    {"lenet", lenet_layers, (int)(sizeof lenet_layers / sizeof lenet_layers[0]), 0, NULL},
+    {"resnet18", resnet18_layers, (int)(sizeof resnet18_layers / sizeof resnet18_layers[0]), 32,
+     "one row per distinct shape; bn is the training-mode batch norm (statistics, then apply)"},
 };
 #define N_MODELS (int)(sizeof models / sizeof models[0])
 
 static int64_t model_params(const model *m)
 {
-    int64_t n = m->extra_params;
+    int64_t n = 0;
     for (int i = 0; i < m->n_layers; i++) {
         const layer *l = &m->layers[i];
         if (l->kind == L_CONV) n += (int64_t)l->uses * ((int64_t)l->co * l->c * l->k * l->k + l->co);
         if (l->kind == L_DENSE) n += (int64_t)l->uses * ((int64_t)l->co * l->c + l->co);
+        if (l->kind == L_BN) n += (int64_t)l->uses * 2 * l->c; /* scale and shift */
     }
     return n;
 }
@@ -165,7 +171,8 @@ static double frac_of(const row *r, const bench_peaks *p)
 /* Buffers and running one pass                                        */
 /* ------------------------------------------------------------------ */
 
-enum { B_X, B_W, B_B, B_Y, B_DY, B_DX, B_DW, B_DB, B_AUX, N_BUFS };
+/* B_E*: batch norm's statistics vectors. */
+enum { B_X, B_W, B_B, B_Y, B_DY, B_DX, B_DW, B_DB, B_AUX, B_E1, B_E2, B_E3, B_E4, N_BUFS };
 
 typedef struct op_bufs {
     cl_mem m[N_BUFS];
@@ -237,7 +244,14 @@ static void buf_sizes(const op_ctx *c, size_t sz[N_BUFS])
         sz[B_Y] = sz[B_DY] = n * l->c;
         break;
     case L_RELU:
+    case L_ADD: /* y = x + dy */
         sz[B_X] = sz[B_Y] = sz[B_DY] = sz[B_DX] = n * l->c * l->h * l->w;
+        break;
+    case L_BN:
+        sz[B_X] = sz[B_Y] = sz[B_DY] = sz[B_DX] = n * l->c * l->h * l->w;
+        sz[B_W] = sz[B_B] = (size_t)l->c;                     /* gamma, beta */
+        sz[B_AUX] = sz[B_E3] = sz[B_E4] = (size_t)l->c;       /* shift, running mean, running var */
+        sz[B_DW] = sz[B_E1] = sz[B_E2] = 2 * (size_t)l->c;    /* bstats, stats, mean_invstd */
         break;
     case L_DENSE:
         sz[B_X] = sz[B_DX] = n * l->c;
@@ -280,6 +294,7 @@ static clt_status ctx_init(op_ctx *c)
 static const char *const conv_passes[] = {"forward", "backward-data", "backward-weights", NULL};
 static const char *const fb_passes[] = {"forward", "backward", NULL};
 static const char *const xent_passes[] = {"forward+backward", NULL};
+static const char *const fwd_passes[] = {"forward", NULL};
 static const char *const sgd_passes[] = {"step", NULL};
 
 static const char *const *passes_of(layer_kind k)
@@ -289,6 +304,7 @@ static const char *const *passes_of(layer_kind k)
     case L_DENSE: return conv_passes;
     case L_XENT: return xent_passes;
     case L_SGD: return sgd_passes;
+    case L_ADD: return fwd_passes;
     default: return fb_passes;
     }
 }
@@ -319,6 +335,22 @@ static clt_status run_pass(op_ctx *c, int pass)
     case L_RELU:
         if (pass == 0) return clt_act_forward_raw(dev, CLT_RELU, count, m[B_X], m[B_Y]);
         return clt_act_backward_raw(dev, CLT_RELU, count, m[B_Y], m[B_DY], m[B_DX]);
+    case L_BN: {
+        int hw = l->h * l->w;
+        double elems = (double)c->n * hw;
+        if (pass == 1) {
+            CLT_TRY(clt_bn_backward_stats_raw(dev, c->n, l->c, hw, m[B_X], m[B_DY], m[B_E2], m[B_DW]));
+            return clt_bn_backward_apply_raw(dev, c->n, l->c, hw, m[B_X], m[B_DY], m[B_E2], m[B_W], m[B_DW], elems,
+                                             m[B_DX]);
+        }
+        CLT_TRY(clt_bn_shift_raw(dev, c->n, l->c, hw, m[B_X], m[B_AUX]));
+        CLT_TRY(clt_bn_stats_raw(dev, c->n, l->c, hw, m[B_X], m[B_AUX], m[B_E1]));
+        CLT_TRY(clt_bn_finalize_raw(dev, l->c, elems, m[B_E1], m[B_AUX], CLT_BN_MOMENTUM, CLT_BN_EPS, m[B_E3],
+                                    m[B_E4], m[B_E2]));
+        return clt_bn_apply_raw(dev, c->n, l->c, hw, m[B_X], m[B_E2], m[B_W], m[B_B], m[B_Y]);
+    }
+    case L_ADD:
+        return clt_add_raw(dev, count, m[B_X], m[B_DY], m[B_Y]);
     case L_XENT:
         return clt_xent_raw(dev, c->n, l->c, m[B_X], m[B_AUX], 1.0f / (float)c->n, m[B_DX], m[B_Y]);
     case L_SGD:
@@ -348,6 +380,10 @@ static void work_of(const op_ctx *c, int pass, double *flop, double *bytes)
     }
     case L_GAP: *bytes = 4.0 * (in + n * l->c); break;
     case L_RELU: *bytes = 4.0 * in * (pass == 0 ? 2 : 3); break;
+    /* forward: x read by the statistics and by the apply, y written;
+     * backward: x and dy read by the statistics and by the apply, dx written */
+    case L_BN: *bytes = 4.0 * in * (pass == 0 ? 3 : 5); break;
+    case L_ADD: *bytes = 4.0 * in * 3; break;
     case L_XENT: *bytes = 4.0 * (2 * n * l->c + n + 2 * n); break;
     case L_SGD: *bytes = 4.0 * 5 * (double)c->params; break; /* read w, g, v; write w, v */
     }
@@ -369,7 +405,9 @@ static void shape_of(const op_ctx *c, char *buf, size_t cap)
                  c->oh, c->ow);
         break;
     case L_GAP: snprintf(buf, cap, "%dx%dx%d -> %d", l->c, l->h, l->w, l->c); break;
-    case L_RELU: snprintf(buf, cap, "%dx%dx%d", l->c, l->h, l->w); break;
+    case L_RELU:
+    case L_BN:
+    case L_ADD: snprintf(buf, cap, "%dx%dx%d", l->c, l->h, l->w); break;
     case L_DENSE: snprintf(buf, cap, "%d -> %d", l->c, l->co); break;
     case L_XENT: snprintf(buf, cap, "%d classes", l->c); break;
     case L_SGD: snprintf(buf, cap, "%lld params, momentum", (long long)c->params); break;
@@ -681,11 +719,12 @@ static void help(void)
     printf("Usage: cltrain bench ops [--devices LIST|all] [--model lenet|resnet18|all] [--batch-size N]\n"
            "                         [--repeat N] [--json]\n\n"
            "Times every op of LeNet and ResNet-18 (28x28 inputs) at its real shapes on each device:\n"
-           "convolution forward, backward-data and backward-weights, pooling, ReLU, dense, softmax\n"
-           "cross-entropy and the SGD step. Compute ops are reported in GFLOP/s against the device's\n"
-           "FMA peak, memory-bound ops in GB/s against its streaming-copy bandwidth; both peaks, and\n"
-           "host<->device bandwidth from pinned and unpinned memory, are measured first by the same\n"
-           "command.\n\n"
+           "convolution forward, backward-data and backward-weights, pooling, ReLU, batch norm, the\n"
+           "residual add, dense, softmax cross-entropy and the SGD step. Compute ops are reported\n"
+           "in GFLOP/s against the device's FMA peak, memory-bound ops in GB/s against its\n"
+           "streaming-copy bandwidth; both peaks, and host<->device bandwidth from pinned and\n"
+           "unpinned memory, are measured by the same command (FMA and copy before the ops and\n"
+           "again after each model; the best measurement counts).\n\n"
            "  --devices LIST|all   device indices as cltrain-smi numbers them (default: all GPUs, else all CPUs)\n"
            "  --model NAME         lenet, resnet18 or all (default all)\n"
            "  --batch-size N       samples per call (default 256; 32 for resnet18 on CPU devices)\n"
@@ -696,11 +735,11 @@ static void help(void)
 
 static int parse(bench_opts *o, int argc, char **argv)
 {
-    enum { O_DEVICES = 256, O_MODEL, O_BATCH, O_REPEAT, O_JSON };
+    enum { OPS_DEVICES = 256, OPS_MODEL, OPS_BATCH, OPS_REPEAT, OPS_JSON };
     static const struct option longs[] = {
-        {"devices", required_argument, NULL, O_DEVICES}, {"model", required_argument, NULL, O_MODEL},
-        {"batch-size", required_argument, NULL, O_BATCH}, {"repeat", required_argument, NULL, O_REPEAT},
-        {"json", no_argument, NULL, O_JSON},             {"help", no_argument, NULL, 'h'},
+        {"devices", required_argument, NULL, OPS_DEVICES}, {"model", required_argument, NULL, OPS_MODEL},
+        {"batch-size", required_argument, NULL, OPS_BATCH}, {"repeat", required_argument, NULL, OPS_REPEAT},
+        {"json", no_argument, NULL, OPS_JSON},             {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *prog = "cltrain";
     memset(o, 0, sizeof *o);
@@ -711,10 +750,10 @@ static int parse(bench_opts *o, int argc, char **argv)
         int c = getopt_long(argc, argv, ":h", longs, NULL), rc = 0;
         if (c == -1) break;
         switch (c) {
-        case O_DEVICES:
+        case OPS_DEVICES:
             rc = arg_devices(prog, "--devices", optarg, o->devices, CLI_MAX_DEVICES, &o->n_devices, &o->all_devices);
             break;
-        case O_MODEL:
+        case OPS_MODEL:
             if (!strcmp(optarg, "all")) {
                 o->model_mask = (1 << N_MODELS) - 1;
                 break;
@@ -724,9 +763,9 @@ static int parse(bench_opts *o, int argc, char **argv)
                 if (!strcmp(optarg, models[m].name)) o->model_mask = 1 << m;
             if (!o->model_mask) rc = usage_error(prog, "--model: \"%s\" is not lenet, resnet18 or all", optarg);
             break;
-        case O_BATCH: rc = arg_int(prog, "--batch-size", optarg, 1, 1 << 16, &o->batch); break;
-        case O_REPEAT: rc = arg_int(prog, "--repeat", optarg, 1, 100000, &o->repeat); break;
-        case O_JSON: o->json = 1; break;
+        case OPS_BATCH: rc = arg_int(prog, "--batch-size", optarg, 1, 1 << 16, &o->batch); break;
+        case OPS_REPEAT: rc = arg_int(prog, "--repeat", optarg, 1, 100000, &o->repeat); break;
+        case OPS_JSON: o->json = 1; break;
         case 'h': help(); return -1;
         case ':': return usage_error(prog, "option %s needs a value", argv[optind - 1]);
         default: return usage_error(prog, "unknown option \"%s\" for cltrain bench ops", argv[optind - 1]);

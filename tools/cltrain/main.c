@@ -11,6 +11,7 @@ static void usage(FILE *f)
             "Usage: cltrain COMMAND [options]\n\n"
             "Commands:\n"
             "  train    train a model on a dataset across devices (cltrain train --help)\n"
+            "  eval     test loss and accuracy of saved parameters (cltrain eval --help)\n"
             "  bench    measure training throughput and scaling (cltrain bench --help)\n\n"
             "  --version, --help\n"
             "Devices are numbered as cltrain-smi lists them.\n");
@@ -24,6 +25,7 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "train")) return cli_train(argc - 1, argv + 1);
+    if (!strcmp(cmd, "eval")) return cli_eval(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         usage(stdout);
@@ -33,6 +35,6 @@ int main(int argc, char **argv)
         printf("cltrain %s\n", clt_version(NULL, NULL, NULL));
         return 0;
     }
-    fprintf(stderr, "cltrain: unknown command \"%s\" (train, bench; see cltrain --help)\n", cmd);
+    fprintf(stderr, "cltrain: unknown command \"%s\" (train, eval, bench; see cltrain --help)\n", cmd);
     return 2;
 }

@@ -34,13 +34,18 @@ static void help(const char *cmd)
            "  --epochs N             epochs (default 10)\n"
            "  --steps N              stop after N optimizer steps in total (overrides --epochs)\n"
            "  --seed N               initialisation and shuffling seed (default 0)\n"
-           "  --init normal|xavier   weight initialisation (default normal: N(0, 0.01^2))\n"
+           "  --init normal|xavier   weight initialisation (default normal: N(0, 0.01^2); xavier for resnet18)\n"
            "  --limit-train N        use the first N training samples (default all)\n"
            "  --limit-test N         use the first N test samples (default all)\n"
            "  --no-shuffle           file order instead of a shuffled order per epoch\n"
            "  --drop-last            drop the last partial batch of each epoch\n"
            "  --log-csv FILE         append one CSV line per epoch\n"
            "  --plot FILE.svg        loss and accuracy curves as an SVG, rewritten each epoch\n"
+           "  --init-from FILE.npz   start from these parameters (PyTorch state_dict names, e.g. 0.weight)\n"
+           "  --export-npz FILE.npz  write the parameters at the end (numpy.load reads them)\n"
+           "  --save FILE            checkpoint at each epoch end, at the end, and on Ctrl-C\n"
+           "  --resume FILE          continue a checkpointed run exactly where it stopped\n"
+           "  --sync-bn              batch norm over the whole batch across devices (default: per device)\n"
            "  --json                 one JSON object per epoch on stdout instead of the text line\n"
            "  --quiet                no progress bar and no per-epoch line\n"
            "  -h, --help             this help\n");
@@ -48,8 +53,6 @@ static void help(const char *cmd)
 
 int cli_parse(cli_options *o, const char *cmd, int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_DATA, O_DEVICES, O_SPLIT, O_BATCH, O_LR, O_MOM, O_WD, O_EPOCHS, O_STEPS, O_SEED,
-           O_INIT, O_LTRAIN, O_LTEST, O_NOSHUF, O_DROP, O_JSON, O_QUIET, O_CSV, O_PLOT };
     static const struct option longs[] = {
         {"model", required_argument, NULL, O_MODEL},       {"data", required_argument, NULL, O_DATA},
         {"devices", required_argument, NULL, O_DEVICES},   {"split", required_argument, NULL, O_SPLIT},
@@ -61,6 +64,9 @@ int cli_parse(cli_options *o, const char *cmd, int argc, char **argv)
         {"no-shuffle", no_argument, NULL, O_NOSHUF},       {"drop-last", no_argument, NULL, O_DROP},
         {"json", no_argument, NULL, O_JSON},               {"quiet", no_argument, NULL, O_QUIET},
         {"log-csv", required_argument, NULL, O_CSV},       {"plot", required_argument, NULL, O_PLOT},
+        {"init-from", required_argument, NULL, O_INIT_FROM}, {"export-npz", required_argument, NULL, O_EXPORT},
+        {"save", required_argument, NULL, O_SAVE},         {"resume", required_argument, NULL, O_RESUME},
+        {"sync-bn", no_argument, NULL, O_SYNC_BN},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *prog = "cltrain";
@@ -71,6 +77,7 @@ int cli_parse(cli_options *o, const char *cmd, int argc, char **argv)
     for (;;) {
         int c = getopt_long(argc, argv, ":h", longs, NULL);
         if (c == -1) break;
+        if (c >= O_MODEL && c < O_END) o->given[c - O_MODEL] = 1;
         switch (c) {
         case O_MODEL: o->model = optarg; break;
         case O_DATA: o->data = optarg; break;
@@ -91,7 +98,6 @@ int cli_parse(cli_options *o, const char *cmd, int argc, char **argv)
         case O_STEPS: rc = arg_int(prog, "--steps", optarg, 1, INT64_MAX / 2, &o->steps); break;
         case O_SEED: rc = arg_int(prog, "--seed", optarg, 0, INT64_MAX, &o->seed); break;
         case O_INIT:
-            o->init_given = 1;
             if (!strcmp(optarg, "normal")) o->init = CLT_INIT_NORMAL;
             else if (!strcmp(optarg, "xavier")) o->init = CLT_INIT_XAVIER;
             else rc = usage_error(prog, "--init: \"%s\" is not normal or xavier", optarg);
@@ -104,6 +110,11 @@ int cli_parse(cli_options *o, const char *cmd, int argc, char **argv)
         case O_QUIET: o->quiet = 1; break;
         case O_CSV: o->log_csv = optarg; break;
         case O_PLOT: o->plot = optarg; break;
+        case O_INIT_FROM: o->init_from = optarg; break;
+        case O_EXPORT: o->export_npz = optarg; break;
+        case O_SAVE: o->save = optarg; break;
+        case O_RESUME: o->resume = optarg; break;
+        case O_SYNC_BN: o->sync_bn = 1; break;
         case 'h': help(cmd); return -1;
         case ':': return usage_error(prog, "option %s needs a value", argv[optind - 1]);
         default: return usage_error(prog, "unknown option \"%s\" for cltrain %s", argv[optind - 1], cmd);
@@ -111,6 +122,7 @@ int cli_parse(cli_options *o, const char *cmd, int argc, char **argv)
         if (rc) return rc;
     }
     if (optind < argc) return usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
+    if (o->init_from && o->resume) return usage_error(prog, "--init-from and --resume exclude each other");
     (void)d;
     if (o->split == CLT_SPLIT_WEIGHTS) {
         int n = o->n_devices;

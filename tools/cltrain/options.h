@@ -8,6 +8,14 @@
 
 #define CLI_MAX_DEVICES 64
 
+/* Long options; `given` records which ones the command line set. */
+enum cli_opt {
+    O_MODEL = 256, O_DATA, O_DEVICES, O_SPLIT, O_BATCH, O_LR, O_MOM, O_WD, O_EPOCHS, O_STEPS, O_SEED, O_INIT,
+    O_LTRAIN, O_LTEST, O_NOSHUF, O_DROP, O_JSON, O_QUIET, O_CSV, O_PLOT, O_INIT_FROM, O_EXPORT, O_SAVE, O_RESUME,
+    O_SYNC_BN, O_END
+};
+#define CLI_GIVEN(o, opt) ((o)->given[(opt) - O_MODEL])
+
 typedef struct cli_options {
     const char *model;
     const char *data;
@@ -20,10 +28,12 @@ typedef struct cli_options {
     int64_t batch_size, epochs, steps, seed, limit_train, limit_test;
     double lr, momentum, weight_decay;
     clt_init init;
-    int init_given;
     int shuffle, drop_last, json, quiet;
     const char *log_csv;
     const char *plot;
+    const char *init_from, *export_npz, *save, *resume;
+    int sync_bn;
+    unsigned char given[O_END - O_MODEL];
 } cli_options;
 
 void cli_options_default(cli_options *o);
@@ -33,6 +43,11 @@ int cli_parse(cli_options *o, const char *cmd, int argc, char **argv);
 /* The device list to use: the given one, all devices, or the default. */
 int cli_resolve_devices(const cli_options *o, int *list, int *n);
 
+/* Creates the trainer for the options (devices resolved, model for inputs
+ * c x h x w) and loads --init-from; prints the error and returns non-zero
+ * on failure. */
+int cli_make_trainer(const cli_options *o, const char *model, int c, int h, int w, const int *devs, int n_devs,
+                     clt_trainer **out);
 int cli_train(int argc, char **argv);
 int cli_eval(int argc, char **argv);
 int cli_bench(int argc, char **argv);

@@ -1,8 +1,9 @@
-/* cltrain train: the tutorials' training loop over every selected device. */
+/* cltrain train: the tutorials' training loop over every selected device,
+ * with checkpoints, resume, .npz import/export and reports. */
 #include <math.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "../common/json.h"
 #include "options.h"
 #include "plot.h"
+#include "runmeta.h"
 
 /* Set by SIGINT: the loop stops after the current step. A signal handler
  * can only talk through such a flag. */
@@ -97,73 +99,172 @@ static int fail(const char *what)
     return 1;
 }
 
+int cli_make_trainer(const cli_options *o, const char *model, int c, int h, int w, const int *devs, int n_devs,
+                     clt_trainer **out)
+{
+    if (clt_spec_check(model, c, h, w, NULL, 0) != CLT_OK) {
+        fprintf(stderr, "cltrain: --model %s: %s\n", model, clt_last_error());
+        return 2;
+    }
+    clt_trainer_config cfg;
+    clt_trainer_config_default(&cfg);
+    cfg.spec = model;
+    cfg.channels = c, cfg.height = h, cfg.width = w;
+    cfg.devices = devs;
+    cfg.n_devices = n_devs;
+    cfg.split = o->split;
+    cfg.weights = o->weights;
+    cfg.lr = (float)o->lr;
+    cfg.momentum = (float)o->momentum;
+    cfg.weight_decay = (float)o->weight_decay;
+    cfg.seed = (uint64_t)o->seed;
+    /* The Gluon tutorial initialises ResNet-18 with Xavier. */
+    cfg.init = CLI_GIVEN(o, O_INIT) || strcmp(model, "resnet18") ? o->init : CLT_INIT_XAVIER;
+    cfg.sync_bn = o->sync_bn;
+    if (clt_trainer_create(&cfg, out) != CLT_OK) return fail("setting up the devices");
+    if (o->init_from) {
+        if (clt_net_load_npz(clt_trainer_net(*out, 0), o->init_from) != CLT_OK ||
+            clt_trainer_broadcast_params(*out) != CLT_OK) {
+            clt_trainer_destroy(*out);
+            *out = NULL;
+            return fail("--init-from");
+        }
+    }
+    return 0;
+}
+
+/* --resume: settings that fix the data order come from the checkpoint; a
+ * conflicting command-line value is an error, the learning settings may be
+ * changed on purpose. */
+static int apply_resume(cli_options *o, const char *path, run_meta *m, char **model)
+{
+    clt_npz *z = NULL;
+    if (clt_npz_read(path, &z) != CLT_OK) return fail("--resume");
+    clt_npz_entry e;
+    char *text = NULL;
+    int rc = 0;
+    if (clt_npz_find(z, "__cltrain__/meta", &e) != CLT_OK || !e.is_bytes || clt_npz_find(z, "__cltrain__/spec", &e) != CLT_OK) {
+        fprintf(stderr, "cltrain: --resume %s: not a checkpoint written by cltrain train --save\n", path);
+        clt_npz_destroy(z);
+        return 1;
+    }
+    *model = strndup((const char *)e.bytes, e.nbytes);
+    clt_npz_find(z, "__cltrain__/meta", &e);
+    text = strndup((const char *)e.bytes, e.nbytes);
+    clt_npz_destroy(z);
+    if (!*model || !text || run_meta_parse(text, path, m)) rc = 1;
+    free(text);
+    if (rc) return rc;
+    struct {
+        int opt;
+        const char *name;
+        int64_t mine, theirs;
+    } fixed[] = {{O_SEED, "--seed", o->seed, m->seed},
+                 {O_BATCH, "--batch-size", o->batch_size, m->batch_size},
+                 {O_LTRAIN, "--limit-train", o->limit_train, m->limit_train},
+                 {O_NOSHUF, "--no-shuffle", !o->shuffle, !m->shuffle},
+                 {O_DROP, "--drop-last", o->drop_last, m->drop_last}};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (CLI_GIVEN(o, fixed[i].opt) && fixed[i].mine != fixed[i].theirs) {
+            fprintf(stderr, "cltrain: %s %lld conflicts with the checkpoint's %lld (%s): the data order would change\n",
+                    fixed[i].name, (long long)fixed[i].mine, (long long)fixed[i].theirs, path);
+            return 2;
+        }
+    o->seed = m->seed, o->batch_size = m->batch_size, o->limit_train = m->limit_train;
+    o->shuffle = m->shuffle, o->drop_last = m->drop_last;
+    if (!CLI_GIVEN(o, O_LR)) o->lr = m->lr;
+    if (!CLI_GIVEN(o, O_MOM)) o->momentum = m->momentum;
+    if (!CLI_GIVEN(o, O_WD)) o->weight_decay = m->weight_decay;
+    if (!CLI_GIVEN(o, O_DATA)) o->data = m->data;
+    return 0;
+}
+
+static int save_checkpoint(clt_trainer *t, const cli_options *o, int64_t epoch, int64_t batch, int64_t steps)
+{
+    run_meta m = {epoch, batch, steps, o->seed, o->batch_size, o->limit_train, o->shuffle, o->drop_last,
+                  o->lr, o->momentum, o->weight_decay, ""};
+    snprintf(m.data, sizeof m.data, "%s", o->data);
+    char text[2048];
+    run_meta_format(&m, text, sizeof text);
+    if (clt_trainer_save_checkpoint(t, o->save, text) != CLT_OK) {
+        fprintf(stderr, "cltrain: --save %s: %s\n", o->save, clt_last_error());
+        return 1;
+    }
+    return 0;
+}
+
 int cli_train(int argc, char **argv)
 {
     cli_options o;
     cli_options_default(&o);
     int rc = cli_parse(&o, "train", argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
+    run_meta start = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ""};
+    char *resumed_model = NULL;
+    if (o.resume && (rc = apply_resume(&o, o.resume, &start, &resumed_model))) {
+        free(resumed_model);
+        return rc;
+    }
+    const char *model = resumed_model && !CLI_GIVEN(&o, O_MODEL) ? resumed_model : o.model;
     int devs[CLI_MAX_DEVICES], n_devs = 0;
-    if ((rc = cli_resolve_devices(&o, devs, &n_devs))) return rc;
-
     clt_dataset *train = NULL, *test = NULL;
-    if (clt_dataset_load(o.data, CLT_SPLIT_TRAIN, o.limit_train, &train) != CLT_OK) return fail("--data");
-    if (clt_dataset_load(o.data, CLT_SPLIT_TEST, o.limit_test, &test) != CLT_OK) {
-        clt_dataset_destroy(train);
-        return fail("--data");
+    clt_trainer *t = NULL;
+    clt_batcher *b = NULL;
+    plot_point *points = NULL;
+    int n_points = 0;
+    if ((rc = cli_resolve_devices(&o, devs, &n_devs))) goto done;
+    if (clt_dataset_load(o.data, CLT_SPLIT_TRAIN, o.limit_train, &train) != CLT_OK ||
+        clt_dataset_load(o.data, CLT_SPLIT_TEST, o.limit_test, &test) != CLT_OK) {
+        rc = fail("--data");
+        goto done;
     }
     int c, h, w;
     clt_dataset_shape(train, &c, &h, &w);
-    if (clt_spec_check(o.model, c, h, w, NULL, 0) != CLT_OK) {
-        fprintf(stderr, "cltrain: --model %s: %s\n", o.model, clt_last_error());
-        clt_dataset_destroy(train);
-        clt_dataset_destroy(test);
-        return 2;
+    if ((rc = cli_make_trainer(&o, model, c, h, w, devs, n_devs, &t))) goto done;
+    if (o.resume && clt_trainer_load_checkpoint(t, o.resume, NULL) != CLT_OK) {
+        rc = fail("--resume");
+        goto done;
     }
-    clt_trainer_config cfg;
-    clt_trainer_config_default(&cfg);
-    cfg.spec = o.model;
-    cfg.channels = c, cfg.height = h, cfg.width = w;
-    cfg.devices = devs;
-    cfg.n_devices = n_devs;
-    cfg.split = o.split;
-    cfg.weights = o.weights;
-    cfg.lr = (float)o.lr;
-    cfg.momentum = (float)o.momentum;
-    cfg.weight_decay = (float)o.weight_decay;
-    cfg.seed = (uint64_t)o.seed;
-    cfg.init = o.init;
-    clt_trainer *t = NULL;
-    clt_batcher *b = NULL;
     clt_batcher_config bc;
     clt_batcher_config_default(&bc);
     bc.batch_size = (int)o.batch_size;
     bc.shuffle = o.shuffle;
     bc.drop_last = o.drop_last;
     bc.seed = (uint64_t)o.seed;
-    rc = 0;
-    if (clt_trainer_create(&cfg, &t) != CLT_OK) rc = fail("setting up the devices");
-    else if (clt_batcher_create(train, &bc, &b) != CLT_OK) rc = fail("batching the training data");
-    int64_t per_epoch = b ? clt_batcher_batches_per_epoch(b) : 0;
-    if (!rc && per_epoch == 0) {
+    if (clt_batcher_create(train, &bc, &b) != CLT_OK) {
+        rc = fail("batching the training data");
+        goto done;
+    }
+    int64_t per_epoch = clt_batcher_batches_per_epoch(b);
+    if (per_epoch == 0) {
         fprintf(stderr, "cltrain: --batch-size %lld with --drop-last leaves no batch of %lld samples\n",
                 (long long)o.batch_size, (long long)clt_dataset_size(train));
         rc = 2;
+        goto done;
+    }
+    if (start.batch > per_epoch || clt_batcher_seek(b, start.epoch - 1, start.batch) != CLT_OK) {
+        rc = fail("--resume: the checkpoint's position does not fit this data");
+        goto done;
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, NULL);
     int tty = isatty(STDOUT_FILENO) && !o.quiet && !o.json;
-    plot_point *points = NULL;
-    int n_points = 0;
-    int64_t total_steps = 0, epochs = o.steps ? (o.steps + per_epoch - 1) / (per_epoch ? per_epoch : 1) : o.epochs;
-    for (int64_t e = 1; !rc && e <= epochs && !interrupted; e++) {
+    int64_t total_steps = start.steps;
+    int64_t last_epoch = o.steps ? INT64_MAX : o.epochs;
+    /* a checkpoint of this run exists (the one resumed, when it is saved over) */
+    int saved = o.resume && o.save && strcmp(o.resume, o.save) == 0;
+    for (int64_t e = start.epoch; !rc && e <= last_epoch && !interrupted; e++) {
         double t0 = now(), loss = 0;
-        int64_t correct = 0, seen = 0, done = 0;
+        int64_t correct = 0, seen = 0, done_batches = 0, next_batch = e == start.epoch ? start.batch : 0;
+        int stopped = 0;
         clt_batch batch;
         for (;;) {
-            if (interrupted || (o.steps && total_steps >= o.steps)) break;
+            if (interrupted || (o.steps && total_steps >= o.steps)) {
+                stopped = 1;
+                break;
+            }
             if (clt_batcher_next(b, &batch) != CLT_OK) {
                 rc = fail("reading a batch");
                 break;
@@ -174,44 +275,60 @@ int cli_train(int argc, char **argv)
             clt_status s = clt_trainer_step(t, batch.images, batch.labels, batch.count, &l, &k);
             total_steps++;
             if (s != CLT_OK) {
-                fprintf(stderr, "cltrain: epoch %lld, step %lld: %s\n", (long long)e, (long long)total_steps,
-                        clt_last_error());
+                fprintf(stderr, "cltrain: epoch %lld, step %lld: %s%s%s\n", (long long)e, (long long)total_steps,
+                        clt_last_error(), saved ? "; last good checkpoint: " : "", saved ? o.save : "");
                 rc = 1;
                 break;
             }
-            loss += l, correct += k, seen += batch.count, done++;
-            if (tty) progress(done, per_epoch, loss / (double)seen, (double)seen / (now() - t0), now() - t0);
+            next_batch = batch.index + 1;
+            loss += l, correct += k, seen += batch.count, done_batches++;
+            if (tty) progress(next_batch, per_epoch, loss / (double)seen, (double)seen / (now() - t0), now() - t0);
         }
         if (tty) printf("\r%*s\r", 100, "");
-        if (rc || seen == 0) break;
-        epoch_report r = {e, total_steps, loss / (double)seen, (double)correct / (double)seen, 0, now() - t0, 0};
-        r.samples_per_s = (double)seen / r.seconds;
-        if (clt_trainer_evaluate(t, test, (int)o.batch_size, NULL, &r.test_acc) != CLT_OK) {
-            rc = fail("evaluating the test set");
-            break;
-        }
-        report(&o, &r, devs, n_devs);
-        if (o.log_csv && append_csv(o.log_csv, &r)) rc = 1;
-        if (o.plot) {
-            plot_point *grown = realloc(points, (size_t)(n_points + 1) * sizeof *points);
-            if (!grown) {
-                fprintf(stderr, "cltrain: out of memory\n");
-                rc = 1;
+        if (rc) break;
+        if (seen > 0) {
+            epoch_report r = {e, total_steps, loss / (double)seen, (double)correct / (double)seen, 0, now() - t0, 0};
+            r.samples_per_s = (double)seen / r.seconds;
+            if (clt_trainer_evaluate(t, test, (int)o.batch_size, NULL, &r.test_acc) != CLT_OK) {
+                rc = fail("evaluating the test set");
                 break;
             }
-            points = grown;
-            points[n_points++] = (plot_point){(double)e, r.loss, r.train_acc, r.test_acc};
-            if (plot_write_svg(o.plot, points, n_points, o.model)) rc = 1;
+            report(&o, &r, devs, n_devs);
+            if (o.log_csv && append_csv(o.log_csv, &r)) rc = 1;
+            if (o.plot) {
+                plot_point *grown = realloc(points, (size_t)(n_points + 1) * sizeof *points);
+                if (!grown) {
+                    fprintf(stderr, "cltrain: out of memory\n");
+                    rc = 1;
+                    break;
+                }
+                points = grown;
+                points[n_points++] = (plot_point){(double)e - 1 + (double)next_batch / (double)per_epoch, r.loss,
+                                                  r.train_acc, r.test_acc};
+                if (plot_write_svg(o.plot, points, n_points, model)) rc = 1;
+            }
         }
+        /* Checkpoint where the next run must continue. */
+        int complete = !stopped || next_batch >= per_epoch;
+        if (o.save && !rc) {
+            rc = save_checkpoint(t, &o, complete ? e + 1 : e, complete ? 0 : next_batch, total_steps);
+            saved = !rc;
+        }
+        if (stopped) break;
     }
+    if (!rc && o.export_npz && clt_net_save_npz(clt_trainer_net(t, 0), o.export_npz) != CLT_OK)
+        rc = fail("--export-npz");
     if (interrupted && !rc) {
-        fprintf(stderr, "cltrain: interrupted after step %lld\n", (long long)total_steps);
+        fprintf(stderr, "cltrain: interrupted after step %lld%s%s\n", (long long)total_steps,
+                o.save ? "; checkpoint saved to " : "", o.save ? o.save : "");
         rc = 130;
     }
+done:
     free(points);
     clt_batcher_destroy(b);
     clt_trainer_destroy(t);
     clt_dataset_destroy(train);
     clt_dataset_destroy(test);
+    free(resumed_model);
     return rc;
 }

@@ -1,0 +1,105 @@
+/* Trainer checkpoints: one .npz that NumPy can read, holding replica 0's
+ * state_dict (parameters and running statistics), its SGD momentum under
+ * "momentum/<name>", the expanded model spec and input shape, and the
+ * caller's own metadata (opaque bytes, e.g. JSON with epoch and step). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/npz.h"
+#include "parallel/trainer.h"
+
+#define KEY_SPEC "__cltrain__/spec"
+#define KEY_INPUT "__cltrain__/input"
+#define KEY_META "__cltrain__/meta"
+
+clt_status clt_trainer_save_checkpoint(clt_trainer *t, const char *path, const char *meta)
+{
+    if (!t || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_save_checkpoint: NULL argument");
+    clt_net *net = clt_trainer_net(t, 0);
+    const char *spec = clt_net_spec(net);
+    float input[3] = {(float)t->cfg.channels, (float)t->cfg.height, (float)t->cfg.width};
+    clt_npz_writer *w;
+    CLT_TRY(clt_npz_writer_create(path, 0, &w));
+    clt_status s = clt_npz_writer_add_params(w, net, 0, "");
+    if (s == CLT_OK && net->vel) s = clt_npz_writer_add_params(w, net, 1, "momentum/");
+    if (s == CLT_OK) s = clt_npz_writer_add_bytes(w, KEY_SPEC, spec, strlen(spec));
+    if (s == CLT_OK) s = clt_npz_writer_add_f32(w, KEY_INPUT, 1, (int64_t[]){3}, input);
+    if (s == CLT_OK && meta) s = clt_npz_writer_add_bytes(w, KEY_META, meta, strlen(meta));
+    if (s == CLT_OK) s = clt_npz_writer_commit(w);
+    clt_npz_writer_destroy(w);
+    return s;
+}
+
+/* Every entry must be one the checkpoint format knows. */
+static clt_status check_entries(const clt_npz *z, const clt_net *net, const char *path)
+{
+    for (int i = 0; i < clt_npz_count(z); i++) {
+        clt_npz_entry e;
+        CLT_TRY(clt_npz_entry_at(z, i, &e));
+        if (!strcmp(e.name, KEY_SPEC) || !strcmp(e.name, KEY_INPUT) || !strcmp(e.name, KEY_META)) continue;
+        if (clt_npz_is_param_name(net, 0, "", e.name) || clt_npz_is_param_name(net, 1, "momentum/", e.name)) continue;
+        return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" is not part of a checkpoint of this model", path, e.name);
+    }
+    return CLT_OK;
+}
+
+static clt_status check_model(const clt_npz *z, const clt_trainer *t, const clt_net *net, const char *path)
+{
+    const clt_npz_entry *spec = clt_npz_get(z, KEY_SPEC), *input = clt_npz_get(z, KEY_INPUT);
+    if (!spec || !spec->is_bytes || !input || input->is_bytes || input->numel != 3)
+        return clt_fail(CLT_ERR_FORMAT, "%s: not a cltrain checkpoint (no %s and %s entries)", path, KEY_SPEC, KEY_INPUT);
+    const char *want = clt_net_spec(net);
+    if (spec->nbytes != strlen(want) || memcmp(spec->bytes, want, spec->nbytes) != 0)
+        return clt_fail(CLT_ERR_FORMAT, "%s: checkpoint of model \"%.*s\", but this run's model is \"%s\"", path,
+                        (int)(spec->nbytes < 2000 ? spec->nbytes : 2000), (const char *)spec->bytes, want);
+    if (input->data[0] != (float)t->cfg.channels || input->data[1] != (float)t->cfg.height ||
+        input->data[2] != (float)t->cfg.width)
+        return clt_fail(CLT_ERR_FORMAT, "%s: checkpoint for inputs (%g, %g, %g), this run's are (%d, %d, %d)", path,
+                        input->data[0], input->data[1], input->data[2], t->cfg.channels, t->cfg.height, t->cfg.width);
+    return CLT_OK;
+}
+
+clt_status clt_trainer_load_checkpoint(clt_trainer *t, const char *path, char **meta)
+{
+    if (!t || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_load_checkpoint: NULL argument");
+    if (meta) *meta = NULL;
+    clt_net *net = clt_trainer_net(t, 0);
+    clt_npz *z;
+    CLT_TRY(clt_npz_read(path, &z));
+    clt_status s = check_model(z, t, net, path);
+    if (s == CLT_OK) s = check_entries(z, net, path);
+    if (s == CLT_OK) s = clt_npz_check_params(z, net, 0, "");
+    int has_momentum = 0;
+    for (int i = 0; s == CLT_OK && i < clt_npz_count(z) && !has_momentum; i++) {
+        clt_npz_entry e;
+        s = clt_npz_entry_at(z, i, &e);
+        has_momentum = s == CLT_OK && !strncmp(e.name, "momentum/", 9);
+    }
+    if (s == CLT_OK && has_momentum) s = clt_npz_check_params(z, net, 1, "momentum/");
+    /* Everything is checked: now change the replicas. */
+    if (s == CLT_OK) s = clt_npz_upload_params(z, net, 0, "");
+    if (s == CLT_OK && has_momentum) s = clt_net_ensure_velocity(net);
+    if (s == CLT_OK && has_momentum) s = clt_npz_upload_params(z, net, 1, "momentum/");
+    if (s == CLT_OK && !has_momentum && net->vel) {
+        float zero = 0;
+        cl_int err = clEnqueueFillBuffer(net->dev->queue, net->vel, &zero, sizeof zero, 0, net->flat * sizeof(float),
+                                         0, NULL, NULL);
+        if (err != CL_SUCCESS) s = clt_cl_fail(err, "reset momentum");
+    }
+    if (s == CLT_OK) s = clt_trainer_broadcast_params(t);
+    const clt_npz_entry *m = clt_npz_get(z, KEY_META);
+    if (s == CLT_OK && meta && m && m->is_bytes) {
+        *meta = malloc(m->nbytes + 1);
+        if (!*meta) {
+            s = clt_fail(CLT_ERR_NO_MEMORY, "checkpoint metadata");
+        } else {
+            memcpy(*meta, m->bytes, m->nbytes);
+            (*meta)[m->nbytes] = 0;
+        }
+    }
+    clt_npz_destroy(z);
+    if (s != CLT_OK && s != CLT_ERR_FORMAT && s != CLT_ERR_IO && s != CLT_ERR_NOT_FOUND)
+        return clt_fail_context(s, "loading checkpoint %s", path);
+    return s;
+}

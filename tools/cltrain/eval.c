@@ -1,0 +1,68 @@
+/* cltrain eval: test loss and accuracy of saved parameters, split across
+ * the devices. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/json.h"
+#include "options.h"
+
+int cli_eval(int argc, char **argv)
+{
+    cli_options o;
+    cli_options_default(&o);
+    int rc = cli_parse(&o, "eval", argc, argv);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!o.init_from && !o.resume) {
+        fprintf(stderr, "cltrain: eval needs --init-from FILE.npz or --resume CHECKPOINT (see cltrain eval --help)\n");
+        return 2;
+    }
+    char *model = NULL;
+    if (o.resume && !CLI_GIVEN(&o, O_MODEL)) { /* the checkpoint names its model */
+        clt_npz *z = NULL;
+        clt_npz_entry e;
+        if (clt_npz_read(o.resume, &z) != CLT_OK) {
+            fprintf(stderr, "cltrain: --resume: %s\n", clt_last_error());
+            return 1;
+        }
+        if (clt_npz_find(z, "__cltrain__/spec", &e) == CLT_OK && e.is_bytes) model = strndup((const char *)e.bytes, e.nbytes);
+        clt_npz_destroy(z);
+        if (!model) {
+            fprintf(stderr, "cltrain: --resume %s: not a cltrain checkpoint\n", o.resume);
+            return 1;
+        }
+    }
+    int devs[CLI_MAX_DEVICES], n_devs = 0;
+    clt_dataset *test = NULL;
+    clt_trainer *t = NULL;
+    double loss = 0, acc = 0;
+    if ((rc = cli_resolve_devices(&o, devs, &n_devs))) goto done;
+    if (clt_dataset_load(o.data, CLT_SPLIT_TEST, o.limit_test, &test) != CLT_OK) {
+        fprintf(stderr, "cltrain: --data: %s\n", clt_last_error());
+        rc = 1;
+        goto done;
+    }
+    int c, h, w;
+    clt_dataset_shape(test, &c, &h, &w);
+    if ((rc = cli_make_trainer(&o, model ? model : o.model, c, h, w, devs, n_devs, &t))) goto done;
+    if (o.resume && clt_trainer_load_checkpoint(t, o.resume, NULL) != CLT_OK) {
+        fprintf(stderr, "cltrain: --resume: %s\n", clt_last_error());
+        rc = 1;
+        goto done;
+    }
+    if (clt_trainer_evaluate(t, test, (int)o.batch_size, &loss, &acc) != CLT_OK) {
+        fprintf(stderr, "cltrain: evaluating: %s\n", clt_last_error());
+        rc = 1;
+        goto done;
+    }
+    if (o.json)
+        printf("{\"test_loss\": %.6f, \"test_acc\": %.6f, \"samples\": %lld}\n", loss, acc,
+               (long long)clt_dataset_size(test));
+    else
+        printf("test loss %.4f, test acc %.4f on %lld samples\n", loss, acc, (long long)clt_dataset_size(test));
+done:
+    clt_trainer_destroy(t);
+    clt_dataset_destroy(test);
+    free(model);
+    return rc;
+}

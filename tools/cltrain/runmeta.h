@@ -1,0 +1,25 @@
+/* The training-loop state a checkpoint carries besides the tensors: where
+ * the run stands and the settings that fix the data order. */
+#ifndef CLT_CLI_RUNMETA_H
+#define CLT_CLI_RUNMETA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct run_meta {
+    int64_t epoch;       /* 1-based epoch to continue in */
+    int64_t batch;       /* index of the next batch in that epoch */
+    int64_t steps;       /* optimizer steps done */
+    int64_t seed, batch_size, limit_train;
+    int shuffle, drop_last;
+    double lr, momentum, weight_decay;
+    char data[1024];
+} run_meta;
+
+/* JSON text of m into buf. */
+void run_meta_format(const run_meta *m, char *buf, size_t cap);
+/* Parses text written by run_meta_format; 0 on success, else prints a
+ * message naming `path` and the field and returns 1. */
+int run_meta_parse(const char *text, const char *path, run_meta *m);
+
+#endif
