@@ -140,6 +140,14 @@ static clt_status pick_algo(const clt_device *dev, conv_algo *out)
     return CLT_OK;
 }
 
+clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes)
+{
+    conv_algo a = CONV_GEMM;
+    CLT_TRY(pick_algo(dev, &a));
+    *yes = a == CONV_LANES;
+    return CLT_OK;
+}
+
 /* CLTRAIN_CONV_BUDGET (bytes, a diagnostic knob the tests use to reach the
  * chunked and fallback paths with small shapes): 0 when unset. */
 static size_t env_budget(void)

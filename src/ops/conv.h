@@ -14,6 +14,9 @@ typedef struct clt_conv_geom {
 /* Fills oh/ow and checks the geometry (error names the sizes). */
 clt_status clt_conv_geom_init(clt_conv_geom *g, int n, int c, int h, int w, int co, int k,
                               int stride, int pad);
+/* Whether convolutions run the lane kernels on this device (CPU devices,
+ * unless CLTRAIN_CONV_ALGO says otherwise); other ops may borrow them. */
+clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes);
 /* y = conv(x, w) + b; b may be NULL. */
 clt_status clt_conv_forward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
                                 cl_mem b, cl_mem y);

@@ -1,4 +1,5 @@
-/* Fully connected layer: y = x w^T + b through CLBlast SGEMM. The bias is
+/* Fully connected layer: y = x w^T + b through CLBlast SGEMM (on GPUs; CPU
+ * devices run it as a 1x1 convolution, see as_conv). The bias is
  * broadcast into y first and the GEMM accumulates onto it (beta = 1), so y
  * is written once by the broadcast and read/written once by the GEMM. The
  * bias gradient is a deterministic column sum. The two small kernels live in
@@ -7,6 +8,7 @@
 
 #include <limits.h>
 
+#include "ops/conv.h"
 #include "ops/gemm.h"
 #include "runtime/launch.h"
 #include "tensor/tensor.h"
@@ -21,10 +23,25 @@ static clt_status dense_geom(const char *op, int n, int in, int out)
     return CLT_OK;
 }
 
+/* A dense layer is a 1x1 convolution of (n, in, 1, 1). Where the
+ * convolution's lane kernels run (CPU devices), they beat CLBlast's untuned
+ * SGEMM by far: 800->128 at batch 256 on PoCL (2 cores), forward 0.7 ms vs
+ * 6.5 ms, backward 2.0 ms vs 12.2 ms. Returns 1 when that path applies. */
+static clt_status as_conv(clt_device *dev, int n, int in, int out, clt_conv_geom *g, int *yes)
+{
+    CLT_TRY(clt_conv_uses_lanes(dev, yes));
+    if (*yes) CLT_TRY(clt_conv_geom_init(g, n, in, 1, 1, out, 1, 1, 0));
+    return CLT_OK;
+}
+
 clt_status clt_dense_forward_raw(clt_device *dev, int n, int in, int out, cl_mem x, cl_mem w,
                                  cl_mem b, cl_mem y)
 {
     CLT_TRY(dense_geom("dense forward", n, in, out));
+    clt_conv_geom g;
+    int conv;
+    CLT_TRY(as_conv(dev, n, in, out, &g, &conv));
+    if (conv) return clt_conv_forward_raw(dev, &g, x, w, b, y);
     float beta = 0.0f;
     if (b) {
         int total = n * out;
@@ -41,6 +58,10 @@ clt_status clt_dense_backward_raw(clt_device *dev, int n, int in, int out, cl_me
                                   cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db)
 {
     CLT_TRY(dense_geom("dense backward", n, in, out));
+    clt_conv_geom g;
+    int conv;
+    CLT_TRY(as_conv(dev, n, in, out, &g, &conv));
+    if (conv) return clt_conv_backward_raw(dev, &g, x, w, dy, dx, dw, db);
     /* dx (n, in) = dy (n, out) * w (out, in) */
     if (dx)
         CLT_TRY(clt_gemm(dev, false, false, (size_t)n, (size_t)in, (size_t)out, 1.0f, dy, 0, (size_t)out, w,

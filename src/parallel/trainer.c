@@ -61,6 +61,7 @@ static clt_status plan_buckets(clt_trainer *t)
         const clt_layer *layer = &net->model.layers[l];
         for (int p = 0; p < layer->n_params; p++) {
             const clt_param *q = &layer->params[p];
+            if (q->is_buffer) continue; /* running statistics: no gradient */
             if (!cur || cur->count >= cap) {
                 cur = &t->buckets[t->n_buckets++];
                 cur->offset = q->offset;

@@ -56,7 +56,11 @@ static int run(const cli_options *o, const int *devs, int k, const float *images
         }
     }
     double elapsed = now() - t0;
-    if (rc) fprintf(stderr, "cltrain: bench on %d device(s): %s\n", k, clt_last_error());
+    if (rc) {
+        fprintf(stderr, "cltrain: bench on %d device(s): %s\n", k, clt_last_error());
+        clt_trainer_destroy(t);
+        return rc;
+    }
     row->step_s = elapsed / steps;
     row->samples_per_s = (double)b * steps / elapsed;
     row->compute_s /= steps;
@@ -111,7 +115,10 @@ int cli_bench(int argc, char **argv)
     for (size_t i = 0; i < b; i++) labels[i] = (int32_t)(i % 10);
     bench_row rows[CLI_MAX_DEVICES];
     int done = 0;
-    for (int k = 1; k <= n && !rc; k++, done++) rc = run(&o, devs, k, images, labels, steps, &rows[k - 1]);
+    for (int k = 1; k <= n && !rc; k++) {
+        rc = run(&o, devs, k, images, labels, steps, &rows[k - 1]);
+        done += !rc;
+    }
     if (o.json) {
         printf("{\"model\": ");
         json_string(stdout, o.model);

@@ -12,7 +12,8 @@ static void usage(FILE *f)
             "Commands:\n"
             "  train    train a model on a dataset across devices (cltrain train --help)\n"
             "  eval     test loss and accuracy of saved parameters (cltrain eval --help)\n"
-            "  bench    measure training throughput and scaling (cltrain bench --help)\n\n"
+            "  bench    bench train: samples/s and scaling over devices; bench ops: every op's\n"
+            "           time and fraction of the device's measured peak (cltrain bench --help)\n\n"
             "  --version, --help\n"
             "Devices are numbered as cltrain-smi lists them.\n");
 }
