@@ -36,8 +36,9 @@ typedef struct clt_param {
 /* How a pass runs: training or inference, and the hook that reduces
  * per-channel partial sums across devices (synchronised batch norm; NULL:
  * this device's statistics only). The hook replaces `count` floats of
- * `partial` with their sum over every device and multiplies *total by the
- * number of samples of all devices over this device's. */
+ * `partial` with their sum over every device (in device order) and *total
+ * with the sum of every device's *total. Every device must make the same
+ * sequence of calls. */
 typedef struct clt_pass {
     int training;
     clt_status (*sync)(void *user, clt_device *dev, cl_mem partial, int count, double *total);

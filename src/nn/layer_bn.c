@@ -4,6 +4,7 @@
  * the whole multi-device batch are used (synchronised batch norm). */
 #include "nn/layer.h"
 #include "ops/bn.h"
+#include "runtime/launch.h"
 
 enum { SHIFT, STATS, MEAN_INVSTD, BSTATS };
 
@@ -40,10 +41,18 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
     if (!pass->training)
         return clt_bn_infer_raw(dev, n, c, hw, x, rmean, rvar, CLT_BN_EPS, gamma, beta, l->priv[MEAN_INVSTD], y);
     double count = (double)n * hw;
-    /* Sums are taken about a shift: this shard's first sample alone, or the
-     * running mean every replica shares when statistics are combined. */
-    cl_mem shift = pass->sync ? rmean : l->priv[SHIFT];
-    if (!pass->sync) CLT_TRY(clt_bn_shift_raw(dev, n, c, hw, x, shift));
+    /* Sums are taken about a shift near the mean, against cancellation in
+     * the variance: the first sample of the shard; across devices, the mean
+     * of the devices' first samples, so that every device uses the same. */
+    cl_mem shift = l->priv[SHIFT];
+    CLT_TRY(clt_bn_shift_raw(dev, n, c, hw, x, shift));
+    if (pass->sync) {
+        double devices = 1;
+        CLT_TRY(pass->sync(pass->sync_user, dev, shift, c, &devices));
+        float inv = (float)(1.0 / devices);
+        CLT_TRY(clt_launch_1d(dev, "elementwise", "clt_scale", (size_t)c,
+                              CLT_ARGS(CLT_ARG(shift), CLT_ARG(inv), CLT_ARG(c))));
+    }
     CLT_TRY(clt_bn_stats_raw(dev, n, c, hw, x, shift, l->priv[STATS]));
     if (pass->sync) CLT_TRY(pass->sync(pass->sync_user, dev, l->priv[STATS], 2 * c, &count));
     if (count < 2)

@@ -124,7 +124,8 @@ static clt_status compute_shard(clt_worker *w)
     if (w->n == 0) {
         memset(w->staging, 0, t->flat * sizeof(float)); /* an empty shard adds nothing */
         double ignored;
-        for (int r = 0; t->cfg.sync_bn && r < 2 * t->n_bn; r++) /* forward and backward rounds */
+        /* per batch norm: shift and statistics forward, statistics backward */
+        for (int r = 0; t->cfg.sync_bn && r < 3 * t->n_bn; r++)
             CLT_TRY(bn_round(w, NULL, 0, 0, NULL, &ignored));
         return CLT_OK;
     }

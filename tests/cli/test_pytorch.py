@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Numerics contract: cltrain's training steps equal PyTorch's on the same
+weights and data (LeNet, and a net with batch norm, on one and two devices).
+Needs PyTorch: runs under $CLTRAIN_TORCH_PYTHON (a python that has torch) or
+the current python; skipped (exit 77) when neither has it."""
+import os
+import subprocess
+import sys
+import tempfile
+
+CLTRAIN = sys.argv[1]
+try:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+except ImportError:
+    other = os.environ.get('CLTRAIN_TORCH_PYTHON')
+    if other and os.path.realpath(other) != os.path.realpath(sys.executable):
+        os.execv(other, [other, *sys.argv])
+    print('skip: PyTorch not installed (set CLTRAIN_TORCH_PYTHON to a python that has it)')
+    sys.exit(77)
+
+DATA = '/usr/share/datasets/fashion-mnist'
+if not os.path.isdir(DATA):
+    print('skip: Fashion-MNIST not installed')
+    sys.exit(77)
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print('FAIL:', what, file=sys.stderr)
+
+
+def idx(name):
+    import gzip
+    b = gzip.open(os.path.join(DATA, name)).read()
+    nd = b[3]
+    dims = [int.from_bytes(b[4 + 4 * i:8 + 4 * i], 'big') for i in range(nd)]
+    return np.frombuffer(b, np.uint8, offset=4 + 4 * nd).reshape(dims)
+
+
+class Residual(nn.Module):
+    """The block cltrain's res:C[:S] computes, with its parameter names."""
+
+    def __init__(self, cin, c, s):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, c, 3, stride=s, padding=1)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(c)
+        self.shortcut = nn.Conv2d(cin, c, 1, stride=s) if s != 1 or cin != c else None
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+        return torch.relu(y + (self.shortcut(x) if self.shortcut is not None else x))
+
+
+class GapFlat(nn.Module):
+    def forward(self, x):
+        return x.mean((2, 3))
+
+
+def resnet18():
+    net = nn.Module()
+    net.stem = nn.Sequential(nn.Conv2d(1, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU())
+    cin = 64
+    for i, c in enumerate((64, 128, 256, 512)):
+        s = 1 if i == 0 else 2
+        setattr(net, f'stage{i + 1}', nn.Sequential(Residual(cin, c, s), Residual(c, c, 1)))
+        cin = c
+    net.head = nn.Sequential(GapFlat(), nn.Linear(512, 10))
+    net.forward = lambda x: net.head(net.stage4(net.stage3(net.stage2(net.stage1(net.stem(x))))))
+    return net
+
+
+B = 16
+X = torch.tensor(idx('train-images-idx3-ubyte.gz')[:B], dtype=torch.float32).div(255).unsqueeze(1)
+Y = torch.tensor(idx('train-labels-idx1-ubyte.gz')[:B], dtype=torch.long)
+
+# model spec: (PyTorch twin, SGD steps). A deep net amplifies float
+# rounding step after step, so resnet18 is compared after one step.
+NETS = {
+    'lenet': (lambda: nn.Sequential(nn.Conv2d(1, 20, 3), nn.ReLU(), nn.AvgPool2d(2), nn.Conv2d(20, 50, 5), nn.ReLU(),
+                                   nn.AvgPool2d(2), nn.Flatten(), nn.Linear(800, 128), nn.ReLU(), nn.Linear(128, 10)), 3),
+    'conv:8:3:1:1,bn,relu,maxpool:2,conv:6:3:2:1,tanh,flatten,bn,dense:10':
+        (lambda: nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                               nn.Conv2d(8, 6, 3, stride=2, padding=1), nn.Tanh(), nn.Flatten(), nn.BatchNorm1d(294),
+                               nn.Linear(294, 10)), 3),
+    'resnet18': (resnet18, 1),
+}
+
+torch.manual_seed(0)
+with tempfile.TemporaryDirectory() as tmp:
+    for spec, (make, steps) in NETS.items():
+        net = make()
+        with torch.no_grad():  # non-trivial biases and scales
+            for name, p in net.named_parameters():
+                if p.dim() == 1:
+                    p.uniform_(-0.2, 0.2) if name.endswith('bias') else p.uniform_(0.5, 1.5)
+        state = {k: v.detach().numpy().copy() for k, v in net.state_dict().items() if 'num_batches' not in k}
+        init = os.path.join(tmp, 'init.npz')
+        np.savez(init, **state)
+        # The reference: PyTorch in float64; PyTorch's own float32 run shows
+        # how far float rounding alone moves the result.
+        def train(dtype):
+            twin = make().to(dtype)
+            twin.load_state_dict({k: v.detach().clone().to(dtype) if v.is_floating_point() else v.detach().clone()
+                                  for k, v in net.state_dict().items()}, strict=True)
+            opt = torch.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-3)
+            twin.train()
+            for step in range(steps):
+                opt.zero_grad()
+                nn.CrossEntropyLoss()(twin(X.to(dtype)), Y).backward()
+                opt.step()
+            return {k: v.detach().double().numpy() for k, v in twin.state_dict().items() if 'num_batches' not in k}
+        want, f32 = train(torch.float64), train(torch.float32)
+        for devices in ('0', '0,1'):
+            out = os.path.join(tmp, 'after.npz')
+            p = subprocess.run([CLTRAIN, 'train', '--model', spec, '--devices', devices, '--sync-bn',
+                                '--limit-train', str(B), '--limit-test', '16', '--batch-size', str(B), '--steps', str(steps),
+                                '--no-shuffle', '--init-from', init, '--export-npz', out, '--lr', '0.1',
+                                '--momentum', '0.9', '--weight-decay', '1e-3', '--quiet'],
+                               capture_output=True, text=True)
+            check(p.returncode == 0, f'{spec} on {devices}: {p.stderr}')
+            if p.returncode:
+                continue
+            got = np.load(out)
+            check(sorted(got.files) == sorted(want), f'{spec}: names {sorted(got.files)} vs {sorted(want)}')
+            worst = 0
+            for k in want:
+                if k not in got.files:
+                    continue
+                # Error against float64 PyTorch, next to float32 PyTorch's own
+                # error, both relative to how far the steps moved the tensor.
+                moved = max(np.abs(want[k] - state[k]).max(), 1e-7 * np.abs(want[k]).max(), 1e-30)
+                err = np.abs(got[k] - want[k]).max() / moved
+                ref = np.abs(f32[k] - want[k]).max() / moved
+                worst = max(worst, err / max(ref, 1e-5))
+                check(err <= 10 * ref + 1e-4,
+                      f'{spec} on devices {devices}: {k} is off by {err:.2e} of its change (PyTorch float32: {ref:.2e})')
+            print(f'{spec} on devices {devices}: {len(want)} tensors match PyTorch after {steps} SGD steps '
+                  f'(worst error {worst:.1f}x PyTorch float32\'s)')
+
+print(f'{0 if failures else 1} passed, {len(failures)} failed')
+sys.exit(1 if failures else 0)
