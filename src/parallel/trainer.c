@@ -164,8 +164,7 @@ static clt_status start(clt_trainer *t)
     CLT_TRY(clt_calloc((void **)&t->workers, (size_t)k, sizeof *t->workers, "workers"));
     t->k = k;
     for (int i = 0; i < k; i++) {
-        clt_status s = open_worker(t, i, devs[i]);
-        if (s != CLT_OK) return clt_fail_context(s, "trainer: device %d", devs[i]);
+        CLT_TRY(open_worker(t, i, devs[i])); /* its errors name the device */
     }
     t->flat = t->workers[0].net->flat;
     for (int i = 1; i < k; i++)

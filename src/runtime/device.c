@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/atomic_file.h"
 #include "ops/gemm.h"
 #include "runtime/discovery.h"
 #include "runtime/kernel_sources.h"
@@ -128,7 +129,20 @@ static clt_status ensure_program(clt_device *dev, int p)
 {
     if (dev->programs[p]) return CLT_OK;
     const clt_kernel_source *k = &clt_kernel_sources[p];
-    return clt_program_build(dev, k->name, k->source, k->length, program_options, &dev->programs[p]);
+    /* Kernel development: CLTRAIN_KERNEL_DIR/NAME.cl replaces the embedded
+     * source (the cache key follows the source, so edits rebuild). */
+    const char *dir = getenv("CLTRAIN_KERNEL_DIR");
+    if (!dir || !dir[0]) return clt_program_build(dev, k->name, k->source, k->length, program_options, &dev->programs[p]);
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s.cl", dir, k->name) >= (int)sizeof path)
+        return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_KERNEL_DIR=\"%s\": path too long", dir);
+    unsigned char *src;
+    size_t n;
+    clt_status s = clt_read_file(path, &src, &n);
+    if (s != CLT_OK) return clt_fail_context(s, "CLTRAIN_KERNEL_DIR");
+    s = clt_program_build(dev, path, (const char *)src, n, program_options, &dev->programs[p]);
+    free(src);
+    return s;
 }
 
 clt_status clt_device_build_program(clt_device *dev, const char *name)
