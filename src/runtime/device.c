@@ -25,16 +25,8 @@ clt_status clt_device_open(int index, clt_device **out)
 {
     if (!out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_open: out is NULL");
     *out = NULL;
-    clt_found_device *all;
-    int n;
-    CLT_TRY(clt_discover(&all, &n));
-    if (index < 0 || index >= n) {
-        free(all);
-        if (n == 0) return clt_fail(CLT_ERR_NO_DEVICE, "device %d: no OpenCL device is visible", index);
-        return clt_fail(CLT_ERR_DEVICE_INDEX, "device %d does not exist (devices 0..%d)", index, n - 1);
-    }
-    clt_found_device f = all[index];
-    free(all);
+    clt_found_device f;
+    CLT_TRY(clt_discover_one(index, &f));
 
     clt_device *dev = calloc(1, sizeof *dev);
     if (!dev) return clt_fail(CLT_ERR_NO_MEMORY, "opening device %d", index);

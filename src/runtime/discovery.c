@@ -297,9 +297,8 @@ clt_status clt_device_count(int *count)
     return CLT_OK;
 }
 
-clt_status clt_device_query(int index, clt_device_info *info)
+clt_status clt_discover_one(int index, clt_found_device *out)
 {
-    if (!info) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_query: info is NULL");
     clt_found_device *all;
     int n;
     CLT_TRY(clt_discover(&all, &n));
@@ -308,10 +307,18 @@ clt_status clt_device_query(int index, clt_device_info *info)
         if (n == 0) return clt_fail(CLT_ERR_NO_DEVICE, "device %d: no OpenCL device is visible", index);
         return clt_fail(CLT_ERR_DEVICE_INDEX, "device %d does not exist (devices 0..%d)", index, n - 1);
     }
-    info->index = index;
-    clt_status s = clt_device_info_fill(&all[index], info);
+    *out = all[index];
     free(all);
-    return s;
+    return CLT_OK;
+}
+
+clt_status clt_device_query(int index, clt_device_info *info)
+{
+    if (!info) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_query: info is NULL");
+    clt_found_device f;
+    CLT_TRY(clt_discover_one(index, &f));
+    info->index = index;
+    return clt_device_info_fill(&f, info);
 }
 
 clt_status clt_device_default(int *indices, int cap, int *n)

@@ -14,6 +14,8 @@ typedef struct clt_found_device {
 /* The visible devices (CLTRAIN_DEVICES applied), in global order. *out is
  * freed with free(); *n may be 0 (then *out is NULL). */
 clt_status clt_discover(clt_found_device **out, int *n);
+/* Visible device `index`, or CLT_ERR_NO_DEVICE / CLT_ERR_DEVICE_INDEX. */
+clt_status clt_discover_one(int index, clt_found_device *out);
 /* Fills info from the device's answers (index is set by the caller). */
 clt_status clt_device_info_fill(const clt_found_device *f, clt_device_info *info);
 

@@ -133,19 +133,27 @@ static void pool(const clt_layer *l, int n, const double *x, double *y, const do
 }
 
 /* Batch norm, training mode (batch statistics), over (n, c, hw). */
+/* Mean and 1/sqrt(biased variance + eps) of channel ch over (n, hw). */
+static void bn_moments(int n, int c, int hw, const double *x, int ch, double *mean, double *inv)
+{
+    double m = 0, v = 0, M = (double)n * hw;
+    for (int s = 0; s < n; s++)
+        for (int i = 0; i < hw; i++) m += x[((size_t)s * c + ch) * hw + i];
+    m /= M;
+    for (int s = 0; s < n; s++)
+        for (int i = 0; i < hw; i++) {
+            double d = x[((size_t)s * c + ch) * hw + i] - m;
+            v += d * d;
+        }
+    *mean = m;
+    *inv = 1 / sqrt(v / M + 1e-5);
+}
+
 static void bn_fwd(int n, int c, int hw, const double *x, const double *g, const double *b, double *y)
 {
     for (int ch = 0; ch < c; ch++) {
-        double m = 0, v = 0, M = (double)n * hw;
-        for (int s = 0; s < n; s++)
-            for (int i = 0; i < hw; i++) m += x[((size_t)s * c + ch) * hw + i];
-        m /= M;
-        for (int s = 0; s < n; s++)
-            for (int i = 0; i < hw; i++) {
-                double d = x[((size_t)s * c + ch) * hw + i] - m;
-                v += d * d;
-            }
-        double inv = 1 / sqrt(v / M + 1e-5);
+        double m, inv;
+        bn_moments(n, c, hw, x, ch, &m, &inv);
         for (int s = 0; s < n; s++)
             for (int i = 0; i < hw; i++) {
                 size_t at = ((size_t)s * c + ch) * hw + i;
@@ -158,16 +166,8 @@ static void bn_bwd(int n, int c, int hw, const double *x, const double *g, const
                    double *db)
 {
     for (int ch = 0; ch < c; ch++) {
-        double m = 0, v = 0, M = (double)n * hw, sdy = 0, sdyx = 0;
-        for (int s = 0; s < n; s++)
-            for (int i = 0; i < hw; i++) m += x[((size_t)s * c + ch) * hw + i];
-        m /= M;
-        for (int s = 0; s < n; s++)
-            for (int i = 0; i < hw; i++) {
-                double d = x[((size_t)s * c + ch) * hw + i] - m;
-                v += d * d;
-            }
-        double inv = 1 / sqrt(v / M + 1e-5);
+        double m, inv, M = (double)n * hw, sdy = 0, sdyx = 0;
+        bn_moments(n, c, hw, x, ch, &m, &inv);
         for (int s = 0; s < n; s++)
             for (int i = 0; i < hw; i++) {
                 size_t at = ((size_t)s * c + ch) * hw + i;
