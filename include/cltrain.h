@@ -142,7 +142,9 @@ CLT_API const clt_device_info *clt_device_get_info(const clt_device *dev);
 CLT_API void clt_device_set_log(clt_device *dev, clt_log_fn fn, void *user);
 /* Builds (or loads from the on-disk cache) every kernel program and warms
  * up CLBlast on this device. Optional: programs are otherwise built on first
- * use. Call from one thread per device before worker threads start. */
+ * use. Not thread-safe across devices: CLBlast 1.5's compile cache breaks
+ * when two threads compile at once, so warm devices up one at a time (and
+ * do not create trainers from two threads at once). */
 CLT_API clt_status clt_device_warmup(clt_device *dev);
 /* Waits until all work queued on the device has finished. */
 CLT_API clt_status clt_device_finish(clt_device *dev);
@@ -290,13 +292,18 @@ CLT_API clt_status clt_add(const clt_tensor *a, const clt_tensor *b, clt_tensor 
 /* ------------------------------------------------------------------ */
 
 /* A net is a model spec instantiated on one device. Spec grammar: a builtin
- * name ("lenet", "lenet-max") or comma-separated layers kind[:arg[:arg]]:
+ * name ("lenet", "lenet-max", "resnet18") or comma-separated layers
+ * [NAME=]kind[:arg[:arg]]:
  *   conv:C:K[:S[:P]]  maxpool:K[:S]  avgpool:K[:S]  relu  sigmoid  tanh
- *   flatten  dense:N  gap
- * The last layer's outputs are the class scores fed to softmax
- * cross-entropy. Parameters are named as PyTorch's nn.Sequential
- * state_dict: "<layer index>.weight", "<layer index>.bias". One net must be
- * used by one thread at a time. */
+ *   flatten  dense:N  gap  bn  res:C[:S]
+ * (bn: batch norm over channels, or features after flatten; res: a ResNet
+ * basic block, two 3x3 convolutions with batch norm, identity or 1x1
+ * projection shortcut.) The last layer's outputs are the class scores fed to
+ * softmax cross-entropy. Parameters are named as PyTorch's nn.Sequential
+ * state_dict: "<layer index>.weight", "<layer index>.bias", batch norm adds
+ * "running_mean" and "running_var" (state without gradient); NAME= replaces
+ * the index; a res block's parts are NAME.conv1, .bn1, .conv2, .bn2,
+ * .shortcut. One net must be used by one thread at a time. */
 typedef struct clt_net clt_net;
 
 typedef enum clt_init {
@@ -681,8 +688,8 @@ CLT_API clt_status clt_trainer_stats(const clt_trainer *t, clt_device_stats *sta
 /* Shard sizes for a batch of n over k devices by weights (NULL: equal):
  * the sizes sum to n; largest remainders get the leftover samples. */
 CLT_API clt_status clt_split_sizes(int n, int k, const float *weights, int *sizes);
-/* Sums k tensors of equal shape on any devices and writes the sum to all
- * of them, through host memory, in fixed device order. */
+/* Sums k (at most 64) tensors of equal shape on any devices and writes the
+ * sum to all of them, through host memory, in fixed device order. */
 CLT_API clt_status clt_allreduce_sum(clt_tensor *const *tensors, int k);
 /* Copies src to every tensor of dst (any devices). */
 CLT_API clt_status clt_broadcast(const clt_tensor *src, clt_tensor *const *dst, int k);

@@ -29,7 +29,7 @@ clt_status clt_atomic_open(clt_atomic_file *af, const char *path)
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
-        clt_status s = clt_fail(CLT_ERR_IO, "%s: cannot create temporary file: %s", af->tmp, strerror(errno));
+        clt_status s = clt_fail(CLT_ERR_IO, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
         af->tmp[0] = 0;
         return s;
     }

@@ -76,20 +76,30 @@ static clt_status plan_buckets(clt_trainer *t)
     return CLT_OK;
 }
 
-static int count_bn(const clt_layer *layers, int n)
+/* Batch-norm layers (parts of composite layers included) and the most
+ * floats one of them exchanges (2 per channel). */
+static int count_bn(const clt_layer *layers, int n, int *most)
 {
     int c = 0;
-    for (int i = 0; i < n; i++)
-        c += (layers[i].kind == &clt_layer_bn) + count_bn(layers[i].subs, layers[i].n_subs);
+    for (int i = 0; i < n; i++) {
+        if (layers[i].kind == &clt_layer_bn) {
+            c++;
+            if (2 * layers[i].in.d[0] > *most) *most = 2 * layers[i].in.d[0];
+        }
+        c += count_bn(layers[i].subs, layers[i].n_subs, most);
+    }
     return c;
 }
 
 static clt_status plan_batch_norm(clt_trainer *t)
 {
     const clt_model *m = &t->workers[0].net->model;
-    t->n_bn = count_bn(m->layers, m->n_layers);
+    int most = 0;
+    t->n_bn = count_bn(m->layers, m->n_layers, &most);
     if (!t->cfg.sync_bn || t->n_bn == 0) return CLT_OK;
-    t->bn_cap = 4096;
+    t->bn_cap = most;
+    for (int i = 0; i < t->k; i++)
+        CLT_TRY(clt_calloc((void **)&t->workers[i].bn_buf, 2 * (size_t)most, sizeof(float), "batch norm"));
     for (int p = 0; p < 2; p++) {
         CLT_TRY(clt_calloc((void **)&t->bn_slots[p], (size_t)t->k * (size_t)t->bn_cap, sizeof(float), "batch norm"));
         CLT_TRY(clt_calloc((void **)&t->bn_len[p], (size_t)t->k, sizeof(int), "batch norm"));
@@ -242,6 +252,7 @@ void clt_trainer_destroy(clt_trainer *t)
         if (w->dev) clFinish(w->dev->queue);
         if (w->staging_buf) clReleaseMemObject(w->staging_buf);
         free(w->events);
+        free(w->bn_buf);
         clt_net_destroy(w->net);
         clt_device_destroy(w->dev);
     }
@@ -314,10 +325,23 @@ static clt_status run_command(clt_trainer *t, clt_command cmd)
     return CLT_OK;
 }
 
-static clt_status assign_shards(clt_trainer *t, int n)
+static clt_status assign_shards(clt_trainer *t, int n, int training)
 {
     int sizes[MAX_TRAINER_DEVICES];
     CLT_TRY(clt_split_sizes(n, t->k, t->cfg.split == CLT_SPLIT_EQUAL ? NULL : t->weights, sizes));
+    /* Batch norm on a shard's own statistics needs two samples (one value
+     * per channel has no variance): a lone sample joins the largest shard. */
+    if (training && t->n_bn && !t->cfg.sync_bn && n >= 2) {
+        for (int i = 0; i < t->k; i++) {
+            if (sizes[i] != 1) continue;
+            int big = 0;
+            for (int j = 1; j < t->k; j++)
+                if (sizes[j] > sizes[big]) big = j;
+            if (big == i) continue;
+            sizes[big]++;
+            sizes[i] = 0;
+        }
+    }
     int off = 0;
     for (int i = 0; i < t->k; i++) {
         t->workers[i].off = off;
@@ -358,7 +382,7 @@ clt_status clt_trainer_step(clt_trainer *t, const float *images, const int32_t *
         if (labels[i] < 0 || labels[i] >= classes)
             return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_step: label %d of sample %d is outside 0..%d",
                             labels[i], i, classes - 1);
-    CLT_TRY(assign_shards(t, n));
+    CLT_TRY(assign_shards(t, n, 1));
     t->images = images;
     t->labels = labels;
     t->batch = n;
@@ -399,10 +423,18 @@ clt_status clt_trainer_evaluate(clt_trainer *t, const clt_dataset *ds, int batch
     if (c != t->cfg.channels || h != t->cfg.height || w != t->cfg.width)
         return clt_fail(CLT_ERR_SHAPE, "clt_trainer_evaluate: dataset samples are (%d, %d, %d), the net takes (%d, %d, %d)",
                         c, h, w, t->cfg.channels, t->cfg.height, t->cfg.width);
-    CLT_TRY(assign_shards(t, (int)total));
+    const int32_t *labels = clt_dataset_labels(ds);
+    int classes = clt_net_classes(t->workers[0].net);
+    for (int64_t i = 0; i < total; i++)
+        if (labels[i] < 0 || labels[i] >= classes)
+            return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_evaluate: label %d of sample %lld is outside 0..%d (the net has %d classes)",
+                            labels[i], (long long)i, classes - 1, classes);
+    CLT_TRY(assign_shards(t, (int)total, 0));
     t->eval_ds = ds;
     t->eval_batch = batch_size;
     CLT_TRY(run_command(t, CMD_EVAL));
+    for (int i = 0; i < t->k; i++)
+        if (t->workers[i].status != CLT_OK) return clt_fail(t->workers[i].status, "%s", t->workers[i].error);
     double loss = 0;
     int64_t ok = 0;
     for (int i = 0; i < t->k; i++) {

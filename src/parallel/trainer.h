@@ -39,6 +39,7 @@ typedef struct clt_worker {
     double ema_sps;       /* smoothed samples/s for the auto split */
     int inject_fail_at;   /* tests: fail at this step (0 = never) */
     int64_t bn_round;     /* synchronised batch norm rounds done this step */
+    float *bn_buf;        /* 2 x bn_cap: this device's statistics, then their sum */
 } clt_worker;
 
 struct clt_trainer {

@@ -103,8 +103,7 @@ static clt_status bn_round(clt_worker *w, const float *mine, int len, double cou
 static clt_status bn_sync(void *user, clt_device *dev, cl_mem partial, int count, double *total)
 {
     clt_worker *w = user;
-    float buf[4096], sum[4096];
-    if (count > 4096) return clt_fail(CLT_ERR_UNSUPPORTED, "batch norm over more than 2048 channels");
+    float *buf = w->bn_buf, *sum = w->bn_buf + w->t->bn_cap;
     CLT_CL(clEnqueueReadBuffer(dev->queue, partial, CL_TRUE, 0, (size_t)count * sizeof(float), buf, 0, NULL, NULL),
            "batch norm statistics: read");
     CLT_TRY(bn_round(w, buf, count, *total, sum, total));
@@ -272,7 +271,11 @@ void *clt_worker_main(void *arg)
         if (s != CLT_OK) clFinish(w->dev->queue);
         pthread_mutex_lock(&t->mu);
         w->status = s;
-        if (s != CLT_OK && cmd == CMD_EVAL) clt_trainer_fail_locked(t, w->slot, s, clt_last_error());
+        /* An evaluation changes no parameter: its failure is reported, not
+         * fatal to the trainer. */
+        if (s != CLT_OK && cmd == CMD_EVAL)
+            snprintf(w->error, sizeof w->error, "device %d (%s): %s", w->dev->info.index, w->dev->info.name,
+                     clt_last_error());
         t->done++;
         pthread_cond_broadcast(&t->cv);
         pthread_mutex_unlock(&t->mu);

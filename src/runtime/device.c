@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/atomic_file.h"
+#include "ops/conv.h"
 #include "ops/gemm.h"
 #include "runtime/discovery.h"
 #include "runtime/kernel_sources.h"
@@ -199,7 +200,9 @@ clt_status clt_device_warmup(clt_device *dev)
         if (s != CLT_OK)
             return clt_fail_context(s, "device %d (%s)", dev->info.index, dev->info.name);
     }
-    clt_status s = clt_gemm_warmup(dev);
+    int lanes; /* settles CLTRAIN_CONV_ALGO now rather than at the first step */
+    clt_status s = clt_conv_uses_lanes(dev, &lanes);
+    if (s == CLT_OK) s = clt_gemm_warmup(dev);
     if (s != CLT_OK) return clt_fail_context(s, "device %d (%s)", dev->info.index, dev->info.name);
     return CLT_OK;
 }

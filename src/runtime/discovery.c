@@ -105,7 +105,18 @@ static clt_status parse_visible(const char *env, int total, int **idx, int *n)
         p = end;
         while (*p == ' ') p++;
         if (*p == 0) break;
-        p++; /* the comma */
+        if (*p != ',') {
+            free(list);
+            return clt_fail(CLT_ERR_INVALID_ARG,
+                            "CLTRAIN_DEVICES=\"%s\": expected a comma after device %ld (comma-separated numbers such as 0,2)",
+                            env, v);
+        }
+        p++;
+        while (*p == ' ') p++;
+        if (*p == 0) {
+            free(list);
+            return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_DEVICES=\"%s\" ends with a comma", env);
+        }
     }
     *idx = list;
     *n = count;

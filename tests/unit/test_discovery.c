@@ -67,7 +67,7 @@ int main(void)
     clt_device *none = NULL;
     CHECK(clt_device_open(0, &none) == CLT_ERR_NO_DEVICE && none == NULL, "open with none visible");
 
-    static const char *bad_values[] = {"x", "0,x", "99", "0,0", "-1", "1.5", "0;1"};
+    static const char *bad_values[] = {"x", "0,x", "99", "0,0", "-1", "1.5", "0;1", "0 1", "0,", "0,,1"};
     for (size_t i = 0; i < sizeof bad_values / sizeof bad_values[0]; i++) {
         setenv("CLTRAIN_DEVICES", bad_values[i], 1);
         clt_status s = clt_device_count(&m);

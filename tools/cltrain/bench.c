@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/args.h"
 #include "../common/json.h"
 #include "options.h"
 
@@ -97,6 +98,7 @@ int cli_bench(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     int devs[CLI_MAX_DEVICES], n = 0;
     if ((rc = cli_resolve_devices(&o, devs, &n))) return rc;
+    if (o.steps > 100000) return usage_error("cltrain", "--steps %lld: at most 100000 timed steps", (long long)o.steps);
     int steps = o.steps ? (int)o.steps : 20;
     if (clt_spec_check(o.model, 1, 28, 28, NULL, 0) != CLT_OK) {
         fprintf(stderr, "cltrain: --model %s: %s\n", o.model, clt_last_error());

@@ -8,23 +8,26 @@
 
 #include "../common/json.h"
 
-void run_meta_format(const run_meta *m, char *buf, size_t cap)
+char *run_meta_format(const run_meta *m)
 {
-    char *data = NULL;
+    char *text = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&data, &len);
-    if (f) {
-        json_string(f, m->data);
-        fclose(f);
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    fprintf(f,
+            "{\"format\": \"cltrain-run\", \"version\": 1, \"epoch\": %lld, \"batch\": %lld, \"steps\": %lld, "
+            "\"seed\": %lld, \"batch_size\": %lld, \"limit_train\": %lld, \"shuffle\": %d, \"drop_last\": %d, "
+            "\"lr\": %.9g, \"momentum\": %.9g, \"weight_decay\": %.9g, \"data\": ",
+            (long long)m->epoch, (long long)m->batch, (long long)m->steps, (long long)m->seed,
+            (long long)m->batch_size, (long long)m->limit_train, m->shuffle, m->drop_last, m->lr, m->momentum,
+            m->weight_decay);
+    json_string(f, m->data ? m->data : "");
+    fputc('}', f);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
     }
-    snprintf(buf, cap,
-             "{\"format\": \"cltrain-run\", \"version\": 1, \"epoch\": %lld, \"batch\": %lld, \"steps\": %lld, "
-             "\"seed\": %lld, \"batch_size\": %lld, \"limit_train\": %lld, \"shuffle\": %d, \"drop_last\": %d, "
-             "\"lr\": %.9g, \"momentum\": %.9g, \"weight_decay\": %.9g, \"data\": %s}",
-             (long long)m->epoch, (long long)m->batch, (long long)m->steps, (long long)m->seed,
-             (long long)m->batch_size, (long long)m->limit_train, m->shuffle, m->drop_last, m->lr, m->momentum,
-             m->weight_decay, data ? data : "\"\"");
-    free(data);
+    return text;
 }
 
 /* The text after "key": (the value), or NULL. */
@@ -39,18 +42,73 @@ static const char *value_of(const char *text, const char *key)
     return p;
 }
 
+static int bad(const char *path, const char *key)
+{
+    fprintf(stderr, "cltrain: %s: checkpoint metadata has no valid \"%s\"\n", path, key);
+    return 1;
+}
+
+static int integer(const char *text, const char *path, const char *key, long long lo, long long hi, int64_t *out)
+{
+    const char *v = value_of(text, key);
+    char *end;
+    errno = 0;
+    long long d = v ? strtoll(v, &end, 10) : 0;
+    if (!v || end == v || errno || d < lo || d > hi || (*end != ',' && *end != '}')) return bad(path, key);
+    *out = d;
+    return 0;
+}
+
 static int number(const char *text, const char *path, const char *key, double lo, double hi, double *out)
 {
     const char *v = value_of(text, key);
     char *end;
     errno = 0;
     double d = v ? strtod(v, &end) : NAN;
-    if (!v || end == v || errno || !isfinite(d) || d < lo || d > hi || (*end != ',' && *end != '}')) {
-        fprintf(stderr, "cltrain: %s: checkpoint metadata has no valid \"%s\" (expected %g..%g)\n", path, key, lo, hi);
-        return 1;
-    }
+    if (!v || end == v || errno || !isfinite(d) || d < lo || d > hi || (*end != ',' && *end != '}'))
+        return bad(path, key);
     *out = d;
     return 0;
+}
+
+/* A JSON string as json_string writes it, decoded into a malloc'd copy. */
+static char *string_of(const char *text, const char *key)
+{
+    const char *d = value_of(text, key);
+    if (!d || *d != '"') return NULL;
+    size_t cap = strlen(d), n = 0;
+    char *out = malloc(cap + 1);
+    if (!out) return NULL;
+    for (d++; *d && *d != '"'; d++) {
+        if (*d != '\\') {
+            out[n++] = *d;
+            continue;
+        }
+        d++;
+        switch (*d) {
+        case 'n': out[n++] = '\n'; break;
+        case 'r': out[n++] = '\r'; break;
+        case 't': out[n++] = '\t'; break;
+        case 'u': {
+            unsigned c;
+            if (sscanf(d + 1, "%4x", &c) != 1 || c == 0 || c > 0x1f) {
+                free(out);
+                return NULL;
+            }
+            out[n++] = (char)c;
+            d += 4;
+            break;
+        }
+        case '"': case '\\': out[n++] = *d; break;
+        default: free(out); return NULL;
+        }
+    }
+    if (*d != '"') {
+        free(out);
+        return NULL;
+    }
+    out[n] = 0;
+    return out;
 }
 
 int run_meta_parse(const char *text, const char *path, run_meta *m)
@@ -61,28 +119,18 @@ int run_meta_parse(const char *text, const char *path, run_meta *m)
         fprintf(stderr, "cltrain: %s: checkpoint metadata is not a cltrain run record\n", path);
         return 1;
     }
-    double v[11];
-    static const char *keys[11] = {"epoch", "batch", "steps", "seed", "batch_size", "limit_train", "shuffle",
-                                   "drop_last", "lr", "momentum", "weight_decay"};
-    static const double lo[11] = {1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0};
-    static const double hi[11] = {1e9, 1e12, 1e15, 9.2e18, 1 << 20, 2147483647, 1, 1, 1e6, 0.999999, 1e6};
-    for (int i = 0; i < 11; i++)
-        if (number(text, path, keys[i], lo[i], hi[i], &v[i])) return 1;
-    m->epoch = (int64_t)v[0], m->batch = (int64_t)v[1], m->steps = (int64_t)v[2], m->seed = (int64_t)v[3];
-    m->batch_size = (int64_t)v[4], m->limit_train = (int64_t)v[5], m->shuffle = (int)v[6], m->drop_last = (int)v[7];
-    m->lr = v[8], m->momentum = v[9], m->weight_decay = v[10];
-    const char *d = value_of(text, "data");
-    size_t n = 0;
-    if (d && *d == '"') {
-        for (d++; *d && *d != '"' && n + 1 < sizeof m->data; d++) {
-            if (*d == '\\' && d[1]) d++; /* our own writer escapes only \\ and \" here */
-            m->data[n++] = *d;
-        }
-    }
-    if (!d || *d != '"') {
-        fprintf(stderr, "cltrain: %s: checkpoint metadata has no valid \"data\"\n", path);
+    int64_t shuffle, drop;
+    if (integer(text, path, "epoch", 1, 1000000000, &m->epoch) || integer(text, path, "batch", 0, INT64_MAX, &m->batch) ||
+        integer(text, path, "steps", 0, INT64_MAX, &m->steps) || integer(text, path, "seed", 0, INT64_MAX, &m->seed) ||
+        integer(text, path, "batch_size", 1, 1 << 20, &m->batch_size) ||
+        integer(text, path, "limit_train", 0, INT32_MAX, &m->limit_train) ||
+        integer(text, path, "shuffle", 0, 1, &shuffle) || integer(text, path, "drop_last", 0, 1, &drop) ||
+        number(text, path, "lr", 0, 1e6, &m->lr) || number(text, path, "momentum", 0, 0.999999, &m->momentum) ||
+        number(text, path, "weight_decay", 0, 1e6, &m->weight_decay))
         return 1;
-    }
-    m->data[n] = 0;
+    m->shuffle = (int)shuffle;
+    m->drop_last = (int)drop;
+    m->data = string_of(text, "data");
+    if (!m->data) return bad(path, "data");
     return 0;
 }

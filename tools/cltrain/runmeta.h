@@ -13,13 +13,13 @@ typedef struct run_meta {
     int64_t seed, batch_size, limit_train;
     int shuffle, drop_last;
     double lr, momentum, weight_decay;
-    char data[1024];
+    char *data;          /* owned (run_meta_parse) or borrowed (formatting) */
 } run_meta;
 
-/* JSON text of m into buf. */
-void run_meta_format(const run_meta *m, char *buf, size_t cap);
+/* JSON text of m, malloc'd (NULL when out of memory). */
+char *run_meta_format(const run_meta *m);
 /* Parses text written by run_meta_format; 0 on success, else prints a
- * message naming `path` and the field and returns 1. */
+ * message naming `path` and the field and returns 1. Free m->data. */
 int run_meta_parse(const char *text, const char *path, run_meta *m);
 
 #endif

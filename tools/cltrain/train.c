@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../common/json.h"
+#include "core/atomic_file.h"
 #include "options.h"
 #include "plot.h"
 #include "runmeta.h"
@@ -179,14 +180,47 @@ static int apply_resume(cli_options *o, const char *path, run_meta *m, char **mo
     return 0;
 }
 
+/* Output files are checked before any training: a run must not end by
+ * failing to write its result. */
+static int check_writable(const char *opt, const char *path)
+{
+    clt_atomic_file af;
+    if (clt_atomic_open(&af, path) != CLT_OK) {
+        fprintf(stderr, "cltrain: %s %s: cannot write there (%s)\n", opt, path, clt_last_error());
+        return 1;
+    }
+    clt_atomic_abort(&af);
+    return 0;
+}
+
+static int check_outputs(const cli_options *o)
+{
+    if (o->save && check_writable("--save", o->save)) return 1;
+    if (o->export_npz && check_writable("--export-npz", o->export_npz)) return 1;
+    if (o->plot && check_writable("--plot", o->plot)) return 1;
+    if (o->log_csv) {
+        FILE *f = fopen(o->log_csv, "a");
+        if (!f) {
+            fprintf(stderr, "cltrain: --log-csv %s: cannot open for appending\n", o->log_csv);
+            return 1;
+        }
+        fclose(f);
+    }
+    return 0;
+}
+
 static int save_checkpoint(clt_trainer *t, const cli_options *o, int64_t epoch, int64_t batch, int64_t steps)
 {
     run_meta m = {epoch, batch, steps, o->seed, o->batch_size, o->limit_train, o->shuffle, o->drop_last,
-                  o->lr, o->momentum, o->weight_decay, ""};
-    snprintf(m.data, sizeof m.data, "%s", o->data);
-    char text[2048];
-    run_meta_format(&m, text, sizeof text);
-    if (clt_trainer_save_checkpoint(t, o->save, text) != CLT_OK) {
+                  o->lr, o->momentum, o->weight_decay, (char *)o->data};
+    char *text = run_meta_format(&m);
+    if (!text) {
+        fprintf(stderr, "cltrain: --save %s: out of memory\n", o->save);
+        return 1;
+    }
+    clt_status s = clt_trainer_save_checkpoint(t, o->save, text);
+    free(text);
+    if (s != CLT_OK) {
         fprintf(stderr, "cltrain: --save %s: %s\n", o->save, clt_last_error());
         return 1;
     }
@@ -199,13 +233,19 @@ int cli_train(int argc, char **argv)
     cli_options_default(&o);
     int rc = cli_parse(&o, "train", argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
-    run_meta start = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ""};
+    run_meta start = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL};
     char *resumed_model = NULL;
     if (o.resume && (rc = apply_resume(&o, o.resume, &start, &resumed_model))) {
         free(resumed_model);
+        free(start.data);
         return rc;
     }
     const char *model = resumed_model && !CLI_GIVEN(&o, O_MODEL) ? resumed_model : o.model;
+    if (check_outputs(&o)) {
+        free(resumed_model);
+        free(start.data);
+        return 1;
+    }
     int devs[CLI_MAX_DEVICES], n_devs = 0;
     clt_dataset *train = NULL, *test = NULL;
     clt_trainer *t = NULL;
@@ -249,6 +289,7 @@ int cli_train(int argc, char **argv)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
     sigaction(SIGINT, &sa, NULL);
     int tty = isatty(STDOUT_FILENO) && !o.quiet && !o.json;
     int64_t total_steps = start.steps;
@@ -330,5 +371,6 @@ done:
     clt_dataset_destroy(train);
     clt_dataset_destroy(test);
     free(resumed_model);
+    free(start.data);
     return rc;
 }

@@ -80,6 +80,7 @@ int arg_floats(const char *prog, const char *opt, const char *text, float *list,
         if (*n == cap) return usage_error(prog, "%s: more than %d weights", opt, cap);
         list[(*n)++] = (float)v;
         p = *end ? end + 1 : end;
+        if (*end && !*p) return usage_error(prog, "%s: \"%s\" ends with a comma", opt, text);
     }
     if (*n == 0) return usage_error(prog, "%s: empty weight list", opt);
     return 0;

@@ -100,6 +100,8 @@ static int parse_ids(options *o, const char *list)
         long v = strtol(p, &end, 10);
         if (end == p || errno || v < 0 || v > 1000000 || (*end && *end != ','))
             return fail_usage("-i: \"%s\" is not a list of device indices (e.g. 0,2)", list);
+        for (int i = 0; i < o->n_select; i++)
+            if (o->select[i] == v) return fail_usage("-i: device %s is listed twice", p);
         o->select[o->n_select++] = (int)v;
         p = *end ? end + 1 : end;
     }
