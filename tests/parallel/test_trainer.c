@@ -134,6 +134,14 @@ static void bn_replicas(const int *devs, int k)
     }
     CHECK(a[0] != 1.0f, "running statistics moved");
     clt_trainer_destroy(t);
+
+    /* Batch norm over features needs two samples per device: a batch that
+     * would leave one device a single sample is split around that. */
+    t = make_spec("conv:4:3,relu,flatten,bn,dense:10", 0, devs, k, CLT_SPLIT_EQUAL, NULL, 0);
+    CHECK_OK(clt_trainer_step(t, images, labels, k + 1, NULL, NULL));
+    CHECK_OK(clt_trainer_step(t, images, labels, 2 * k - 1, NULL, NULL));
+    CHECK_OK(clt_trainer_check_replicas(t));
+    clt_trainer_destroy(t);
 }
 
 static void split_sizes(void)
