@@ -349,18 +349,6 @@ static clt_status read_local(const reader *r, const zip_dir *d, struct npz_item 
 
 /* ---- entry data ------------------------------------------------------- */
 
-static uint32_t crc_of(const uint8_t *p, size_t n)
-{
-    uLong c = crc32(0L, Z_NULL, 0);
-    while (n) {
-        uInt k = n > ZCHUNK ? (uInt)ZCHUNK : (uInt)n;
-        c = crc32(c, p, k);
-        p += k;
-        n -= k;
-    }
-    return (uint32_t)c;
-}
-
 /* Inflates raw deflate data to exactly `usize` bytes into a buffer that
  * grows with the real output. */
 static clt_status inflate_exact(const reader *r, const struct npz_item *it, const uint8_t *src, size_t usize,
@@ -471,7 +459,7 @@ static clt_status read_entry(const reader *r, struct npz_item *it)
                               it->usize, it->csize);
         CLT_TRY(inflate_exact(r, it, src, usize, &buf));
     }
-    uint32_t crc = crc_of(buf, usize);
+    uint32_t crc = clt_crc32(0, buf, usize);
     if (crc != it->crc) {
         free(buf);
         return entry_fail(r, it, CLT_ERR_FORMAT, "CRC-32 mismatch (computed %08" PRIx32 ", stored %08" PRIx32

@@ -103,10 +103,11 @@ static clt_status check_key(const clt_npz_writer *w, const char *op, const char 
     return CLT_OK;
 }
 
-static uint32_t crc_more(uLong c, const uint8_t *p, size_t n)
+uint32_t clt_crc32(uint32_t crc, const uint8_t *p, size_t n)
 {
+    uLong c = crc;
     while (n) {
-        uInt k = n > ZCHUNK ? (uInt)ZCHUNK : (uInt)n;
+        uInt k = n > CLT_ZCHUNK ? (uInt)CLT_ZCHUNK : (uInt)n;
         c = crc32(c, p, k);
         p += k;
         n -= k;
@@ -183,7 +184,7 @@ static clt_status add_entry(clt_npz_writer *w, const char *op, const char *name,
         return clt_fail(CLT_ERR_UNSUPPORTED, "%s: %s: entry \"%s\" of %zu bytes would need zip64 (4 GiB and more)", op,
                         w->af.path, name, nbytes);
     uint32_t usize = (uint32_t)(hlen + nbytes);
-    uint32_t crc = crc_more(crc32(crc32(0L, Z_NULL, 0), hdr, (uInt)hlen), payload, nbytes);
+    uint32_t crc = clt_crc32(clt_crc32(0, hdr, hlen), payload, nbytes);
 
     uint8_t *packed = NULL;
     size_t packed_n = 0;

@@ -91,4 +91,10 @@ static inline void zip_swap32(void *data, size_t n)
     }
 }
 
+/* zlib takes uInt lengths: larger buffers go in chunks of this size. */
+#define CLT_ZCHUNK ((size_t)1 << 30)
+
+/* crc32 continued over n bytes of any size (crc 0 starts a new one). */
+uint32_t clt_crc32(uint32_t crc, const uint8_t *p, size_t n);
+
 #endif
