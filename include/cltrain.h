@@ -688,6 +688,13 @@ CLT_API clt_status clt_trainer_stats(const clt_trainer *t, clt_device_stats *sta
 /* Shard sizes for a batch of n over k devices by weights (NULL: equal):
  * the sizes sum to n; largest remainders get the leftover samples. */
 CLT_API clt_status clt_split_sizes(int n, int k, const float *weights, int *sizes);
+/* Splits n samples (host floats, each of shape sample_shape) over k
+ * devices as clt_split_sizes does: shards[i] becomes a new tensor of shape
+ * (shard size, sample_shape...) on devices[i], or NULL when its shard is
+ * empty. The caller destroys the shards. On failure no shard is left. */
+CLT_API clt_status clt_split_batch(const float *host, int n, int sample_ndim, const int64_t *sample_shape,
+                                   clt_device *const *devices, int k, const float *weights,
+                                   clt_tensor **shards);
 /* Sums k (at most 64) tensors of equal shape on any devices and writes the
  * sum to all of them, through host memory, in fixed device order. */
 CLT_API clt_status clt_allreduce_sum(clt_tensor *const *tensors, int k);

@@ -47,6 +47,37 @@ clt_status clt_allreduce_sum(clt_tensor *const *tensors, int k)
     return s;
 }
 
+clt_status clt_split_batch(const float *host, int n, int sample_ndim, const int64_t *sample_shape,
+                           clt_device *const *devices, int k, const float *weights, clt_tensor **shards)
+{
+    const char *op = "clt_split_batch";
+    if (!host || !devices || !shards || !sample_shape) return clt_fail(CLT_ERR_INVALID_ARG, "%s: NULL argument", op);
+    if (k < 1 || k > 64) return clt_fail(CLT_ERR_INVALID_ARG, "%s: %d devices (1..64)", op, k);
+    if (sample_ndim < 1 || sample_ndim >= CLT_MAX_DIMS)
+        return clt_fail(CLT_ERR_SHAPE, "%s: samples of %d dimensions (1..%d)", op, sample_ndim, CLT_MAX_DIMS - 1);
+    int sizes[64];
+    CLT_TRY(clt_split_sizes(n, k, weights, sizes));
+    int64_t shape[CLT_MAX_DIMS], per = 1;
+    for (int d = 0; d < sample_ndim; d++) {
+        shape[d + 1] = sample_shape[d];
+        per *= sample_shape[d] > 0 ? sample_shape[d] : 1;
+    }
+    for (int i = 0; i < k; i++) shards[i] = NULL;
+    clt_status s = CLT_OK;
+    for (int i = 0, at = 0; i < k && s == CLT_OK; at += sizes[i], i++) {
+        if (sizes[i] == 0) continue;
+        shape[0] = sizes[i];
+        s = clt_tensor_create(devices[i], CLT_FLOAT32, sample_ndim + 1, shape, &shards[i]);
+        if (s == CLT_OK) s = clt_tensor_upload(shards[i], host + (size_t)at * (size_t)per, (int64_t)sizes[i] * per);
+    }
+    if (s != CLT_OK)
+        for (int i = 0; i < k; i++) {
+            clt_tensor_destroy(shards[i]);
+            shards[i] = NULL;
+        }
+    return s;
+}
+
 clt_status clt_broadcast(const clt_tensor *src, clt_tensor *const *dst, int k)
 {
     CLT_TRY(check_list("clt_broadcast", src, dst, k));

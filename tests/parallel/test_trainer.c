@@ -187,6 +187,24 @@ static void collectives(int k)
         CHECK_OK(clt_tensor_download(t[i], got, 111));
         CHECK(memcmp(got, host, sizeof got) == 0, "broadcast to device %d", i);
     }
+    /* A host batch of 7 samples of (2, 3) split 1:2:... over the devices. */
+    float batch[7 * 6], back[7 * 6];
+    for (int j = 0; j < 42; j++) batch[j] = (float)j;
+    clt_tensor *shards[3];
+    CHECK_OK(clt_split_batch(batch, 7, 2, (int64_t[]){2, 3}, dev, k, (float[]){1, 2, 0}, shards));
+    int sizes[3], at = 0;
+    CHECK_OK(clt_split_sizes(7, k, (float[]){1, 2, 0}, sizes));
+    for (int i = 0; i < k; i++) {
+        CHECK((shards[i] == NULL) == (sizes[i] == 0), "shard %d exists iff non-empty", i);
+        if (!shards[i]) continue;
+        CHECK(clt_tensor_dim(shards[i], 0) == sizes[i] && clt_tensor_dim(shards[i], 2) == 3 &&
+                  clt_tensor_device(shards[i]) == dev[i],
+              "shard %d shape and device", i);
+        CHECK_OK(clt_tensor_download(shards[i], back + at * 6, sizes[i] * 6));
+        at += sizes[i];
+        clt_tensor_destroy(shards[i]);
+    }
+    CHECK(at == 7 && memcmp(batch, back, sizeof batch) == 0, "shards hold the batch in order");
     clt_tensor *odd = NULL;
     REQUIRE_OK(clt_tensor_create(dev[1], CLT_FLOAT32, 1, (int64_t[]){5}, &odd));
     clt_tensor *pair[2] = {t[0], odd};
