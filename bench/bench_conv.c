@@ -3,15 +3,18 @@
  * algorithm (CLTRAIN_CONV_ALGO=lanes / gemm), on one device.
  *
  *   bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|gemm|both]
+ *              [--pass fwd|bwd-data|bwd-weights]... [--peak GFLOPS]
  *              [--shape n,c,h,w,co,k,s,p]...
  *
- * Without --shape it runs the built-in list. Prints one line per shape and
- * algorithm: GFLOP/s of the best of K runs after a warm-up (other work on a
- * shared machine only ever slows a run down) and, in brackets, of the
- * median; each run is timed from the call to the drained queue, so the
- * layout copies and weight transposes of the lanes algorithm and the im2col
- * of the gemm algorithm are included. Backward-weights includes the bias
- * gradient. */
+ * Without --shape it runs the built-in list (every distinct convolution of
+ * LeNet and of the 28x28 ResNet-18), without --pass all three passes.
+ * Prints one line per shape and algorithm: GFLOP/s of the best of K runs
+ * after a warm-up (other work on a shared machine only ever slows a run
+ * down) and, in brackets, of the median; with --peak (the FMA peak that
+ * `cltrain bench ops` measures) also the best as a percentage of it. Each
+ * run is timed from the call to the drained queue, so the layout copies and
+ * weight transposes of the lanes algorithm and the im2col of the gemm
+ * algorithm are included. Backward-weights includes the bias gradient. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +30,16 @@ typedef struct shape {
 static const shape builtin[] = {
     {"lenet conv1", 256, 1, 28, 28, 20, 3, 1, 0},
     {"lenet conv2", 256, 20, 13, 13, 50, 5, 1, 0},
+    {"resnet stem 1->64 28", 256, 1, 28, 28, 64, 3, 1, 1},
     {"resnet 64->64 28 s1", 256, 64, 28, 28, 64, 3, 1, 1},
     {"resnet 64->128 28 s2", 256, 64, 28, 28, 128, 3, 2, 1},
     {"resnet 64->128 1x1 s2", 256, 64, 28, 28, 128, 1, 2, 0},
     {"resnet 128->128 14 s1", 256, 128, 14, 14, 128, 3, 1, 1},
+    {"resnet 128->256 14 s2", 256, 128, 14, 14, 256, 3, 2, 1},
+    {"resnet 128->256 1x1 s2", 256, 128, 14, 14, 256, 1, 2, 0},
     {"resnet 256->256 7 s1", 256, 256, 7, 7, 256, 3, 1, 1},
+    {"resnet 256->512 7 s2", 256, 256, 7, 7, 512, 3, 2, 1},
+    {"resnet 256->512 1x1 s2", 256, 256, 7, 7, 512, 1, 2, 0},
     {"resnet 512->512 4 s1", 256, 512, 4, 4, 512, 3, 1, 1},
 };
 
@@ -70,7 +78,8 @@ static double run_pass(int pass, clt_device *dev, clt_tensor *x, clt_tensor *w, 
     return now() - t;
 }
 
-static void bench(clt_device *dev, const shape *sh, const char *algo, int iters)
+static void bench(clt_device *dev, const shape *sh, const char *algo, int iters, unsigned passes,
+                  double peak)
 {
     setenv("CLTRAIN_CONV_ALGO", algo, 1);
     int oh = (sh->h + 2 * sh->p - sh->k) / sh->s + 1, ow = (sh->w + 2 * sh->p - sh->k) / sh->s + 1;
@@ -90,6 +99,7 @@ static void bench(clt_device *dev, const shape *sh, const char *algo, int iters)
     double gf[PASSES];
     double ms[PASSES], med[PASSES];
     for (int pass = 0; pass < PASSES; pass++) {
+        if (!(passes & (1u << pass))) continue;
         double *t = malloc((size_t)iters * sizeof *t);
         run_pass(pass, dev, x, w, b, y, dx, dw, db, sh->s, sh->p); /* warm-up, kernel builds */
         for (int i = 0; i < iters; i++) t[i] = run_pass(pass, dev, x, w, b, y, dx, dw, db, sh->s, sh->p);
@@ -101,8 +111,11 @@ static void bench(clt_device *dev, const shape *sh, const char *algo, int iters)
     }
     printf("%-22s n=%-4d %-5s", sh->name, sh->n, algo);
     static const char *const names[PASSES] = {"fwd", "bwd-data", "bwd-weights"};
-    for (int pass = 0; pass < PASSES; pass++)
+    for (int pass = 0; pass < PASSES; pass++) {
+        if (!(passes & (1u << pass))) continue;
         printf(" | %s %6.1f GF/s (%6.1f) %8.2f ms", names[pass], gf[pass], med[pass], ms[pass]);
+        if (peak > 0) printf(" %5.1f%%", 100.0 * gf[pass] / peak);
+    }
     printf("\n");
     fflush(stdout);
     clt_tensor_destroy(x), clt_tensor_destroy(w), clt_tensor_destroy(b), clt_tensor_destroy(y);
@@ -112,6 +125,8 @@ static void bench(clt_device *dev, const shape *sh, const char *algo, int iters)
 int main(int argc, char **argv)
 {
     int device = 0, batch = 0, iters = 5;
+    unsigned passes = 0;
+    double peak = 0;
     const char *algo = "both";
     shape custom[32];
     int ncustom = 0;
@@ -120,6 +135,17 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--algo") && i + 1 < argc) algo = argv[++i];
+        else if (!strcmp(argv[i], "--peak") && i + 1 < argc) peak = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--pass") && i + 1 < argc) {
+            const char *ps = argv[++i];
+            if (!strcmp(ps, "fwd")) passes |= 1u << FWD;
+            else if (!strcmp(ps, "bwd-data")) passes |= 1u << BWD_DATA;
+            else if (!strcmp(ps, "bwd-weights")) passes |= 1u << BWD_WEIGHTS;
+            else {
+                fprintf(stderr, "--pass wants fwd, bwd-data or bwd-weights, not \"%s\"\n", ps);
+                return 2;
+            }
+        }
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc && ncustom < 32) {
             shape *s = &custom[ncustom];
             s->name = "custom";
@@ -132,11 +158,17 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr,
                     "usage: bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|gemm|both] "
+                    "[--pass fwd|bwd-data|bwd-weights]... [--peak GFLOPS] "
                     "[--shape n,c,h,w,co,k,s,p]...\n");
             return 2;
         }
     }
     if (iters < 1) iters = 1;
+    if (!passes) passes = (1u << PASSES) - 1;
+    if (strcmp(algo, "lanes") && strcmp(algo, "gemm") && strcmp(algo, "both")) {
+        fprintf(stderr, "--algo wants lanes, gemm or both, not \"%s\"\n", algo);
+        return 2;
+    }
     clt_device *dev;
     TRY(clt_device_open(device, &dev));
     const clt_device_info *info = clt_device_get_info(dev);
@@ -147,8 +179,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < count; i++) {
         shape sh = list[i];
         if (batch > 0) sh.n = batch;
-        if (strcmp(algo, "gemm") != 0) bench(dev, &sh, "lanes", iters);
-        if (strcmp(algo, "lanes") != 0) bench(dev, &sh, "gemm", iters);
+        if (strcmp(algo, "gemm") != 0) bench(dev, &sh, "lanes", iters, passes, peak);
+        if (strcmp(algo, "lanes") != 0) bench(dev, &sh, "gemm", iters, passes, peak);
     }
     clt_device_destroy(dev);
     return 0;

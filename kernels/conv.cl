@@ -8,9 +8,11 @@
  *   of one pixel in float16 accumulators. The inner loop is a rank-1 update:
  *   RM broadcast weights times NV contiguous float16 loads. Only taps that
  *   land inside the input are visited (no padded copies, no work on zeros).
- *   Results go back to NCHW through a transposing copy.
+ *   The copies into and out of the layout are 16 x 16 in-register
+ *   transposes; a 1x1 layer with stride copies only the pixels it reads.
  *  "direct" (CPU devices, stride 1, tiny c*k*k such as a first layer):
- *   NCHW rows as vectors, no layout copies.
+ *   NCHW rows as vectors, no layout copies (a padded copy of x only when
+ *   there is padding or a row is shorter than 16).
  *  "gemm" (GPUs): im2col over a chunk of images into a (C*K*K, images*P)
  *   matrix, one CLBlast SGEMM per chunk, and a gather-style col2im.
  *
@@ -34,38 +36,214 @@
 /* Layout kernels for the "lanes" algorithm                            */
 /* ------------------------------------------------------------------ */
 
-/* dst (C, H, W, NP) at dst_off: dst[c][h][w][n] = src[n][c][h][w], zero for
- * n >= N. One work-item per (16 lanes, c, h) row: it walks w, gathering 16
- * images into one vector store. Global: (NP/16, C*H). */
-__kernel void conv_to_lanes(int N, int C, int H, int W, int NP, __global const float *src,
-                            __global float *dst, ulong dst_off)
+/* In-register transpose of a 16 x 16 block: afterwards r[u].s[q] is the old
+ * r[q].s[u]. Each round maps element (row i, column j), as the 8-bit index
+ * i3i2i1i0 j3j2j1j0, to j0i3i2i1 i0j3j2j1 (a rotation by one bit); four
+ * rounds swap the halves. Every output vector is one two-source shuffle
+ * of .even / .odd halves (standard swizzles), no scalar gathers. */
+INLINE void transpose16(float16 r[LANES])
 {
-    int nb = get_global_id(0);
-    int row = get_global_id(1); /* c*H + h */
-    if (nb * LANES >= NP || row >= C * H) return;
+    float16 t[LANES];
+#pragma unroll
+    for (int round = 0; round < 4; round++) {
+#pragma unroll
+        for (int k = 0; k < LANES / 2; k++) {
+            t[k] = (float16)(r[2 * k].even, r[2 * k + 1].even);
+            t[k + LANES / 2] = (float16)(r[2 * k].odd, r[2 * k + 1].odd);
+        }
+#pragma unroll
+        for (int k = 0; k < LANES; k++) r[k] = t[k];
+    }
+}
+
+/* The lanes layout of a 1x1 convolution with stride S (and no padding),
+ * which only reads every S-th row and column: dst (C, OH, OW, NP) at
+ * dst_off, dst[c][oy][ox][n] = src[n][c][oy*S][ox*S], zero for n >= N.
+ * One work-item per (c, oy) row of 16 lanes: it walks ox, gathering 16
+ * images into one vector store. Dimension 0 runs along the rows, so a
+ * work-group walks down the same 16 images. Global: (C*OH, NP/16). */
+__kernel void conv_to_lanes_sub(int N, int C, int H, int W, int S, int OH, int OW, int NP,
+                                __global const float *src, __global float *dst, ulong dst_off)
+{
+    int row = get_global_id(0); /* c*OH + oy */
+    int nb = get_global_id(1);
+    if (nb * LANES >= NP || row >= C * OH) return;
     int n0 = nb * LANES;
-    __global float *d = dst + dst_off + (size_t)row * W * NP + n0;
+    __global float *d = dst + dst_off + (size_t)row * OW * NP + n0;
     if (n0 >= N) {
-        for (int w = 0; w < W; w++) vstore16((float16)0.0f, 0, d + (size_t)w * NP);
+        for (int ox = 0; ox < OW; ox++) vstore16((float16)0.0f, 0, d + (size_t)ox * NP);
         return;
     }
-    int c = row / H, h = row - (row / H) * H;
+    int c = row / OH, oy = row - (row / OH) * OH;
     size_t img = (size_t)C * H * W;
-    __global const float *s = src + ((size_t)n0 * C + c) * H * W + (size_t)h * W;
+    __global const float *s = src + ((size_t)n0 * C + c) * H * W + (size_t)oy * S * W;
     int nn = min(LANES, N - n0);
     if (nn == LANES) {
-        for (int w = 0; w < W; w++) {
-            __global const float *p = s + w;
+        for (int ox = 0; ox < OW; ox++) {
+            __global const float *p = s + ox * S;
             float16 v = (float16)(p[0], p[img], p[2 * img], p[3 * img], p[4 * img], p[5 * img],
                                   p[6 * img], p[7 * img], p[8 * img], p[9 * img], p[10 * img],
                                   p[11 * img], p[12 * img], p[13 * img], p[14 * img], p[15 * img]);
-            vstore16(v, 0, d + (size_t)w * NP);
+            vstore16(v, 0, d + (size_t)ox * NP);
         }
     } else {
-        for (int w = 0; w < W; w++) {
+        for (int ox = 0; ox < OW; ox++) {
             float v[LANES];
-            for (int q = 0; q < LANES; q++) v[q] = q < nn ? s[q * img + w] : 0.0f;
-            vstore16(vload16(0, v), 0, d + (size_t)w * NP);
+            for (int q = 0; q < LANES; q++) v[q] = q < nn ? s[q * img + ox * S] : 0.0f;
+            vstore16(vload16(0, v), 0, d + (size_t)ox * NP);
+        }
+    }
+}
+
+/* The inverse for dx of such a layer: dst[n][c][y][x] = src[c][y/S][x/S][n]
+ * (src (C, OH, OW, NP) at src_off) where S divides y and x, else 0: every
+ * dx element is written once. One work-item per channel of 16 lanes: it
+ * writes the 16 images' (c) planes one after the other, each in order; a
+ * row with values is assembled in private memory and stored as vectors
+ * (1.7x faster than scalar stores into dx). Global: (C, NP/16). */
+__kernel void conv_from_lanes_sub(int N, int C, int H, int W, int S, int OH, int OW, int NP,
+                                  __global const float *src, ulong src_off, __global float *dst)
+{
+    int c = get_global_id(0);
+    int nb = get_global_id(1);
+    int n0 = nb * LANES;
+    if (n0 >= N || c >= C) return;
+    int nn = min(LANES, N - n0);
+    __global const float *s = src + src_off + (size_t)c * OH * OW * NP + n0;
+    for (int q = 0; q < nn; q++) {
+        __global float *d = dst + ((size_t)(n0 + q) * C + c) * H * W;
+        for (int y = 0; y < H; y++, d += W) {
+            if (y % S != 0) {
+                int x = 0;
+                for (; x + LANES <= W; x += LANES) vstore16((float16)0.0f, 0, d + x);
+                for (; x < W; x++) d[x] = 0.0f;
+                continue;
+            }
+            __global const float *sr = s + (size_t)(y / S) * OW * NP + q;
+            /* the row in private memory first, then vector stores */
+            for (int x0 = 0; x0 < W; x0 += 4 * LANES) {
+                int len = min(4 * LANES, W - x0);
+                float t[4 * LANES];
+                int ox = (x0 + S - 1) / S, ph = ox * S - x0;
+                for (int l = 0; l < len; l++) {
+                    float v = 0.0f;
+                    if (l == ph) {
+                        v = sr[(size_t)ox * NP];
+                        ox++;
+                        ph += S;
+                    }
+                    t[l] = v;
+                }
+                int l = 0;
+                for (; l + LANES <= len; l += LANES) vstore16(vload16(0, t + l), 0, d + x0 + l);
+                for (; l < len; l++) d[x0 + l] = t[l];
+            }
+        }
+    }
+}
+
+/* dst (M, NP) at dst_off: dst[m][n] = src[n][m] for an (N, M) source (an
+ * NCHW tensor with M = C*H*W is its lanes layout (C, H, W, NP)), zero for
+ * n >= N. One work-item per 16 images x 16 consecutive m: 16 row loads,
+ * an in-register transpose, 16 vector stores; a partial block of m takes
+ * scalar loads. Dimension 0 runs along m, so a work-group streams along
+ * the same 16 images. Global: (ceil(M/16), NP/16). */
+__kernel void conv_to_lanes_t(int N, int M, int NP, __global const float *src,
+                              __global float *dst, ulong dst_off)
+{
+    int mb = get_global_id(0);
+    int nb = get_global_id(1);
+    int n0 = nb * LANES, m0 = mb * LANES;
+    if (n0 >= NP || m0 >= M) return;
+    __global float *d = dst + dst_off + (size_t)m0 * NP + n0;
+    int nn = clamp(N - n0, 0, LANES), mm = min(LANES, M - m0);
+    float16 r[LANES];
+    if (mm == LANES) {
+#pragma unroll
+        for (int q = 0; q < LANES; q++)
+            r[q] = q < nn ? vload16(0, src + (size_t)(n0 + q) * M + m0) : (float16)0.0f;
+        transpose16(r);
+#pragma unroll
+        for (int u = 0; u < LANES; u++) vstore16(r[u], 0, d + (size_t)u * NP);
+    } else {
+        for (int u = 0; u < mm; u++) {
+            float v[LANES];
+            for (int q = 0; q < LANES; q++) v[q] = q < nn ? src[(size_t)(n0 + q) * M + m0 + u] : 0.0f;
+            vstore16(vload16(0, v), 0, d + (size_t)u * NP);
+        }
+    }
+}
+
+/* dst[n][ch][p] = src[ch][p][n] (+ bias[ch]) for n < N: the lanes layout
+ * (CH, P, NP) at src_off back to NCHW. One work-item per 16 pixels x 16
+ * lanes of one channel: 16 vector loads, an in-register transpose, one
+ * vector store per image; a partial block of pixels (P not a multiple of
+ * 16) stores scalars. Global: (ceil(P/16), CH*NP/16). */
+__kernel void conv_from_lanes(int N, int CH, int P, int NP, __global const float *src,
+                              ulong src_off, __global const float *bias, int has_bias,
+                              __global float *dst)
+{
+    int pb = get_global_id(0);
+    int g1 = get_global_id(1);
+    int nbs = NP / LANES;
+    if (pb * LANES >= P || g1 >= CH * nbs) return;
+    int ch = g1 / nbs, n0 = (g1 - (g1 / nbs) * nbs) * LANES, p0 = pb * LANES;
+    if (n0 >= N) return;
+    float bv = has_bias ? bias[ch] : 0.0f;
+    __global const float *s = src + src_off + ((size_t)ch * P + p0) * NP + n0;
+    int nn = min(LANES, N - n0), pp = min(LANES, P - p0);
+    if (pp == LANES) {
+        float16 r[LANES];
+#pragma unroll
+        for (int u = 0; u < LANES; u++) r[u] = vload16(0, s + (size_t)u * NP);
+        transpose16(r);
+#pragma unroll
+        for (int q = 0; q < LANES; q++)
+            if (q < nn) vstore16(r[q] + bv, 0, dst + ((size_t)(n0 + q) * CH + ch) * P + p0);
+    } else {
+        for (int q = 0; q < nn; q++) {
+            __global float *d = dst + ((size_t)(n0 + q) * CH + ch) * P + p0;
+            for (int u = 0; u < pp; u++) d[u] = s[(size_t)u * NP + q] + bv;
+        }
+    }
+}
+
+/* The same for images smaller than 16 pixels (a dense layer's are 1x1),
+ * whose rows conv_from_lanes would store one scalar at a time: the
+ * transpose runs over m = ch*P, dst[n][m] = src[m][n] (+ bias[m / P]), 16
+ * consecutive m x 16 lanes per work-item. Global: (ceil(M/16), NP/16). */
+__kernel void conv_from_lanes_flat(int N, int M, int P, int NP, __global const float *src,
+                                   ulong src_off, __global const float *bias, int has_bias,
+                                   __global float *dst)
+{
+    int mb = get_global_id(0);
+    int nb = get_global_id(1);
+    int m0 = mb * LANES, n0 = nb * LANES;
+    if (m0 >= M || n0 >= N) return;
+    __global const float *s = src + src_off + (size_t)m0 * NP + n0;
+    int nn = min(LANES, N - n0), mm = min(LANES, M - m0);
+    float bv[LANES];
+    for (int l = 0; l < LANES; l++) bv[l] = 0.0f;
+    if (has_bias) {
+        int ch = m0 / P, r = m0 - ch * P; /* walk (ch, p) without dividing */
+        for (int l = 0; l < mm; l++) {
+            bv[l] = bias[ch];
+            if (++r == P) r = 0, ch++;
+        }
+    }
+    if (mm == LANES) {
+        float16 r[LANES];
+#pragma unroll
+        for (int u = 0; u < LANES; u++) r[u] = vload16(0, s + (size_t)u * NP);
+        transpose16(r);
+        float16 b16 = vload16(0, bv);
+#pragma unroll
+        for (int q = 0; q < LANES; q++)
+            if (q < nn) vstore16(r[q] + b16, 0, dst + (size_t)(n0 + q) * M + m0);
+    } else {
+        for (int q = 0; q < nn; q++) {
+            __global float *d = dst + (size_t)(n0 + q) * M + m0;
+            for (int l = 0; l < mm; l++) d[l] = s[(size_t)l * NP + q] + bv[l];
         }
     }
 }
@@ -157,37 +335,6 @@ INLINE void store_lanes(int rm, int nv, float16 acc[2][MAX_RM], int ch0, int NCH
         __global float *op = out + ((size_t)ch * P + pix) * NP + n0;
         vstore16(acc[0][r], 0, op);
         if (nv > 1) vstore16(acc[1][r], 1, op);
-    }
-}
-
-/* dst[n][ch][p] = src[ch][p][n] (+ bias[ch]) for n < N: the lanes layout
- * (CH, P, NP) at src_off back to NCHW. One work-item per 16 pixels x 16
- * lanes of one channel: 16 gathers from 16 cache lines per vector store.
- * Global: (ceil(P/16), CH*NP/16). */
-__kernel void conv_from_lanes(int N, int CH, int P, int NP, __global const float *src,
-                              ulong src_off, __global const float *bias, int has_bias,
-                              __global float *dst)
-{
-    int pb = get_global_id(0);
-    int g1 = get_global_id(1);
-    int nbs = NP / LANES;
-    if (pb * LANES >= P || g1 >= CH * nbs) return;
-    int ch = g1 / nbs, n0 = (g1 - (g1 / nbs) * nbs) * LANES, p0 = pb * LANES;
-    if (n0 >= N) return;
-    float bv = has_bias ? bias[ch] : 0.0f;
-    __global const float *s = src + src_off + ((size_t)ch * P + p0) * NP + n0;
-    int nn = min(LANES, N - n0), pp = min(LANES, P - p0);
-    for (int q = 0; q < nn; q++) {
-        __global float *d = dst + ((size_t)(n0 + q) * CH + ch) * P + p0;
-        __global const float *c = s + q;
-        if (pp == LANES) {
-            float16 v = (float16)(c[0], c[NP], c[2 * NP], c[3 * NP], c[4 * NP], c[5 * NP],
-                                  c[6 * NP], c[7 * NP], c[8 * NP], c[9 * NP], c[10 * NP],
-                                  c[11 * NP], c[12 * NP], c[13 * NP], c[14 * NP], c[15 * NP]);
-            vstore16(v + bv, 0, d);
-        } else {
-            for (int u = 0; u < pp; u++) d[u] = c[(size_t)u * NP] + bv;
-        }
     }
 }
 
@@ -301,22 +448,25 @@ __kernel void conv_bwd_data_10_2(BWD_ARGS) { conv_bwd_data_lanes(10, 2, BWD_PASS
  * 16 lanes are summed at the end in a fixed order. Global:
  * (K*K, ceil(CO/WA) * ceil(C/WB) * chunks), chunk = row_chunk * vchunks +
  * vector_chunk; a work-group holds the K*K taps of one block, which share
- * their dy and x rows in cache. */
-#define WA 4
-#define WB 6
-__kernel void conv_bwd_weights_lanes(int C, int H, int W, int NP, int CO, int OH, int OW, int K,
-                                     int S, int PAD, int rows, int vecs, int vchunks, int chunks,
-                                     __global const float *x, ulong x_off, __global const float *dy,
-                                     ulong dy_off, __global float *part, ulong part_off)
+ * their dy and x rows in cache. Variants _<WA>_<WB> (WA*WB accumulators,
+ * WA + WB loads per WA*WB FMAs); conv.c picks one by the channels it pads
+ * and its loads per FMA. */
+#define MAX_WA 6
+#define MAX_WB 6
+INLINE void conv_bwd_weights_lanes(int wa, int wb, int C, int H, int W, int NP, int CO, int OH,
+                                   int OW, int K, int S, int PAD, int rows, int vecs, int vchunks,
+                                   int chunks, __global const float *x, ulong x_off,
+                                   __global const float *dy, ulong dy_off, __global float *part,
+                                   ulong part_off)
 {
     int tap = get_global_id(0);
     int g1 = get_global_id(1);
     int KK = K * K;
-    int ncb = (C + WB - 1) / WB;
-    int nob = (CO + WA - 1) / WA;
+    int ncb = (C + wb - 1) / wb;
+    int nob = (CO + wa - 1) / wa;
     if (tap >= KK || g1 >= nob * ncb * chunks) return;
-    int o0 = (g1 % nob) * WA;
-    int c0 = ((g1 / nob) % ncb) * WB;
+    int o0 = (g1 % nob) * wa;
+    int c0 = ((g1 / nob) % ncb) * wb;
     int chunk = g1 / (nob * ncb);
     int rc = chunk / vchunks, vc = chunk - (chunk / vchunks) * vchunks;
     int ti = tap / K, tj = tap - (tap / K) * K;
@@ -329,38 +479,40 @@ __kernel void conv_bwd_weights_lanes(int C, int H, int W, int NP, int CO, int OH
     oy_hi = min(oy_hi, rc * rows + rows - 1);
     int v0 = vc * vecs, v1 = min(NP / LANES, v0 + vecs);
     size_t xs = (size_t)H * W * NP, ds = (size_t)OH * OW * NP;
-    size_t xo[WB], dof[WA];
+    size_t xo[MAX_WB], dof[MAX_WA];
 #pragma unroll
-    for (int b = 0; b < WB; b++) xo[b] = x_off + (size_t)min(c0 + b, C - 1) * xs;
+    for (int b = 0; b < wb; b++) xo[b] = x_off + (size_t)min(c0 + b, C - 1) * xs;
 #pragma unroll
-    for (int a = 0; a < WA; a++) dof[a] = dy_off + (size_t)min(o0 + a, CO - 1) * ds;
-    float16 acc[WA][WB];
+    for (int a = 0; a < wa; a++) dof[a] = dy_off + (size_t)min(o0 + a, CO - 1) * ds;
+    float16 acc[MAX_WA][MAX_WB];
 #pragma unroll
-    for (int a = 0; a < WA; a++)
+    for (int a = 0; a < wa; a++)
 #pragma unroll
-        for (int b = 0; b < WB; b++) acc[a][b] = (float16)0.0f;
+        for (int b = 0; b < wb; b++) acc[a][b] = (float16)0.0f;
     for (int oy = oy_lo; oy <= oy_hi; oy++) {
         for (int ox = ox_lo; ox <= ox_hi; ox++) {
             size_t xp = ((size_t)(oy * S - PAD + ti) * W + (ox * S - PAD + tj)) * NP;
             size_t dp = ((size_t)oy * OW + ox) * NP;
             for (int v = v0; v < v1; v++) {
-                float16 d[WA];
+                float16 d[MAX_WA];
 #pragma unroll
-                for (int a = 0; a < WA; a++) d[a] = vload16(v, dy + dof[a] + dp);
+                for (int a = 0; a < wa; a++) d[a] = vload16(v, dy + dof[a] + dp);
 #pragma unroll
-                for (int b = 0; b < WB; b++) {
+                for (int b = 0; b < wb; b++) {
                     float16 xv = vload16(v, x + xo[b] + xp);
 #pragma unroll
-                    for (int a = 0; a < WA; a++) acc[a][b] = fma(d[a], xv, acc[a][b]);
+                    for (int a = 0; a < wa; a++) acc[a][b] = fma(d[a], xv, acc[a][b]);
                 }
             }
         }
     }
     size_t cs = (size_t)C * KK;
     __global float *pp = part + part_off + (size_t)chunk * CO * cs;
-    for (int a = 0; a < WA; a++) {
+#pragma unroll
+    for (int a = 0; a < wa; a++) {
         if (o0 + a >= CO) break;
-        for (int b = 0; b < WB; b++) {
+#pragma unroll
+        for (int b = 0; b < wb; b++) {
             if (c0 + b >= C) break;
             float16 s16 = acc[a][b];
             float8 s8 = s16.lo + s16.hi;
@@ -370,6 +522,20 @@ __kernel void conv_bwd_weights_lanes(int C, int H, int W, int NP, int CO, int OH
         }
     }
 }
+
+#define BWDW_ARGS                                                                            \
+    int C, int H, int W, int NP, int CO, int OH, int OW, int K, int S, int PAD, int rows,    \
+        int vecs, int vchunks, int chunks, __global const float *x, ulong x_off,             \
+        __global const float *dy, ulong dy_off, __global float *part, ulong part_off
+#define BWDW_PASS                                                                            \
+    C, H, W, NP, CO, OH, OW, K, S, PAD, rows, vecs, vchunks, chunks, x, x_off, dy, dy_off,   \
+        part, part_off
+__kernel void conv_bwd_weights_4_6(BWDW_ARGS) { conv_bwd_weights_lanes(4, 6, BWDW_PASS); }
+__kernel void conv_bwd_weights_6_4(BWDW_ARGS) { conv_bwd_weights_lanes(6, 4, BWDW_PASS); }
+__kernel void conv_bwd_weights_5_5(BWDW_ARGS) { conv_bwd_weights_lanes(5, 5, BWDW_PASS); }
+__kernel void conv_bwd_weights_5_4(BWDW_ARGS) { conv_bwd_weights_lanes(5, 4, BWDW_PASS); }
+__kernel void conv_bwd_weights_4_5(BWDW_ARGS) { conv_bwd_weights_lanes(4, 5, BWDW_PASS); }
+__kernel void conv_bwd_weights_4_4(BWDW_ARGS) { conv_bwd_weights_lanes(4, 4, BWDW_PASS); }
 
 /* out[e] = sum over chunk of part[chunk][e], chunks in order; 16 elements
  * per work-item. Global: ceil(n / 16). */
@@ -424,20 +590,28 @@ __kernel void conv_bias_grad(int N, int CO, int P, int imgs, __global const floa
 /* the lanes layout copies would cost more than the arithmetic            */
 /* ------------------------------------------------------------------ */
 
-/* xp (N*C, HP, WPP): x with PAD zero rows/columns on top/left, zeros to the
- * right up to WPP (wide enough for every 32-wide read of a row). Global:
- * (WPP, N*C*HP). */
+/* xp (N*C, HP, WPP): x with PAD zero rows/columns on top/left and zeros to
+ * the right up to WPP. One work-item per padded row: vector copies of the
+ * row, scalar zeros around it. Global: N*C*HP. */
 __kernel void conv_pad_rows(int H, int W, int PAD, int HP, int WPP, int rows,
                             __global const float *x, __global float *xp, ulong xp_off)
 {
-    int wp = get_global_id(0);
-    int r = get_global_id(1); /* (n*C + c)*HP + hp */
-    if (wp >= WPP || r >= rows) return;
-    int hp = r % HP, img = r / HP;
-    int h = hp - PAD, w = wp - PAD;
-    float v = 0.0f;
-    if (h >= 0 && h < H && w >= 0 && w < W) v = x[((size_t)img * H + h) * W + w];
-    xp[xp_off + (size_t)r * WPP + wp] = v;
+    int r = get_global_id(0); /* (n*C + c)*HP + hp */
+    if (r >= rows) return;
+    int hp = r % HP, img = r / HP, h = hp - PAD;
+    __global float *d = xp + xp_off + (size_t)r * WPP;
+    if (h < 0 || h >= H) {
+        int w = 0;
+        for (; w + LANES <= WPP; w += LANES) vstore16((float16)0.0f, 0, d + w);
+        for (; w < WPP; w++) d[w] = 0.0f;
+        return;
+    }
+    __global const float *src = x + ((size_t)img * H + h) * W;
+    for (int w = 0; w < PAD; w++) d[w] = 0.0f;
+    int w = 0;
+    for (; w + LANES <= W; w += LANES) vstore16(vload16(0, src + w), 0, d + PAD + w);
+    for (; w < W; w++) d[PAD + w] = src[w];
+    for (w = PAD + W; w < WPP; w++) d[w] = 0.0f;
 }
 
 /* 16 floats from p[0..n) and zeros after (n < 16 reads stay in bounds). */
@@ -451,87 +625,110 @@ INLINE float16 load16_tail(__global const float *p, int n)
 
 /* Forward, stride 1: y[n][co][oy][ox0..ox0+31] for RM output channels, the
  * 32 output pixels of a row as two float16 accumulators per channel; the
- * input rows come from xp with unaligned vector loads, the weights are
- * broadcast. Global:
- * (ceil(CO/RM), N*OH*ceil(OW/32)). */
+ * input rows come from xp (x itself when there is no padding) with
+ * unaligned vector loads, the weights are broadcast. The two vectors start
+ * at s0 and s1; near the row end they slide back to end exactly at OW
+ * (overlapping pixels get the same value twice), so with OW >= 16 every
+ * read stays inside the row (WPP >= OW + K - 1) and every store is a full
+ * vector store; a shorter row reads WPP >= 16 + K - 1 and stores a part.
+ * A work-item walks the rows [rg*R, rg*R + R) of one image, so each output
+ * plane is written in long runs by one thread (rows of 26 or 28 floats
+ * written by different threads shared cache lines). Global:
+ * (ceil(CO/RM), N*ceil(OH/R)). */
 INLINE void conv_fwd_direct(int rm, int N, int C, int CO, int K, int HP, int WPP, int OH, int OW,
-                            __global const float *xp, ulong xp_off, __global const float *w,
-                            __global const float *bias, int has_bias, __global float *y)
+                            int R, __global const float *xp, ulong xp_off,
+                            __global const float *w, __global const float *bias, int has_bias,
+                            __global float *y)
 {
     int cb = get_global_id(0);
     int item = get_global_id(1);
-    int oblocks = (OW + 2 * LANES - 1) / (2 * LANES);
+    int rgroups = (OH + R - 1) / R;
     int co0 = cb * rm;
-    if (co0 >= CO || item >= N * OH * oblocks) return;
-    int ob = item % oblocks, row = item / oblocks; /* row = n*OH + oy */
-    int oy = row % OH, n = row / OH;
-    /* The two vectors start at s0 and s1; near the row end they slide back
-     * to end exactly at OW (overlapping pixels get the same value twice),
-     * so every store is a full vector store unless the row is shorter than 16. */
+    if (co0 >= CO || item >= N * rgroups) return;
+    int rg = item % rgroups, n = item / rgroups;
+    int oy0 = rg * R, oy1 = min(OH, oy0 + R);
+    int oblocks = (OW + 2 * LANES - 1) / (2 * LANES);
     int last = max(0, OW - LANES);
-    int s0 = min(ob * 2 * LANES, last), s1 = min(ob * 2 * LANES + LANES, last);
     int ckk = C * K * K;
-    float16 acc[2][MAX_RM];
-#pragma unroll
-    for (int r = 0; r < rm; r++) acc[0][r] = acc[1][r] = (float16)0.0f;
     __global const float *wr[MAX_RM];
 #pragma unroll
     for (int r = 0; r < rm; r++) wr[r] = w + (size_t)min(co0 + r, CO - 1) * ckk;
-    int t = 0;
-    for (int c = 0; c < C; c++) {
-        for (int i = 0; i < K; i++) {
-            __global const float *xr = xp + xp_off + (((size_t)n * C + c) * HP + oy + i) * WPP;
-            for (int j = 0; j < K; j++, t++) {
-                float16 b0 = vload16(0, xr + s0 + j), b1 = vload16(0, xr + s1 + j);
+    float bv[MAX_RM];
 #pragma unroll
-                for (int r = 0; r < rm; r++) {
-                    float16 a = (float16)(wr[r][t]);
-                    acc[0][r] = fma(a, b0, acc[0][r]);
-                    acc[1][r] = fma(a, b1, acc[1][r]);
+    for (int r = 0; r < rm; r++) bv[r] = has_bias ? bias[min(co0 + r, CO - 1)] : 0.0f;
+    __global const float *xn = xp + xp_off + (size_t)n * C * HP * WPP;
+    for (int oy = oy0; oy < oy1; oy++) {
+        for (int ob = 0; ob < oblocks; ob++) {
+            int s0 = min(ob * 2 * LANES, last), s1 = min(ob * 2 * LANES + LANES, last);
+            float16 acc[2][MAX_RM];
+#pragma unroll
+            for (int r = 0; r < rm; r++) acc[0][r] = acc[1][r] = (float16)0.0f;
+            int t = 0;
+            for (int c = 0; c < C; c++) {
+                for (int i = 0; i < K; i++) {
+                    __global const float *xr = xn + ((size_t)c * HP + oy + i) * WPP;
+                    for (int j = 0; j < K; j++, t++) {
+                        float16 b0 = vload16(0, xr + s0 + j), b1 = vload16(0, xr + s1 + j);
+#pragma unroll
+                        for (int r = 0; r < rm; r++) {
+                            float16 a = (float16)(wr[r][t]);
+                            acc[0][r] = fma(a, b0, acc[0][r]);
+                            acc[1][r] = fma(a, b1, acc[1][r]);
+                        }
+                    }
                 }
             }
-        }
-    }
 #pragma unroll
-    for (int r = 0; r < rm; r++) {
-        int co = co0 + r;
-        if (co >= CO) break;
-        float bv = has_bias ? bias[co] : 0.0f;
-        __global float *yp = y + (((size_t)n * CO + co) * OH + oy) * OW;
-        if (OW >= LANES) {
-            vstore16(acc[0][r] + bv, 0, yp + s0);
-            vstore16(acc[1][r] + bv, 0, yp + s1);
-        } else {
-            store16(acc[0][r] + bv, yp, OW);
+            for (int r = 0; r < rm; r++) {
+                int co = co0 + r;
+                if (co >= CO) break;
+                __global float *yp = y + (((size_t)n * CO + co) * OH + oy) * OW;
+                if (OW >= LANES) {
+                    vstore16(acc[0][r] + bv[r], 0, yp + s0);
+                    vstore16(acc[1][r] + bv[r], 0, yp + s1);
+                } else {
+                    store16(acc[0][r] + bv[r], yp, OW);
+                }
+            }
         }
     }
 }
 
 #define DIRECT_ARGS                                                                          \
-    int N, int C, int CO, int K, int HP, int WPP, int OH, int OW, __global const float *xp,  \
-        ulong xp_off, __global const float *w, __global const float *bias, int has_bias,     \
-        __global float *y
-#define DIRECT_PASS N, C, CO, K, HP, WPP, OH, OW, xp, xp_off, w, bias, has_bias, y
+    int N, int C, int CO, int K, int HP, int WPP, int OH, int OW, int R,                      \
+        __global const float *xp, ulong xp_off, __global const float *w,                     \
+        __global const float *bias, int has_bias, __global float *y
+#define DIRECT_PASS N, C, CO, K, HP, WPP, OH, OW, R, xp, xp_off, w, bias, has_bias, y
 __kernel void conv_fwd_direct_4(DIRECT_ARGS) { conv_fwd_direct(4, DIRECT_PASS); }
 __kernel void conv_fwd_direct_8(DIRECT_ARGS) { conv_fwd_direct(8, DIRECT_PASS); }
 __kernel void conv_fwd_direct_10(DIRECT_ARGS) { conv_fwd_direct(10, DIRECT_PASS); }
 
 /* Backward weights, stride 1, partial over a chunk of images:
- * part[chunk][co][t] for the taps t = (c*K + i)*K + j of group tg (TG taps
- * per work-item) = sum over the chunk's n, oy and ox of
- * dy[n][co][oy][ox] xp[n][c][oy+i][ox+j]. 32 output pixels of a row per
- * step as two vectors (dy is zero past OW, so those pixels add nothing
- * unless x holds an infinity there); the lanes are summed at the end.
- * Global: (CO, groups*chunks). */
+ * part[chunk][co][t] for CB output channels co and the taps
+ * t = (c*K + i)*K + j of group tg (TG taps per work-item) = sum over the
+ * chunk's n, oy and ox of dy[n][co][oy][ox] xp[n][c][oy+i][ox+j], and
+ * (has_db, group 0) the bias gradient's partial dbpart[chunk][co] = the sum
+ * of those dy. A row is read as 16-pixel vectors placed like the
+ * forward's: the last one slides back to end at OW, so with OW >= 16 every
+ * read stays inside the row, and its lanes that the previous vector
+ * covered are multiplied by 0 (a select there became masked loads that ran
+ * 2x slower; an infinite dy there makes that pixel's terms NaN instead of
+ * infinite). Rows shorter than 16 read dy with a zero tail and xp
+ * 16 + K - 1 wide. Each x vector feeds the CB channels (CB*TG
+ * accumulators); the lanes are summed at the end. Global:
+ * (ceil(CO/CB), groups*chunks). */
 #define TG 9
-__kernel void conv_bwd_weights_direct(int N, int C, int CO, int K, int HP, int WPP, int OH, int OW,
-                                      int imgs, int groups, int chunks, __global const float *xp,
-                                      ulong xp_off, __global const float *dy,
-                                      __global float *part, ulong part_off)
+#define MAX_CB 3
+INLINE void conv_bwd_weights_direct(int cb, int N, int C, int CO, int K, int HP, int WPP, int OH,
+                                    int OW, int imgs, int groups, int chunks,
+                                    __global const float *xp, ulong xp_off,
+                                    __global const float *dy, __global float *part,
+                                    ulong part_off, int has_db, __global float *dbpart,
+                                    ulong dbpart_off)
 {
-    int co = get_global_id(0);
+    int co0 = get_global_id(0) * cb;
     int g1 = get_global_id(1);
-    if (co >= CO || g1 >= groups * chunks) return;
+    if (co0 >= CO || g1 >= groups * chunks) return;
     int tg = g1 % groups, chunk = g1 / groups;
     int KK = K * K, ckk = C * KK;
     int t0 = tg * TG, nt = min(TG, ckk - t0);
@@ -543,38 +740,89 @@ __kernel void conv_bwd_weights_direct(int N, int C, int CO, int K, int HP, int W
         int i = ij / K, j = ij - (ij / K) * K;
         xo[u] = ((size_t)c * HP + i) * WPP + j;
     }
-    float16 acc[2][TG];
+    size_t dco[MAX_CB];
 #pragma unroll
-    for (int u = 0; u < TG; u++) acc[0][u] = acc[1][u] = (float16)0.0f;
+    for (int a = 0; a < cb; a++) dco[a] = (size_t)min(co0 + a, CO - 1) * OH * OW;
+    float16 acc[MAX_CB][TG], bsum[MAX_CB];
+#pragma unroll
+    for (int a = 0; a < cb; a++) {
+        bsum[a] = (float16)0.0f;
+#pragma unroll
+        for (int u = 0; u < TG; u++) acc[a][u] = (float16)0.0f;
+    }
+    int npos = (OW + LANES - 1) / LANES;
+    int last = max(0, OW - LANES);
+    int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    /* the last vector's lanes below (npos-1)*16 belong to the one before */
+    float16 mlast = select((float16)0.0f, (float16)1.0f, lane + last >= (npos - 1) * LANES);
     int n0 = chunk * imgs, n1 = min(N, n0 + imgs);
     for (int n = n0; n < n1; n++) {
         __global const float *xn = xp + xp_off + (size_t)n * C * HP * WPP;
+        __global const float *dn = dy + (size_t)n * CO * OH * OW;
         for (int oy = 0; oy < OH; oy++) {
-            __global const float *dr = dy + (((size_t)n * CO + co) * OH + oy) * OW;
             __global const float *xr = xn + (size_t)oy * WPP;
-            for (int ox0 = 0; ox0 < OW; ox0 += 2 * LANES) {
-                float16 d0 = load16_tail(dr + ox0, OW - ox0);
-                float16 d1 = OW - ox0 > LANES ? load16_tail(dr + ox0 + LANES, OW - ox0 - LANES)
-                                              : (float16)0.0f;
+            __global const float *dr = dn + (size_t)oy * OW;
+            for (int v = 0; v < npos; v++) {
+                int sv = min(v * LANES, last);
+                float16 m = v == npos - 1 ? mlast : (float16)1.0f;
+                float16 d[MAX_CB];
+#pragma unroll
+                for (int a = 0; a < cb; a++) {
+                    d[a] = OW >= LANES ? vload16(0, dr + dco[a] + sv) * m
+                                       : load16_tail(dr + dco[a], OW);
+                    bsum[a] += d[a];
+                }
 #pragma unroll
                 for (int u = 0; u < TG; u++) {
-                    __global const float *q = xr + xo[u] + ox0;
-                    acc[0][u] = fma(d0, vload16(0, q), acc[0][u]);
-                    acc[1][u] = fma(d1, vload16(1, q), acc[1][u]);
+                    float16 xv = vload16(0, xr + xo[u] + sv);
+#pragma unroll
+                    for (int a = 0; a < cb; a++) acc[a][u] = fma(d[a], xv, acc[a][u]);
                 }
             }
         }
     }
-    __global float *pp = part + part_off + ((size_t)chunk * CO + co) * ckk + t0;
 #pragma unroll
-    for (int u = 0; u < TG; u++) {
-        if (u >= nt) break;
-        float16 s16 = acc[0][u] + acc[1][u];
-        float8 s8 = s16.lo + s16.hi;
-        float4 s4 = s8.lo + s8.hi;
-        float2 s2 = s4.lo + s4.hi;
-        pp[u] = s2.x + s2.y;
+    for (int a = 0; a < cb; a++) {
+        int co = co0 + a;
+        if (co >= CO) break;
+        __global float *pp = part + part_off + ((size_t)chunk * CO + co) * ckk + t0;
+#pragma unroll
+        for (int u = 0; u < TG; u++) {
+            if (u >= nt) break;
+            float16 s16 = acc[a][u];
+            float8 s8 = s16.lo + s16.hi;
+            float4 s4 = s8.lo + s8.hi;
+            float2 s2 = s4.lo + s4.hi;
+            pp[u] = s2.x + s2.y;
+        }
+        if (has_db && tg == 0) {
+            float8 s8 = bsum[a].lo + bsum[a].hi;
+            float4 s4 = s8.lo + s8.hi;
+            float2 s2 = s4.lo + s4.hi;
+            dbpart[dbpart_off + (size_t)chunk * CO + co] = s2.x + s2.y;
+        }
     }
+}
+
+#define BWDW_DIRECT_ARGS                                                                        \
+    int N, int C, int CO, int K, int HP, int WPP, int OH, int OW, int imgs, int groups,         \
+        int chunks, __global const float *xp, ulong xp_off, __global const float *dy,           \
+        __global float *part, ulong part_off, int has_db, __global float *dbpart,               \
+        ulong dbpart_off
+#define BWDW_DIRECT_PASS                                                                        \
+    N, C, CO, K, HP, WPP, OH, OW, imgs, groups, chunks, xp, xp_off, dy, part, part_off, has_db, \
+        dbpart, dbpart_off
+__kernel void conv_bwd_weights_direct_1(BWDW_DIRECT_ARGS)
+{
+    conv_bwd_weights_direct(1, BWDW_DIRECT_PASS);
+}
+__kernel void conv_bwd_weights_direct_2(BWDW_DIRECT_ARGS)
+{
+    conv_bwd_weights_direct(2, BWDW_DIRECT_PASS);
+}
+__kernel void conv_bwd_weights_direct_3(BWDW_DIRECT_ARGS)
+{
+    conv_bwd_weights_direct(3, BWDW_DIRECT_PASS);
 }
 
 /* ------------------------------------------------------------------ */

@@ -1,7 +1,9 @@
 /* 2-D convolution: forward and backward against the plain-C reference
  * (ref_conv.c) on random shapes covering stride 1..3, padding 0..2, kernel
  * 1/3/5, batch 1 and > 1, one and several channels, h != w, every register
- * block variant of the lanes and direct kernels, partial rows, chunked sums;
+ * block variant of the lanes and direct kernels (the backward-weights blocks
+ * forced one by one), the direct kernels' row widths and copies, 1x1
+ * layers with stride (subsampled lanes copies), partial rows, chunked sums;
  * both algorithms (CLTRAIN_CONV_ALGO=lanes, which includes the direct
  * kernels, and =gemm) on each case; a work-buffer budget that forces the
  * chunked gemm path; finite differences of L = sum(y * r) on the double
@@ -195,7 +197,54 @@ static void test_shapes(clt_device *dev)
     run_case(dev, 2, 3, 5, 5, 2, 5, 1, 0);     /* 1x1 output, kernel = input */
     run_case(dev, 5, 1, 28, 27, 20, 3, 1, 0);  /* LeNet conv1-like: direct, partial row tail */
     run_case(dev, 3, 1, 64, 65, 2, 1, 1, 0);   /* db summed over image chunks */
-    run_case(dev, 100, 2, 3, 64, 3, 1, 1, 0);  /* dw chunked over lane vectors */
+    run_case(dev, 100, 2, 3, 300, 3, 1, 1, 0); /* dw chunked over lane vectors */
+    /* Direct kernels (stride 1, c*k*k <= 9 backward-weights, <= 27 forward):
+     * output widths below, at and above 16 and 32 (vectors that slide back
+     * to the row end; backward-weights drops the lanes the previous vector
+     * covered), no padded copy (pad 0, width >= 16), an exact-width copy
+     * (pad > 0) and a wide one (width < 16); backward-weights variants of
+     * 1, 2 and 3 channels per item, a partial last block, one chunk of
+     * images (db written directly) and several (db summed). */
+    run_case(dev, 4, 1, 18, 18, 2, 3, 1, 0);   /* width 16, no copy; 2 channels */
+    run_case(dev, 2, 1, 9, 34, 3, 3, 1, 0);    /* width 32; 3 channels */
+    run_case(dev, 2, 1, 6, 42, 5, 3, 1, 0);    /* width 40: second block slides back */
+    run_case(dev, 3, 1, 20, 18, 7, 3, 1, 1);   /* stem-like: pad 1, exact-width copy */
+    run_case(dev, 2, 1, 16, 17, 96, 3, 1, 0);  /* width 15 (wide copy), one image chunk */
+    run_case(dev, 2, 2, 5, 40, 4, 1, 1, 0);    /* 1x1, c = 2: backward-weights direct */
+    /* 1x1 with stride > 1 and no padding: the lanes kernels run on the
+     * subsampled input (conv_to_lanes_sub, conv_from_lanes_sub). */
+    run_case(dev, 37, 5, 9, 8, 7, 1, 2, 0);    /* 32 lanes, batch padded, odd height */
+    run_case(dev, 3, 4, 7, 10, 6, 1, 3, 0);    /* stride 3, width not a multiple */
+    run_case(dev, 2, 2, 3, 70, 3, 1, 2, 0);    /* dx rows over 64 floats (in pieces) */
+    run_case(dev, 17, 3, 6, 6, 5, 3, 1, 0);    /* 16 output pixels: transposes, no tail */
+}
+
+/* Every register block of the lanes backward-weights kernel
+ * (CLTRAIN_CONV_BWDW forces one; normally the padding picks it), on shapes
+ * whose channel counts fit none of them exactly, with and without stride,
+ * padding and chunking; an unknown variant is an error. */
+static void test_bwdw_blocks(clt_device *dev)
+{
+    static const char *const blocks[] = {"5x5", "4x6", "6x4", "5x4", "4x5", "4x4"};
+    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+        setenv("CLTRAIN_CONV_BWDW", blocks[i], 1);
+        case_data d;
+        case_make(dev, &d, 19, 7, 9, 8, 11, 3, 1, 1);
+        check_case(dev, &d, "lanes");
+        case_free(&d);
+        case_make(dev, &d, 33, 13, 7, 6, 9, 3, 2, 0);
+        check_case(dev, &d, "lanes");
+        case_free(&d);
+    }
+    setenv("CLTRAIN_CONV_BWDW", "3x3", 1);
+    case_data d;
+    case_make(dev, &d, 2, 3, 5, 5, 4, 3, 1, 0);
+    set_algo("lanes");
+    clt_status st = clt_conv2d_backward(d.tx, d.tw, d.tdy, 1, 0, d.tdx, d.tdw, d.tdb);
+    CHECK(st == CLT_ERR_INVALID_ARG && strstr(clt_last_error(), "CLTRAIN_CONV_BWDW"),
+          "CLTRAIN_CONV_BWDW=3x3: %s (%s)", clt_status_name(st), clt_last_error());
+    case_free(&d);
+    unsetenv("CLTRAIN_CONV_BWDW");
 }
 
 /* L(x, w, b) = sum(y * r). Its gradients are the backward with dy = r.
@@ -469,6 +518,7 @@ int main(void)
     test_raw_geom(dev);
     test_fd_reference();
     test_shapes(dev);
+    test_bwdw_blocks(dev);
     for (int a = 0; a < 2; a++) {
         test_fd_device(dev, algos[a], 1, 0);
         test_fd_device(dev, algos[a], 2, 1);
