@@ -225,10 +225,7 @@ clt_status clt_net_output(const clt_net *net, float *scores, int64_t count)
 
 clt_status clt_net_set_labels(clt_net *net, const int32_t *labels, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (labels[i] < 0 || labels[i] >= net->model.classes)
-            return clt_fail(CLT_ERR_INVALID_ARG, "label %d of sample %d is outside 0..%d", labels[i], i,
-                            net->model.classes - 1);
+    CLT_TRY(clt_labels_check(labels, n, net->model.classes, "labels"));
     CLT_CL(clEnqueueWriteBuffer(net->dev->queue, net->labels, CL_TRUE, 0, (size_t)n * sizeof(int32_t),
                                 labels, 0, NULL, NULL),
            "upload labels");

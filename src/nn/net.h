@@ -43,6 +43,15 @@ clt_status clt_net_read_stats(clt_net *net, double *loss_sum, int64_t *correct);
 clt_status clt_net_set_labels(clt_net *net, const int32_t *labels, int n);
 /* Allocates the zeroed momentum buffer if there is none yet. */
 clt_status clt_net_ensure_velocity(clt_net *net);
+/* CLT_ERR_INVALID_ARG naming op and the first label outside 0..classes-1. */
+clt_status clt_labels_check(const int32_t *labels, int64_t n, int classes, const char *op);
+/* The dataset's samples have the net's input shape and its labels fit the
+ * net's classes; at least one and at most INT32_MAX samples. */
+clt_status clt_net_check_dataset(const clt_net *net, const clt_dataset *ds, const char *op);
+/* Summed loss and correct count of inference on samples [off, off + n) of a
+ * checked dataset, in batches of batch_size. */
+clt_status clt_net_evaluate_range(clt_net *net, const clt_dataset *ds, int64_t off, int64_t n, int batch_size,
+                                  double *loss_sum, int64_t *correct);
 /* Parameter lookup by name; NULL if none. */
 const clt_param *clt_net_find_param(const clt_net *net, const char *name);
 /* i-th parameter in spec order. */

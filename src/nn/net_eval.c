@@ -1,33 +1,64 @@
-/* Evaluation of a net over a whole dataset on one device. */
+/* Evaluation of a net over a dataset (or a range of it) on one device; the
+ * trainer runs the same range loop on every device. */
 #include "nn/net.h"
 
-clt_status clt_net_evaluate(clt_net *net, const clt_dataset *ds, int batch_size, double *mean_loss,
-                            double *accuracy)
+clt_status clt_labels_check(const int32_t *labels, int64_t n, int classes, const char *op)
 {
-    if (!net || !ds) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_evaluate: NULL argument");
-    if (batch_size < 1) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_evaluate: batch size %d", batch_size);
+    for (int64_t i = 0; i < n; i++)
+        if (labels[i] < 0 || labels[i] >= classes)
+            return clt_fail(CLT_ERR_INVALID_ARG, "%s: label %d of sample %lld is outside 0..%d", op, labels[i],
+                            (long long)i, classes - 1);
+    return CLT_OK;
+}
+
+clt_status clt_net_check_dataset(const clt_net *net, const clt_dataset *ds, const char *op)
+{
     int c, h, w;
     clt_dataset_shape(ds, &c, &h, &w);
     const clt_shape *in = &net->model.in;
     if (c != in->d[0] || h != in->d[1] || w != in->d[2])
-        return clt_fail(CLT_ERR_SHAPE, "clt_net_evaluate: dataset samples are (%d, %d, %d), the net takes (%d, %d, %d)",
-                        c, h, w, in->d[0], in->d[1], in->d[2]);
+        return clt_fail(CLT_ERR_SHAPE, "%s: dataset samples are (%d, %d, %d), the net takes (%d, %d, %d)", op, c, h,
+                        w, in->d[0], in->d[1], in->d[2]);
     int64_t total = clt_dataset_size(ds);
-    if (total < 1) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_evaluate: empty dataset");
+    if (total < 1 || total > INT32_MAX)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: dataset of %lld samples", op, (long long)total);
+    return clt_labels_check(clt_dataset_labels(ds), total, net->model.classes, op);
+}
+
+clt_status clt_net_evaluate_range(clt_net *net, const clt_dataset *ds, int64_t off, int64_t n, int batch_size,
+                                  double *loss_sum, int64_t *correct)
+{
+    int c, h, w;
+    clt_dataset_shape(ds, &c, &h, &w);
+    size_t sample = (size_t)c * (size_t)h * (size_t)w;
     const float *images = clt_dataset_images(ds);
     const int32_t *labels = clt_dataset_labels(ds);
-    size_t sample = (size_t)c * (size_t)h * (size_t)w;
     double loss = 0;
-    int64_t correct = 0;
-    for (int64_t at = 0; at < total; at += batch_size) {
-        int n = (int)(total - at < batch_size ? total - at : batch_size);
+    int64_t ok = 0;
+    for (int64_t at = off; at < off + n; at += batch_size) {
+        int b = (int)(off + n - at < batch_size ? off + n - at : batch_size);
         double l;
         int64_t k;
-        CLT_TRY(clt_net_forward(net, images + (size_t)at * sample, n, 0));
+        CLT_TRY(clt_net_forward(net, images + (size_t)at * sample, b, 0));
         CLT_TRY(clt_net_loss(net, labels + at, &l, &k));
         loss += l;
-        correct += k;
+        ok += k;
     }
+    *loss_sum = loss;
+    *correct = ok;
+    return CLT_OK;
+}
+
+clt_status clt_net_evaluate(clt_net *net, const clt_dataset *ds, int batch_size, double *mean_loss,
+                            double *accuracy)
+{
+    const char *op = "clt_net_evaluate";
+    if (!net || !ds) return clt_fail(CLT_ERR_INVALID_ARG, "%s: NULL argument", op);
+    if (batch_size < 1) return clt_fail(CLT_ERR_INVALID_ARG, "%s: batch size %d", op, batch_size);
+    CLT_TRY(clt_net_check_dataset(net, ds, op));
+    int64_t total = clt_dataset_size(ds), correct;
+    double loss;
+    CLT_TRY(clt_net_evaluate_range(net, ds, 0, total, batch_size, &loss, &correct));
     if (mean_loss) *mean_loss = loss / (double)total;
     if (accuracy) *accuracy = (double)correct / (double)total;
     return CLT_OK;

@@ -377,11 +377,7 @@ clt_status clt_trainer_step(clt_trainer *t, const float *images, const int32_t *
     if (t->failed)
         return clt_fail(t->fail_status, "the trainer stopped after an earlier failure: %s", t->fail_msg);
     if (n < 1) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_step: batch of %d samples", n);
-    int classes = clt_net_classes(t->workers[0].net);
-    for (int i = 0; i < n; i++)
-        if (labels[i] < 0 || labels[i] >= classes)
-            return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_step: label %d of sample %d is outside 0..%d",
-                            labels[i], i, classes - 1);
+    CLT_TRY(clt_labels_check(labels, n, clt_net_classes(t->workers[0].net), "clt_trainer_step"));
     CLT_TRY(assign_shards(t, n, 1));
     t->images = images;
     t->labels = labels;
@@ -415,20 +411,8 @@ clt_status clt_trainer_evaluate(clt_trainer *t, const clt_dataset *ds, int batch
     if (t->failed)
         return clt_fail(t->fail_status, "the trainer stopped after an earlier failure: %s", t->fail_msg);
     if (batch_size < 1) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_evaluate: batch size %d", batch_size);
+    CLT_TRY(clt_net_check_dataset(t->workers[0].net, ds, "clt_trainer_evaluate"));
     int64_t total = clt_dataset_size(ds);
-    if (total < 1 || total > INT32_MAX)
-        return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_evaluate: dataset of %lld samples", (long long)total);
-    int c, h, w;
-    clt_dataset_shape(ds, &c, &h, &w);
-    if (c != t->cfg.channels || h != t->cfg.height || w != t->cfg.width)
-        return clt_fail(CLT_ERR_SHAPE, "clt_trainer_evaluate: dataset samples are (%d, %d, %d), the net takes (%d, %d, %d)",
-                        c, h, w, t->cfg.channels, t->cfg.height, t->cfg.width);
-    const int32_t *labels = clt_dataset_labels(ds);
-    int classes = clt_net_classes(t->workers[0].net);
-    for (int64_t i = 0; i < total; i++)
-        if (labels[i] < 0 || labels[i] >= classes)
-            return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_evaluate: label %d of sample %lld is outside 0..%d (the net has %d classes)",
-                            labels[i], (long long)i, classes - 1, classes);
     CLT_TRY(assign_shards(t, (int)total, 0));
     t->eval_ds = ds;
     t->eval_batch = batch_size;

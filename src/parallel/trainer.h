@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 
+#include "core/clock.h"
 #include "nn/net.h"
 
 typedef struct clt_trainer clt_trainer;
@@ -88,6 +89,5 @@ void *clt_worker_main(void *arg);
 void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char *msg);
 /* Tests: make device slot fail during step number `step` (1-based). */
 void clt_trainer_inject_failure(clt_trainer *t, int slot, int64_t step);
-double clt_now(void);
 
 #endif

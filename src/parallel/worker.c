@@ -8,13 +8,6 @@
 #include "ops/sgd.h"
 #include "parallel/trainer.h"
 
-double clt_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char *msg)
 {
     if (!t->failed) {
@@ -235,22 +228,7 @@ static clt_status run_eval(clt_worker *w)
     clt_trainer *t = w->t;
     w->loss = 0;
     w->correct = 0;
-    if (w->n == 0) return CLT_OK;
-    int c, h, wd;
-    clt_dataset_shape(t->eval_ds, &c, &h, &wd);
-    size_t sample = (size_t)c * (size_t)h * (size_t)wd;
-    const float *images = clt_dataset_images(t->eval_ds);
-    const int32_t *labels = clt_dataset_labels(t->eval_ds);
-    for (int at = 0; at < w->n; at += t->eval_batch) {
-        int n = w->n - at < t->eval_batch ? w->n - at : t->eval_batch;
-        double l;
-        int64_t k;
-        CLT_TRY(clt_net_forward(w->net, images + (size_t)(w->off + at) * sample, n, 0));
-        CLT_TRY(clt_net_loss(w->net, labels + w->off + at, &l, &k));
-        w->loss += l;
-        w->correct += k;
-    }
-    return CLT_OK;
+    return clt_net_evaluate_range(w->net, t->eval_ds, w->off, w->n, t->eval_batch, &w->loss, &w->correct);
 }
 
 void *clt_worker_main(void *arg)

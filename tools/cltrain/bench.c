@@ -7,14 +7,8 @@
 
 #include "../common/args.h"
 #include "../common/json.h"
+#include "core/clock.h"
 #include "options.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct bench_row {
     int k;
@@ -42,7 +36,7 @@ static int run(const cli_options *o, const int *devs, int k, const float *images
     row->k = k;
     for (int s = 0; s < 3 && !rc; s++) /* warm-up: first-use compilation, caches */
         if (clt_trainer_step(t, images, labels, b, NULL, NULL) != CLT_OK) rc = 1;
-    double t0 = now();
+    double t0 = clt_now();
     clt_device_stats st[CLI_MAX_DEVICES];
     for (int s = 0; s < steps && !rc; s++) {
         if (clt_trainer_step(t, images, labels, b, NULL, NULL) != CLT_OK || clt_trainer_stats(t, st, k) != CLT_OK) {
@@ -56,7 +50,7 @@ static int run(const cli_options *o, const int *devs, int k, const float *images
             row->idle_s += st[i].idle_s / k;
         }
     }
-    double elapsed = now() - t0;
+    double elapsed = clt_now() - t0;
     if (rc) {
         fprintf(stderr, "cltrain: bench on %d device(s): %s\n", k, clt_last_error());
         clt_trainer_destroy(t);

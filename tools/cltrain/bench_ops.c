@@ -427,17 +427,17 @@ static clt_status time_pass(op_ctx *c, int pass, int64_t repeat, double *sec, in
     CLT_TRY(finish(c->dev));
     int n = (int)repeat;
     if (n <= 0) {
-        double t0 = bench_now();
+        double t0 = clt_now();
         CLT_TRY(run_pass(c, pass));
         CLT_TRY(finish(c->dev));
-        double t = bench_now() - t0;
+        double t = clt_now() - t0;
         double fit = t > 0 ? BUDGET_S / t : MAX_CALLS;
         n = fit < 3 ? 3 : fit > MAX_CALLS ? MAX_CALLS : (int)fit;
     }
-    double t0 = bench_now();
+    double t0 = clt_now();
     for (int i = 0; i < n; i++) CLT_TRY(run_pass(c, pass));
     CLT_TRY(finish(c->dev));
-    *sec = (bench_now() - t0) / n;
+    *sec = (clt_now() - t0) / n;
     *calls = n;
     return CLT_OK;
 }

@@ -3,6 +3,7 @@
 #ifndef CLT_CLI_BENCH_OPS_H
 #define CLT_CLI_BENCH_OPS_H
 
+#include "core/clock.h"
 #include "runtime/device.h"
 
 /* The device's measured limits. 0 where a measurement failed. */
@@ -18,9 +19,6 @@ typedef struct bench_peaks {
     int fma_best_variant, copy_best_variant;     /* for bench_peaks_refresh */
     size_t fma_best_global;
 } bench_peaks;
-
-/* Monotonic wall clock in seconds. */
-double bench_now(void);
 
 /* Measures every peak of the device; the status of the first failure (the
  * detail in clt_last_error()), after which the remaining fields stay 0. */

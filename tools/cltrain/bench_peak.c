@@ -13,13 +13,6 @@
 #include "bench_ops.h"
 #include "runtime/launch.h"
 
-double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* CLT_OK, or the mapped status with the detail set. */
 static clt_status cl_check(cl_int err, const char *what)
 {
@@ -50,10 +43,10 @@ static clt_status fma_run(clt_device *dev, cl_kernel k, cl_mem out, size_t globa
     CLT_CL(clSetKernelArg(k, 1, sizeof a, &a), "clSetKernelArg(peak fma)");
     CLT_CL(clSetKernelArg(k, 2, sizeof b, &b), "clSetKernelArg(peak fma)");
     CLT_CL(clSetKernelArg(k, 3, sizeof iters, &iters), "clSetKernelArg(peak fma)");
-    double t0 = bench_now();
+    double t0 = clt_now();
     CLT_CL(clEnqueueNDRangeKernel(dev->queue, k, 1, NULL, &global, &local, 0, NULL, NULL), "enqueue peak fma");
     CLT_CL(clFinish(dev->queue), "clFinish");
-    *sec = bench_now() - t0;
+    *sec = clt_now() - t0;
     return CLT_OK;
 }
 
@@ -173,10 +166,10 @@ static clt_status measure_copy(clt_device *dev, bench_peaks *p, int all)
         if (!all && v != p->copy_best_variant) continue;
         double best = 0;
         for (int r = 0; r <= RUNS && s == CLT_OK; r++) { /* run 0 is the warm-up */
-            double t0 = bench_now();
+            double t0 = clt_now();
             s = copy_once(dev, v, x, y, bytes);
             if (s == CLT_OK) s = cl_check(clFinish(dev->queue), "clFinish");
-            double t = bench_now() - t0;
+            double t = clt_now() - t0;
             if (r > 0 && (best == 0 || t < best)) best = t;
         }
         if (s == CLT_OK && best > 0 && 2.0 * (double)bytes / best * 1e-9 > p->copy_gbps) {
@@ -196,14 +189,14 @@ static clt_status transfer_gbps(clt_device *dev, cl_mem d, void *host, size_t by
 {
     double best = 0;
     for (int r = 0; r <= RUNS; r++) {
-        double t0 = bench_now();
+        double t0 = clt_now();
         if (to_device)
             CLT_CL(clEnqueueWriteBuffer(dev->queue, d, CL_TRUE, 0, bytes, host, 0, NULL, NULL),
                    "clEnqueueWriteBuffer");
         else
             CLT_CL(clEnqueueReadBuffer(dev->queue, d, CL_TRUE, 0, bytes, host, 0, NULL, NULL),
                    "clEnqueueReadBuffer");
-        double t = bench_now() - t0;
+        double t = clt_now() - t0;
         if (r > 0 && (best == 0 || t < best)) best = t;
     }
     *gbps = best > 0 ? (double)bytes / best * 1e-9 : 0;

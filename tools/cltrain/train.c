@@ -10,6 +10,7 @@
 
 #include "../common/json.h"
 #include "core/atomic_file.h"
+#include "core/clock.h"
 #include "options.h"
 #include "plot.h"
 #include "runmeta.h"
@@ -22,13 +23,6 @@ static void on_sigint(int sig)
 {
     (void)sig;
     interrupted = 1;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 typedef struct epoch_report {
@@ -297,7 +291,7 @@ int cli_train(int argc, char **argv)
     /* a checkpoint of this run exists (the one resumed, when it is saved over) */
     int saved = o.resume && o.save && strcmp(o.resume, o.save) == 0;
     for (int64_t e = start.epoch; !rc && e <= last_epoch && !interrupted; e++) {
-        double t0 = now(), loss = 0;
+        double t0 = clt_now(), loss = 0;
         int64_t correct = 0, seen = 0, done_batches = 0, next_batch = e == start.epoch ? start.batch : 0;
         int stopped = 0;
         clt_batch batch;
@@ -323,12 +317,12 @@ int cli_train(int argc, char **argv)
             }
             next_batch = batch.index + 1;
             loss += l, correct += k, seen += batch.count, done_batches++;
-            if (tty) progress(next_batch, per_epoch, loss / (double)seen, (double)seen / (now() - t0), now() - t0);
+            if (tty) progress(next_batch, per_epoch, loss / (double)seen, (double)seen / (clt_now() - t0), clt_now() - t0);
         }
         if (tty) printf("\r%*s\r", 100, "");
         if (rc) break;
         if (seen > 0) {
-            epoch_report r = {e, total_steps, loss / (double)seen, (double)correct / (double)seen, 0, now() - t0, 0};
+            epoch_report r = {e, total_steps, loss / (double)seen, (double)correct / (double)seen, 0, clt_now() - t0, 0};
             r.samples_per_s = (double)seen / r.seconds;
             if (clt_trainer_evaluate(t, test, (int)o.batch_size, NULL, &r.test_acc) != CLT_OK) {
                 rc = fail("evaluating the test set");
