@@ -6,6 +6,7 @@
 
 #include "../common/json.h"
 #include "options.h"
+#include "runmeta.h"
 
 int cli_eval(int argc, char **argv)
 {
@@ -18,20 +19,8 @@ int cli_eval(int argc, char **argv)
         return 2;
     }
     char *model = NULL;
-    if (o.resume && !CLI_GIVEN(&o, O_MODEL)) { /* the checkpoint names its model */
-        clt_npz *z = NULL;
-        clt_npz_entry e;
-        if (clt_npz_read(o.resume, &z) != CLT_OK) {
-            fprintf(stderr, "cltrain: --resume: %s\n", clt_last_error());
-            return 1;
-        }
-        if (clt_npz_find(z, "__cltrain__/spec", &e) == CLT_OK && e.is_bytes) model = strndup((const char *)e.bytes, e.nbytes);
-        clt_npz_destroy(z);
-        if (!model) {
-            fprintf(stderr, "cltrain: --resume %s: not a cltrain checkpoint\n", o.resume);
-            return 1;
-        }
-    }
+    /* the checkpoint names its model */
+    if (o.resume && !CLI_GIVEN(&o, O_MODEL) && run_meta_read_checkpoint(o.resume, &model, NULL)) return 1;
     int devs[CLI_MAX_DEVICES], n_devs = 0;
     clt_dataset *test = NULL;
     clt_trainer *t = NULL;

@@ -7,6 +7,38 @@
 #include <string.h>
 
 #include "../common/json.h"
+#include "cltrain.h"
+
+/* A byte entry of the archive as a malloc'd string, NULL if absent. */
+static char *entry_text(const clt_npz *z, const char *name)
+{
+    clt_npz_entry e;
+    if (clt_npz_find(z, name, &e) != CLT_OK || !e.is_bytes) return NULL;
+    return strndup((const char *)e.bytes, e.nbytes);
+}
+
+int run_meta_read_checkpoint(const char *path, char **model, char **meta)
+{
+    clt_npz *z = NULL;
+    *model = NULL;
+    if (meta) *meta = NULL;
+    if (clt_npz_read(path, &z) != CLT_OK) {
+        fprintf(stderr, "cltrain: --resume: %s\n", clt_last_error());
+        return 1;
+    }
+    *model = entry_text(z, "__cltrain__/spec");
+    if (meta) *meta = entry_text(z, "__cltrain__/meta");
+    clt_npz_destroy(z);
+    if (*model && (!meta || *meta)) return 0;
+    fprintf(stderr, "cltrain: --resume %s: not a checkpoint written by cltrain train --save\n", path);
+    free(*model);
+    *model = NULL;
+    if (meta) {
+        free(*meta);
+        *meta = NULL;
+    }
+    return 1;
+}
 
 char *run_meta_format(const run_meta *m)
 {

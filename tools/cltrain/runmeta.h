@@ -16,6 +16,9 @@ typedef struct run_meta {
     char *data;          /* owned (run_meta_parse) or borrowed (formatting) */
 } run_meta;
 
+/* Reads a checkpoint's model spec and (when meta is not NULL) its run
+ * record text, both malloc'd; 0, or 1 after a message naming the file. */
+int run_meta_read_checkpoint(const char *path, char **model, char **meta);
 /* JSON text of m, malloc'd (NULL when out of memory). */
 char *run_meta_format(const run_meta *m);
 /* Parses text written by run_meta_format; 0 on success, else prints a

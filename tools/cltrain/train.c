@@ -133,21 +133,9 @@ int cli_make_trainer(const cli_options *o, const char *model, int c, int h, int 
  * changed on purpose. */
 static int apply_resume(cli_options *o, const char *path, run_meta *m, char **model)
 {
-    clt_npz *z = NULL;
-    if (clt_npz_read(path, &z) != CLT_OK) return fail("--resume");
-    clt_npz_entry e;
     char *text = NULL;
-    int rc = 0;
-    if (clt_npz_find(z, "__cltrain__/meta", &e) != CLT_OK || !e.is_bytes || clt_npz_find(z, "__cltrain__/spec", &e) != CLT_OK) {
-        fprintf(stderr, "cltrain: --resume %s: not a checkpoint written by cltrain train --save\n", path);
-        clt_npz_destroy(z);
-        return 1;
-    }
-    *model = strndup((const char *)e.bytes, e.nbytes);
-    clt_npz_find(z, "__cltrain__/meta", &e);
-    text = strndup((const char *)e.bytes, e.nbytes);
-    clt_npz_destroy(z);
-    if (!*model || !text || run_meta_parse(text, path, m)) rc = 1;
+    if (run_meta_read_checkpoint(path, model, &text)) return 1;
+    int rc = run_meta_parse(text, path, m);
     free(text);
     if (rc) return rc;
     struct {
