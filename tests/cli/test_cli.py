@@ -40,6 +40,46 @@ for args, word in [(['train', '--batch-size', '0'], '--batch-size'),
 rc, out, err = run('train', '--help')
 check(rc == 0 and '--batch-size' in out and 'default 256' in out, 'train --help documents defaults')
 
+# eval and bench train take only the options they read: another one is refused
+# by name, and their --help lists only their own
+EVAL_ONLY = ['--init-from', '--resume', '--data', '--limit-test']
+BENCH_ONLY = ['--steps', '--init']
+TRAIN_ONLY = ['--lr', '--momentum', '--weight-decay', '--epochs', '--seed', '--limit-train', '--no-shuffle',
+              '--drop-last', '--log-csv', '--plot', '--export-npz', '--save', '--sync-bn', '--quiet']
+FLAGS = {'--no-shuffle', '--drop-last', '--sync-bn', '--quiet'}
+for cmd, refused in [(['eval'], TRAIN_ONLY + BENCH_ONLY), (['bench', 'train'], TRAIN_ONLY + EVAL_ONLY)]:
+    name = ' '.join(cmd)
+    for opt in refused:
+        args = [*cmd, '--init-from', 'x.npz'] if cmd == ['eval'] else [*cmd]
+        args += [opt] if opt in FLAGS else [opt, '1']
+        rc, out, err = run(*args)
+        check(rc == 2 and f'{opt} does not apply to cltrain {name} (see cltrain {name} --help)' in err
+              and len(err.strip().splitlines()) == 1, f'{args}: rc {rc}, stderr {err!r}')
+    rc, out, err = run(*cmd, '--lr')  # its value missing: still refused by name
+    check(rc == 2 and f'--lr does not apply to cltrain {name}' in err, f'{name} --lr: rc {rc}, stderr {err!r}')
+    rc, out, err = run(*cmd, '--help')
+    listed = {w.split('=')[0] for w in out.split() if w.startswith('--')}
+    own = {'eval': ['--model', '--devices', '--split', '--batch-size', '--json', '--init-from', '--resume', '--data',
+                    '--limit-test'],
+           'bench train': ['--model', '--devices', '--split', '--batch-size', '--json', '--steps', '--init']}[name]
+    check(rc == 0 and listed == {*own, '--help'}, f'{name} --help lists {sorted(listed)}')
+    check('default 256' in out and 'default equal' in out, f'{name} --help documents defaults')
+rc, out, err = run('train', '--help')
+listed = {w for w in out.split() if w.startswith('--')}
+check(set(TRAIN_ONLY + EVAL_ONLY + BENCH_ONLY) <= listed, f'train --help lists every option: {sorted(listed)}')
+rc, out, err = run('bench', 'train', '--devices', '0,1', '--split', '0,1', '--steps', '1')
+check(rc == 2 and '--split' in err, f'bench train with no weight on the first device: rc {rc}, stderr {err!r}')
+# their own options pass the parser: eval gets as far as the data, bench runs
+for source in (['--init-from', 'x.npz'], ['--resume', 'x.ck']):
+    rc, out, err = run('eval', *source, '--model', 'lenet', '--data', '/nonexistent-dir', '--devices', '0,1',
+                       '--split', '1,3', '--batch-size', '64', '--limit-test', '16', '--json')
+    check(rc == 1 and '/nonexistent-dir' in err, f'eval {source[0]} with its options: rc {rc} {err!r}')
+for split in ('3,1', 'auto'):
+    rc, out, err = run('bench', 'train', '--model', 'lenet', '--devices', '0,1', '--split', split,
+                       '--batch-size', '32', '--steps', '1', '--init', 'xavier', '--json')
+    check(rc == 0 and [r['devices'] for r in json.loads(out)['runs']] == [1, 2],
+          f'bench train --split {split} with its options: rc {rc} {err!r}')
+
 data = os.environ.get('CLTRAIN_TEST_DATA', 'fashion-mnist')
 rc, out, err = run('train', '--data', '/nonexistent-dir', '--limit-train', '10')
 check(rc == 1 and '/nonexistent-dir' in err, f'missing data: rc {rc} {err!r}')
@@ -120,6 +160,11 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out1, err = run('eval', '--resume', P('a.ck'), '--limit-test', '200', '--json')
     rc2, out2, err2 = run('eval', '--init-from', P('a.npz'), '--limit-test', '200', '--json')
     check(rc == 0 and rc2 == 0 and json.loads(out1) == json.loads(out2), f'eval: {out1} {out2} {err} {err2}')
+    # shared unevenly and in smaller batches: the same accuracy
+    rc, out3, err = run('eval', '--resume', P('a.ck'), '--limit-test', '200', '--json', '--devices', '0,1',
+                        '--split', '1,3', '--batch-size', '48')
+    check(rc == 0 and json.loads(out3)['test_acc'] == json.loads(out1)['test_acc']
+          and abs(json.loads(out3)['test_loss'] - json.loads(out1)['test_loss']) < 1e-4, f'eval --split: {out3} {err}')
     # a checkpoint of another model, a corrupt one, a wrong --init-from: clear refusals
     rc, out, err = run('train', '--resume', P('a.ck'), '--model', 'lenet-max', '--steps', '9', '--quiet')
     check(rc == 1 and 'model' in err and 'avgpool' in err and 'maxpool' in err, f'other model refused: {rc} {err!r}')

@@ -23,9 +23,10 @@ static int run(const cli_options *o, const int *devs, int k, const float *images
     cfg.spec = o->model;
     cfg.devices = devs;
     cfg.n_devices = k;
-    cfg.split = o->split == CLT_SPLIT_WEIGHTS ? CLT_SPLIT_EQUAL : o->split;
+    cfg.split = o->split;
+    cfg.weights = o->weights; /* the first k */
     cfg.lr = 0.01f;
-    cfg.init = o->init;
+    cfg.init = cli_init_for(o, o->model);
     clt_trainer *t = NULL;
     if (clt_trainer_create(&cfg, &t) != CLT_OK) {
         fprintf(stderr, "cltrain: bench on %d device(s): %s\n", k, clt_last_error());
@@ -66,12 +67,27 @@ static int run(const cli_options *o, const int *devs, int k, const float *images
     return rc;
 }
 
+/* What a step's speed depends on here; the data is synthetic and the
+ * learning settings are fixed. */
+static const cli_accept bench_options[] = {
+    {O_MODEL, NULL},
+    {O_DEVICES, "device indices as cltrain-smi numbers them; runs on the first 1, 2, ..., k\n"
+                "(default: all GPUs, else all CPUs)"},
+    {O_SPLIT, "how a batch is shared between devices; weights: the first k for k devices\n(default equal)"},
+    {O_BATCH, NULL},
+    {O_STEPS, "timed steps per device count, after 3 warm-up steps (default 20, at most 100000)"},
+    {O_INIT, NULL},
+    {O_JSON, "one JSON object on stdout instead of the table"},
+    {O_END, NULL},
+};
+
 int cli_bench(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "ops") == 0) return cli_bench_ops(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "train") != 0) {
         if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-            printf("Usage: cltrain bench train [--model M] [--devices LIST|all] [--batch-size N] [--steps N] [--json]\n"
+            printf("Usage: cltrain bench train [--model M] [--devices LIST|all] [--split equal|auto|W0,W1,...]\n"
+                   "                           [--batch-size N] [--steps N] [--init normal|xavier] [--json]\n"
                    "Samples/s of training steps on the first 1, 2, ..., k devices of the list, the scaling\n"
                    "ratio against one device, and a step's time split into compute (upload, forward,\n"
                    "backward until the gradients left the device), transfer (gradients device to host\n"
@@ -88,8 +104,10 @@ int cli_bench(int argc, char **argv)
     }
     cli_options o;
     cli_options_default(&o);
-    int rc = cli_parse(&o, "bench train", argc - 1, argv + 1);
+    int rc = cli_parse(&o, "bench train", bench_options, argc - 1, argv + 1);
     if (rc) return rc < 0 ? 0 : rc;
+    if (o.split == CLT_SPLIT_WEIGHTS && !(o.weights[0] > 0))
+        return usage_error("cltrain", "--split: the first device runs alone first, so its weight must be above 0");
     int devs[CLI_MAX_DEVICES], n = 0;
     if ((rc = cli_resolve_devices(&o, devs, &n))) return rc;
     if (o.steps > 100000) return usage_error("cltrain", "--steps %lld: at most 100000 timed steps", (long long)o.steps);

@@ -8,11 +8,27 @@
 #include "options.h"
 #include "runmeta.h"
 
+/* What eval reads: the parameters, the model they fit, the test data and
+ * how it is shared. Learning settings, seed and init have no effect (every
+ * parameter and statistic is loaded), nor has --sync-bn (no training pass). */
+static const cli_accept eval_options[] = {
+    {O_INIT_FROM, "evaluate these parameters (PyTorch state_dict names, e.g. 0.weight)"},
+    {O_RESUME, "evaluate this checkpoint's parameters, on its model unless --model is given"},
+    {O_MODEL, NULL},
+    {O_DATA, NULL},
+    {O_DEVICES, NULL},
+    {O_SPLIT, "how the test set is shared between devices (default equal; auto is equal here)"},
+    {O_BATCH, "samples per forward pass on each device (default 256)"},
+    {O_LTEST, NULL},
+    {O_JSON, "one JSON object on stdout instead of the text line"},
+    {O_END, NULL},
+};
+
 int cli_eval(int argc, char **argv)
 {
     cli_options o;
     cli_options_default(&o);
-    int rc = cli_parse(&o, "eval", argc, argv);
+    int rc = cli_parse(&o, "eval", eval_options, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
     if (!o.init_from && !o.resume) {
         fprintf(stderr, "cltrain: eval needs --init-from FILE.npz or --resume CHECKPOINT (see cltrain eval --help)\n");

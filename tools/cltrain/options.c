@@ -19,64 +19,106 @@ void cli_options_default(cli_options *o)
     o->shuffle = 1;
 }
 
-static void help(const char *cmd)
+/* One row per option, in --help order: it drives getopt, --help and which
+ * command takes what. `arg` names the value (NULL: a flag); a '\n' in
+ * `help` goes on under the descriptions. */
+typedef struct cli_row {
+    enum cli_opt opt;
+    const char *name, *arg, *help;
+} cli_row;
+
+static const cli_row rows[] = {
+    {O_MODEL, "model", "NAME|SPEC",
+     "builtin (lenet, lenet-max, resnet18) or layer spec such as\n"
+     "conv:20:3,relu,avgpool:2,flatten,dense:10 (default lenet)"},
+    {O_DATA, "data", "NAME|DIR", "fashion-mnist, mnist, or a directory of IDX files (default fashion-mnist)"},
+    {O_DEVICES, "devices", "LIST|all", "device indices as cltrain-smi numbers them (default: all GPUs, else all CPUs)"},
+    {O_SPLIT, "split", "equal|auto|W0,W1,...", "how a batch is shared between devices (default equal)"},
+    {O_BATCH, "batch-size", "N", "samples per optimizer step over all devices (default 256)"},
+    {O_LR, "lr", "X", "learning rate (default 0.2)"},
+    {O_MOM, "momentum", "X", "SGD momentum (default 0)"},
+    {O_WD, "weight-decay", "X", "L2 weight decay (default 0)"},
+    {O_EPOCHS, "epochs", "N", "epochs (default 10)"},
+    {O_STEPS, "steps", "N", "stop after N optimizer steps in total (overrides --epochs)"},
+    {O_SEED, "seed", "N", "initialisation and shuffling seed (default 0)"},
+    {O_INIT, "init", "normal|xavier", "weight initialisation (default normal: N(0, 0.01^2); xavier for resnet18)"},
+    {O_LTRAIN, "limit-train", "N", "use the first N training samples (default all)"},
+    {O_LTEST, "limit-test", "N", "use the first N test samples (default all)"},
+    {O_NOSHUF, "no-shuffle", NULL, "file order instead of a shuffled order per epoch"},
+    {O_DROP, "drop-last", NULL, "drop the last partial batch of each epoch"},
+    {O_CSV, "log-csv", "FILE", "append one CSV line per epoch"},
+    {O_PLOT, "plot", "FILE.svg", "loss and accuracy curves as an SVG, rewritten each epoch"},
+    {O_INIT_FROM, "init-from", "FILE.npz", "start from these parameters (PyTorch state_dict names, e.g. 0.weight)"},
+    {O_EXPORT, "export-npz", "FILE.npz", "write the parameters at the end (numpy.load reads them)"},
+    {O_SAVE, "save", "FILE", "checkpoint at each epoch end, at the end, and on Ctrl-C"},
+    {O_RESUME, "resume", "FILE", "continue a checkpointed run exactly where it stopped"},
+    {O_SYNC_BN, "sync-bn", NULL, "batch norm over the whole batch across devices (default: per device)"},
+    {O_JSON, "json", NULL, "one JSON object per epoch on stdout instead of the text line"},
+    {O_QUIET, "quiet", NULL, "no progress bar and no per-epoch line"},
+};
+#define N_ROWS (sizeof rows / sizeof rows[0])
+_Static_assert(N_ROWS == O_END - O_MODEL, "one row per enum cli_opt");
+
+enum { HELP_COLUMN = 25 };
+
+static const cli_row *row_of(int opt)
 {
-    printf("Usage: cltrain %s [options]\n\n", cmd);
-    printf("  --model NAME|SPEC      builtin (lenet, lenet-max) or layer spec such as\n"
-           "                         conv:20:3,relu,avgpool:2,flatten,dense:10 (default lenet)\n"
-           "  --data NAME|DIR        fashion-mnist, mnist, or a directory of IDX files (default fashion-mnist)\n"
-           "  --devices LIST|all     device indices as cltrain-smi numbers them (default: all GPUs, else all CPUs)\n"
-           "  --split equal|auto|W0,W1,...  how a batch is shared between devices (default equal)\n"
-           "  --batch-size N         samples per optimizer step over all devices (default 256)\n"
-           "  --lr X                 learning rate (default 0.2)\n"
-           "  --momentum X           SGD momentum (default 0)\n"
-           "  --weight-decay X       L2 weight decay (default 0)\n"
-           "  --epochs N             epochs (default 10)\n"
-           "  --steps N              stop after N optimizer steps in total (overrides --epochs)\n"
-           "  --seed N               initialisation and shuffling seed (default 0)\n"
-           "  --init normal|xavier   weight initialisation (default normal: N(0, 0.01^2); xavier for resnet18)\n"
-           "  --limit-train N        use the first N training samples (default all)\n"
-           "  --limit-test N         use the first N test samples (default all)\n"
-           "  --no-shuffle           file order instead of a shuffled order per epoch\n"
-           "  --drop-last            drop the last partial batch of each epoch\n"
-           "  --log-csv FILE         append one CSV line per epoch\n"
-           "  --plot FILE.svg        loss and accuracy curves as an SVG, rewritten each epoch\n"
-           "  --init-from FILE.npz   start from these parameters (PyTorch state_dict names, e.g. 0.weight)\n"
-           "  --export-npz FILE.npz  write the parameters at the end (numpy.load reads them)\n"
-           "  --save FILE            checkpoint at each epoch end, at the end, and on Ctrl-C\n"
-           "  --resume FILE          continue a checkpointed run exactly where it stopped\n"
-           "  --sync-bn              batch norm over the whole batch across devices (default: per device)\n"
-           "  --json                 one JSON object per epoch on stdout instead of the text line\n"
-           "  --quiet                no progress bar and no per-epoch line\n"
-           "  -h, --help             this help\n");
+    for (size_t i = 0; i < N_ROWS; i++)
+        if ((int)rows[i].opt == opt) return &rows[i];
+    return NULL;
 }
 
-int cli_parse(cli_options *o, const char *cmd, int argc, char **argv)
+/* Whether the command takes the option; *help (if not NULL) gets the text
+ * to show for it. */
+static int takes(const cli_accept *accepts, const cli_row *r, const char **help)
 {
-    static const struct option longs[] = {
-        {"model", required_argument, NULL, O_MODEL},       {"data", required_argument, NULL, O_DATA},
-        {"devices", required_argument, NULL, O_DEVICES},   {"split", required_argument, NULL, O_SPLIT},
-        {"batch-size", required_argument, NULL, O_BATCH},  {"lr", required_argument, NULL, O_LR},
-        {"momentum", required_argument, NULL, O_MOM},      {"weight-decay", required_argument, NULL, O_WD},
-        {"epochs", required_argument, NULL, O_EPOCHS},     {"steps", required_argument, NULL, O_STEPS},
-        {"seed", required_argument, NULL, O_SEED},         {"init", required_argument, NULL, O_INIT},
-        {"limit-train", required_argument, NULL, O_LTRAIN}, {"limit-test", required_argument, NULL, O_LTEST},
-        {"no-shuffle", no_argument, NULL, O_NOSHUF},       {"drop-last", no_argument, NULL, O_DROP},
-        {"json", no_argument, NULL, O_JSON},               {"quiet", no_argument, NULL, O_QUIET},
-        {"log-csv", required_argument, NULL, O_CSV},       {"plot", required_argument, NULL, O_PLOT},
-        {"init-from", required_argument, NULL, O_INIT_FROM}, {"export-npz", required_argument, NULL, O_EXPORT},
-        {"save", required_argument, NULL, O_SAVE},         {"resume", required_argument, NULL, O_RESUME},
-        {"sync-bn", no_argument, NULL, O_SYNC_BN},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    const char *text = r->help;
+    int found = !accepts;
+    for (; accepts && !found && accepts->opt != O_END; accepts++)
+        if (accepts->opt == r->opt) {
+            found = 1;
+            if (accepts->help) text = accepts->help;
+        }
+    if (help) *help = text;
+    return found;
+}
+
+static void help(const char *cmd, const cli_accept *accepts)
+{
+    printf("Usage: cltrain %s [options]\n\n", cmd);
+    for (size_t i = 0; i < N_ROWS; i++) {
+        const char *text;
+        if (!takes(accepts, &rows[i], &text)) continue;
+        int w = printf("  --%s%s%s", rows[i].name, rows[i].arg ? " " : "", rows[i].arg ? rows[i].arg : "");
+        printf("%*s", w < HELP_COLUMN - 1 ? HELP_COLUMN - w : 2, "");
+        for (; *text; text++)
+            if (*text == '\n') printf("\n%*s", HELP_COLUMN, "");
+            else putchar(*text);
+        putchar('\n');
+    }
+    printf("  %-*s%s\n", HELP_COLUMN - 2, "-h, --help", "this help");
+}
+
+int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int argc, char **argv)
+{
+    struct option longs[N_ROWS + 2];
+    for (size_t i = 0; i < N_ROWS; i++)
+        longs[i] = (struct option){rows[i].name, rows[i].arg ? required_argument : no_argument, NULL, rows[i].opt};
+    longs[N_ROWS] = (struct option){"help", no_argument, NULL, 'h'};
+    longs[N_ROWS + 1] = (struct option){NULL, 0, NULL, 0};
     const char *prog = "cltrain";
-    double d;
     int rc = 0;
     optind = 1;
     opterr = 0;
     for (;;) {
         int c = getopt_long(argc, argv, ":h", longs, NULL);
         if (c == -1) break;
+        /* with a missing or unwanted value, optopt still names the option */
+        const cli_row *r = row_of(c == ':' || c == '?' ? optopt : c);
+        if (r && !takes(accepts, r, NULL)) {
+            fprintf(stderr, "%s: --%s does not apply to cltrain %s (see cltrain %s --help)\n", prog, r->name, cmd, cmd);
+            return 2;
+        }
         if (c >= O_MODEL && c < O_END) o->given[c - O_MODEL] = 1;
         switch (c) {
         case O_MODEL: o->model = optarg; break;
@@ -115,7 +157,7 @@ int cli_parse(cli_options *o, const char *cmd, int argc, char **argv)
         case O_SAVE: o->save = optarg; break;
         case O_RESUME: o->resume = optarg; break;
         case O_SYNC_BN: o->sync_bn = 1; break;
-        case 'h': help(cmd); return -1;
+        case 'h': help(cmd, accepts); return -1;
         case ':': return usage_error(prog, "option %s needs a value", argv[optind - 1]);
         default: return usage_error(prog, "unknown option \"%s\" for cltrain %s", argv[optind - 1], cmd);
         }
@@ -123,7 +165,6 @@ int cli_parse(cli_options *o, const char *cmd, int argc, char **argv)
     }
     if (optind < argc) return usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
     if (o->init_from && o->resume) return usage_error(prog, "--init-from and --resume exclude each other");
-    (void)d;
     if (o->split == CLT_SPLIT_WEIGHTS) {
         int n = o->n_devices;
         if (n == 0) return usage_error(prog, "--split with weights needs --devices naming as many devices");
@@ -134,6 +175,11 @@ int cli_parse(cli_options *o, const char *cmd, int argc, char **argv)
         if (!(sum > 0)) return usage_error(prog, "--split: the weights sum to 0");
     }
     return 0;
+}
+
+clt_init cli_init_for(const cli_options *o, const char *model)
+{
+    return CLI_GIVEN(o, O_INIT) || strcmp(model, "resnet18") ? o->init : CLT_INIT_XAVIER;
 }
 
 int cli_resolve_devices(const cli_options *o, int *list, int *n)

@@ -36,13 +36,25 @@ typedef struct cli_options {
     unsigned char given[O_END - O_MODEL];
 } cli_options;
 
+/* An option a command takes. `help` replaces the generic --help text where
+ * the option means something narrower for the command (NULL: the generic). */
+typedef struct cli_accept {
+    enum cli_opt opt;
+    const char *help;
+} cli_accept;
+
 void cli_options_default(cli_options *o);
-/* Parses argv (after the command word). Returns 0, 2 on a usage error, or
- * -1 when --help was printed. `cmd` names the command for messages. */
-int cli_parse(cli_options *o, const char *cmd, int argc, char **argv);
+/* Parses argv (after the command word). `accepts` lists the options the
+ * command takes, ended by O_END (NULL: all of them); any other is a usage
+ * error, and --help lists only these. Returns 0, 2 on a usage error, or -1
+ * when --help was printed. `cmd` names the command for messages. */
+int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int argc, char **argv);
 /* The device list to use: the given one, all devices, or the default. */
 int cli_resolve_devices(const cli_options *o, int *list, int *n);
 
+/* The weight initialisation for the model: --init, else Xavier for
+ * resnet18 (as the Gluon tutorial has it) and the default for the rest. */
+clt_init cli_init_for(const cli_options *o, const char *model);
 /* Creates the trainer for the options (devices resolved, model for inputs
  * c x h x w) and loads --init-from; prints the error and returns non-zero
  * on failure. */

@@ -113,8 +113,7 @@ int cli_make_trainer(const cli_options *o, const char *model, int c, int h, int 
     cfg.momentum = (float)o->momentum;
     cfg.weight_decay = (float)o->weight_decay;
     cfg.seed = (uint64_t)o->seed;
-    /* The Gluon tutorial initialises ResNet-18 with Xavier. */
-    cfg.init = CLI_GIVEN(o, O_INIT) || strcmp(model, "resnet18") ? o->init : CLT_INIT_XAVIER;
+    cfg.init = cli_init_for(o, model);
     cfg.sync_bn = o->sync_bn;
     if (clt_trainer_create(&cfg, out) != CLT_OK) return fail("setting up the devices");
     if (o->init_from) {
@@ -213,7 +212,7 @@ int cli_train(int argc, char **argv)
 {
     cli_options o;
     cli_options_default(&o);
-    int rc = cli_parse(&o, "train", argc, argv);
+    int rc = cli_parse(&o, "train", NULL, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
     run_meta start = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL};
     char *resumed_model = NULL;
