@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Accuracy regressions (suite `slow`, minutes): the README's LeNet run and
+ResNet-18 on a subset of Fashion-MNIST, on one and two devices. The bounds
+sit below what these runs reach (LeNet 0.843, the tutorial's 0.84; ResNet-18
+subset 0.78-0.82 after two epochs) so that noise between seeds and vendors
+passes and a training bug does not."""
+import json
+import os
+import subprocess
+import sys
+
+CLTRAIN = sys.argv[1]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print('FAIL:', what, file=sys.stderr)
+
+
+def epochs(name, *args):
+    p = subprocess.run([CLTRAIN, 'train', '--json', '--quiet', *args], capture_output=True, text=True, timeout=1500)
+    if p.returncode != 0:
+        check(False, f'{name}: exit {p.returncode}: {p.stderr.strip()}')
+        return []
+    lines = [json.loads(line) for line in p.stdout.splitlines()]
+    for e in lines:
+        print(f"{name}: epoch {e['epoch']} loss {e['loss']:.4f} test acc {e['test_acc']:.4f} "
+              f"{e['samples_per_s']:.0f} samples/s", flush=True)
+    return lines
+
+
+if not os.path.isdir(os.environ.get('CLTRAIN_DATA', '/usr/share/datasets/fashion-mnist')):
+    print('skip: Fashion-MNIST not installed')
+    sys.exit(77)
+
+# The README's command: LeNet, 10 epochs, batch 256, lr 0.2, all devices.
+e = epochs('lenet')
+check(len(e) == 10 and e[-1]['test_acc'] >= 0.83, f'lenet: final test accuracy {e[-1:]}')
+
+# ResNet-18 (Xavier, batch 128, lr 0.1: the tutorial's settings) on 4096
+# training samples for two epochs; per-device batch norm on two devices.
+for devices in ('0', '0,1'):
+    name = f'resnet18 on devices {devices}'
+    e = epochs(name, '--model', 'resnet18', '--devices', devices, '--batch-size', '128', '--lr', '0.1',
+               '--epochs', '2', '--limit-train', '4096', '--limit-test', '2000')
+    check(len(e) == 2 and e[1]['loss'] < min(0.8, e[0]['loss']) and e[1]['test_acc'] >= 0.7, f'{name}: {e}')
+
+if failures:
+    sys.exit(1)
+print('ok')
