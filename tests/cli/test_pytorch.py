@@ -33,46 +33,12 @@ def check(cond, what):
         print('FAIL:', what, file=sys.stderr)
 
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tools', 'reference'))
+from torch_twins import ResNet18, idx as read_idx, lenet  # noqa: E402
+
+
 def idx(name):
-    import gzip
-    b = gzip.open(os.path.join(DATA, name)).read()
-    nd = b[3]
-    dims = [int.from_bytes(b[4 + 4 * i:8 + 4 * i], 'big') for i in range(nd)]
-    return np.frombuffer(b, np.uint8, offset=4 + 4 * nd).reshape(dims)
-
-
-class Residual(nn.Module):
-    """The block cltrain's res:C[:S] computes, with its parameter names."""
-
-    def __init__(self, cin, c, s):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, c, 3, stride=s, padding=1)
-        self.bn1 = nn.BatchNorm2d(c)
-        self.conv2 = nn.Conv2d(c, c, 3, padding=1)
-        self.bn2 = nn.BatchNorm2d(c)
-        self.shortcut = nn.Conv2d(cin, c, 1, stride=s) if s != 1 or cin != c else None
-
-    def forward(self, x):
-        y = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
-        return torch.relu(y + (self.shortcut(x) if self.shortcut is not None else x))
-
-
-class GapFlat(nn.Module):
-    def forward(self, x):
-        return x.mean((2, 3))
-
-
-def resnet18():
-    net = nn.Module()
-    net.stem = nn.Sequential(nn.Conv2d(1, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU())
-    cin = 64
-    for i, c in enumerate((64, 128, 256, 512)):
-        s = 1 if i == 0 else 2
-        setattr(net, f'stage{i + 1}', nn.Sequential(Residual(cin, c, s), Residual(c, c, 1)))
-        cin = c
-    net.head = nn.Sequential(GapFlat(), nn.Linear(512, 10))
-    net.forward = lambda x: net.head(net.stage4(net.stage3(net.stage2(net.stage1(net.stem(x))))))
-    return net
+    return read_idx(DATA, name)
 
 
 B = 16
@@ -82,13 +48,12 @@ Y = torch.tensor(idx('train-labels-idx1-ubyte.gz')[:B], dtype=torch.long)
 # model spec: (PyTorch twin, SGD steps). A deep net amplifies float
 # rounding step after step, so resnet18 is compared after one step.
 NETS = {
-    'lenet': (lambda: nn.Sequential(nn.Conv2d(1, 20, 3), nn.ReLU(), nn.AvgPool2d(2), nn.Conv2d(20, 50, 5), nn.ReLU(),
-                                   nn.AvgPool2d(2), nn.Flatten(), nn.Linear(800, 128), nn.ReLU(), nn.Linear(128, 10)), 3),
+    'lenet': (lenet, 3),
     'conv:8:3:1:1,bn,relu,maxpool:2,conv:6:3:2:1,tanh,flatten,bn,dense:10':
         (lambda: nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
                                nn.Conv2d(8, 6, 3, stride=2, padding=1), nn.Tanh(), nn.Flatten(), nn.BatchNorm1d(294),
                                nn.Linear(294, 10)), 3),
-    'resnet18': (resnet18, 1),
+    'resnet18': (ResNet18, 1),
 }
 
 torch.manual_seed(0)

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Trains a builtin net in PyTorch the way `cltrain train` does (same net,
+init scheme, plain SGD, shuffled epochs, test accuracy in inference mode
+after each epoch) and prints cltrain's --json epoch lines: the side-by-side
+reference for accuracy and speed figures. Needs torch and numpy.
+
+  tools/reference/pytorch_train.py --model resnet18 --batch-size 128 --lr 0.1 --epochs 2 --seed 0
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+try:
+    import torch
+    import torch.nn as nn
+except ImportError:
+    sys.exit('pytorch_train.py: needs PyTorch (pip install torch numpy in a virtual environment)')
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_twins import BUILTINS, idx  # noqa: E402
+
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument('--model', choices=sorted(BUILTINS), default='lenet')
+ap.add_argument('--data', default=os.environ.get('CLTRAIN_DATA', '/usr/share/datasets/fashion-mnist'),
+                help='directory of Fashion-MNIST IDX files')
+ap.add_argument('--batch-size', type=int, default=256)
+ap.add_argument('--lr', type=float, default=0.2)
+ap.add_argument('--epochs', type=int, default=10)
+ap.add_argument('--seed', type=int, default=0)
+ap.add_argument('--init', choices=('normal', 'xavier'), help='default: xavier for resnet18, else normal')
+ap.add_argument('--limit-train', type=int, help='use the first N training samples')
+ap.add_argument('--limit-test', type=int, help='use the first N test samples')
+ap.add_argument('--threads', type=int, default=os.cpu_count())
+a = ap.parse_args()
+if min(a.batch_size, a.epochs, a.threads, a.limit_train or 1, a.limit_test or 1) < 1 or not a.lr > 0:
+    ap.error('--batch-size, --epochs, --threads, --limit-* and --lr must be positive')
+
+torch.manual_seed(a.seed)
+torch.set_num_threads(a.threads)
+net = BUILTINS[a.model]()
+xavier = (a.init or ('xavier' if a.model == 'resnet18' else 'normal')) == 'xavier'
+for m in net.modules():  # cltrain's schemes: weights Xavier-uniform or N(0, 0.01^2), biases 0
+    if isinstance(m, (nn.Conv2d, nn.Linear)):
+        nn.init.xavier_uniform_(m.weight) if xavier else nn.init.normal_(m.weight, 0, 0.01)
+        nn.init.zeros_(m.bias)
+
+
+def load(split, limit):
+    try:
+        x = idx(a.data, f'{split}-images-idx3-ubyte.gz')
+        y = idx(a.data, f'{split}-labels-idx1-ubyte.gz')
+    except OSError as e:
+        sys.exit(f'pytorch_train.py: --data {a.data}: {e}')
+    x, y = x[:limit], y[:limit]
+    return torch.tensor(x, dtype=torch.float32).div(255).unsqueeze(1), torch.tensor(y, dtype=torch.long)
+
+
+(xtr, ytr), (xte, yte) = load('train', a.limit_train), load('t10k', a.limit_test)
+opt = torch.optim.SGD(net.parameters(), lr=a.lr)
+loss_fn = nn.CrossEntropyLoss()
+steps = 0
+for epoch in range(1, a.epochs + 1):
+    net.train()
+    t0, total, correct, seen = time.time(), 0.0, 0, 0
+    perm = torch.randperm(len(xtr))
+    for i in range(0, len(xtr), a.batch_size):
+        b = perm[i:i + a.batch_size]
+        out = net(xtr[b])
+        loss = loss_fn(out, ytr[b])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        steps += 1
+        total += loss.item() * len(b)
+        correct += (out.argmax(1) == ytr[b]).sum().item()
+        seen += len(b)
+    seconds = time.time() - t0
+    net.eval()
+    with torch.no_grad():
+        right = sum((net(xte[i:i + 500]).argmax(1) == yte[i:i + 500]).sum().item() for i in range(0, len(xte), 500))
+    print(json.dumps({'epoch': epoch, 'steps': steps, 'loss': round(total / seen, 6), 'train_acc': round(correct / seen, 6),
+                      'test_acc': round(right / len(xte), 6), 'seconds': round(seconds, 4),
+                      'samples_per_s': round(seen / seconds, 1), 'framework': f'pytorch {torch.__version__}',
+                      'threads': a.threads}), flush=True)
