@@ -5,20 +5,12 @@ fraction of the peak. No timing is asserted."""
 import json
 import math
 import subprocess
+import os
 import sys
 
 CLTRAIN = sys.argv[1]
-failures = []
-passed = 0
-
-
-def check(cond, what):
-    global passed
-    if cond:
-        passed += 1
-    else:
-        failures.append(what)
-        print('FAIL:', what, file=sys.stderr)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
+from checks import check, finish  # noqa: E402
 
 
 def run(*args, timeout=600):
@@ -101,5 +93,4 @@ if doc is not None:
         sgd = [o for o in ops if o.get('op') == 'sgd']
         check(sgd and sgd[0].get('bytes') == 20 * 129068, f'{name}: sgd bytes {sgd and sgd[0].get("bytes")}')
 
-print(f'{passed} passed, {len(failures)} failed')
-sys.exit(1 if failures else 0)
+finish()

@@ -6,13 +6,9 @@ import subprocess
 import sys
 
 CLTRAIN = sys.argv[1]
-failures = []
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print('FAIL:', what, file=sys.stderr)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
+from checks import check, finish  # noqa: E402
 
 
 def run(*args, timeout=600):
@@ -208,5 +204,4 @@ if rc == 0:
     b = json.loads(out)
     check([r['devices'] for r in b['runs']] == [1, 2] and b['runs'][0]['scaling'] == 1.0, f'bench: {b}')
 
-print(f'{0 if failures else 1} passed, {len(failures)} failed')
-sys.exit(1 if failures else 0)
+finish()

@@ -14,23 +14,26 @@ try:
     import torch
     import torch.nn as nn
 except ImportError:
+    # A virtual environment's python resolves to the system one, so paths
+    # cannot tell them apart: a marker keeps this to one re-exec.
     other = os.environ.get('CLTRAIN_TORCH_PYTHON')
-    if other and os.path.realpath(other) != os.path.realpath(sys.executable):
-        os.execv(other, [other, *sys.argv])
-    print('skip: PyTorch not installed (set CLTRAIN_TORCH_PYTHON to a python that has it)')
+    if other and not os.environ.get('CLTRAIN_TORCH_REEXEC'):
+        os.environ['CLTRAIN_TORCH_REEXEC'] = '1'
+        try:
+            os.execv(other, [other, *sys.argv])
+        except OSError as e:
+            print(f'CLTRAIN_TORCH_PYTHON={other}: {e}', file=sys.stderr)
+            sys.exit(1)
+    print(f'skip: PyTorch not installed in {sys.executable} (set CLTRAIN_TORCH_PYTHON to a python that has it)')
     sys.exit(77)
 
 DATA = '/usr/share/datasets/fashion-mnist'
 if not os.path.isdir(DATA):
     print('skip: Fashion-MNIST not installed')
     sys.exit(77)
-failures = []
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print('FAIL:', what, file=sys.stderr)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
+from checks import check, finish  # noqa: E402
 
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tools', 'reference'))
@@ -108,5 +111,4 @@ with tempfile.TemporaryDirectory() as tmp:
             print(f'{spec} on devices {devices}: {len(want)} tensors match PyTorch after {steps} SGD steps '
                   f'(worst error {worst:.1f}x PyTorch float32\'s)')
 
-print(f'{0 if failures else 1} passed, {len(failures)} failed')
-sys.exit(1 if failures else 0)
+finish()

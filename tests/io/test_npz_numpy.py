@@ -27,13 +27,9 @@ except ImportError:
     sys.exit(77)
 
 TOOL = os.path.abspath(sys.argv[1])
-failures = []
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print('FAIL:', what, file=sys.stderr)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
+from checks import check, finish  # noqa: E402
 
 
 def tool(*args):
@@ -225,7 +221,4 @@ else:
 for f in os.listdir(tmp):
     os.unlink(os.path.join(tmp, f))
 os.rmdir(tmp)
-if failures:
-    print(f'{len(failures)} check(s) failed', file=sys.stderr)
-    sys.exit(1)
-print('ok')
+finish()

@@ -10,13 +10,9 @@ import subprocess
 import sys
 
 CLTRAIN = sys.argv[1]
-failures = []
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print('FAIL:', what, file=sys.stderr)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
+from checks import check, finish  # noqa: E402
 
 
 def epochs(name, *args):
@@ -47,6 +43,4 @@ for devices in ('0', '0,1'):
                '--epochs', '2', '--limit-train', '4096', '--limit-test', '2000')
     check(len(e) == 2 and e[1]['loss'] < min(0.8, e[0]['loss']) and e[1]['test_acc'] >= 0.7, f'{name}: {e}')
 
-if failures:
-    sys.exit(1)
-print('ok')
+finish()

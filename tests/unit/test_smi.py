@@ -8,13 +8,9 @@ import subprocess
 import sys
 
 SMI = sys.argv[1]
-failures = []
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print('FAIL:', what, file=sys.stderr)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
+from checks import check, finish  # noqa: E402
 
 
 def run(*args, env=None):
@@ -114,5 +110,4 @@ check(rc == 1 and 'CLTRAIN_DEVICES' in err, f'bad CLTRAIN_DEVICES: {rc} {err}')
 rc, out, err = run('--help')
 check(rc == 0 and '--query' in out, 'help')
 
-print(f'{0 if failures else 1} passed, {len(failures)} failed')
-sys.exit(1 if failures else 0)
+finish()
