@@ -128,7 +128,8 @@ static void check_bn(clt_device *dev, shape s, int training, variant v)
     size_t nx = sh_numel(s);
     int c = s.c;
     float *x = ref_misc_alloc(nx, sizeof *x), *dy = ref_misc_alloc(nx, sizeof *dy);
-    float gamma[64], beta[64], rm[64], rv[64];
+    float *gamma = ref_misc_alloc((size_t)c, sizeof *gamma), *beta = ref_misc_alloc((size_t)c, sizeof *beta);
+    float *rm = ref_misc_alloc((size_t)c, sizeof *rm), *rv = ref_misc_alloc((size_t)c, sizeof *rv);
     fill_normal(x, nx, v.mu, v.sigma);
     ref_misc_fill(dy, nx, &rng, -1, 1);
     ref_misc_fill(gamma, (size_t)c, &rng, 0.5f, 1.5f);
@@ -154,8 +155,8 @@ static void check_bn(clt_device *dev, shape s, int training, variant v)
     ref_misc_poison(tdg), ref_misc_poison(tdb);
 
     float *ry = ref_misc_alloc(nx, sizeof *ry), *rdx = ref_misc_alloc(nx, sizeof *rdx);
-    float rdg[64], rdb[64];
-    double mean[64], invstd[64];
+    float *rdg = ref_misc_alloc((size_t)c, sizeof *rdg), *rdb = ref_misc_alloc((size_t)c, sizeof *rdb);
+    double *mean = ref_misc_alloc((size_t)c, sizeof *mean), *invstd = ref_misc_alloc((size_t)c, sizeof *invstd);
     ref_forward(x, s, v.affine ? gamma : NULL, v.affine ? beta : NULL, rm, rv, training, ry, mean, invstd);
     ref_backward(x, dy, s, v.affine ? gamma : NULL, mean, invstd, training, rdx, rdg, rdb);
 
@@ -198,6 +199,7 @@ static void check_bn(clt_device *dev, shape s, int training, variant v)
 
     free(x), free(dy), free(ry), free(rdx), free(y), free(save), free(grm), free(grv);
     free(dx), free(dg), free(db), free(y2), free(dx2);
+    free(gamma), free(beta), free(rm), free(rv), free(rdg), free(rdb), free(mean), free(invstd);
     clt_tensor_destroy(tx), clt_tensor_destroy(tdy), clt_tensor_destroy(ty), clt_tensor_destroy(tdx);
     clt_tensor_destroy(tg), clt_tensor_destroy(tb), clt_tensor_destroy(trm), clt_tensor_destroy(trv);
     clt_tensor_destroy(tsave), clt_tensor_destroy(tdg), clt_tensor_destroy(tdb);
@@ -624,6 +626,8 @@ int main(void)
         {8, 3, 28, 28},  /* planes larger than a work-group, several chunks */
         {64, 2, 4, 4},   /* many small planes, several chunks */
         {300, 6, 0, 0},  /* features, several chunks */
+        {8, 512, 4, 4},  /* ResNet-18 stage 4 on a shard of 8 */
+        {8, 256, 7, 7},  /* ResNet-18 stage 3 on a shard of 8 */
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int training = 0; training < 2; training++) check_bn(dev, shapes[i], training, plain);
