@@ -80,7 +80,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/gemm.h"
+#include "runtime/gemm.h"
 #include "runtime/launch.h"
 #include "tensor/tensor.h"
 

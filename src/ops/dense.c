@@ -9,7 +9,7 @@
 #include <limits.h>
 
 #include "ops/conv.h"
-#include "ops/gemm.h"
+#include "runtime/gemm.h"
 #include "runtime/launch.h"
 #include "tensor/tensor.h"
 

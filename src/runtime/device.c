@@ -7,7 +7,7 @@
 
 #include "core/atomic_file.h"
 #include "ops/conv.h"
-#include "ops/gemm.h"
+#include "runtime/gemm.h"
 #include "runtime/discovery.h"
 #include "runtime/kernel_sources.h"
 

@@ -41,7 +41,7 @@ clt_status clt_device_kernel(clt_device *dev, const char *program, const char *k
 /* Builds `source` for the device through the on-disk cache (program.c). */
 clt_status clt_program_build(clt_device *dev, const char *label, const char *source,
                              size_t length, const char *options, cl_program *out);
-/* Resolves the cache directory from the environment (program_cache.c). */
+/* Resolves the cache directory from the environment (program.c). */
 clt_status clt_cache_configure(clt_device *dev);
 
 #endif

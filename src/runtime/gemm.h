@@ -1,6 +1,7 @@
-/* Row-major SGEMM on a device through CLBlast. */
-#ifndef CLT_OPS_GEMM_H
-#define CLT_OPS_GEMM_H
+/* Row-major SGEMM on a device through CLBlast: a service of the device, which
+ * warms it up (clt_device_warmup), used by the ops. */
+#ifndef CLT_RUNTIME_GEMM_H
+#define CLT_RUNTIME_GEMM_H
 
 #include <stdbool.h>
 

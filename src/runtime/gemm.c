@@ -1,4 +1,4 @@
-#include "ops/gemm.h"
+#include "runtime/gemm.h"
 
 #include <clblast_c.h>
 
