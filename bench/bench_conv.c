@@ -1,6 +1,6 @@
 /* Convolution benchmark: GFLOP/s of forward, backward-data and
  * backward-weights for the LeNet and ResNet-18 (28x28) shapes, for each
- * algorithm (CLTRAIN_CONV_ALGO=lanes / gemm), on one device.
+ * algorithm (the device settings' lanes / gemm), on one device.
  *
  *   bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|gemm|both]
  *              [--pass fwd|bwd-data|bwd-weights]... [--peak GFLOPS]
@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "cltrain.h"
+#include "runtime/device.h"
 
 typedef struct shape {
     const char *name;
@@ -81,7 +82,9 @@ static double run_pass(int pass, clt_device *dev, clt_tensor *x, clt_tensor *w, 
 static void bench(clt_device *dev, const shape *sh, const char *algo, int iters, unsigned passes,
                   double peak)
 {
-    setenv("CLTRAIN_CONV_ALGO", algo, 1);
+    clt_device_settings set = *clt_device_get_settings(dev);
+    set.conv_algo = strcmp(algo, "lanes") == 0 ? CLT_CONV_ALGO_LANES : CLT_CONV_ALGO_GEMM;
+    TRY(clt_device_set_settings(dev, &set));
     int oh = (sh->h + 2 * sh->p - sh->k) / sh->s + 1, ow = (sh->w + 2 * sh->p - sh->k) / sh->s + 1;
     int64_t xs[4] = {sh->n, sh->c, sh->h, sh->w}, ws[4] = {sh->co, sh->c, sh->k, sh->k};
     int64_t bs[1] = {sh->co}, ys[4] = {sh->n, sh->co, oh, ow};

@@ -30,7 +30,8 @@
  *              (every dx element written once). Float16-per-work-item
  *              register blocks would spill and defeat coalescing on a GPU,
  *              while CLBlast is tuned for GPUs.
- * CLTRAIN_CONV_ALGO=lanes|gemm overrides the choice (the tests run both).
+ * The device's settings override the choice (CLTRAIN_CONV_ALGO=lanes|gemm,
+ * read when the device opens; the tests run both).
  *
  * Measured with bench/bench_conv.c on PoCL 3.1 (LLVM 15), one "pthread"
  * device on both cores of an AMD EPYC (Zen 5, AVX-512; `cltrain bench ops`
@@ -77,7 +78,6 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/gemm.h"
@@ -149,15 +149,11 @@ static size_t max_wg(const clt_device *dev)
 
 static clt_status pick_algo(const clt_device *dev, conv_algo *out)
 {
-    const char *e = getenv("CLTRAIN_CONV_ALGO");
-    if (e && e[0]) {
-        if (strcmp(e, "lanes") == 0) *out = CONV_LANES;
-        else if (strcmp(e, "gemm") == 0) *out = CONV_GEMM;
-        else
-            return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_ALGO=\"%s\": expected lanes or gemm", e);
-        return CLT_OK;
+    switch (dev->settings.conv_algo) {
+    case CLT_CONV_ALGO_LANES: *out = CONV_LANES; break;
+    case CLT_CONV_ALGO_GEMM: *out = CONV_GEMM; break;
+    default: *out = dev->info.type == CLT_DEVICE_CPU ? CONV_LANES : CONV_GEMM;
     }
-    *out = dev->info.type == CLT_DEVICE_CPU ? CONV_LANES : CONV_GEMM;
     return CLT_OK;
 }
 
@@ -169,22 +165,11 @@ clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes)
     return CLT_OK;
 }
 
-/* CLTRAIN_CONV_BUDGET (bytes, a diagnostic knob the tests use to reach the
- * chunked and fallback paths with small shapes): 0 when unset. */
-static size_t env_budget(void)
-{
-    const char *e = getenv("CLTRAIN_CONV_BUDGET");
-    if (!e || !e[0]) return 0;
-    char *end;
-    unsigned long long v = strtoull(e, &end, 10);
-    return *end == 0 && v > 0 ? (size_t)v : 0;
-}
-
 /* Work-buffer budget of the gemm algorithm, which chunks the batch to fit:
  * the device's largest allocation, at most 512 MiB. */
 static size_t gemm_budget(const clt_device *dev)
 {
-    size_t cap = env_budget();
+    size_t cap = dev->settings.conv_budget;
     if (cap) return cap;
     cap = (size_t)512 << 20;
     if (dev->info.max_alloc_bytes > 0 && (size_t)dev->info.max_alloc_bytes < cap)
@@ -196,7 +181,7 @@ static size_t gemm_budget(const clt_device *dev)
  * the device; it falls back to the chunked gemm algorithm when not. */
 static int fits(const clt_device *dev, size_t bytes)
 {
-    size_t cap = env_budget();
+    size_t cap = dev->settings.conv_budget;
     if (cap) return bytes <= cap;
     return dev->info.max_alloc_bytes <= 0 || bytes <= (size_t)dev->info.max_alloc_bytes;
 }
@@ -367,7 +352,8 @@ static clt_status lanes_forward(clt_device *dev, const clt_conv_geom *g0, cl_mem
  * 4 x 6 where they fit much better (3 input channels). Measured on the
  * 2-core EPYC, ms (4x4 / 4x6 / 6x4 / 5x5): LeNet conv2 4.45 / 4.54 / 4.12 /
  * 3.73, R18 128 14x14 50.5 / 43.8 / 45.1 / 42.9, 512 4x4 52.2 / 46.0 / 46.9 /
- * 44.7. CLTRAIN_CONV_BWDW=AxB forces a variant (the tests run each). */
+ * 44.7. The device's settings (CLTRAIN_CONV_BWDW=AxB) may force a variant
+ * (the tests run each). */
 typedef struct bwdw_block {
     int wa, wb;
 } bwdw_block;
@@ -376,33 +362,10 @@ static const bwdw_block bwdw_blocks[] = {{5, 5}, {4, 6}, {6, 4}, {5, 4}, {4, 5},
 
 #define N_BWDW_BLOCKS (sizeof bwdw_blocks / sizeof bwdw_blocks[0])
 
-/* The variant CLTRAIN_CONV_BWDW names: its index, -1 when unset or empty,
- * -2 when it names none. */
-static int env_bwdw_block(void)
-{
-    const char *e = getenv("CLTRAIN_CONV_BWDW");
-    if (!e || !e[0]) return -1;
-    for (size_t i = 0; i < N_BWDW_BLOCKS; i++) {
-        char name[8];
-        snprintf(name, sizeof name, "%dx%d", bwdw_blocks[i].wa, bwdw_blocks[i].wb);
-        if (strcmp(e, name) == 0) return (int)i;
-    }
-    return -2;
-}
-
-static clt_status check_bwdw_env(void)
-{
-    if (env_bwdw_block() != -2) return CLT_OK;
-    return clt_fail(CLT_ERR_INVALID_ARG,
-                    "CLTRAIN_CONV_BWDW=\"%s\": expected 5x5, 4x6, 6x4, 5x4, 4x5 or 4x4",
-                    getenv("CLTRAIN_CONV_BWDW"));
-}
-
-static bwdw_block pick_bwdw_block(int c, int co)
+static bwdw_block pick_bwdw_block(const clt_device *dev, int c, int co)
 {
     const size_t nblk = N_BWDW_BLOCKS;
-    int forced = env_bwdw_block();
-    if (forced >= 0) return bwdw_blocks[forced];
+    if (dev->settings.conv_bwdw_a > 0) return (bwdw_block){dev->settings.conv_bwdw_a, dev->settings.conv_bwdw_b};
     bwdw_block best = bwdw_blocks[0];
     double best_cost = 0;
     for (size_t i = 0; i < nblk; i++) {
@@ -432,7 +395,7 @@ static void bwd_weights_chunks(const clt_device *dev, const clt_conv_geom *g, co
                                bwdw_chunks *ck)
 {
     const size_t target = (size_t)512 << 10;
-    bwdw_block blk = pick_bwdw_block(g->c, g->co);
+    bwdw_block blk = pick_bwdw_block(dev, g->c, g->co);
     size_t wa = (size_t)blk.wa, wb = (size_t)blk.wb;
     int nvec = pl->np / LANES;
     size_t vbytes = LANES * sizeof(float);
@@ -874,7 +837,6 @@ clt_status clt_conv_backward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem
         return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: dw needs x and dx needs w");
     conv_algo algo = CONV_GEMM;
     CLT_TRY(pick_algo(dev, &algo));
-    CLT_TRY(check_bwdw_env());
     if (algo == CONV_LANES && dw && direct_bwdw_ok(g)) {
         direct_plan d;
         direct_plan_init(g, &d);

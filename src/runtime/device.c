@@ -6,9 +6,8 @@
 #include <string.h>
 
 #include "core/atomic_file.h"
-#include "ops/conv.h"
-#include "runtime/gemm.h"
 #include "runtime/discovery.h"
+#include "runtime/gemm.h"
 #include "runtime/kernel_sources.h"
 
 void clt_device_log(const clt_device *dev, int level, const char *fmt, ...)
@@ -42,6 +41,7 @@ clt_status clt_device_open(int index, clt_device **out)
     dev->id = f.device;
     clt_status s = clt_device_info_fill(&f, &dev->info);
     if (s == CLT_OK) s = clt_cache_configure(dev);
+    if (s == CLT_OK) s = clt_device_settings_from_env(&dev->settings);
     if (s != CLT_OK) {
         clt_device_destroy(dev);
         return s;
@@ -200,9 +200,7 @@ clt_status clt_device_warmup(clt_device *dev)
         if (s != CLT_OK)
             return clt_fail_context(s, "device %d (%s)", dev->info.index, dev->info.name);
     }
-    int lanes; /* settles CLTRAIN_CONV_ALGO now rather than at the first step */
-    clt_status s = clt_conv_uses_lanes(dev, &lanes);
-    if (s == CLT_OK) s = clt_gemm_warmup(dev);
+    clt_status s = clt_gemm_warmup(dev);
     if (s != CLT_OK) return clt_fail_context(s, "device %d (%s)", dev->info.index, dev->info.name);
     return CLT_OK;
 }

@@ -5,6 +5,19 @@
 #include "core/error.h"
 #include "runtime/cl.h"
 
+/* Convolution algorithm choice (CLTRAIN_CONV_ALGO). */
+enum { CLT_CONV_ALGO_AUTO, CLT_CONV_ALGO_LANES, CLT_CONV_ALGO_GEMM };
+
+/* A device's tuning settings, in plain values: runtime/ reads and checks
+ * them, each op interprets its own. Zero is the default everywhere. */
+typedef struct clt_device_settings {
+    int conv_algo;                /* CLT_CONV_ALGO_*; AUTO: lanes on CPU devices, gemm elsewhere */
+    size_t conv_budget;           /* bytes a convolution's work buffer may take (a diagnostic
+                                   * that reaches the chunked and fallback paths); 0: the
+                                   * device's limits */
+    int conv_bwdw_a, conv_bwdw_b; /* forced lanes backward-weights block A x B; 0: per shape */
+} clt_device_settings;
+
 typedef struct clt_kernel_slot {
     int program;        /* index into clt_kernel_sources */
     char name[64];
@@ -28,6 +41,8 @@ struct clt_device {
     int gemm_ready;           /* CLBlast warmed up on this device */
     cl_mem scratch;           /* see clt_device_scratch (launch.h) */
     size_t scratch_bytes;
+    clt_device_settings settings;
+    unsigned settings_version; /* counts clt_device_set_settings calls (plans check it) */
 };
 
 /* printf-style log through the device's hook (no-op without one). */
@@ -43,5 +58,17 @@ clt_status clt_program_build(clt_device *dev, const char *label, const char *sou
                              size_t length, const char *options, cl_program *out);
 /* Resolves the cache directory from the environment (program.c). */
 clt_status clt_cache_configure(clt_device *dev);
+
+/* The settings CLTRAIN_CONV_ALGO (lanes|gemm), CLTRAIN_CONV_BUDGET (bytes)
+ * and CLTRAIN_CONV_BWDW (AxB) give (unset or empty: the default); a bad
+ * value is an error naming the variable and the value. clt_device_open
+ * calls it, so the environment is read once per device (settings.c). */
+clt_status clt_device_settings_from_env(clt_device_settings *s);
+/* Checks and installs settings on an open device, for tests and tools in
+ * place of the environment. Plans made before it are made again on their
+ * next use. Not thread-safe against work on the same device. */
+clt_status clt_device_set_settings(clt_device *dev, const clt_device_settings *s);
+/* The device's current settings (NULL for a NULL device). */
+const clt_device_settings *clt_device_get_settings(const clt_device *dev);
 
 #endif

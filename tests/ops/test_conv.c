@@ -4,14 +4,16 @@
  * block variant of the lanes and direct kernels (the backward-weights blocks
  * forced one by one), the direct kernels' row widths and copies, 1x1
  * layers with stride (subsampled lanes copies), partial rows, chunked sums;
- * both algorithms (CLTRAIN_CONV_ALGO=lanes, which includes the direct
- * kernels, and =gemm) on each case; a work-buffer budget that forces the
+ * both algorithms (device settings lanes, which includes the direct
+ * kernels, and gemm) on each case; a work-buffer budget that forces the
  * chunked gemm path; finite differences of L = sum(y * r) on the double
  * reference and on the device; NULL outputs skipped, outputs overwritten;
- * determinism; and argument errors (shapes, dtype, devices, output size,
- * stride, padding, raw geometry). */
+ * determinism; argument errors (shapes, dtype, devices, output size,
+ * stride, padding, raw geometry); and bad CLTRAIN_CONV_* values refused
+ * when a device opens. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -28,7 +30,22 @@
 static uint64_t rng = 0xc0417e57ull;
 static const char *const algos[] = {"lanes", "gemm"};
 
-static void set_algo(const char *a) { setenv("CLTRAIN_CONV_ALGO", a, 1); }
+/* Settings of dev with one field changed (the tests pass settings, not
+ * the environment, which is read once when a device opens). */
+static void set_algo(clt_device *dev, const char *a)
+{
+    clt_device_settings s = *clt_device_get_settings(dev);
+    s.conv_algo = strcmp(a, "lanes") == 0 ? CLT_CONV_ALGO_LANES : CLT_CONV_ALGO_GEMM;
+    REQUIRE_OK(clt_device_set_settings(dev, &s));
+}
+
+static void set_bwdw(clt_device *dev, int a, int b)
+{
+    clt_device_settings s = *clt_device_get_settings(dev);
+    s.conv_bwdw_a = a;
+    s.conv_bwdw_b = b;
+    REQUIRE_OK(clt_device_set_settings(dev, &s));
+}
 
 static clt_tensor *tensor(clt_device *dev, int ndim, const int64_t *shape, const float *data)
 {
@@ -112,7 +129,7 @@ static void case_free(case_data *d)
  * subset, outputs pre-filled with garbage so accumulation would show. */
 static void check_case(clt_device *dev, case_data *d, const char *algo)
 {
-    set_algo(algo);
+    set_algo(dev, algo);
     const ref_conv_shape *r = &d->r;
     double e;
 
@@ -219,15 +236,15 @@ static void test_shapes(clt_device *dev)
     run_case(dev, 17, 3, 6, 6, 5, 3, 1, 0);    /* 16 output pixels: transposes, no tail */
 }
 
-/* Every register block of the lanes backward-weights kernel
- * (CLTRAIN_CONV_BWDW forces one; normally the padding picks it), on shapes
- * whose channel counts fit none of them exactly, with and without stride,
- * padding and chunking; an unknown variant is an error. */
+/* Every register block of the lanes backward-weights kernel (the settings
+ * force one; normally the padding picks it), on shapes whose channel
+ * counts fit none of them exactly, with and without stride, padding and
+ * chunking; an unknown variant is refused. */
 static void test_bwdw_blocks(clt_device *dev)
 {
-    static const char *const blocks[] = {"5x5", "4x6", "6x4", "5x4", "4x5", "4x4"};
+    static const int blocks[][2] = {{5, 5}, {4, 6}, {6, 4}, {5, 4}, {4, 5}, {4, 4}};
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
-        setenv("CLTRAIN_CONV_BWDW", blocks[i], 1);
+        set_bwdw(dev, blocks[i][0], blocks[i][1]);
         case_data d;
         case_make(dev, &d, 19, 7, 9, 8, 11, 3, 1, 1);
         check_case(dev, &d, "lanes");
@@ -236,15 +253,14 @@ static void test_bwdw_blocks(clt_device *dev)
         check_case(dev, &d, "lanes");
         case_free(&d);
     }
-    setenv("CLTRAIN_CONV_BWDW", "3x3", 1);
-    case_data d;
-    case_make(dev, &d, 2, 3, 5, 5, 4, 3, 1, 0);
-    set_algo("lanes");
-    clt_status st = clt_conv2d_backward(d.tx, d.tw, d.tdy, 1, 0, d.tdx, d.tdw, d.tdb);
-    CHECK(st == CLT_ERR_INVALID_ARG && strstr(clt_last_error(), "CLTRAIN_CONV_BWDW"),
-          "CLTRAIN_CONV_BWDW=3x3: %s (%s)", clt_status_name(st), clt_last_error());
-    case_free(&d);
-    unsetenv("CLTRAIN_CONV_BWDW");
+    clt_device_settings s = *clt_device_get_settings(dev);
+    s.conv_bwdw_a = s.conv_bwdw_b = 3;
+    clt_status st = clt_device_set_settings(dev, &s);
+    CHECK(st == CLT_ERR_INVALID_ARG && strstr(clt_last_error(), "CLTRAIN_CONV_BWDW") &&
+              strstr(clt_last_error(), "3x3"),
+          "backward-weights block 3x3: %s (%s)", clt_status_name(st), clt_last_error());
+    CHECK(clt_device_get_settings(dev)->conv_bwdw_a == 4, "a refused block changed the settings");
+    set_bwdw(dev, 0, 0);
 }
 
 /* L(x, w, b) = sum(y * r). Its gradients are the backward with dy = r.
@@ -311,7 +327,7 @@ static double device_loss(case_data *d, const float *rr)
 
 static void test_fd_device(clt_device *dev, const char *algo, int s, int p)
 {
-    set_algo(algo);
+    set_algo(dev, algo);
     case_data d;
     case_make(dev, &d, 2, 3, 6, 5, 2, 3, s, p);
     const float *rr = d.dy; /* r doubles as dy */
@@ -350,7 +366,7 @@ static void test_fd_device(clt_device *dev, const char *algo, int s, int p)
 static void test_deterministic(clt_device *dev)
 {
     for (int a = 0; a < 2; a++) {
-        set_algo(algos[a]);
+        set_algo(dev, algos[a]);
         case_data d;
         case_make(dev, &d, 19, 6, 9, 8, 10, 3, 1, 1);
         float *first[3], *second[3];
@@ -380,7 +396,7 @@ static void test_deterministic(clt_device *dev)
 
 static void test_errors(clt_device *dev, clt_device *dev1)
 {
-    set_algo("lanes");
+    set_algo(dev, "lanes");
     int64_t xs[4] = {2, 3, 7, 6}, ws[4] = {4, 3, 3, 3}, bs[1] = {4}, ys[4] = {2, 4, 5, 4};
     clt_tensor *x = tensor(dev, 4, xs, NULL), *w = tensor(dev, 4, ws, NULL),
                *b = tensor(dev, 1, bs, NULL), *y = tensor(dev, 4, ys, NULL);
@@ -443,9 +459,11 @@ static void test_errors(clt_device *dev, clt_device *dev1)
         clt_tensor_destroy(w1), clt_tensor_destroy(dx1);
     }
 
-    /* An unknown algorithm override. */
-    EXPECT_ERR(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_ALGO", (set_algo("fast"), clt_conv2d_forward(x, w, b, 1, 0, y)));
-    set_algo("lanes");
+    /* An unknown algorithm in the settings. */
+    clt_device_settings bad = *clt_device_get_settings(dev);
+    bad.conv_algo = 7;
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_ALGO", clt_device_set_settings(dev, &bad));
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "NULL", clt_device_set_settings(dev, NULL));
 
     clt_tensor_destroy(x), clt_tensor_destroy(w), clt_tensor_destroy(b), clt_tensor_destroy(y);
     clt_tensor_destroy(dx), clt_tensor_destroy(dw), clt_tensor_destroy(db);
@@ -454,7 +472,7 @@ static void test_errors(clt_device *dev, clt_device *dev1)
     clt_tensor_destroy(x_small);
 }
 
-/* A work-buffer budget (CLTRAIN_CONV_BUDGET) smaller than one pass needs:
+/* A work-buffer budget (the settings' CLTRAIN_CONV_BUDGET) smaller than one pass needs:
  * lanes falls back to gemm, gemm processes the batch in chunks of images
  * (dw accumulated over chunks). Results stay exact and the device's work
  * buffer stays within the budget (a fresh handle, so nothing grew it). */
@@ -462,12 +480,52 @@ static void test_budget(void)
 {
     clt_device *dev = NULL;
     REQUIRE_OK(clt_device_open(0, &dev));
-    setenv("CLTRAIN_CONV_BUDGET", "6000", 1);
+    clt_device_settings s = *clt_device_get_settings(dev);
+    s.conv_budget = 6000;
+    REQUIRE_OK(clt_device_set_settings(dev, &s));
     run_case(dev, 5, 3, 9, 8, 4, 3, 2, 1);
     CHECK(dev->scratch_bytes <= 6000, "work buffer %zu bytes, budget 6000", dev->scratch_bytes);
     CHECK(dev->scratch_bytes > 0, "the gemm algorithm used no work buffer");
-    unsetenv("CLTRAIN_CONV_BUDGET");
     clt_device_destroy(dev);
+}
+
+/* The environment is read when a device opens: good values become its
+ * settings, a bad one refuses the device with the variable and the value. */
+static void test_settings_env(void)
+{
+    static const struct {
+        const char *name, *value;
+        int ok;
+    } cases[] = {
+        {"CLTRAIN_CONV_ALGO", "fast", 0},  {"CLTRAIN_CONV_ALGO", "GEMM", 0},
+        {"CLTRAIN_CONV_BUDGET", "0", 0},   {"CLTRAIN_CONV_BUDGET", "12k", 0},
+        {"CLTRAIN_CONV_BUDGET", "-5", 0},  {"CLTRAIN_CONV_BWDW", "3x3", 0},
+        {"CLTRAIN_CONV_ALGO", "gemm", 1},  {"CLTRAIN_CONV_BUDGET", "6000", 1},
+        {"CLTRAIN_CONV_BWDW", "4x6", 1},   {"CLTRAIN_CONV_ALGO", "", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        setenv(cases[i].name, cases[i].value, 1);
+        clt_device *dev = NULL;
+        clt_status st = clt_device_open(0, &dev);
+        unsetenv(cases[i].name);
+        if (!cases[i].ok) {
+            CHECK(st == CLT_ERR_INVALID_ARG && dev == NULL, "%s=%s: device opened (%s)", cases[i].name,
+                  cases[i].value, clt_status_name(st));
+            CHECK(strstr(clt_last_error(), cases[i].name) && strstr(clt_last_error(), cases[i].value),
+                  "%s=%s: detail \"%s\" names neither", cases[i].name, cases[i].value, clt_last_error());
+            continue;
+        }
+        CHECK(st == CLT_OK, "%s=%s: %s (%s)", cases[i].name, cases[i].value, clt_status_name(st),
+              clt_last_error());
+        if (st != CLT_OK) continue;
+        const clt_device_settings *s = clt_device_get_settings(dev);
+        int got = i == 6 ? s->conv_algo == CLT_CONV_ALGO_GEMM
+                : i == 7 ? s->conv_budget == 6000
+                : i == 8 ? s->conv_bwdw_a == 4 && s->conv_bwdw_b == 6
+                         : s->conv_algo == CLT_CONV_ALGO_AUTO;
+        CHECK(got, "%s=%s did not become the device's setting", cases[i].name, cases[i].value);
+        clt_device_destroy(dev);
+    }
 }
 
 /* clt_conv_geom_init, used by the nets with raw buffers. */
@@ -526,6 +584,7 @@ int main(void)
     test_deterministic(dev);
     test_budget();
     test_errors(dev, dev1);
+    test_settings_env();
 
     clt_device_destroy(dev1);
     clt_device_destroy(dev);

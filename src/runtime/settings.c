@@ -1,0 +1,96 @@
+/* A device's tuning settings: CLTRAIN_CONV_* read and checked once when the
+ * device opens (so no op reads the environment while it runs), and replaced
+ * only through clt_device_set_settings. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/device.h"
+
+/* The register blocks of the lanes backward-weights kernels
+ * (conv_lanes_bwd_weights_<A>_<B> in kernels/conv_lanes.cl). */
+static const int bwdw_blocks[][2] = {{5, 5}, {4, 6}, {6, 4}, {5, 4}, {4, 5}, {4, 4}};
+#define N_BWDW_BLOCKS (sizeof bwdw_blocks / sizeof bwdw_blocks[0])
+#define BWDW_EXPECTED "expected 5x5, 4x6, 6x4, 5x4, 4x5 or 4x4"
+
+static int bwdw_known(int a, int b)
+{
+    for (size_t i = 0; i < N_BWDW_BLOCKS; i++)
+        if (bwdw_blocks[i][0] == a && bwdw_blocks[i][1] == b) return 1;
+    return 0;
+}
+
+static clt_status parse_algo(const char *e, clt_device_settings *s)
+{
+    if (strcmp(e, "lanes") == 0) s->conv_algo = CLT_CONV_ALGO_LANES;
+    else if (strcmp(e, "gemm") == 0) s->conv_algo = CLT_CONV_ALGO_GEMM;
+    else return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_ALGO=\"%s\": expected lanes or gemm", e);
+    return CLT_OK;
+}
+
+static clt_status parse_budget(const char *e, clt_device_settings *s)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = e[0] >= '0' && e[0] <= '9' ? strtoull(e, &end, 10) : 0;
+    if (v == 0 || *end != 0 || errno == ERANGE || v > (unsigned long long)SIZE_MAX)
+        return clt_fail(CLT_ERR_INVALID_ARG,
+                        "CLTRAIN_CONV_BUDGET=\"%s\": expected a positive number of bytes", e);
+    s->conv_budget = (size_t)v;
+    return CLT_OK;
+}
+
+static clt_status parse_bwdw(const char *e, clt_device_settings *s)
+{
+    for (size_t i = 0; i < N_BWDW_BLOCKS; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "%dx%d", bwdw_blocks[i][0], bwdw_blocks[i][1]);
+        if (strcmp(e, name) == 0) {
+            s->conv_bwdw_a = bwdw_blocks[i][0];
+            s->conv_bwdw_b = bwdw_blocks[i][1];
+            return CLT_OK;
+        }
+    }
+    return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_BWDW=\"%s\": " BWDW_EXPECTED, e);
+}
+
+clt_status clt_device_settings_from_env(clt_device_settings *s)
+{
+    static const struct {
+        const char *name;
+        clt_status (*parse)(const char *value, clt_device_settings *s);
+    } vars[] = {
+        {"CLTRAIN_CONV_ALGO", parse_algo},
+        {"CLTRAIN_CONV_BUDGET", parse_budget},
+        {"CLTRAIN_CONV_BWDW", parse_bwdw},
+    };
+    memset(s, 0, sizeof *s);
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *e = getenv(vars[i].name);
+        if (e && e[0]) CLT_TRY(vars[i].parse(e, s)); /* unset or empty: the default */
+    }
+    return CLT_OK;
+}
+
+clt_status clt_device_set_settings(clt_device *dev, const clt_device_settings *s)
+{
+    if (!dev || !s) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_set_settings: NULL argument");
+    if (s->conv_algo < CLT_CONV_ALGO_AUTO || s->conv_algo > CLT_CONV_ALGO_GEMM)
+        return clt_fail(CLT_ERR_INVALID_ARG,
+                        "clt_device_set_settings: conv_algo %d (CLTRAIN_CONV_ALGO): expected auto, lanes or gemm",
+                        s->conv_algo);
+    if ((s->conv_bwdw_a || s->conv_bwdw_b) && !bwdw_known(s->conv_bwdw_a, s->conv_bwdw_b))
+        return clt_fail(CLT_ERR_INVALID_ARG,
+                        "clt_device_set_settings: backward-weights block %dx%d (CLTRAIN_CONV_BWDW): " BWDW_EXPECTED,
+                        s->conv_bwdw_a, s->conv_bwdw_b);
+    dev->settings = *s;
+    dev->settings_version++;
+    return CLT_OK;
+}
+
+const clt_device_settings *clt_device_get_settings(const clt_device *dev)
+{
+    return dev ? &dev->settings : NULL;
+}
