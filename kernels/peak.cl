@@ -54,23 +54,23 @@
 #define CLT_FOLD_float8(v) ((v).lo + (v).hi)
 #define CLT_FOLD_float16(v) (((v).lo.lo + (v).lo.hi) + ((v).hi.lo + (v).hi.hi))
 
-CLT_PEAK_FMA8(clt_peak_fma_f1x8, float)
-CLT_PEAK_FMA16(clt_peak_fma_f1x16, float)
-CLT_PEAK_FMA8(clt_peak_fma_f4x8, float4)
-CLT_PEAK_FMA16(clt_peak_fma_f4x16, float4)
-CLT_PEAK_FMA8(clt_peak_fma_f8x8, float8)
-CLT_PEAK_FMA16(clt_peak_fma_f8x16, float8)
-CLT_PEAK_FMA8(clt_peak_fma_f16x8, float16)
-CLT_PEAK_FMA16(clt_peak_fma_f16x16, float16)
+CLT_PEAK_FMA8(peak_fma_f1x8, float)
+CLT_PEAK_FMA16(peak_fma_f1x16, float)
+CLT_PEAK_FMA8(peak_fma_f4x8, float4)
+CLT_PEAK_FMA16(peak_fma_f4x16, float4)
+CLT_PEAK_FMA8(peak_fma_f8x8, float8)
+CLT_PEAK_FMA16(peak_fma_f8x16, float8)
+CLT_PEAK_FMA8(peak_fma_f16x8, float16)
+CLT_PEAK_FMA16(peak_fma_f16x16, float16)
 
 /* Streaming copy y = x over n vectors (bytes moved: 2 * n * sizeof vector). */
-__kernel void clt_peak_copy_f4(__global const float4 *x, __global float4 *y, const ulong n)
+__kernel void peak_copy_f4(__global const float4 *x, __global float4 *y, const ulong n)
 {
     size_t i = get_global_id(0);
     if (i < n) y[i] = x[i];
 }
 
-__kernel void clt_peak_copy_f16(__global const float16 *x, __global float16 *y, const ulong n)
+__kernel void peak_copy_f16(__global const float16 *x, __global float16 *y, const ulong n)
 {
     size_t i = get_global_id(0);
     if (i < n) y[i] = x[i];

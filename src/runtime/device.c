@@ -195,12 +195,10 @@ clt_status clt_device_kernel(clt_device *dev, const char *program, const char *k
 clt_status clt_device_warmup(clt_device *dev)
 {
     if (!dev) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_warmup: device is NULL");
-    for (int p = 0; p < clt_kernel_source_count; p++) {
-        clt_status s = ensure_program(dev, p);
-        if (s != CLT_OK)
-            return clt_fail_context(s, "device %d (%s)", dev->info.index, dev->info.name);
-    }
-    clt_status s = clt_gemm_warmup(dev);
+    clt_status s = CLT_OK;
+    for (int p = 0; p < clt_kernel_source_count && s == CLT_OK; p++)
+        if (!clt_kernel_sources[p].on_demand) s = ensure_program(dev, p);
+    if (s == CLT_OK) s = clt_gemm_warmup(dev);
     if (s != CLT_OK) return clt_fail_context(s, "device %d (%s)", dev->info.index, dev->info.name);
     return CLT_OK;
 }
