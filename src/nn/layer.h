@@ -85,6 +85,7 @@ struct clt_layer {
     int last_training;    /* mode of the last forward (batch norm's backward) */
     clt_layer *subs;      /* composite layers (residual block): their parts */
     int n_subs;
+    void *kind_state;     /* host state the kind keeps (a convolution's plan); its release frees it */
 };
 
 /* Makes priv[i] hold `bytes` (allocating on first use). */

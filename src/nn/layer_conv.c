@@ -31,21 +31,41 @@ static clt_status configure(clt_layer *l)
     return CLT_OK;
 }
 
+/* The layer's plan for n samples on dev: made once, again only when the
+ * batch size or the device's settings change (a smaller last batch). */
+static clt_status plan(clt_layer *l, clt_device *dev, int n, clt_conv_plan **out)
+{
+    clt_conv_geom g;
+    CLT_TRY(geom(l, n, &g));
+    clt_conv_plan *p = l->kind_state;
+    clt_status s = clt_conv_plan_ensure(dev, &g, &p);
+    l->kind_state = p;
+    *out = p;
+    return s;
+}
+
 static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
 {
     (void)pass;
-    clt_conv_geom g;
-    CLT_TRY(geom(l, n, &g));
-    return clt_conv_forward_raw(dev, &g, x, l->params[0].w, l->params[1].w, y);
+    clt_conv_plan *p;
+    CLT_TRY(plan(l, dev, n, &p));
+    return clt_conv_plan_forward(dev, p, x, l->params[0].w, l->params[1].w, y);
 }
 
 static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
                            cl_mem dy, cl_mem dx)
 {
+    (void)pass;
     (void)y;
-    clt_conv_geom g;
-    CLT_TRY(geom(l, n, &g));
-    return clt_conv_backward_raw(dev, &g, x, l->params[0].w, dy, dx, l->params[0].g, l->params[1].g);
+    clt_conv_plan *p;
+    CLT_TRY(plan(l, dev, n, &p));
+    return clt_conv_plan_backward(dev, p, x, l->params[0].w, dy, dx, l->params[0].g, l->params[1].g);
 }
 
-const clt_layer_kind clt_layer_conv = {"conv", configure, forward, backward, NULL, 0, NULL};
+static void release(clt_layer *l)
+{
+    clt_conv_plan_destroy(l->kind_state);
+    l->kind_state = NULL;
+}
+
+const clt_layer_kind clt_layer_conv = {"conv", configure, forward, backward, NULL, 0, release};

@@ -1,4 +1,13 @@
-/* 2-D convolution launchers on raw device buffers (NCHW, float32). */
+/* 2-D convolution launchers on raw device buffers (NCHW, float32).
+ *
+ * Semantics (DESIGN.md): cross-correlation, zero padding, weight (co, c, k, k),
+ * bias per output channel, oh = (h + 2 pad - k) / stride + 1. The backward
+ * gives gradient SUMS over the batch and overwrites dx, dw, db.
+ *
+ * A plan holds, for one geometry on one device, the algorithm each pass runs
+ * (conv_algo.h: direct, lanes or gemm) and that algorithm's block sizes and
+ * chunking. Callers that run the same shape again (a layer) keep a plan;
+ * the *_raw calls plan per call. */
 #ifndef CLT_OPS_CONV_H
 #define CLT_OPS_CONV_H
 
@@ -11,17 +20,36 @@ typedef struct clt_conv_geom {
     int oh, ow;       /* output size: (h + 2 pad - k) / stride + 1 */
 } clt_conv_geom;
 
+/* Passes, as indices of clt_conv_plan_algo. */
+enum { CLT_CONV_FWD, CLT_CONV_BWD_DATA, CLT_CONV_BWD_WEIGHTS, CLT_CONV_PASSES };
+
+typedef struct clt_conv_plan clt_conv_plan;
+
 /* Fills oh/ow and checks the geometry (error names the sizes). */
 clt_status clt_conv_geom_init(clt_conv_geom *g, int n, int c, int h, int w, int co, int k,
                               int stride, int pad);
 /* Whether convolutions run the lane kernels on this device (CPU devices,
- * unless CLTRAIN_CONV_ALGO says otherwise); other ops may borrow them. */
+ * unless its settings say otherwise); other ops may borrow them. */
 clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes);
-/* y = conv(x, w) + b; b may be NULL. */
+
+/* Makes *plan (NULL: none yet) the plan of geometry g for every pass on dev:
+ * kept when it already is one for g and the device's current settings,
+ * else (re)made. Free it with clt_conv_plan_destroy. */
+clt_status clt_conv_plan_ensure(clt_device *dev, const clt_conv_geom *g, clt_conv_plan **plan);
+void clt_conv_plan_destroy(clt_conv_plan *plan);
+/* The name of the algorithm that runs pass `pass` (CLT_CONV_FWD...):
+ * "direct", "lanes" or "gemm"; NULL for an unplanned pass. */
+const char *clt_conv_plan_algo(const clt_conv_plan *plan, int pass);
+/* y = conv(x, w) + b with a plan of dev; b may be NULL. */
+clt_status clt_conv_plan_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
+                                 cl_mem b, cl_mem y);
+/* Gradient sums with a plan of dev; dx, dw, db may each be NULL (skipped). */
+clt_status clt_conv_plan_backward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
+                                  cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db);
+
+/* The same with a plan made for this call only. */
 clt_status clt_conv_forward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
                                 cl_mem b, cl_mem y);
-/* Gradient sums over the batch; dx, dw, db may each be NULL (skipped);
- * outputs are overwritten. */
 clt_status clt_conv_backward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
                                  cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db);
 

@@ -6,11 +6,11 @@
  * layers with stride (subsampled lanes copies), partial rows, chunked sums;
  * both algorithms (device settings lanes, which includes the direct
  * kernels, and gemm) on each case; a work-buffer budget that forces the
- * chunked gemm path; finite differences of L = sum(y * r) on the double
- * reference and on the device; NULL outputs skipped, outputs overwritten;
- * determinism; argument errors (shapes, dtype, devices, output size,
- * stride, padding, raw geometry); and bad CLTRAIN_CONV_* values refused
- * when a device opens. */
+ * chunked gemm path; the plan's choice of algorithm per pass and its reuse;
+ * finite differences of L = sum(y * r) on the double reference and on the
+ * device; NULL outputs skipped, outputs overwritten; determinism; argument
+ * errors (shapes, dtype, devices, output size, stride, padding, raw
+ * geometry); and bad CLTRAIN_CONV_* values refused when a device opens. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -489,6 +489,77 @@ static void test_budget(void)
     clt_device_destroy(dev);
 }
 
+/* The plan: the algorithm per pass (direct for a first layer's forward and
+ * backward-weights on a lanes device, lanes for the rest, gemm when the
+ * settings say so or nothing else fits), results through a kept plan, and
+ * when a kept plan is made again (batch size, settings). */
+static void test_plan(clt_device *dev, clt_device *dev1)
+{
+    static const char *const want_lanes[3][3] = {
+        {"direct", "lanes", "direct"}, /* LeNet conv1: 1->20 k3 */
+        {"lanes", "lanes", "lanes"},   /* LeNet conv2: 20->50 k5 */
+        {"lanes", "lanes", "lanes"},   /* a strided 1x1 projection */
+    };
+    static const int shapes[3][8] = {
+        {8, 1, 28, 28, 20, 3, 1, 0}, {8, 20, 13, 13, 50, 5, 1, 0}, {8, 16, 14, 14, 32, 1, 2, 0}};
+    clt_conv_plan *plan = NULL;
+    for (int a = 0; a < 2; a++) {
+        set_algo(dev, algos[a]);
+        for (int i = 0; i < 3; i++) {
+            const int *v = shapes[i];
+            clt_conv_geom g;
+            REQUIRE_OK(clt_conv_geom_init(&g, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]));
+            REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
+            for (int p = 0; p < CLT_CONV_PASSES; p++) {
+                const char *got = clt_conv_plan_algo(plan, p), *want = a == 0 ? want_lanes[i][p] : "gemm";
+                CHECK(got && strcmp(got, want) == 0, "shape %d (%s): pass %d runs %s, expected %s", i,
+                      algos[a], p, got ? got : "nothing", want);
+            }
+        }
+    }
+    CHECK(clt_conv_plan_algo(plan, CLT_CONV_PASSES) == NULL, "an out-of-range pass has an algorithm");
+
+    /* A kept plan stays for the same shape and settings; it is made again
+     * for another batch size and after the settings change. */
+    set_algo(dev, "lanes");
+    case_data d;
+    case_make(dev, &d, 19, 6, 9, 8, 10, 3, 1, 1);
+    clt_conv_geom g;
+    REQUIRE_OK(clt_conv_geom_init(&g, 19, 6, 9, 8, 10, 3, 1, 1));
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
+    clt_conv_plan *kept = plan;
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
+    CHECK(plan == kept && strcmp(clt_conv_plan_algo(plan, CLT_CONV_FWD), "lanes") == 0, "the plan was not kept");
+    for (int a = 0; a < 2; a++) {
+        set_algo(dev, algos[a]);
+        REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
+        CHECK(strcmp(clt_conv_plan_algo(plan, CLT_CONV_BWD_DATA), algos[a]) == 0,
+              "after the settings changed to %s the plan runs %s", algos[a],
+              clt_conv_plan_algo(plan, CLT_CONV_BWD_DATA));
+        CHECK_OK(clt_conv_plan_forward(dev, plan, d.tx->buf, d.tw->buf, d.tb->buf, d.ty->buf));
+        double e = tensor_err(d.ty, d.y);
+        CHECK(e < TOL, "forward through a kept plan (%s): rel err %g", algos[a], e);
+        CHECK_OK(clt_conv_plan_backward(dev, plan, d.tx->buf, d.tw->buf, d.tdy->buf, d.tdx->buf, d.tdw->buf,
+                                        d.tdb->buf));
+        e = tensor_err(d.tdx, d.dx) + tensor_err(d.tdw, d.dw) + tensor_err(d.tdb, d.db);
+        CHECK(e < TOL, "backward through a kept plan (%s): rel err %g", algos[a], e);
+    }
+    clt_conv_geom g2 = g;
+    g2.n = 7;
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g2, &plan));
+    CHECK(clt_conv_plan_forward(dev, plan, d.tx->buf, d.tw->buf, d.tb->buf, d.ty->buf) == CLT_OK,
+          "forward with a plan for fewer images: %s", clt_last_error());
+    if (dev1)
+        EXPECT_ERR(CLT_ERR_INVALID_ARG, "device",
+                   clt_conv_plan_forward(dev1, plan, d.tx->buf, d.tw->buf, d.tb->buf, d.ty->buf));
+    g2.oh = 1; /* not a geometry clt_conv_geom_init makes */
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "clt_conv_geom_init", clt_conv_plan_ensure(dev, &g2, &plan));
+    CHECK(plan == NULL, "a failed plan_ensure left a plan");
+    clt_conv_plan_destroy(plan);
+    clt_conv_plan_destroy(NULL);
+    case_free(&d);
+}
+
 /* The environment is read when a device opens: good values become its
  * settings, a bad one refuses the device with the variable and the value. */
 static void test_settings_env(void)
@@ -583,6 +654,7 @@ int main(void)
     }
     test_deterministic(dev);
     test_budget();
+    test_plan(dev, dev1);
     test_errors(dev, dev1);
     test_settings_env();
 

@@ -1,0 +1,266 @@
+/* The "lanes" layout (src/ops/conv_lanes.c): the batch becomes the vector
+ * lane. Activations are copied from NCHW into (C, H, W, NP), the batch
+ * padded to NP (a multiple of 16), and weights into the order the lanes
+ * kernels (conv_lanes.cl) broadcast them in. The copies are 16 x 16
+ * in-register transposes (2x the per-element gathers they replaced); a 1x1
+ * layer with stride copies only the pixels it reads. Copy kernels whose
+ * neighbouring work-items touched 16 different images (pages) each ran
+ * 2-2.5x slower than these, which walk along the same images. */
+
+#define LANES 16
+
+/* Helpers are forced inline so the sizes (literals at each call) fold into
+ * constants. */
+#if defined(__clang__)
+#define INLINE static inline __attribute__((always_inline))
+#else
+#define INLINE inline
+#endif
+
+/* In-register transpose of a 16 x 16 block: afterwards r[u].s[q] is the old
+ * r[q].s[u]. Each round maps element (row i, column j), as the 8-bit index
+ * i3i2i1i0 j3j2j1j0, to j0i3i2i1 i0j3j2j1 (a rotation by one bit); four
+ * rounds swap the halves. Every output vector is one two-source shuffle
+ * of .even / .odd halves (standard swizzles), no scalar gathers. */
+INLINE void transpose16(float16 r[LANES])
+{
+    float16 t[LANES];
+#pragma unroll
+    for (int round = 0; round < 4; round++) {
+#pragma unroll
+        for (int k = 0; k < LANES / 2; k++) {
+            t[k] = (float16)(r[2 * k].even, r[2 * k + 1].even);
+            t[k + LANES / 2] = (float16)(r[2 * k].odd, r[2 * k + 1].odd);
+        }
+#pragma unroll
+        for (int k = 0; k < LANES; k++) r[k] = t[k];
+    }
+}
+
+/* The lanes layout of a 1x1 convolution with stride S (and no padding),
+ * which only reads every S-th row and column: dst (C, OH, OW, NP) at
+ * dst_off, dst[c][oy][ox][n] = src[n][c][oy*S][ox*S], zero for n >= N.
+ * One work-item per (c, oy) row of 16 lanes: it walks ox, gathering 16
+ * images into one vector store. Dimension 0 runs along the rows, so a
+ * work-group walks down the same 16 images. Global: (C*OH, NP/16). */
+__kernel void conv_layout_to_lanes_sub(int N, int C, int H, int W, int S, int OH, int OW,
+                                       int NP, __global const float *src, __global float *dst,
+                                       ulong dst_off)
+{
+    int row = get_global_id(0); /* c*OH + oy */
+    int nb = get_global_id(1);
+    if (nb * LANES >= NP || row >= C * OH) return;
+    int n0 = nb * LANES;
+    __global float *d = dst + dst_off + (size_t)row * OW * NP + n0;
+    if (n0 >= N) {
+        for (int ox = 0; ox < OW; ox++) vstore16((float16)0.0f, 0, d + (size_t)ox * NP);
+        return;
+    }
+    int c = row / OH, oy = row - (row / OH) * OH;
+    size_t img = (size_t)C * H * W;
+    __global const float *s = src + ((size_t)n0 * C + c) * H * W + (size_t)oy * S * W;
+    int nn = min(LANES, N - n0);
+    if (nn == LANES) {
+        for (int ox = 0; ox < OW; ox++) {
+            __global const float *p = s + ox * S;
+            float16 v = (float16)(p[0], p[img], p[2 * img], p[3 * img], p[4 * img], p[5 * img],
+                                  p[6 * img], p[7 * img], p[8 * img], p[9 * img], p[10 * img],
+                                  p[11 * img], p[12 * img], p[13 * img], p[14 * img], p[15 * img]);
+            vstore16(v, 0, d + (size_t)ox * NP);
+        }
+    } else {
+        for (int ox = 0; ox < OW; ox++) {
+            float v[LANES];
+            for (int q = 0; q < LANES; q++) v[q] = q < nn ? s[q * img + ox * S] : 0.0f;
+            vstore16(vload16(0, v), 0, d + (size_t)ox * NP);
+        }
+    }
+}
+
+/* The inverse for dx of such a layer: dst[n][c][y][x] = src[c][y/S][x/S][n]
+ * (src (C, OH, OW, NP) at src_off) where S divides y and x, else 0: every
+ * dx element is written once. One work-item per channel of 16 lanes: it
+ * writes the 16 images' (c) planes one after the other, each in order; a
+ * row with values is assembled in private memory and stored as vectors
+ * (1.7x faster than scalar stores into dx). Global: (C, NP/16). */
+__kernel void conv_layout_from_lanes_sub(int N, int C, int H, int W, int S, int OH, int OW,
+                                         int NP, __global const float *src, ulong src_off,
+                                         __global float *dst)
+{
+    int c = get_global_id(0);
+    int nb = get_global_id(1);
+    int n0 = nb * LANES;
+    if (n0 >= N || c >= C) return;
+    int nn = min(LANES, N - n0);
+    __global const float *s = src + src_off + (size_t)c * OH * OW * NP + n0;
+    for (int q = 0; q < nn; q++) {
+        __global float *d = dst + ((size_t)(n0 + q) * C + c) * H * W;
+        for (int y = 0; y < H; y++, d += W) {
+            if (y % S != 0) {
+                int x = 0;
+                for (; x + LANES <= W; x += LANES) vstore16((float16)0.0f, 0, d + x);
+                for (; x < W; x++) d[x] = 0.0f;
+                continue;
+            }
+            __global const float *sr = s + (size_t)(y / S) * OW * NP + q;
+            /* the row in private memory first, then vector stores */
+            for (int x0 = 0; x0 < W; x0 += 4 * LANES) {
+                int len = min(4 * LANES, W - x0);
+                float t[4 * LANES];
+                int ox = (x0 + S - 1) / S, ph = ox * S - x0;
+                for (int l = 0; l < len; l++) {
+                    float v = 0.0f;
+                    if (l == ph) {
+                        v = sr[(size_t)ox * NP];
+                        ox++;
+                        ph += S;
+                    }
+                    t[l] = v;
+                }
+                int l = 0;
+                for (; l + LANES <= len; l += LANES) vstore16(vload16(0, t + l), 0, d + x0 + l);
+                for (; l < len; l++) d[x0 + l] = t[l];
+            }
+        }
+    }
+}
+
+/* dst (M, NP) at dst_off: dst[m][n] = src[n][m] for an (N, M) source (an
+ * NCHW tensor with M = C*H*W is its lanes layout (C, H, W, NP)), zero for
+ * n >= N. One work-item per 16 images x 16 consecutive m: 16 row loads,
+ * an in-register transpose, 16 vector stores; a partial block of m takes
+ * scalar loads. Dimension 0 runs along m, so a work-group streams along
+ * the same 16 images. Global: (ceil(M/16), NP/16). */
+__kernel void conv_layout_to_lanes_t(int N, int M, int NP, __global const float *src,
+                                     __global float *dst, ulong dst_off)
+{
+    int mb = get_global_id(0);
+    int nb = get_global_id(1);
+    int n0 = nb * LANES, m0 = mb * LANES;
+    if (n0 >= NP || m0 >= M) return;
+    __global float *d = dst + dst_off + (size_t)m0 * NP + n0;
+    int nn = clamp(N - n0, 0, LANES), mm = min(LANES, M - m0);
+    float16 r[LANES];
+    if (mm == LANES) {
+#pragma unroll
+        for (int q = 0; q < LANES; q++)
+            r[q] = q < nn ? vload16(0, src + (size_t)(n0 + q) * M + m0) : (float16)0.0f;
+        transpose16(r);
+#pragma unroll
+        for (int u = 0; u < LANES; u++) vstore16(r[u], 0, d + (size_t)u * NP);
+    } else {
+        for (int u = 0; u < mm; u++) {
+            float v[LANES];
+            for (int q = 0; q < LANES; q++) v[q] = q < nn ? src[(size_t)(n0 + q) * M + m0 + u] : 0.0f;
+            vstore16(vload16(0, v), 0, d + (size_t)u * NP);
+        }
+    }
+}
+
+/* dst[n][ch][p] = src[ch][p][n] (+ bias[ch]) for n < N: the lanes layout
+ * (CH, P, NP) at src_off back to NCHW. One work-item per 16 pixels x 16
+ * lanes of one channel: 16 vector loads, an in-register transpose, one
+ * vector store per image; a partial block of pixels (P not a multiple of
+ * 16) stores scalars. Global: (ceil(P/16), CH*NP/16). */
+__kernel void conv_layout_from_lanes(int N, int CH, int P, int NP, __global const float *src,
+                                     ulong src_off, __global const float *bias, int has_bias,
+                                     __global float *dst)
+{
+    int pb = get_global_id(0);
+    int g1 = get_global_id(1);
+    int nbs = NP / LANES;
+    if (pb * LANES >= P || g1 >= CH * nbs) return;
+    int ch = g1 / nbs, n0 = (g1 - (g1 / nbs) * nbs) * LANES, p0 = pb * LANES;
+    if (n0 >= N) return;
+    float bv = has_bias ? bias[ch] : 0.0f;
+    __global const float *s = src + src_off + ((size_t)ch * P + p0) * NP + n0;
+    int nn = min(LANES, N - n0), pp = min(LANES, P - p0);
+    if (pp == LANES) {
+        float16 r[LANES];
+#pragma unroll
+        for (int u = 0; u < LANES; u++) r[u] = vload16(0, s + (size_t)u * NP);
+        transpose16(r);
+#pragma unroll
+        for (int q = 0; q < LANES; q++)
+            if (q < nn) vstore16(r[q] + bv, 0, dst + ((size_t)(n0 + q) * CH + ch) * P + p0);
+    } else {
+        for (int q = 0; q < nn; q++) {
+            __global float *d = dst + ((size_t)(n0 + q) * CH + ch) * P + p0;
+            for (int u = 0; u < pp; u++) d[u] = s[(size_t)u * NP + q] + bv;
+        }
+    }
+}
+
+/* The same for images smaller than 16 pixels (a dense layer's are 1x1),
+ * whose rows conv_layout_from_lanes would store one scalar at a time: the
+ * transpose runs over m = ch*P, dst[n][m] = src[m][n] (+ bias[m / P]), 16
+ * consecutive m x 16 lanes per work-item. Global: (ceil(M/16), NP/16). */
+__kernel void conv_layout_from_lanes_flat(int N, int M, int P, int NP, __global const float *src,
+                                          ulong src_off, __global const float *bias, int has_bias,
+                                          __global float *dst)
+{
+    int mb = get_global_id(0);
+    int nb = get_global_id(1);
+    int m0 = mb * LANES, n0 = nb * LANES;
+    if (m0 >= M || n0 >= N) return;
+    __global const float *s = src + src_off + (size_t)m0 * NP + n0;
+    int nn = min(LANES, N - n0), mm = min(LANES, M - m0);
+    float bv[LANES];
+    for (int l = 0; l < LANES; l++) bv[l] = 0.0f;
+    if (has_bias) {
+        int ch = m0 / P, r = m0 - ch * P; /* walk (ch, p) without dividing */
+        for (int l = 0; l < mm; l++) {
+            bv[l] = bias[ch];
+            if (++r == P) r = 0, ch++;
+        }
+    }
+    if (mm == LANES) {
+        float16 r[LANES];
+#pragma unroll
+        for (int u = 0; u < LANES; u++) r[u] = vload16(0, s + (size_t)u * NP);
+        transpose16(r);
+        float16 b16 = vload16(0, bv);
+#pragma unroll
+        for (int q = 0; q < LANES; q++)
+            if (q < nn) vstore16(r[q] + b16, 0, dst + (size_t)(n0 + q) * M + m0);
+    } else {
+        for (int q = 0; q < nn; q++) {
+            __global float *d = dst + (size_t)(n0 + q) * M + m0;
+            for (int l = 0; l < mm; l++) d[l] = s[(size_t)l * NP + q] + bv[l];
+        }
+    }
+}
+
+/* Stores 16 values at dst[0..limit) (vector store when all 16 fit). */
+INLINE void store16(float16 v, __global float *dst, int limit)
+{
+    if (limit >= LANES) {
+        vstore16(v, 0, dst);
+    } else {
+        float t[LANES];
+        vstore16(v, 0, t);
+        for (int q = 0; q < limit; q++) dst[q] = t[q];
+    }
+}
+
+/* Weights in the order the lanes kernels broadcast them, zero-padded:
+ * dst[(t*R + r)*QP + q] = w[q*qs + r*rs + t] for the taps t < KK and q < Q
+ * (0 for Q <= q < QP). The forward's q is the output channel and r the
+ * input channel (wf[((i*K + j)*C + c)*COP + o] = w[o][c][i][j]);
+ * backward-data's q is the input channel and r the output channel
+ * (wb[((i*K + j)*CO + o)*CIP + c]). One work-item per 16 q of one r: it
+ * reads 16 rows of KK taps and writes one 16-vector per tap. Global:
+ * (ceil(QP/16), R). */
+__kernel void conv_layout_weights(int Q, int QP, int R, int KK, int qs, int rs,
+                                  __global const float *w, __global float *dst, ulong dst_off)
+{
+    int q0 = get_global_id(0) * LANES;
+    int r = get_global_id(1);
+    if (q0 >= QP || r >= R) return;
+    for (int t = 0; t < KK; t++) {
+        float v[LANES];
+        for (int u = 0; u < LANES; u++)
+            v[u] = q0 + u < Q ? w[(size_t)(q0 + u) * qs + (size_t)r * rs + t] : 0.0f;
+        store16(vload16(0, v), dst + dst_off + ((size_t)t * R + r) * QP + q0, QP - q0);
+    }
+}

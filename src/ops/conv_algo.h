@@ -1,0 +1,101 @@
+/* The convolution algorithms behind one table, and the plan that holds the
+ * choice (internal to src/ops/conv*.c). One file per algorithm:
+ *
+ *  direct  (conv_direct.c) CPU devices, stride 1 and a tiny reduction
+ *          (first layers): NCHW rows as vectors, no layout copies.
+ *  lanes   (conv_lanes.c) CPU devices: the batch is the SIMD lane.
+ *  gemm    (conv_gemm.c) GPUs and accelerators: im2col + CLBlast SGEMM.
+ *
+ * conv.c plans: for the forward, then for the two backward passes, it offers
+ * the passes still open to each algorithm in turn (direct, lanes, gemm on a
+ * lanes device; gemm alone otherwise); an algorithm takes every open pass
+ * it supports for the shape when its work buffer fits, or none. gemm takes
+ * anything (it chunks the batch to fit). conv_common.c has what they share.
+ * Measurements behind the choices: bench/README.md. */
+#ifndef CLT_OPS_CONV_ALGO_H
+#define CLT_OPS_CONV_ALGO_H
+
+#include "ops/conv.h"
+
+#define CLT_CONV_LANES 16 /* floats per vector in the kernels */
+/* Work-group width of the copy and reduction kernels: fixed, so PoCL (which
+ * compiles a kernel once per work-group size) builds each of them once. */
+#define CLT_CONV_COPY_LX 8
+/* Regions of the scratch buffer start on 256-byte boundaries. */
+#define CLT_CONV_ALIGN_FLOATS 64
+/* Pass bits of clt_conv_algo.supports and .plan. */
+#define CLT_CONV_PASS(p) (1u << (p))
+
+typedef struct clt_conv_lanes_params {
+    clt_conv_geom gk; /* the kernels' geometry: g, or the subsampled one of a strided 1x1 */
+    int subsampled;   /* gk is a strided 1x1 layer's subsampled geometry */
+    int np, nv;       /* batch padded to a multiple of 16*nv; float16 vectors per item */
+    int rm_fwd, cop;  /* forward register block, output channels padded to it */
+    int rm_bwd, cip;  /* backward-data register block, input channels padded to it */
+    int bw_wa, bw_wb; /* backward-weights block: output x input channels of one tap */
+    int bw_rows, bw_vecs, bw_vchunks, bw_chunks; /* its chunks of rows x 16-lane vectors */
+} clt_conv_lanes_params;
+
+typedef struct clt_conv_direct_params {
+    int hp, wpp;      /* rows and row length of the kernels' input */
+    int copy;         /* whether that input is a padded copy (else x itself) */
+    size_t xp_elems;  /* floats of the copy (0 without one) */
+    int rm, rows;     /* forward: output channels and rows per work-item */
+    size_t items;     /* forward work-items along dimension 1 */
+    int cb, groups, chunks, imgs; /* backward weights: channels, tap groups, image chunks */
+    size_t part_elems; /* floats of its partial sums (0 with one chunk) */
+} clt_conv_direct_params;
+
+typedef struct clt_conv_gemm_params {
+    int nb;           /* images per chunk */
+    size_t col_elems; /* floats of the im2col matrix of one chunk */
+} clt_conv_gemm_params;
+
+typedef struct clt_conv_algo clt_conv_algo;
+
+struct clt_conv_plan {
+    clt_conv_geom g;
+    const clt_device *dev;
+    unsigned settings_version;            /* the device settings it was made with */
+    const clt_conv_algo *algo[CLT_CONV_PASSES];
+    clt_conv_lanes_params lanes;
+    clt_conv_direct_params direct;
+    clt_conv_gemm_params gemm;
+};
+
+struct clt_conv_algo {
+    const char *name;
+    /* The passes among `open` (CLT_CONV_PASS bits) it can run for g. */
+    unsigned (*supports)(const clt_conv_geom *g, unsigned open);
+    /* Fills its parameters for `passes` into plan (plan->g set); 0 when its
+     * work buffer would not fit the device. */
+    int (*plan)(const clt_device *dev, clt_conv_plan *plan, unsigned passes);
+    clt_status (*forward)(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
+                          cl_mem b, cl_mem y);
+    /* Backward data and/or weights in one call (dx or dw NULL: skipped), so
+     * that both share the work on dy (lanes copies it into its layout once,
+     * gemm transposes it once per chunk); db too unless NULL. */
+    clt_status (*backward)(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
+                           cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db);
+};
+
+extern const clt_conv_algo clt_conv_direct, clt_conv_lanes, clt_conv_gemm;
+
+/* Shared by the algorithms (conv_common.c). */
+static inline size_t clt_conv_round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
+/* Work-group width for `blocks` items along dimension 0 (at most the device's limit). */
+size_t clt_conv_group_x(const clt_device *dev, size_t blocks);
+/* Work-items that keep every compute unit busy (16 per unit). */
+size_t clt_conv_items_wanted(const clt_device *dev);
+/* Whether a work buffer of `bytes` can exist on dev (within its settings' budget). */
+int clt_conv_fits(const clt_device *dev, size_t bytes);
+/* Register block height for `ch` channels: the variant (4, 8, 10) that
+ * pads the fewest channels, 8 on a tie. */
+int clt_conv_pick_rm(int ch);
+/* out[e] = sum over chunks of part[off + chunk*n + e], chunks in order. */
+clt_status clt_conv_sum_chunks(clt_device *dev, int n, int chunks, cl_mem part, cl_ulong off,
+                               cl_mem out);
+/* db = sum of dy over images and pixels (a fixed order). */
+clt_status clt_conv_bias_grad(clt_device *dev, const clt_conv_geom *g, cl_mem dy, cl_mem db);
+
+#endif

@@ -1,0 +1,63 @@
+/* What the convolution algorithms share: work-group and block sizes, the
+ * work-buffer check, and the two kernels of kernels/conv.cl (the bias
+ * gradient and the fixed-order sum of per-chunk partials). */
+#include "ops/conv_algo.h"
+#include "runtime/launch.h"
+
+size_t clt_conv_group_x(const clt_device *dev, size_t blocks)
+{
+    size_t max = dev->info.max_work_group_size > 0 ? (size_t)dev->info.max_work_group_size : 1;
+    return blocks < max ? blocks : max;
+}
+
+size_t clt_conv_items_wanted(const clt_device *dev)
+{
+    return (size_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) * 16;
+}
+
+int clt_conv_fits(const clt_device *dev, size_t bytes)
+{
+    size_t cap = dev->settings.conv_budget;
+    if (cap) return bytes <= cap;
+    return dev->info.max_alloc_bytes <= 0 || bytes <= (size_t)dev->info.max_alloc_bytes;
+}
+
+int clt_conv_pick_rm(int ch)
+{
+    if (ch <= 4) return 4;
+    size_t c8 = clt_conv_round_up((size_t)ch, 8), c10 = clt_conv_round_up((size_t)ch, 10);
+    return c10 < c8 ? 10 : 8;
+}
+
+clt_status clt_conv_sum_chunks(clt_device *dev, int n, int chunks, cl_mem part, cl_ulong off,
+                               cl_mem out)
+{
+    return clt_launch_1d(dev, "conv", "conv_sum_chunks",
+                         ((size_t)n + CLT_CONV_LANES - 1) / CLT_CONV_LANES,
+                         CLT_ARGS(CLT_ARG(n), CLT_ARG(chunks), CLT_ARG(part), CLT_ARG(off),
+                                  CLT_ARG(out)));
+}
+
+/* Partial sums over chunks of images (enough work-items for a GPU), then
+ * a fixed-order sum of the chunks. */
+clt_status clt_conv_bias_grad(clt_device *dev, const clt_conv_geom *g, cl_mem dy, cl_mem db)
+{
+    int p = g->oh * g->ow;
+    /* about 4096 pixels per work-item, at most 64 chunks */
+    int imgs = (int)(((size_t)4096 + (size_t)p - 1) / (size_t)p);
+    int chunks = (g->n + imgs - 1) / imgs;
+    if (chunks > 64) {
+        chunks = 64;
+        imgs = (g->n + chunks - 1) / chunks;
+        chunks = (g->n + imgs - 1) / imgs;
+    }
+    cl_mem part = db;
+    cl_ulong off = 0;
+    if (chunks > 1) CLT_TRY(clt_device_scratch(dev, (size_t)chunks * g->co * sizeof(float), &part));
+    CLT_TRY(clt_launch_2d(dev, "conv", "conv_bias_grad", (size_t)g->co, (size_t)chunks,
+                          clt_conv_group_x(dev, CLT_CONV_COPY_LX), 1,
+                          CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->co), CLT_ARG(p), CLT_ARG(imgs),
+                                   CLT_ARG(dy), CLT_ARG(part), CLT_ARG(off))));
+    if (chunks == 1) return CLT_OK;
+    return clt_conv_sum_chunks(dev, g->co, chunks, part, off, db);
+}

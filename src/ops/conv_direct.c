@@ -1,0 +1,170 @@
+/* The "direct" convolution (CPU devices, stride 1 and a tiny reduction
+ * c*k*k: first layers): kernels over NCHW rows (kernels/conv_direct.cl),
+ * which read x in place unless it needs padding and sum db on the way.
+ * First layers are bound by memory, not FMAs (LeNet conv1 writes, and its
+ * backward reads, 13.8 MB of y / dy for 62 MFLOP), so the lanes layout
+ * copies of whole output and dy tensors cost more than the arithmetic.
+ * Measured on both cores, lanes / direct, batch 256, ms (forward;
+ * backward-weights + bias):
+ *   1->20 k3 28x28 (LeNet conv1)    2.20 / 0.91   3.16 / 1.25
+ *   1->64 k3 p1 28x28 (ResNet stem) 10.8 / 2.53   12.5 / 4.45
+ *   3->32 k3 p1 28x28               4.66 / 1.66   (c*k*k 27: lanes)
+ * It has no backward-data: a first layer's dx would be the net's input. */
+#include <stdio.h>
+
+#include "ops/conv_algo.h"
+#include "runtime/launch.h"
+
+#define LANES CLT_CONV_LANES
+/* Taps per work-item of conv_direct_bwd_weights_<CB>. Its kernel reads dy
+ * once per group of TG taps, so it is only used with a single group. */
+#define TG 9
+
+static unsigned direct_supports(const clt_conv_geom *g, unsigned open)
+{
+    unsigned s = 0;
+    size_t ckk = (size_t)g->c * g->k * g->k;
+    if (g->stride != 1) return 0;
+    if (g->k > 1 && ckk <= 27) s |= CLT_CONV_PASS(CLT_CONV_FWD);
+    if (ckk <= TG) s |= CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS);
+    return s & open;
+}
+
+/* The kernels read 32 output pixels of a row as two vectors that slide
+ * back to end at OW, so with OW >= 16 they stay inside a row of
+ * W + 2*PAD: without padding they read x itself. Shorter rows read 16 + K - 1
+ * floats and need a copy that wide. */
+static void input_rows(const clt_conv_geom *g, clt_conv_direct_params *d)
+{
+    d->hp = g->h + 2 * g->pad;
+    d->wpp = g->w + 2 * g->pad;
+    d->copy = g->pad > 0 || g->ow < LANES;
+    if (g->ow < LANES && d->wpp < LANES + g->k - 1) d->wpp = LANES + g->k - 1;
+    d->xp_elems = d->copy ? clt_conv_round_up((size_t)g->n * g->c * d->hp * d->wpp, CLT_CONV_ALIGN_FLOATS) : 0;
+}
+
+/* Forward: RM output channels (the block that pads them least) x rows of
+ * one image per work-item: a whole image unless that leaves too few items. */
+static void forward_split(const clt_device *dev, const clt_conv_geom *g, clt_conv_direct_params *d)
+{
+    d->rm = clt_conv_pick_rm(g->co);
+    size_t blocks = ((size_t)g->co + (size_t)d->rm - 1) / (size_t)d->rm;
+    size_t want = clt_conv_items_wanted(dev);
+    size_t per = blocks * (size_t)g->n, rgroups = per >= want ? 1 : (want + per - 1) / per;
+    if (rgroups > (size_t)g->oh) rgroups = (size_t)g->oh;
+    d->rows = (int)(((size_t)g->oh + rgroups - 1) / rgroups);
+    rgroups = ((size_t)g->oh + (size_t)d->rows - 1) / (size_t)d->rows;
+    d->items = (size_t)g->n * rgroups;
+}
+
+/* Backward weights: CB output channels (each x vector load feeds CB
+ * channels: 3 x 9 accumulators; LeNet conv1, ms, CB = 1 / 2 / 3: 1.23 /
+ * 0.98 / 0.90, the ResNet stem 9.1 / 7.1 / 6.5) x groups of TG taps x
+ * chunks of images, enough work-items for every compute unit. */
+static void weights_split(const clt_device *dev, const clt_conv_geom *g, clt_conv_direct_params *d)
+{
+    int ckk = g->c * g->k * g->k;
+    d->cb = g->co < 3 ? g->co : 3;
+    d->groups = (ckk + TG - 1) / TG;
+    size_t want = clt_conv_items_wanted(dev);
+    size_t per = ((size_t)g->co + (size_t)d->cb - 1) / (size_t)d->cb * (size_t)d->groups;
+    size_t ch = per >= want ? 1 : (want + per - 1) / per;
+    if (ch > (size_t)g->n) ch = (size_t)g->n;
+    d->imgs = (int)(((size_t)g->n + ch - 1) / ch);
+    d->chunks = (g->n + d->imgs - 1) / d->imgs;
+    /* dw's partials, then db's */
+    d->part_elems = d->chunks > 1 ? clt_conv_round_up((size_t)d->chunks * g->co * (size_t)ckk, CLT_CONV_ALIGN_FLOATS) +
+                                        (size_t)d->chunks * g->co
+                                  : 0;
+}
+
+static int direct_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passes)
+{
+    clt_conv_direct_params *d = &plan->direct;
+    input_rows(&plan->g, d);
+    if (passes & CLT_CONV_PASS(CLT_CONV_FWD)) {
+        forward_split(dev, &plan->g, d);
+        if (!clt_conv_fits(dev, d->xp_elems * sizeof(float))) return 0;
+    }
+    if (passes & CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS)) {
+        weights_split(dev, &plan->g, d);
+        if (!clt_conv_fits(dev, (d->xp_elems + d->part_elems) * sizeof(float))) return 0;
+    }
+    return 1;
+}
+
+/* The kernels' input: the padded copy in `scratch` at offset 0, or x. */
+static clt_status direct_input(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem scratch,
+                               cl_mem *in, cl_ulong *in_off)
+{
+    const clt_conv_geom *g = &plan->g;
+    const clt_conv_direct_params *d = &plan->direct;
+    *in = d->copy ? scratch : x;
+    *in_off = 0;
+    if (!d->copy) return CLT_OK;
+    int rows = g->n * g->c * d->hp;
+    return clt_launch_1d(dev, "conv_direct", "conv_direct_pad_rows", (size_t)rows,
+                         CLT_ARGS(CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(g->pad), CLT_ARG(d->hp),
+                                  CLT_ARG(d->wpp), CLT_ARG(rows), CLT_ARG(x), CLT_ARG(scratch),
+                                  CLT_ARG(*in_off)));
+}
+
+static clt_status direct_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
+                                 cl_mem b, cl_mem y)
+{
+    const clt_conv_geom *g = &plan->g;
+    const clt_conv_direct_params *d = &plan->direct;
+    cl_mem scratch = NULL, in;
+    cl_ulong in_off;
+    if (d->copy) CLT_TRY(clt_device_scratch(dev, d->xp_elems * sizeof(float), &scratch));
+    CLT_TRY(direct_input(dev, plan, x, scratch, &in, &in_off));
+    char name[32];
+    snprintf(name, sizeof name, "conv_direct_fwd_%d", d->rm);
+    size_t blocks = ((size_t)g->co + (size_t)d->rm - 1) / (size_t)d->rm;
+    int has_bias = b != NULL;
+    cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
+    return clt_launch_2d(dev, "conv_direct", name, blocks, d->items, clt_conv_group_x(dev, blocks), 1,
+                         CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
+                                  CLT_ARG(d->hp), CLT_ARG(d->wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
+                                  CLT_ARG(d->rows), CLT_ARG(in), CLT_ARG(in_off), CLT_ARG(w),
+                                  CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(y)));
+}
+
+/* dw, and db too when it is not NULL (the kernel sums dy on the way). */
+static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
+                                  cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db)
+{
+    (void)w;
+    const clt_conv_geom *g = &plan->g;
+    const clt_conv_direct_params *d = &plan->direct;
+    if (dx || !dw) return clt_fail(CLT_ERR_INTERNAL, "conv2d backward: the direct algorithm computes dw only");
+    int ckk = g->c * g->k * g->k, chunks = d->chunks;
+    cl_mem scratch = NULL, in;
+    cl_ulong in_off;
+    if (d->xp_elems + d->part_elems > 0)
+        CLT_TRY(clt_device_scratch(dev, (d->xp_elems + d->part_elems) * sizeof(float), &scratch));
+    cl_ulong part_off = d->xp_elems;
+    cl_ulong dbpart_off = part_off + clt_conv_round_up((size_t)chunks * g->co * (size_t)ckk, CLT_CONV_ALIGN_FLOATS);
+    CLT_TRY(direct_input(dev, plan, x, scratch, &in, &in_off));
+    cl_mem part = chunks > 1 ? scratch : dw;
+    cl_ulong poff = chunks > 1 ? part_off : 0;
+    int has_db = db != NULL;
+    cl_mem dbpart = chunks > 1 ? scratch : db ? db : dw;
+    cl_ulong dboff = chunks > 1 ? dbpart_off : 0;
+    char name[40];
+    snprintf(name, sizeof name, "conv_direct_bwd_weights_%d", d->cb);
+    CLT_TRY(clt_launch_2d(dev, "conv_direct", name, ((size_t)g->co + (size_t)d->cb - 1) / (size_t)d->cb,
+                          (size_t)d->groups * (size_t)chunks, 1, 1,
+                          CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
+                                   CLT_ARG(d->hp), CLT_ARG(d->wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
+                                   CLT_ARG(d->imgs), CLT_ARG(d->groups), CLT_ARG(chunks), CLT_ARG(in),
+                                   CLT_ARG(in_off), CLT_ARG(dy), CLT_ARG(part), CLT_ARG(poff),
+                                   CLT_ARG(has_db), CLT_ARG(dbpart), CLT_ARG(dboff))));
+    if (chunks == 1) return CLT_OK;
+    CLT_TRY(clt_conv_sum_chunks(dev, g->co * ckk, chunks, scratch, part_off, dw));
+    if (!db) return CLT_OK;
+    return clt_conv_sum_chunks(dev, g->co, chunks, scratch, dbpart_off, db);
+}
+
+const clt_conv_algo clt_conv_direct = {"direct", direct_supports, direct_plan, direct_forward,
+                                       direct_backward};
