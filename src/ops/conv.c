@@ -57,7 +57,8 @@ clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes)
 {
     if (!dev || !yes) return clt_fail(CLT_ERR_INVALID_ARG, "clt_conv_uses_lanes: NULL argument");
     int algo = dev->settings.conv_algo;
-    if (algo == CLT_CONV_ALGO_AUTO) algo = dev->info.type == CLT_DEVICE_CPU ? CLT_CONV_ALGO_LANES : CLT_CONV_ALGO_GEMM;
+    if (algo == CLT_CONV_ALGO_AUTO)
+        algo = dev->info.type == CLT_DEVICE_CPU ? CLT_CONV_ALGO_LANES : CLT_CONV_ALGO_GEMM;
     *yes = algo == CLT_CONV_ALGO_LANES;
     return CLT_OK;
 }
@@ -201,7 +202,8 @@ clt_status clt_conv_forward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem 
 clt_status clt_conv_backward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
                                  cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db)
 {
-    unsigned passes = (dx ? CLT_CONV_PASS(CLT_CONV_BWD_DATA) : 0) | (dw ? CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS) : 0);
+    unsigned passes = (dx ? CLT_CONV_PASS(CLT_CONV_BWD_DATA) : 0) |
+                      (dw ? CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS) : 0);
     clt_conv_plan plan;
     CLT_TRY(plan_init(dev, g, passes, &plan, "conv2d backward"));
     return clt_conv_plan_backward(dev, &plan, x, w, dy, dx, dw, db);

@@ -16,6 +16,7 @@
 #include "runtime/launch.h"
 
 #define LANES CLT_CONV_LANES
+#define ALIGN CLT_CONV_ALIGN_FLOATS
 /* Taps per work-item of conv_direct_bwd_weights_<CB>. Its kernel reads dy
  * once per group of TG taps, so it is only used with a single group. */
 #define TG 9
@@ -40,7 +41,7 @@ static void input_rows(const clt_conv_geom *g, clt_conv_direct_params *d)
     d->wpp = g->w + 2 * g->pad;
     d->copy = g->pad > 0 || g->ow < LANES;
     if (g->ow < LANES && d->wpp < LANES + g->k - 1) d->wpp = LANES + g->k - 1;
-    d->xp_elems = d->copy ? clt_conv_round_up((size_t)g->n * g->c * d->hp * d->wpp, CLT_CONV_ALIGN_FLOATS) : 0;
+    d->xp_elems = d->copy ? clt_conv_round_up((size_t)g->n * g->c * d->hp * d->wpp, ALIGN) : 0;
 }
 
 /* Forward: RM output channels (the block that pads them least) x rows of
@@ -73,9 +74,8 @@ static void weights_split(const clt_device *dev, const clt_conv_geom *g, clt_con
     d->imgs = (int)(((size_t)g->n + ch - 1) / ch);
     d->chunks = (g->n + d->imgs - 1) / d->imgs;
     /* dw's partials, then db's */
-    d->part_elems = d->chunks > 1 ? clt_conv_round_up((size_t)d->chunks * g->co * (size_t)ckk, CLT_CONV_ALIGN_FLOATS) +
-                                        (size_t)d->chunks * g->co
-                                  : 0;
+    size_t dw_part = clt_conv_round_up((size_t)d->chunks * g->co * (size_t)ckk, ALIGN);
+    d->part_elems = d->chunks > 1 ? dw_part + (size_t)d->chunks * g->co : 0;
 }
 
 static int direct_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passes)
@@ -137,14 +137,15 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
     (void)w;
     const clt_conv_geom *g = &plan->g;
     const clt_conv_direct_params *d = &plan->direct;
-    if (dx || !dw) return clt_fail(CLT_ERR_INTERNAL, "conv2d backward: the direct algorithm computes dw only");
+    if (dx || !dw)
+        return clt_fail(CLT_ERR_INTERNAL, "conv2d backward: the direct algorithm computes dw only");
     int ckk = g->c * g->k * g->k, chunks = d->chunks;
     cl_mem scratch = NULL, in;
     cl_ulong in_off;
     if (d->xp_elems + d->part_elems > 0)
         CLT_TRY(clt_device_scratch(dev, (d->xp_elems + d->part_elems) * sizeof(float), &scratch));
     cl_ulong part_off = d->xp_elems;
-    cl_ulong dbpart_off = part_off + clt_conv_round_up((size_t)chunks * g->co * (size_t)ckk, CLT_CONV_ALIGN_FLOATS);
+    cl_ulong dbpart_off = part_off + clt_conv_round_up((size_t)chunks * g->co * (size_t)ckk, ALIGN);
     CLT_TRY(direct_input(dev, plan, x, scratch, &in, &in_off));
     cl_mem part = chunks > 1 ? scratch : dw;
     cl_ulong poff = chunks > 1 ? part_off : 0;

@@ -83,8 +83,8 @@ static void bwd_weights_chunks(const clt_device *dev, clt_conv_lanes_params *lp)
     while (vecs > 1 && (per_row * rows + x_fixed) * vecs > 2 * target) vecs = (vecs + 1) / 2;
     size_t items = (size_t)g->k * g->k * (((size_t)g->c + wb - 1) / wb) * (((size_t)g->co + wa - 1) / wa);
     size_t want = clt_conv_items_wanted(dev);
-    while (rows > 1 && items * (size_t)((g->oh + rows - 1) / rows) * (size_t)((nvec + vecs - 1) / vecs) < want)
-        rows = (rows + 1) / 2;
+    size_t vchunks = (size_t)((nvec + vecs - 1) / vecs);
+    while (rows > 1 && items * (size_t)((g->oh + rows - 1) / rows) * vchunks < want) rows = (rows + 1) / 2;
     lp->bw_rows = rows;
     lp->bw_vecs = vecs;
     lp->bw_vchunks = (nvec + vecs - 1) / vecs;
@@ -149,9 +149,8 @@ static int lanes_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passe
     int want_dx = (passes & CLT_CONV_PASS(CLT_CONV_BWD_DATA)) != 0;
     int want_dw = (passes & CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS)) != 0;
     if (want_dw) bwd_weights_chunks(dev, lp);
-    size_t xe, we;
-    if ((passes & CLT_CONV_PASS(CLT_CONV_FWD)) && !clt_conv_fits(dev, forward_floats(lp, &xe, &we) * sizeof(float)))
-        return 0;
+    size_t xe, we, fwd_bytes = forward_floats(lp, &xe, &we) * sizeof(float);
+    if ((passes & CLT_CONV_PASS(CLT_CONV_FWD)) && !clt_conv_fits(dev, fwd_bytes)) return 0;
     bwd_layout L;
     backward_layout(lp, want_dx, want_dw, &L);
     return !(want_dx || want_dw) || clt_conv_fits(dev, L.total * sizeof(float));

@@ -79,11 +79,13 @@ clt_status clt_device_set_settings(clt_device *dev, const clt_device_settings *s
     if (!dev || !s) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_set_settings: NULL argument");
     if (s->conv_algo < CLT_CONV_ALGO_AUTO || s->conv_algo > CLT_CONV_ALGO_GEMM)
         return clt_fail(CLT_ERR_INVALID_ARG,
-                        "clt_device_set_settings: conv_algo %d (CLTRAIN_CONV_ALGO): expected auto, lanes or gemm",
+                        "clt_device_set_settings: conv_algo %d (CLTRAIN_CONV_ALGO): "
+                        "expected auto, lanes or gemm",
                         s->conv_algo);
     if ((s->conv_bwdw_a || s->conv_bwdw_b) && !bwdw_known(s->conv_bwdw_a, s->conv_bwdw_b))
         return clt_fail(CLT_ERR_INVALID_ARG,
-                        "clt_device_set_settings: backward-weights block %dx%d (CLTRAIN_CONV_BWDW): " BWDW_EXPECTED,
+                        "clt_device_set_settings: backward-weights block %dx%d (CLTRAIN_CONV_BWDW): "
+                        BWDW_EXPECTED,
                         s->conv_bwdw_a, s->conv_bwdw_b);
     dev->settings = *s;
     dev->settings_version++;

@@ -529,7 +529,8 @@ static void test_plan(clt_device *dev, clt_device *dev1)
     REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
     clt_conv_plan *kept = plan;
     REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
-    CHECK(plan == kept && strcmp(clt_conv_plan_algo(plan, CLT_CONV_FWD), "lanes") == 0, "the plan was not kept");
+    CHECK(plan == kept && strcmp(clt_conv_plan_algo(plan, CLT_CONV_FWD), "lanes") == 0,
+          "the plan was not kept");
     for (int a = 0; a < 2; a++) {
         set_algo(dev, algos[a]);
         REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
@@ -567,34 +568,39 @@ static void test_settings_env(void)
     static const struct {
         const char *name, *value;
         int ok;
+        clt_device_settings want; /* algo, budget, bwdw a x b */
     } cases[] = {
-        {"CLTRAIN_CONV_ALGO", "fast", 0},  {"CLTRAIN_CONV_ALGO", "GEMM", 0},
-        {"CLTRAIN_CONV_BUDGET", "0", 0},   {"CLTRAIN_CONV_BUDGET", "12k", 0},
-        {"CLTRAIN_CONV_BUDGET", "-5", 0},  {"CLTRAIN_CONV_BWDW", "3x3", 0},
-        {"CLTRAIN_CONV_ALGO", "gemm", 1},  {"CLTRAIN_CONV_BUDGET", "6000", 1},
-        {"CLTRAIN_CONV_BWDW", "4x6", 1},   {"CLTRAIN_CONV_ALGO", "", 1},
+        {"CLTRAIN_CONV_ALGO", "fast", 0, {0}},
+        {"CLTRAIN_CONV_ALGO", "GEMM", 0, {0}},
+        {"CLTRAIN_CONV_BUDGET", "0", 0, {0}},
+        {"CLTRAIN_CONV_BUDGET", "12k", 0, {0}},
+        {"CLTRAIN_CONV_BUDGET", "-5", 0, {0}},
+        {"CLTRAIN_CONV_BWDW", "3x3", 0, {0}},
+        {"CLTRAIN_CONV_ALGO", "gemm", 1, {CLT_CONV_ALGO_GEMM, 0, 0, 0}},
+        {"CLTRAIN_CONV_BUDGET", "6000", 1, {CLT_CONV_ALGO_AUTO, 6000, 0, 0}},
+        {"CLTRAIN_CONV_BWDW", "4x6", 1, {CLT_CONV_ALGO_AUTO, 0, 4, 6}},
+        {"CLTRAIN_CONV_ALGO", "", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        setenv(cases[i].name, cases[i].value, 1);
+        const char *name = cases[i].name, *value = cases[i].value;
+        setenv(name, value, 1);
         clt_device *dev = NULL;
         clt_status st = clt_device_open(0, &dev);
-        unsetenv(cases[i].name);
+        unsetenv(name);
         if (!cases[i].ok) {
-            CHECK(st == CLT_ERR_INVALID_ARG && dev == NULL, "%s=%s: device opened (%s)", cases[i].name,
-                  cases[i].value, clt_status_name(st));
-            CHECK(strstr(clt_last_error(), cases[i].name) && strstr(clt_last_error(), cases[i].value),
-                  "%s=%s: detail \"%s\" names neither", cases[i].name, cases[i].value, clt_last_error());
+            CHECK(st == CLT_ERR_INVALID_ARG && dev == NULL, "%s=%s: device opened (%s)", name, value,
+                  clt_status_name(st));
+            CHECK(strstr(clt_last_error(), name) && strstr(clt_last_error(), value),
+                  "%s=%s: detail \"%s\" names neither", name, value, clt_last_error());
+            clt_device_destroy(dev);
             continue;
         }
-        CHECK(st == CLT_OK, "%s=%s: %s (%s)", cases[i].name, cases[i].value, clt_status_name(st),
-              clt_last_error());
+        CHECK(st == CLT_OK, "%s=%s: %s (%s)", name, value, clt_status_name(st), clt_last_error());
         if (st != CLT_OK) continue;
-        const clt_device_settings *s = clt_device_get_settings(dev);
-        int got = i == 6 ? s->conv_algo == CLT_CONV_ALGO_GEMM
-                : i == 7 ? s->conv_budget == 6000
-                : i == 8 ? s->conv_bwdw_a == 4 && s->conv_bwdw_b == 6
-                         : s->conv_algo == CLT_CONV_ALGO_AUTO;
-        CHECK(got, "%s=%s did not become the device's setting", cases[i].name, cases[i].value);
+        const clt_device_settings *s = clt_device_get_settings(dev), *w = &cases[i].want;
+        CHECK(s->conv_algo == w->conv_algo && s->conv_budget == w->conv_budget &&
+                  s->conv_bwdw_a == w->conv_bwdw_a && s->conv_bwdw_b == w->conv_bwdw_b,
+              "%s=%s did not become the device's setting", name, value);
         clt_device_destroy(dev);
     }
 }
