@@ -50,7 +50,7 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
         double devices = 1;
         CLT_TRY(pass->sync(pass->sync_user, dev, shift, c, &devices));
         float inv = (float)(1.0 / devices);
-        CLT_TRY(clt_launch_1d(dev, "elementwise", "clt_scale", (size_t)c,
+        CLT_TRY(clt_launch_1d(dev, "elementwise", "elementwise_scale", (size_t)c,
                               CLT_ARGS(CLT_ARG(shift), CLT_ARG(inv), CLT_ARG(c))));
     }
     CLT_TRY(clt_bn_stats_raw(dev, n, c, hw, x, shift, l->priv[STATS]));

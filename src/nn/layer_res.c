@@ -10,7 +10,7 @@
 
 #include "nn/layer.h"
 #include "ops/activation.h"
-#include "ops/bn.h"
+#include "ops/elementwise.h"
 
 enum { CONV1, BN1, CONV2, BN2, SHORTCUT };
 enum { T1, T2, T4, T5, T6, DB, DXM, N_BATCH_BUFFERS };

@@ -3,7 +3,7 @@
  * broadcast into y first and the GEMM accumulates onto it (beta = 1), so y
  * is written once by the broadcast and read/written once by the GEMM. The
  * bias gradient is a deterministic column sum. The two small kernels live in
- * kernels/activation.cl (program "activation"). */
+ * kernels/dense.cl. */
 #include "ops/dense.h"
 
 #include <limits.h>
@@ -45,7 +45,7 @@ clt_status clt_dense_forward_raw(clt_device *dev, int n, int in, int out, cl_mem
     float beta = 0.0f;
     if (b) {
         int total = n * out;
-        CLT_TRY(clt_launch_1d(dev, "activation", "clt_bias_rows", (size_t)total,
+        CLT_TRY(clt_launch_1d(dev, "dense", "dense_bias_rows", (size_t)total,
                               CLT_ARGS(CLT_ARG(b), CLT_ARG(y), CLT_ARG(out), CLT_ARG(total))));
         beta = 1.0f;
     }
@@ -71,7 +71,7 @@ clt_status clt_dense_backward_raw(clt_device *dev, int n, int in, int out, cl_me
         CLT_TRY(clt_gemm(dev, true, false, (size_t)out, (size_t)in, (size_t)n, 1.0f, dy, 0, (size_t)out, x,
                          0, (size_t)in, 0.0f, dw, 0, (size_t)in));
     if (db)
-        CLT_TRY(clt_launch_1d(dev, "activation", "clt_bias_cols_sum", (size_t)out,
+        CLT_TRY(clt_launch_1d(dev, "dense", "dense_bias_cols_sum", (size_t)out,
                               CLT_ARGS(CLT_ARG(dy), CLT_ARG(db), CLT_ARG(n), CLT_ARG(out))));
     return CLT_OK;
 }

@@ -18,7 +18,7 @@ clt_status clt_xent_raw(clt_device *dev, int n, int classes, cl_mem logits, cl_m
         return clt_fail(CLT_ERR_SHAPE, "softmax cross-entropy: %d rows of %d classes", n, classes);
     if (!dlogits && !stats) return CLT_OK;
     int want_grad = dlogits != NULL, want_stats = stats != NULL;
-    return clt_launch_1d(dev, "loss", "clt_xent", (size_t)n,
+    return clt_launch_1d(dev, "loss", "loss_xent", (size_t)n,
                          CLT_ARGS(CLT_ARG(logits), CLT_ARG(labels), CLT_ARG(dlogits), CLT_ARG(stats),
                                   CLT_ARG(scale), CLT_ARG(n), CLT_ARG(classes), CLT_ARG(want_grad),
                                   CLT_ARG(want_stats)));

@@ -24,6 +24,7 @@
 #include "bench_ops.h"
 #include "ops/activation.h"
 #include "ops/bn.h"
+#include "ops/elementwise.h"
 #include "ops/conv.h"
 #include "ops/dense.h"
 #include "ops/loss.h"
