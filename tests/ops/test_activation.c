@@ -1,8 +1,9 @@
 /* ReLU, sigmoid, tanh: forward and backward against the plain-C reference
- * (odd sizes, in place), finite differences, saturation without NaN, errors. */
+ * (odd sizes, the models' activations, in place), finite differences,
+ * saturation without NaN, errors. */
 #include <string.h>
 
-#include "check.h"
+#include "op_harness.h"
 #include "ref_misc.h"
 
 static uint64_t rng = 0x5eed0002;
@@ -90,8 +91,9 @@ static void fd_act(clt_device *dev, clt_activation f)
 }
 
 /* Huge inputs saturate (0/1, -1/1) and their gradients vanish, no NaN. */
-static void check_saturation(clt_device *dev)
+static void check_saturation(const op_env *e)
 {
+    clt_device *dev = e->dev;
     float x[6] = {-1e4f, -100.0f, -88.8f, 88.8f, 100.0f, 1e30f};
     int64_t n = 6;
     clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 1, &n, x);
@@ -129,8 +131,9 @@ static void check_saturation(clt_device *dev)
     clt_tensor_destroy(tx), clt_tensor_destroy(ty), clt_tensor_destroy(tdx), clt_tensor_destroy(ones);
 }
 
-static void check_errors(clt_device *dev, clt_device *dev1)
+static void check_errors(const op_env *e)
 {
+    clt_device *dev = e->dev, *dev1 = e->dev1;
     int64_t a[2] = {3, 4}, b[2] = {4, 3};
     clt_tensor *x = ref_misc_tensor(dev, CLT_FLOAT32, 2, a, NULL);
     clt_tensor *y = ref_misc_tensor(dev, CLT_FLOAT32, 2, b, NULL);
@@ -166,20 +169,30 @@ static void check_errors(clt_device *dev, clt_device *dev1)
     clt_tensor_destroy(x), clt_tensor_destroy(y), clt_tensor_destroy(xi);
 }
 
-int main(void)
+static void check_sizes(const op_env *e)
 {
-    int count = test_need_devices(1);
-    clt_device *dev = NULL, *dev1 = NULL;
-    REQUIRE_OK(clt_device_open(0, &dev));
-    if (count > 1) REQUIRE_OK(clt_device_open(1, &dev1));
     const int64_t sizes[] = {1, 63, 65, 4097, 100003};
-    for (int f = 0; f < 3; f++) {
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) check_act(dev, (clt_activation)f, sizes[i]);
-        fd_act(dev, (clt_activation)f);
-    }
-    check_saturation(dev);
-    check_errors(dev, dev1);
-    clt_device_destroy(dev1);
-    clt_device_destroy(dev);
-    return test_result();
+    for (int f = 0; f < 3; f++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) check_act(e->dev, (clt_activation)f, sizes[i]);
 }
+
+/* Every activation of the builtin models, at batch 2. */
+static void check_models(const op_env *e)
+{
+    clt_op_case *mc;
+    int n = op_model_cases(CLT_OP_ACT, 2, &mc);
+    for (int i = 0; i < n; i++) check_act(e->dev, mc[i].act, (int64_t)mc[i].n * mc[i].c * mc[i].h * mc[i].w);
+    CHECK(n >= 3, "the models have %d activation shapes", n);
+    free(mc);
+}
+
+static void check_fd(const op_env *e)
+{
+    for (int f = 0; f < 3; f++) fd_act(e->dev, (clt_activation)f);
+}
+
+static const op_test tests[] = {
+    {"sizes", check_sizes},           {"models", check_models}, {"finite-differences", check_fd},
+    {"saturation", check_saturation}, {"errors", check_errors},
+};
+OP_HARNESS_MAIN(tests)

@@ -1,9 +1,9 @@
 /* Dense (y = x w^T + b) forward and backward against the plain-C reference
- * on odd shapes and LeNet's, NULL gradient outputs, overwritten outputs,
- * finite differences, and argument errors. */
+ * on odd shapes and the models' (batch 256), NULL gradient outputs,
+ * overwritten outputs, finite differences, and argument errors. */
 #include <string.h>
 
-#include "check.h"
+#include "op_harness.h"
 #include "ref_misc.h"
 
 static uint64_t rng = 0x5eed0003;
@@ -114,8 +114,9 @@ static void fd_dense(clt_device *dev)
     for (size_t i = 0; i < 8; i++) clt_tensor_destroy(all[i]);
 }
 
-static void check_errors(clt_device *dev, clt_device *dev1)
+static void check_errors(const op_env *e)
 {
+    clt_device *dev = e->dev, *dev1 = e->dev1;
     int64_t xs[2] = {4, 5}, ws[2] = {3, 5}, wbad[2] = {3, 6}, ys[2] = {4, 3}, bs[1] = {3}, bbad[1] = {4};
     int64_t x3[3] = {4, 5, 1};
     clt_tensor *x = ref_misc_tensor(dev, CLT_FLOAT32, 2, xs, NULL);
@@ -170,19 +171,27 @@ static void check_errors(clt_device *dev, clt_device *dev1)
     for (size_t i = 0; i < 8; i++) clt_tensor_destroy(all[i]);
 }
 
-int main(void)
+static void check_shapes(const op_env *e)
 {
-    int count = test_need_devices(1);
-    clt_device *dev = NULL, *dev1 = NULL;
-    REQUIRE_OK(clt_device_open(0, &dev));
-    if (count > 1) REQUIRE_OK(clt_device_open(1, &dev1));
-    const int shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {1, 33, 9}, {17, 33, 9}, {5, 127, 65},
-                             {256, 800, 128}, {256, 128, 10}};
+    const int shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {1, 33, 9}, {17, 33, 9}, {5, 127, 65}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        for (int bias = 0; bias < 2; bias++) check_dense(dev, shapes[i][0], shapes[i][1], shapes[i][2], bias);
-    fd_dense(dev);
-    check_errors(dev, dev1);
-    clt_device_destroy(dev1);
-    clt_device_destroy(dev);
-    return test_result();
+        for (int bias = 0; bias < 2; bias++) check_dense(e->dev, shapes[i][0], shapes[i][1], shapes[i][2], bias);
 }
+
+/* Every dense layer of the builtin models at batch 256. */
+static void check_models(const op_env *e)
+{
+    clt_op_case *mc;
+    int n = op_model_cases(CLT_OP_DENSE, 256, &mc);
+    for (int i = 0; i < n; i++)
+        for (int bias = 0; bias < 2; bias++) check_dense(e->dev, mc[i].n, mc[i].c, mc[i].co, bias);
+    CHECK(n == 3, "the models have %d dense shapes, expected LeNet's 2 and ResNet-18's", n);
+    free(mc);
+}
+
+static void check_fd(const op_env *e) { fd_dense(e->dev); }
+
+static const op_test tests[] = {
+    {"shapes", check_shapes}, {"models", check_models}, {"finite-differences", check_fd}, {"errors", check_errors},
+};
+OP_HARNESS_MAIN(tests)

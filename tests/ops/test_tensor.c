@@ -5,13 +5,14 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "check.h"
+#include "op_harness.h"
 #include "ref_misc.h"
 
 static uint64_t rng = 0x5eed0006;
 
-static void check_basics(clt_device *dev)
+static void check_basics(const op_env *e)
 {
+    clt_device *dev = e->dev;
     int64_t shape[4] = {2, 3, 5, 7};
     clt_tensor *t = NULL;
     REQUIRE_OK(clt_tensor_create(dev, CLT_FLOAT32, 4, shape, &t));
@@ -71,8 +72,9 @@ static void check_basics(clt_device *dev)
     clt_tensor_destroy(u);
 }
 
-static void check_int32(clt_device *dev)
+static void check_int32(const op_env *e)
 {
+    clt_device *dev = e->dev;
     int64_t shape[1] = {9};
     clt_tensor *t = NULL;
     REQUIRE_OK(clt_tensor_create(dev, CLT_INT32, 1, shape, &t));
@@ -102,8 +104,13 @@ static void check_int32(clt_device *dev)
 }
 
 /* Copies between the two devices, float and int32, both ways. */
-static void check_cross_device(clt_device *d0, clt_device *d1)
+static void check_cross_device(const op_env *e)
 {
+    clt_device *d0 = e->dev, *d1 = e->dev1;
+    if (!d1) {
+        fprintf(stderr, "note: one device only; the copies between devices are not tested\n");
+        return;
+    }
     int64_t shape[3] = {3, 17, 11};
     size_t n = 3 * 17 * 11;
     float *host = ref_misc_alloc(n, 4);
@@ -137,8 +144,9 @@ static void check_cross_device(clt_device *d0, clt_device *d1)
     clt_tensor_destroy(i0), clt_tensor_destroy(i1);
 }
 
-static void check_init(clt_device *d0, clt_device *d1)
+static void check_init(const op_env *e)
 {
+    clt_device *d0 = e->dev, *d1 = e->dev1;
     enum { N = 200000 };
     int64_t shape[2] = {400, 500};
     clt_tensor *t = ref_misc_tensor(d0, CLT_FLOAT32, 2, shape, NULL);
@@ -212,8 +220,9 @@ static void check_init(clt_device *d0, clt_device *d1)
     clt_tensor_destroy(t);
 }
 
-static void check_errors(clt_device *dev)
+static void check_errors(const op_env *e)
 {
+    clt_device *dev = e->dev;
     clt_tensor *t = NULL;
     int64_t zero[3] = {2, 0, 3}, neg[2] = {2, -1}, ok[2] = {2, 3}, big[7] = {1, 1, 1, 1, 1, 1, 1};
     clt_status s = clt_tensor_create(dev, CLT_FLOAT32, 3, zero, &t);
@@ -270,21 +279,8 @@ static void check_errors(clt_device *dev)
     clt_tensor_destroy(t);
 }
 
-int main(void)
-{
-    int count = test_need_devices(1);
-    clt_device *d0 = NULL, *d1 = NULL;
-    REQUIRE_OK(clt_device_open(0, &d0));
-    if (count > 1)
-        REQUIRE_OK(clt_device_open(1, &d1));
-    else
-        fprintf(stderr, "note: one device only; the copies between devices are not tested\n");
-    check_basics(d0);
-    check_int32(d0);
-    if (d1) check_cross_device(d0, d1);
-    check_init(d0, d1);
-    check_errors(d0);
-    clt_device_destroy(d1);
-    clt_device_destroy(d0);
-    return test_result();
-}
+static const op_test tests[] = {
+    {"basics", check_basics}, {"int32", check_int32}, {"cross-device", check_cross_device},
+    {"init", check_init},     {"errors", check_errors},
+};
+OP_HARNESS_MAIN(tests)
