@@ -76,6 +76,44 @@ for split in ('3,1', 'auto'):
     check(rc == 0 and [r['devices'] for r in json.loads(out)['runs']] == [1, 2],
           f'bench train --split {split} with its options: rc {rc} {err!r}')
 
+# output paths are checked before any training (here before the data is even
+# looked at): what is not a regular file is never replaced, links are followed,
+# two outputs on one file are refused; inputs that are not regular files never
+# block
+import stat
+import tempfile
+with tempfile.TemporaryDirectory() as tmp:
+    P = lambda name: os.path.join(tmp, name)
+    os.mkfifo(P('fifo'))
+    os.symlink('fifo', P('tofifo'))
+    open(P('real.ck'), 'w').close()
+    os.symlink('real.ck', P('link.ck'))
+    os.mkdir(P('dir'))
+    nodata = ['train', '--data', '/nonexistent-dir', '--limit-train', '10', '--quiet']
+    for opt in ('--save', '--export-npz', '--plot', '--log-csv'):
+        for path, word in [(P('fifo'), 'FIFO'), (P('tofifo'), 'FIFO'), ('/dev/null', 'character device'),
+                           (P('dir'), 'directory'), (P('no/such/x'), 'does not exist'), ('', 'empty')]:
+            rc, out, err = run(*nodata, opt, path, timeout=60)
+            check(rc == 1 and opt in err and path in err and word in err and '/nonexistent-dir' not in err,
+                  f'{opt} {path!r}: rc {rc}, stderr {err!r}')
+    check(stat.S_ISFIFO(os.lstat(P('fifo')).st_mode) and stat.S_ISCHR(os.lstat('/dev/null').st_mode),
+          'a refused output was left as it was')
+    for a, b in [(P('x.npz'), P('x.npz')), (P('x.npz'), os.path.join(tmp, '.', 'x.npz')),
+                 (P('real.ck'), P('link.ck'))]:
+        rc, out, err = run(*nodata, '--save', a, '--export-npz', b, timeout=60)
+        check(rc == 1 and 'same file' in err and '--save' in err and '--export-npz' in err,
+              f'--save {a} --export-npz {b}: rc {rc}, stderr {err!r}')
+    rc, out, err = run(*nodata, '--plot', P('real.ck'), '--log-csv', P('link.ck'), timeout=60)
+    check(rc == 1 and 'same file' in err, f'--plot and --log-csv on one file: rc {rc}, stderr {err!r}')
+    rc, out, err = run(*nodata, '--resume', P('link.ck'), '--export-npz', P('real.ck'), timeout=60)
+    check(rc == 1 and 'same file' in err and 'destroy' in err, f'--export-npz over --resume: rc {rc} {err!r}')
+    for cmd in (['train', '--resume'], ['eval', '--resume']):  # read before the data
+        try:
+            rc, out, err = run(*cmd, P('fifo'), '--limit-test', '16', timeout=60)
+            check(rc == 1 and 'FIFO' in err and 'fifo' in err, f'{cmd} FIFO: rc {rc}, stderr {err!r}')
+        except subprocess.TimeoutExpired:
+            check(False, f'{cmd} FIFO blocks')
+
 data = os.environ.get('CLTRAIN_TEST_DATA', 'fashion-mnist')
 rc, out, err = run('train', '--data', '/nonexistent-dir', '--limit-train', '10')
 check(rc == 1 and '/nonexistent-dir' in err, f'missing data: rc {rc} {err!r}')
@@ -196,6 +234,42 @@ with tempfile.TemporaryDirectory() as tmp:
     p.send_signal(signal.SIGINT)
     err = p.communicate(timeout=60)[1]
     check(p.returncode == 130 and 'interrupted' in err and 'int.ck' in err, f'Ctrl-C: {p.returncode} {err!r}')
+    # SIGTERM (schedulers, timeout, kill) is Ctrl-C too, with 143
+    p = subprocess.Popen([CLTRAIN, 'train', '--limit-train', '64', '--limit-test', '16', '--batch-size', '64',
+                          '--epochs', '100000', '--save', P('term.ck'), '--quiet'], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not os.path.exists(P('term.ck')) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    before = os.stat(P('term.ck')).st_mtime_ns if os.path.exists(P('term.ck')) else 0
+    p.send_signal(signal.SIGTERM)
+    err = p.communicate(timeout=60)[1]
+    check(p.returncode == 143 and 'SIGTERM' in err and 'term.ck' in err, f'SIGTERM: {p.returncode} {err!r}')
+    rc, out, err = run('eval', '--resume', P('term.ck'), '--limit-test', '16')
+    check(rc == 0 and os.stat(P('term.ck')).st_mtime_ns >= before, f'checkpoint after SIGTERM: {rc} {err!r}')
+
+    # outputs through links: the files behind them are written, the links
+    # stay; a dead writer's temporary beside the target goes
+    for name in ('k.ck', 'k.npz', 'k.svg', 'k.csv'):
+        open(P('real-' + name), 'w').close()
+        os.symlink('real-' + name, P(name))
+    stale = P('real-k.ck.tmp.999999999.7f.1.0')
+    open(stale, 'w').close()
+    rc, out, err = run('train', '--limit-train', '64', '--limit-test', '16', '--batch-size', '64', '--steps', '1',
+                       '--quiet', '--save', P('k.ck'), '--export-npz', P('k.npz'), '--plot', P('k.svg'),
+                       '--log-csv', P('k.csv'))
+    check(rc == 0, f'outputs through links: rc {rc} {err!r}')
+    for name in ('k.ck', 'k.npz', 'k.svg', 'k.csv'):
+        check(os.path.islink(P(name)) and os.path.getsize(P('real-' + name)) > 0, f'{name}: link kept, target written')
+    check(not os.path.exists(stale), 'a dead writer\'s temporary was cleaned')
+    # --init-from a FIFO fails at once
+    os.mkfifo(P('fifo'))
+    try:
+        rc, out, err = run('train', '--init-from', P('fifo'), '--limit-train', '64', '--limit-test',
+                           '16', '--steps', '1', timeout=60)
+        check(rc == 1 and 'FIFO' in err, f'--init-from FIFO: rc {rc}, stderr {err!r}')
+    except subprocess.TimeoutExpired:
+        check(False, '--init-from FIFO blocks')
 
 # bench: JSON with a run per device count
 rc, out, err = run('bench', 'train', '--devices', '0,1', '--batch-size', '32', '--steps', '2', '--json')

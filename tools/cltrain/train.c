@@ -9,20 +9,19 @@
 #include <unistd.h>
 
 #include "../common/json.h"
-#include "core/atomic_file.h"
 #include "core/clock.h"
 #include "options.h"
+#include "outputs.h"
 #include "plot.h"
 #include "runmeta.h"
 
-/* Set by SIGINT: the loop stops after the current step. A signal handler
- * can only talk through such a flag. */
+/* The signal (SIGINT or SIGTERM) that asked to stop: the loop stops after
+ * the current step. A signal handler can only talk through such a flag. */
 static volatile sig_atomic_t interrupted;
 
-static void on_sigint(int sig)
+static void on_stop_signal(int sig)
 {
-    (void)sig;
-    interrupted = 1;
+    interrupted = sig;
 }
 
 typedef struct epoch_report {
@@ -65,11 +64,8 @@ static void report(const cli_options *o, const epoch_report *r, const int *devs,
 
 static int append_csv(const char *path, const epoch_report *r)
 {
-    FILE *f = fopen(path, "a");
-    if (!f) {
-        fprintf(stderr, "cltrain: --log-csv %s: cannot open for appending\n", path);
-        return 1;
-    }
+    FILE *f = cli_open_append("--log-csv", path);
+    if (!f) return 1;
     if (ftell(f) == 0) fprintf(f, "epoch,steps,loss,train_acc,test_acc,seconds,samples_per_s\n");
     fprintf(f, "%lld,%lld,%.6f,%.6f,%.6f,%.4f,%.1f\n", (long long)r->epoch, (long long)r->steps, r->loss,
             r->train_acc, r->test_acc, r->seconds, r->samples_per_s);
@@ -161,35 +157,6 @@ static int apply_resume(cli_options *o, const char *path, run_meta *m, char **mo
     return 0;
 }
 
-/* Output files are checked before any training: a run must not end by
- * failing to write its result. */
-static int check_writable(const char *opt, const char *path)
-{
-    clt_atomic_file af;
-    if (clt_atomic_open(&af, path) != CLT_OK) {
-        fprintf(stderr, "cltrain: %s %s: cannot write there (%s)\n", opt, path, clt_last_error());
-        return 1;
-    }
-    clt_atomic_abort(&af);
-    return 0;
-}
-
-static int check_outputs(const cli_options *o)
-{
-    if (o->save && check_writable("--save", o->save)) return 1;
-    if (o->export_npz && check_writable("--export-npz", o->export_npz)) return 1;
-    if (o->plot && check_writable("--plot", o->plot)) return 1;
-    if (o->log_csv) {
-        FILE *f = fopen(o->log_csv, "a");
-        if (!f) {
-            fprintf(stderr, "cltrain: --log-csv %s: cannot open for appending\n", o->log_csv);
-            return 1;
-        }
-        fclose(f);
-    }
-    return 0;
-}
-
 static int save_checkpoint(clt_trainer *t, const cli_options *o, int64_t epoch, int64_t batch, int64_t steps)
 {
     run_meta m = {epoch, batch, steps, o->seed, o->batch_size, o->limit_train, o->shuffle, o->drop_last,
@@ -214,6 +181,7 @@ int cli_train(int argc, char **argv)
     cli_options_default(&o);
     int rc = cli_parse(&o, "train", NULL, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
+    if (cli_check_outputs(&o)) return 1;
     run_meta start = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL};
     char *resumed_model = NULL;
     if (o.resume && (rc = apply_resume(&o, o.resume, &start, &resumed_model))) {
@@ -222,11 +190,6 @@ int cli_train(int argc, char **argv)
         return rc;
     }
     const char *model = resumed_model && !CLI_GIVEN(&o, O_MODEL) ? resumed_model : o.model;
-    if (check_outputs(&o)) {
-        free(resumed_model);
-        free(start.data);
-        return 1;
-    }
     int devs[CLI_MAX_DEVICES], n_devs = 0;
     clt_dataset *train = NULL, *test = NULL;
     clt_trainer *t = NULL;
@@ -269,9 +232,10 @@ int cli_train(int argc, char **argv)
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C or SIGTERM ends the process at once */
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     int tty = isatty(STDOUT_FILENO) && !o.quiet && !o.json;
     int64_t total_steps = start.steps;
     int64_t last_epoch = o.steps ? INT64_MAX : o.epochs;
@@ -341,9 +305,9 @@ int cli_train(int argc, char **argv)
     if (!rc && o.export_npz && clt_net_save_npz(clt_trainer_net(t, 0), o.export_npz) != CLT_OK)
         rc = fail("--export-npz");
     if (interrupted && !rc) {
-        fprintf(stderr, "cltrain: interrupted after step %lld%s%s\n", (long long)total_steps,
-                o.save ? "; checkpoint saved to " : "", o.save ? o.save : "");
-        rc = 130;
+        fprintf(stderr, "cltrain: %s after step %lld%s%s\n", interrupted == SIGTERM ? "terminated (SIGTERM)" : "interrupted",
+                (long long)total_steps, o.save ? "; checkpoint saved to " : "", o.save ? o.save : "");
+        rc = 128 + interrupted; /* as a shell reports a death by that signal: 130, 143 */
     }
 done:
     free(points);
