@@ -136,6 +136,18 @@ if len(lines) == 3:
     check(lines[2]['test_acc'] > 0.3, f'test accuracy above chance: {lines[2]["test_acc"]}')
     check([d['index'] for d in lines[0]['devices']] == [0, 1], 'devices listed')
 
+# a tiny, slow run: its rate has 3 significant digits, never "0 samples/s" or "1 samples/s"
+import re
+rc, out, err = run('train', '--model', 'resnet18', '--limit-train', '2', '--batch-size', '2', '--limit-test', '2',
+                   '--epochs', '1')
+m = re.search(r', ([0-9.e+-]+) s/epoch, ([0-9.e+-]+) samples/s on', out)
+check(rc == 0 and m, f'tiny run line: rc {rc} {out!r} {err!r}')
+if m:
+    rate = m.group(2)
+    digits = rate.replace('.', '').lstrip('0')
+    check(float(rate) > 0 and (float(rate) >= 1000 or ('.' in rate or float(rate) >= 100) and len(digits) <= 3),
+          f'a rate of {rate} samples/s: 3 significant digits below 1000')
+
 # --plot: a well-formed SVG with a path per curve
 import tempfile
 import xml.etree.ElementTree as ET

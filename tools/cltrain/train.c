@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../common/json.h"
+#include "../common/number.h"
 #include "core/clock.h"
 #include "options.h"
 #include "outputs.h"
@@ -48,14 +49,16 @@ static void report(const cli_options *o, const epoch_report *r, const int *devs,
 {
     if (o->json) {
         printf("{\"epoch\": %lld, \"steps\": %lld, \"loss\": %.6f, \"train_acc\": %.6f, \"test_acc\": %.6f, "
-               "\"seconds\": %.4f, \"samples_per_s\": %.1f, \"devices\": [",
+               "\"seconds\": %.4f, \"samples_per_s\": " NUMBER_MACHINE_FMT ", \"devices\": [",
                (long long)r->epoch, (long long)r->steps, r->loss, r->train_acc, r->test_acc, r->seconds,
                r->samples_per_s);
         device_names(stdout, devs, n, 1);
         printf("]}\n");
     } else if (!o->quiet) {
-        printf("epoch %lld: loss %.4f, train acc %.4f, test acc %.4f, %.2f s/epoch, %.0f samples/s on [",
-               (long long)r->epoch, r->loss, r->train_acc, r->test_acc, r->seconds, r->samples_per_s);
+        char rate[32], secs[32];
+        printf("epoch %lld: loss %.4f, train acc %.4f, test acc %.4f, %s s/epoch, %s samples/s on [",
+               (long long)r->epoch, r->loss, r->train_acc, r->test_acc, format_number(secs, sizeof secs, r->seconds),
+               format_number(rate, sizeof rate, r->samples_per_s));
         device_names(stdout, devs, n, 0);
         printf("]\n");
     }
@@ -67,7 +70,7 @@ static int append_csv(const char *path, const epoch_report *r)
     FILE *f = cli_open_append("--log-csv", path);
     if (!f) return 1;
     if (ftell(f) == 0) fprintf(f, "epoch,steps,loss,train_acc,test_acc,seconds,samples_per_s\n");
-    fprintf(f, "%lld,%lld,%.6f,%.6f,%.6f,%.4f,%.1f\n", (long long)r->epoch, (long long)r->steps, r->loss,
+    fprintf(f, "%lld,%lld,%.6f,%.6f,%.6f,%.4f," NUMBER_MACHINE_FMT "\n", (long long)r->epoch, (long long)r->steps, r->loss,
             r->train_acc, r->test_acc, r->seconds, r->samples_per_s);
     int bad = ferror(f);
     bad |= fclose(f) != 0;
@@ -79,8 +82,10 @@ static void progress(int64_t done, int64_t total, double loss, double sps, doubl
 {
     int width = 30, filled = total ? (int)(width * done / total) : 0;
     double eta = sps > 0 && total > done ? elapsed / (double)done * (double)(total - done) : 0;
-    fprintf(stdout, "\r[%.*s%*s] %lld/%lld  loss %.4f  %.0f samples/s  ETA %.0f s ", filled,
-            "##############################", width - filled, "", (long long)done, (long long)total, loss, sps, eta);
+    char rate[32];
+    fprintf(stdout, "\r[%.*s%*s] %lld/%lld  loss %.4f  %s samples/s  ETA %.0f s ", filled,
+            "##############################", width - filled, "", (long long)done, (long long)total, loss,
+            format_number(rate, sizeof rate, sps), eta);
     fflush(stdout);
 }
 
