@@ -161,6 +161,31 @@ with tempfile.TemporaryDirectory() as tmp:
         paths = [e for e in root.iter() if e.tag.endswith('path')]
         check(len(paths) == 3 and all(p.get('d', '').count('L') == 1 for p in paths),
               f'SVG has a 2-point path per curve: {[p.get("d") for p in paths]}')
+    # ticks a person can read: x at whole epochs, y at 1-2-5 steps; both panels labelled, the legend
+    # right of the data, the smoothed per-step loss under the per-epoch points
+    svg = os.path.join(tmp, 'ticks.svg')
+    rc, out, err = run('train', '--limit-train', '640', '--limit-test', '64', '--epochs', '3', '--batch-size', '64',
+                       '--plot', svg, '--quiet')
+    check(rc == 0 and os.path.exists(svg), f'--plot 3 epochs rc {rc}: {err}')
+    if os.path.exists(svg):
+        root = ET.parse(svg).getroot()
+        texts = lambda cls: [e.text for e in root.iter() if e.tag.endswith('text') and e.get('class') == cls]
+        check(texts('xtick') == ['0', '1', '2', '3'], f'x ticks at epochs: {texts("xtick")}')
+        for cls in ('ytick-loss', 'ytick-acc'):
+            v = [float(t) for t in texts(cls)]
+            steps = {round(b - a, 9) for a, b in zip(v, v[1:])}
+            ok = len(v) >= 3 and len(steps) == 1
+            if ok:
+                step = steps.pop()
+                mant = step / 10 ** __import__('math').floor(__import__('math').log10(step))
+                ok = any(abs(mant - m) < 1e-6 for m in (1, 2, 5)) and all(abs(x / step - round(x / step)) < 1e-6
+                                                                          for x in v)
+            check(ok, f'{cls} at a 1-2-5 step: {texts(cls)}')
+        words = ' '.join(e.text or '' for e in root.iter() if e.tag.endswith('text'))
+        check('loss' in words and 'accuracy' in words and 'epoch' in words, f'axis titles: {words}')
+        steps_line = [e for e in root.iter() if e.tag.endswith('polyline') and e.get('class') == 'step_loss']
+        check(len(steps_line) == 1 and len(steps_line[0].get('points', '').split()) == 30,
+              'the per-step loss: 30 points for 3 epochs of 10 steps')
     rc, out, err = run('train', '--limit-train', '64', '--epochs', '1', '--plot', '/nonexistent-dir/x.svg', '--quiet')
     check(rc == 1 and '/nonexistent-dir/x.svg' in err, f'unwritable --plot: rc {rc} {err!r}')
 

@@ -199,8 +199,7 @@ int cli_train(int argc, char **argv)
     clt_dataset *train = NULL, *test = NULL;
     clt_trainer *t = NULL;
     clt_batcher *b = NULL;
-    plot_point *points = NULL;
-    int n_points = 0;
+    plot_data plot = {.title = model};
     if ((rc = cli_resolve_devices(&o, devs, &n_devs))) goto done;
     if (clt_dataset_load(o.data, CLT_SPLIT_TRAIN, o.limit_train, &train) != CLT_OK ||
         clt_dataset_load(o.data, CLT_SPLIT_TEST, o.limit_test, &test) != CLT_OK) {
@@ -225,6 +224,8 @@ int cli_train(int argc, char **argv)
         goto done;
     }
     int64_t per_epoch = clt_batcher_batches_per_epoch(b);
+    plot.steps_per_epoch = per_epoch;
+    plot.first_step = start.steps;
     if (per_epoch == 0) {
         fprintf(stderr, "cltrain: --batch-size %lld with --drop-last leaves no batch of %lld samples\n",
                 (long long)o.batch_size, (long long)clt_dataset_size(train));
@@ -273,6 +274,10 @@ int cli_train(int argc, char **argv)
             }
             next_batch = batch.index + 1;
             loss += l, correct += k, seen += batch.count, done_batches++;
+            if (o.plot && plot_add_step(&plot, l / (double)batch.count)) {
+                rc = 1;
+                break;
+            }
             if (tty) progress(next_batch, per_epoch, loss / (double)seen, (double)seen / (clt_now() - t0), clt_now() - t0);
         }
         if (tty) printf("\r%*s\r", 100, "");
@@ -286,17 +291,10 @@ int cli_train(int argc, char **argv)
             }
             report(&o, &r, devs, n_devs);
             if (o.log_csv && append_csv(o.log_csv, &r)) rc = 1;
-            if (o.plot) {
-                plot_point *grown = realloc(points, (size_t)(n_points + 1) * sizeof *points);
-                if (!grown) {
-                    fprintf(stderr, "cltrain: out of memory\n");
-                    rc = 1;
-                    break;
-                }
-                points = grown;
-                points[n_points++] = (plot_point){(double)e - 1 + (double)next_batch / (double)per_epoch, r.loss,
-                                                  r.train_acc, r.test_acc};
-                if (plot_write_svg(o.plot, points, n_points, model)) rc = 1;
+            if (o.plot && (plot_add_epoch(&plot, (plot_point){(double)total_steps, r.loss, r.train_acc, r.test_acc}) ||
+                           plot_write_svg(o.plot, &plot))) {
+                rc = 1;
+                break;
             }
         }
         /* Checkpoint where the next run must continue. */
@@ -315,7 +313,7 @@ int cli_train(int argc, char **argv)
         rc = 128 + interrupted; /* as a shell reports a death by that signal: 130, 143 */
     }
 done:
-    free(points);
+    plot_free(&plot);
     clt_batcher_destroy(b);
     clt_trainer_destroy(t);
     clt_dataset_destroy(train);
