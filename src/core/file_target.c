@@ -52,7 +52,7 @@ clt_status clt_atomic_target(const char *path, char *out, int *exists)
             const char *base = split_dir(cur, dir);
             if (!base[0]) return clt_fail(CLT_ERR_INVALID_ARG, "%s: names a directory, not a file", path);
             if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-                return clt_fail(CLT_ERR_NOT_FOUND, "%s: directory %s does not exist", path, dir);
+                return clt_fail(CLT_ERR_IO, "%s: directory %s does not exist", path, dir);
             *exists = 0;
             break;
         }
