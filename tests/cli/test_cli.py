@@ -302,6 +302,25 @@ with tempfile.TemporaryDirectory() as tmp:
     for name in ('k.ck', 'k.npz', 'k.svg', 'k.csv'):
         check(os.path.islink(P(name)) and os.path.getsize(P('real-' + name)) > 0, f'{name}: link kept, target written')
     check(not os.path.exists(stale), 'a dead writer\'s temporary was cleaned')
+    # a FIFO among the kernel sources fails at once too
+    kdir = P('kernels')
+    os.mkdir(kdir)
+    src = os.path.join(os.environ.get('CLTRAIN_SOURCE_ROOT', '.'), 'kernels')
+    names = sorted(n for n in os.listdir(src) if n.endswith('.cl')) if os.path.isdir(src) else []
+    for n in names:
+        if n == names[0]:
+            os.mkfifo(os.path.join(kdir, n))
+        else:
+            open(os.path.join(kdir, n), 'wb').write(open(os.path.join(src, n), 'rb').read())
+    if names:
+        try:
+            p = subprocess.run([CLTRAIN, 'train', '--limit-train', '64', '--limit-test', '16', '--steps', '1', '--quiet'],
+                               capture_output=True, text=True, timeout=60,
+                               env={**os.environ, 'CLTRAIN_KERNEL_DIR': kdir, 'CLTRAIN_CACHE': '0'})
+            check(p.returncode == 1 and 'FIFO' in p.stderr and names[0] in p.stderr,
+                  f'CLTRAIN_KERNEL_DIR with a FIFO: rc {p.returncode}, stderr {p.stderr!r}')
+        except subprocess.TimeoutExpired:
+            check(False, 'a FIFO in CLTRAIN_KERNEL_DIR blocks')
     # --init-from a FIFO fails at once
     os.mkfifo(P('fifo'))
     try:
