@@ -7,7 +7,7 @@
 
 #include "core/alloc.h"
 #include "ops/loss.h"
-#include "ops/sgd.h"
+#include "optim/sgd.h"
 
 static clt_status make_buffer(clt_device *dev, size_t bytes, const char *what, cl_mem *out)
 {
@@ -318,12 +318,7 @@ clt_status clt_net_ensure_velocity(clt_net *net)
 clt_status clt_net_sgd_step(clt_net *net, float lr, float momentum, float weight_decay)
 {
     if (!net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_sgd_step: net is NULL");
-    if (!isfinite(lr) || lr < 0 || !isfinite(momentum) || momentum < 0 || momentum >= 1 ||
-        !isfinite(weight_decay) || weight_decay < 0)
-        return clt_fail(CLT_ERR_INVALID_ARG,
-                        "SGD settings lr %g, momentum %g, weight decay %g: need lr >= 0, 0 <= momentum < 1, "
-                        "weight decay >= 0",
-                        lr, momentum, weight_decay);
+    CLT_TRY(clt_sgd_check("clt_net_sgd_step", lr, momentum, weight_decay));
     if (momentum > 0) CLT_TRY(clt_net_ensure_velocity(net));
     return clt_sgd_raw(net->dev, net->flat, net->params, net->grads, momentum > 0 ? net->vel : NULL, lr,
                        momentum, weight_decay);

@@ -8,6 +8,7 @@
 
 #include "core/alloc.h"
 #include "core/hash.h"
+#include "optim/sgd.h"
 
 #define MAX_TRAINER_DEVICES 64
 
@@ -33,11 +34,7 @@ static clt_status check_config(const clt_trainer_config *c)
         return clt_fail(CLT_ERR_INVALID_ARG, "trainer: unknown split policy %d", (int)c->split);
     if (c->split == CLT_SPLIT_WEIGHTS && (!c->weights || !c->devices))
         return clt_fail(CLT_ERR_INVALID_ARG, "trainer: a split by weights needs the device list and one weight per device");
-    if (!isfinite(c->lr) || c->lr < 0 || !isfinite(c->momentum) || c->momentum < 0 || c->momentum >= 1 ||
-        !isfinite(c->weight_decay) || c->weight_decay < 0)
-        return clt_fail(CLT_ERR_INVALID_ARG,
-                        "trainer: lr %g, momentum %g, weight decay %g (need lr >= 0, 0 <= momentum < 1, wd >= 0)",
-                        c->lr, c->momentum, c->weight_decay);
+    CLT_TRY(clt_sgd_check("trainer", c->lr, c->momentum, c->weight_decay));
     if (c->bucket_bytes < 4) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: bucket of %zu bytes", c->bucket_bytes);
     if (c->check_every < 0) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: check_every %d", c->check_every);
     return CLT_OK;

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "ops/sgd.h"
 #include "parallel/trainer.h"
 
 void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char *msg)
