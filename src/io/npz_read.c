@@ -121,7 +121,8 @@ static clt_status read_archive(const clt_zip_reader *r, clt_npz *z)
     z->sorted = calloc(slots, sizeof *z->sorted);
     clt_zip_entry *zips = calloc(slots, sizeof *zips); /* points into r's bytes: not kept */
     clt_status s = CLT_OK;
-    if (!z->items || !z->sorted || !zips) s = clt_fail(CLT_ERR_NO_MEMORY, "%s: cannot allocate %d entries", r->label, n);
+    if (!z->items || !z->sorted || !zips)
+        s = clt_fail(CLT_ERR_NO_MEMORY, "%s: cannot allocate %d entries", r->label, n);
     if (s == CLT_OK) {
         z->n = n;
         s = read_entries(r, &d, z, zips);
