@@ -28,7 +28,7 @@
 #include "ops/dense.h"
 #include "ops/loss.h"
 #include "ops/pool.h"
-#include "ops/sgd.h"
+#include "optim/sgd.h"
 #include "options.h"
 
 #define BUDGET_S 0.2
