@@ -31,6 +31,8 @@ static clt_status add_part(clt_layer *l, int i, const clt_layer_kind *kind, cons
     s->in = in;
     CLT_TRY(kind->configure(s));
     for (int p = 0; p < s->n_params; p++) l->params[l->n_params++] = s->params[p];
+    l->sync_rounds += s->sync_rounds;
+    if (s->sync_floats > l->sync_floats) l->sync_floats = s->sync_floats;
     l->n_subs = i + 1;
     return CLT_OK;
 }

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "core/hash.h"
-#include "nn/net.h"
+#include "nn/net_impl.h"
 #include "tensor/tensor.h"
 
 const clt_param *clt_net_param_at(const clt_net *net, int i)
@@ -113,13 +113,7 @@ clt_status clt_net_init(clt_net *net, uint64_t seed, clt_init scheme)
             st = clt_tensor_init_normal(&view, s, 0.0f, 0.01f);
         if (st != CLT_OK) return clt_fail_context(st, "initialising %s", p->name);
     }
-    if (net->vel) {
-        float z = 0;
-        CLT_CL(clEnqueueFillBuffer(net->dev->queue, net->vel, &z, sizeof z, 0, net->flat * sizeof(float), 0,
-                                   NULL, NULL),
-               "reset momentum");
-    }
-    return CLT_OK;
+    return clt_net_reset_momentum(net);
 }
 
 clt_device *clt_net_device(const clt_net *net) { return net ? net->dev : NULL; }

@@ -22,27 +22,19 @@ clt_status clt_allreduce_sum(clt_tensor *const *tensors, int k)
 {
     const char *op = "clt_allreduce_sum";
     CLT_TRY(check_list(op, tensors && k > 0 ? tensors[0] : NULL, tensors, k));
-    size_t n = (size_t)tensors[0]->numel, bytes = n * sizeof(float);
+    size_t n = (size_t)tensors[0]->numel;
     float *buf;
     CLT_TRY(clt_aligned_alloc((void **)&buf, n * ((size_t)k + 1), sizeof(float), op));
     const float *in[64];
     clt_status s = CLT_OK;
     if (k > 64) s = clt_fail(CLT_ERR_INVALID_ARG, "%s: %d tensors (at most 64)", op, k);
-    /* Start every read, then wait: the devices transfer concurrently. */
     for (int i = 0; i < k && s == CLT_OK; i++) {
-        in[i] = buf + (size_t)(i + 1) * n;
-        cl_int err = clEnqueueReadBuffer(tensors[i]->dev->queue, tensors[i]->buf, CL_FALSE, 0, bytes,
-                                         (void *)in[i], 0, NULL, NULL);
-        if (err != CL_SUCCESS) s = clt_cl_fail(err, "clt_allreduce_sum: read");
+        float *mine = buf + (size_t)(i + 1) * n;
+        in[i] = mine;
+        s = clt_tensor_download(tensors[i], mine, (int64_t)n);
     }
-    for (int i = 0; i < k; i++) clFinish(tensors[i]->dev->queue);
     if (s == CLT_OK) s = clt_reduce_local_sum(NULL, in, k, buf, n, 1.0f);
-    for (int i = 0; i < k && s == CLT_OK; i++) {
-        cl_int err = clEnqueueWriteBuffer(tensors[i]->dev->queue, tensors[i]->buf, CL_FALSE, 0, bytes, buf, 0,
-                                          NULL, NULL);
-        if (err != CL_SUCCESS) s = clt_cl_fail(err, "clt_allreduce_sum: write");
-    }
-    for (int i = 0; i < k; i++) clFinish(tensors[i]->dev->queue);
+    for (int i = 0; i < k && s == CLT_OK; i++) s = clt_tensor_upload(tensors[i], buf, (int64_t)n);
     clt_aligned_free(buf);
     return s;
 }

@@ -52,15 +52,26 @@ static clt_trainer *make_spec(const char *spec, int sync_bn, const int *devs, in
     return t;
 }
 
+/* Elements of parameter i (public calls only: the net is opaque here). */
+static int64_t param_numel(const clt_net *net, int i, const char **name)
+{
+    int ndim;
+    int64_t shape[4], n = 1;
+    CHECK_OK(clt_net_param_info(net, i, name, &ndim, shape));
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+
 static float *params_of_net(clt_net *net, size_t *count)
 {
     size_t total = 0;
-    for (int i = 0; i < clt_net_param_count(net); i++) total += (size_t)clt_net_param_at(net, i)->numel;
+    const char *name;
+    for (int i = 0; i < clt_net_param_count(net); i++) total += (size_t)param_numel(net, i, &name);
     float *all = malloc(sizeof(float) * total), *at = all;
     for (int i = 0; i < clt_net_param_count(net); i++) {
-        const clt_param *p = clt_net_param_at(net, i);
-        CHECK_OK(clt_net_param_get(net, p->name, at, p->numel));
-        at += p->numel;
+        int64_t n = param_numel(net, i, &name);
+        CHECK_OK(clt_net_param_get(net, name, at, n));
+        at += n;
     }
     *count = total;
     return all;

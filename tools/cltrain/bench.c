@@ -7,6 +7,7 @@
 
 #include "../common/args.h"
 #include "../common/json.h"
+#include "../common/number.h"
 #include "core/clock.h"
 #include "options.h"
 
@@ -138,7 +139,7 @@ int cli_bench(int argc, char **argv)
         json_string(stdout, o.model);
         printf(", \"batch_size\": %lld, \"steps\": %d, \"runs\": [", (long long)o.batch_size, steps);
         for (int i = 0; i < done; i++)
-            printf("%s\n  {\"devices\": %d, \"samples_per_s\": %.1f, \"scaling\": %.3f, \"step_s\": %.5f, "
+            printf("%s\n  {\"devices\": %d, \"samples_per_s\": " NUMBER_MACHINE_FMT ", \"scaling\": %.3f, \"step_s\": %.5f, "
                    "\"compute_s\": %.5f, \"transfer_s\": %.5f, \"reduce_s\": %.5f, \"idle_s\": %.5f}",
                    i ? "," : "", rows[i].k, rows[i].samples_per_s, rows[i].samples_per_s / rows[0].samples_per_s,
                    rows[i].step_s, rows[i].compute_s, rows[i].transfer_s, rows[i].reduce_s, rows[i].idle_s);
@@ -147,9 +148,10 @@ int cli_bench(int argc, char **argv)
         printf("model %s, batch %lld, %d timed steps\n", o.model, (long long)o.batch_size, steps);
         printf("%-8s %12s %8s %10s %10s %10s %10s %10s\n", "devices", "samples/s", "scaling", "step ms", "compute",
                "transfer", "reduce", "idle");
+        char rate[32];
         for (int i = 0; i < done; i++)
-            printf("%-8d %12.1f %7.2fx %10.2f %10.2f %10.2f %10.2f %10.2f\n", rows[i].k, rows[i].samples_per_s,
-                   rows[i].samples_per_s / rows[0].samples_per_s, 1e3 * rows[i].step_s, 1e3 * rows[i].compute_s,
+            printf("%-8d %12s %7.2fx %10.2f %10.2f %10.2f %10.2f %10.2f\n", rows[i].k,
+                   format_number(rate, sizeof rate, rows[i].samples_per_s), rows[i].samples_per_s / rows[0].samples_per_s, 1e3 * rows[i].step_s, 1e3 * rows[i].compute_s,
                    1e3 * rows[i].transfer_s, 1e3 * rows[i].reduce_s, 1e3 * rows[i].idle_s);
     }
     free(images);

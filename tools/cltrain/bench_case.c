@@ -13,7 +13,7 @@
 #include "ops/elementwise.h"
 #include "ops/loss.h"
 #include "ops/pool.h"
-#include "ops/sgd.h"
+#include "optim/sgd.h"
 
 /* B_E*: batch norm's statistics vectors. */
 enum { B_X, B_W, B_B, B_Y, B_DY, B_DX, B_DW, B_DB, B_AUX, B_E1, B_E2, B_E3, B_E4, N_BUFS };

@@ -1,6 +1,6 @@
 /* Shared by the .npz tests: CHECK_FAIL and temporary paths under `dir`. */
-#ifndef CLT_TESTS_IO_PATHS_H
-#define CLT_TESTS_IO_PATHS_H
+#ifndef CLT_TESTS_COMMON_PATHS_H
+#define CLT_TESTS_COMMON_PATHS_H
 
 #include <stdio.h>
 #include <stdlib.h>
