@@ -109,7 +109,7 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
     size_t count = (size_t)n * (size_t)clt_shape_numel(&l->out);
     CLT_TRY(run_fwd(l, CONV1, dev, pass, n, x, b[T1]));
     CLT_TRY(run_fwd(l, BN1, dev, pass, n, b[T1], b[T2]));
-    CLT_TRY(clt_act_forward_raw(dev, CLT_RELU, count, b[T2], b[T2]));
+    CLT_TRY(clt_act_forward_raw(dev, CLT_ACT_RELU, count, b[T2], b[T2]));
     CLT_TRY(run_fwd(l, CONV2, dev, pass, n, b[T2], b[T4]));
     CLT_TRY(run_fwd(l, BN2, dev, pass, n, b[T4], b[T5]));
     cl_mem shortcut = x;
@@ -118,7 +118,7 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
         shortcut = b[T6];
     }
     CLT_TRY(clt_add_raw(dev, count, b[T5], shortcut, y));
-    return clt_act_forward_raw(dev, CLT_RELU, count, y, y);
+    return clt_act_forward_raw(dev, CLT_ACT_RELU, count, y, y);
 }
 
 static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
@@ -128,10 +128,10 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
     cl_mem *b = l->priv;
     size_t count = (size_t)n * (size_t)clt_shape_numel(&l->out);
     cl_mem dsum = b[T5]; /* bn2's output is no longer needed */
-    CLT_TRY(clt_act_backward_raw(dev, CLT_RELU, count, y, dy, dsum));
+    CLT_TRY(clt_act_backward_raw(dev, CLT_ACT_RELU, count, y, dy, dsum));
     CLT_TRY(run_bwd(l, BN2, dev, pass, n, b[T4], dsum, b[DB]));
     CLT_TRY(run_bwd(l, CONV2, dev, pass, n, b[T2], b[DB], b[T4]));
-    CLT_TRY(clt_act_backward_raw(dev, CLT_RELU, count, b[T2], b[T4], b[T4]));
+    CLT_TRY(clt_act_backward_raw(dev, CLT_ACT_RELU, count, b[T2], b[T4], b[T4]));
     CLT_TRY(run_bwd(l, BN1, dev, pass, n, b[T1], b[T4], b[DB]));
     if (projected(l)) {
         CLT_TRY(run_bwd(l, SHORTCUT, dev, pass, n, x, dsum, dx));

@@ -114,7 +114,7 @@ static clt_status emit_none(builder *b, const clt_layer *l)
 static clt_status emit_res(builder *b, const clt_layer *l)
 {
     clt_op_case relu = on_shape(CLT_OP_ACT, &l->out);
-    relu.act = CLT_RELU;
+    relu.act = CLT_ACT_RELU;
     CLT_TRY(emit_conv(b, &l->subs[0]));
     CLT_TRY(emit_bn(b, &l->subs[1]));
     CLT_TRY(add_case(b, relu));

@@ -12,7 +12,7 @@ static const char *const bwd_kernel[] = {"activation_relu_bwd", "activation_sigm
 static clt_status check_f(const char *op, clt_activation f)
 {
     if ((int)f < 0 || (int)f > 2)
-        return clt_fail(CLT_ERR_INVALID_ARG, "%s: unknown activation %d (CLT_RELU, CLT_SIGMOID or CLT_TANH)",
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: unknown activation %d (CLT_ACT_RELU, CLT_ACT_SIGMOID or CLT_ACT_TANH)",
                         op, (int)f);
     return CLT_OK;
 }

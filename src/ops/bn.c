@@ -333,10 +333,10 @@ clt_status clt_bn_backward_infer_raw(clt_device *dev, int n, int c, int hw, cl_m
 static clt_status bn_view(const char *op, const char *what, const clt_tensor *x, int *n, int *c, int *hw)
 {
     CLT_TRY(clt_tensor_need(x, op, what));
-    if (x->dtype != CLT_FLOAT32 || (x->ndim != 2 && x->ndim != 4)) {
+    if (x->dtype != CLT_DTYPE_FLOAT32 || (x->ndim != 2 && x->ndim != 4)) {
         char a[160];
         return clt_fail(CLT_ERR_SHAPE, "%s: %s has shape %s%s, expected float32 (n, c, h, w) or (n, c)", op, what,
-                        clt_shape_str(x->ndim, x->shape, a, sizeof a), x->dtype == CLT_INT32 ? " int32" : "");
+                        clt_shape_str(x->ndim, x->shape, a, sizeof a), x->dtype == CLT_DTYPE_INT32 ? " int32" : "");
     }
     if (x->numel > INT_MAX - 4096) {
         char a[160];
@@ -354,7 +354,7 @@ static clt_status opt_vec(const clt_tensor *t, const char *op, const char *what,
 {
     if (!t) return CLT_OK;
     const int64_t shape[1] = {len};
-    return clt_tensor_expect(t, op, what, CLT_FLOAT32, 1, shape);
+    return clt_tensor_expect(t, op, what, CLT_DTYPE_FLOAT32, 1, shape);
 }
 
 static clt_status single_value(const char *op, const clt_tensor *x)
@@ -392,7 +392,7 @@ clt_status clt_batchnorm_forward(const clt_tensor *x, const clt_tensor *gamma, c
     CLT_TRY(opt_vec(running_mean, op, "running_mean", c));
     CLT_TRY(opt_vec(running_var, op, "running_var", c));
     CLT_TRY(opt_vec(save, op, "save", 2 * (int64_t)c));
-    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_FLOAT32, x->ndim, x->shape));
+    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_DTYPE_FLOAT32, x->ndim, x->shape));
     const clt_tensor *others[] = {gamma, beta, running_mean, running_var, save, y};
     CLT_TRY(clt_tensor_same_device(op, x, 6, others));
     if (running_mean && (running_mean == running_var || running_mean == save || running_var == save))
@@ -431,11 +431,11 @@ clt_status clt_batchnorm_backward(const clt_tensor *x, const clt_tensor *dy, con
     const char *op = "clt_batchnorm_backward";
     int n = 0, c = 0, hw = 0;
     CLT_TRY(bn_view(op, "x", x, &n, &c, &hw));
-    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_FLOAT32, x->ndim, x->shape));
+    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_DTYPE_FLOAT32, x->ndim, x->shape));
     CLT_TRY(opt_vec(gamma, op, "gamma", c));
     CLT_TRY(clt_tensor_need(save, op, "save (the forward's mean and 1/std)"));
     CLT_TRY(opt_vec(save, op, "save", 2 * (int64_t)c));
-    if (dx) CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_FLOAT32, x->ndim, x->shape));
+    if (dx) CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_DTYPE_FLOAT32, x->ndim, x->shape));
     CLT_TRY(opt_vec(dgamma, op, "dgamma", c));
     CLT_TRY(opt_vec(dbeta, op, "dbeta", c));
     const clt_tensor *others[] = {dy, gamma, save, dx, dgamma, dbeta};

@@ -81,9 +81,9 @@ static clt_status check_xw(const char *op, const clt_tensor *x, const clt_tensor
                            int64_t *in, int64_t *out)
 {
     const int64_t any2[2] = {-1, -1};
-    CLT_TRY(clt_tensor_expect(x, op, "x", CLT_FLOAT32, 2, any2));
+    CLT_TRY(clt_tensor_expect(x, op, "x", CLT_DTYPE_FLOAT32, 2, any2));
     const int64_t wshape[2] = {-1, x->shape[1]};
-    CLT_TRY(clt_tensor_expect(w, op, "w", CLT_FLOAT32, 2, wshape));
+    CLT_TRY(clt_tensor_expect(w, op, "w", CLT_DTYPE_FLOAT32, 2, wshape));
     *n = x->shape[0];
     *in = x->shape[1];
     *out = w->shape[0];
@@ -102,10 +102,10 @@ clt_status clt_dense_forward(const clt_tensor *x, const clt_tensor *w, const clt
     CLT_TRY(check_xw(op, x, w, &n, &in, &out));
     if (b) {
         const int64_t bshape[1] = {out};
-        CLT_TRY(clt_tensor_expect(b, op, "b", CLT_FLOAT32, 1, bshape));
+        CLT_TRY(clt_tensor_expect(b, op, "b", CLT_DTYPE_FLOAT32, 1, bshape));
     }
     const int64_t yshape[2] = {n, out};
-    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_FLOAT32, 2, yshape));
+    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_DTYPE_FLOAT32, 2, yshape));
     const clt_tensor *others[] = {w, b, y};
     CLT_TRY(clt_tensor_same_device(op, x, 3, others));
     return clt_dense_forward_raw(x->dev, (int)n, (int)in, (int)out, x->buf, w->buf, b ? b->buf : NULL,
@@ -119,12 +119,12 @@ clt_status clt_dense_backward(const clt_tensor *x, const clt_tensor *w, const cl
     int64_t n, in, out;
     CLT_TRY(check_xw(op, x, w, &n, &in, &out));
     const int64_t yshape[2] = {n, out};
-    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_FLOAT32, 2, yshape));
-    if (dx) CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_FLOAT32, 2, x->shape));
-    if (dw) CLT_TRY(clt_tensor_expect(dw, op, "dw", CLT_FLOAT32, 2, w->shape));
+    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_DTYPE_FLOAT32, 2, yshape));
+    if (dx) CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_DTYPE_FLOAT32, 2, x->shape));
+    if (dw) CLT_TRY(clt_tensor_expect(dw, op, "dw", CLT_DTYPE_FLOAT32, 2, w->shape));
     if (db) {
         const int64_t bshape[1] = {out};
-        CLT_TRY(clt_tensor_expect(db, op, "db", CLT_FLOAT32, 1, bshape));
+        CLT_TRY(clt_tensor_expect(db, op, "db", CLT_DTYPE_FLOAT32, 1, bshape));
     }
     const clt_tensor *others[] = {w, dy, dx, dw, db};
     CLT_TRY(clt_tensor_same_device(op, x, 5, others));

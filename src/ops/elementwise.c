@@ -20,7 +20,7 @@ clt_status clt_elementwise_check(const char *op, int count, const clt_tensor *co
 {
     CLT_TRY(clt_tensor_need(t[0], op, names[0]));
     for (int i = 0; i < count; i++)
-        CLT_TRY(clt_tensor_expect(t[i], op, names[i], CLT_FLOAT32, t[0]->ndim, t[0]->shape));
+        CLT_TRY(clt_tensor_expect(t[i], op, names[i], CLT_DTYPE_FLOAT32, t[0]->ndim, t[0]->shape));
     return clt_tensor_same_device(op, t[0], count - 1, t + 1);
 }
 

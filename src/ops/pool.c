@@ -196,16 +196,16 @@ static clt_status check_pool2d(const char *op, clt_pool_kind kind, int k, int st
     CLT_TRY(check_kind(op, kind));
     const int64_t any4[4] = {-1, -1, -1, -1};
     const clt_tensor *in = t[0];
-    CLT_TRY(clt_tensor_expect(in, op, names[0], CLT_FLOAT32, 4, any4));
+    CLT_TRY(clt_tensor_expect(in, op, names[0], CLT_DTYPE_FLOAT32, 4, any4));
     CLT_TRY(clt_tensor_need(t[1], op, names[1]));
     CLT_TRY(check_int(op, names[0], in));
     CLT_TRY(check_window(op, in->shape[2], in->shape[3], k, stride));
     const int64_t oshape[4] = {in->shape[0], in->shape[1], (in->shape[2] - k) / stride + 1,
                                (in->shape[3] - k) / stride + 1};
-    CLT_TRY(clt_tensor_expect(t[1], op, names[1], CLT_FLOAT32, 4, oshape));
+    CLT_TRY(clt_tensor_expect(t[1], op, names[1], CLT_DTYPE_FLOAT32, 4, oshape));
     if (kind == CLT_POOL_MAX) {
         if (!t[2]) return clt_fail(CLT_ERR_INVALID_ARG, "%s: argmax is NULL (%s)", op, argmax_why);
-        CLT_TRY(clt_tensor_expect(t[2], op, "argmax", CLT_INT32, 4, oshape));
+        CLT_TRY(clt_tensor_expect(t[2], op, "argmax", CLT_DTYPE_INT32, 4, oshape));
     } else {
         t[2] = NULL;
     }
@@ -238,10 +238,10 @@ static clt_status check_gap(const char *op, const clt_tensor *planes, const char
                             const char *flat_name)
 {
     const int64_t any4[4] = {-1, -1, -1, -1};
-    CLT_TRY(clt_tensor_expect(planes, op, planes_name, CLT_FLOAT32, 4, any4));
+    CLT_TRY(clt_tensor_expect(planes, op, planes_name, CLT_DTYPE_FLOAT32, 4, any4));
     CLT_TRY(check_int(op, planes_name, planes));
     const int64_t oshape[2] = {planes->shape[0], planes->shape[1]};
-    CLT_TRY(clt_tensor_expect(flat, op, flat_name, CLT_FLOAT32, 2, oshape));
+    CLT_TRY(clt_tensor_expect(flat, op, flat_name, CLT_DTYPE_FLOAT32, 2, oshape));
     return clt_tensor_same_device(op, planes, 1, &flat);
 }
 

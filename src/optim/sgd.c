@@ -40,10 +40,10 @@ clt_status clt_sgd_step(clt_tensor *param, const clt_tensor *grad, clt_tensor *v
 {
     const char *op = "clt_sgd_step";
     CLT_TRY(clt_tensor_need(param, op, "param"));
-    CLT_TRY(clt_tensor_expect(param, op, "param", CLT_FLOAT32, param->ndim, param->shape));
-    CLT_TRY(clt_tensor_expect(grad, op, "grad", CLT_FLOAT32, param->ndim, param->shape));
+    CLT_TRY(clt_tensor_expect(param, op, "param", CLT_DTYPE_FLOAT32, param->ndim, param->shape));
+    CLT_TRY(clt_tensor_expect(grad, op, "grad", CLT_DTYPE_FLOAT32, param->ndim, param->shape));
     if (velocity)
-        CLT_TRY(clt_tensor_expect(velocity, op, "velocity", CLT_FLOAT32, param->ndim, param->shape));
+        CLT_TRY(clt_tensor_expect(velocity, op, "velocity", CLT_DTYPE_FLOAT32, param->ndim, param->shape));
     /* PyTorch refuses negative values too. */
     if (!isfinite(lr) || lr < 0)
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: learning rate %g must be finite and >= 0", op, lr);

@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/config.h"
 #include "core/hash.h"
 #include "optim/sgd.h"
 
-#define MAX_TRAINER_DEVICES 64
 
 void clt_trainer_config_default(clt_trainer_config *cfg)
 {
@@ -28,12 +28,18 @@ void clt_trainer_config_default(clt_trainer_config *cfg)
 static clt_status check_config(const clt_trainer_config *c)
 {
     if (!c->spec) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: no model spec");
-    if (c->devices && (c->n_devices < 1 || c->n_devices > MAX_TRAINER_DEVICES))
-        return clt_fail(CLT_ERR_INVALID_ARG, "trainer: %d devices (1..%d)", c->n_devices, MAX_TRAINER_DEVICES);
+    if (c->devices && (c->n_devices < 1 || c->n_devices > CLT_MAX_DEVICES))
+        return clt_fail(CLT_ERR_INVALID_ARG, "trainer: %d devices (1..%d)", c->n_devices, CLT_MAX_DEVICES);
     if (c->split != CLT_SPLIT_EQUAL && c->split != CLT_SPLIT_WEIGHTS && c->split != CLT_SPLIT_AUTO)
         return clt_fail(CLT_ERR_INVALID_ARG, "trainer: unknown split policy %d", (int)c->split);
     if (c->split == CLT_SPLIT_WEIGHTS && (!c->weights || !c->devices))
         return clt_fail(CLT_ERR_INVALID_ARG, "trainer: a split by weights needs the device list and one weight per device");
+    if (c->split == CLT_SPLIT_WEIGHTS) { /* finite, >= 0, not all 0: checked now, not at the first step */
+        int sizes[CLT_MAX_DEVICES];
+        clt_status s = clt_split_sizes(1, c->n_devices, c->weights, sizes);
+        if (s != CLT_OK) return clt_fail_context(s, "trainer");
+    }
+    CLT_TRY(clt_config_check_reserved(c->reserved, sizeof c->reserved, "clt_trainer_create"));
     CLT_TRY(clt_sgd_check("trainer", c->lr, c->momentum, c->weight_decay));
     if (c->bucket_bytes < 4) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: bucket of %zu bytes", c->bucket_bytes);
     if (c->check_every < 0) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: check_every %d", c->check_every);
@@ -92,7 +98,7 @@ static clt_status average_state(clt_trainer *t)
     if (t->k == 1 || t->sync_rounds == 0 || t->cfg.sync_bn) return CLT_OK;
     float *all;
     CLT_TRY(clt_aligned_alloc((void **)&all, n * ((size_t)t->k + 1), sizeof(float), "state average"));
-    const float *in[MAX_TRAINER_DEVICES];
+    const float *in[CLT_MAX_DEVICES];
     clt_span whole = {0, n};
     clt_status s = CLT_OK;
     for (int i = 0; i < t->k && s == CLT_OK; i++) {
@@ -123,11 +129,11 @@ static clt_status open_worker(clt_trainer *t, int slot, int device_index)
 static clt_status start(clt_trainer *t)
 {
     const clt_trainer_config *c = &t->cfg;
-    int defaults[MAX_TRAINER_DEVICES];
+    int defaults[CLT_MAX_DEVICES];
     const int *devs = c->devices;
     int k = c->n_devices;
     if (!devs) {
-        CLT_TRY(clt_device_default(defaults, MAX_TRAINER_DEVICES, &k));
+        CLT_TRY(clt_device_default(defaults, CLT_MAX_DEVICES, &k));
         if (k == 0) return clt_fail(CLT_ERR_NO_DEVICE, "trainer: no OpenCL device found (see cltrain-smi)");
         devs = defaults;
     }
@@ -183,7 +189,7 @@ clt_status clt_trainer_create(const clt_trainer_config *cfg, clt_trainer **out)
     clt_trainer *t = calloc(1, sizeof *t);
     if (!t) return clt_fail(CLT_ERR_NO_MEMORY, "trainer");
     t->cfg = *cfg;
-    if (!t->cfg.reduce) t->cfg.reduce = clt_reduce_local_sum;
+    t->reduce = clt_reduce_local_sum;
     clt_status s = clt_strdup(&t->spec, cfg->spec);
     if (s == CLT_OK) s = start(t);
     t->cfg.devices = NULL; /* not kept: the caller owns the arrays */
@@ -236,6 +242,14 @@ void clt_trainer_destroy(clt_trainer *t)
 
 int clt_trainer_device_count(const clt_trainer *t) { return t ? t->k : 0; }
 
+clt_status clt_trainer_set_reduce(clt_trainer *t, clt_reduce_fn fn, void *user)
+{
+    if (!t) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_set_reduce: trainer is NULL");
+    t->reduce = fn ? fn : clt_reduce_local_sum;
+    t->reduce_user = fn ? user : NULL;
+    return CLT_OK;
+}
+
 clt_net *clt_trainer_net(clt_trainer *t, int i) { return t && i >= 0 && i < t->k ? t->workers[i].net : NULL; }
 
 clt_status clt_trainer_broadcast_params(clt_trainer *t)
@@ -281,7 +295,7 @@ static clt_status run_command(clt_trainer *t, clt_command cmd)
 
 static clt_status assign_shards(clt_trainer *t, int n, int training)
 {
-    int sizes[MAX_TRAINER_DEVICES];
+    int sizes[CLT_MAX_DEVICES];
     CLT_TRY(clt_split_sizes(n, t->k, t->cfg.split == CLT_SPLIT_EQUAL ? NULL : t->weights, sizes));
     /* Batch norm on a shard's own statistics needs two samples (one value
      * per channel has no variance): a lone sample joins the largest shard. */
@@ -407,7 +421,7 @@ clt_status clt_trainer_check_replicas(clt_trainer *t)
     return s;
 }
 
-clt_status clt_trainer_stats(const clt_trainer *t, clt_device_stats *stats, int cap)
+clt_status clt_trainer_stats(const clt_trainer *t, clt_trainer_device_stats *stats, int cap)
 {
     if (!t || (!stats && cap > 0)) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_stats: NULL argument");
     double total = 0;

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 
+#include "cltrain_diag.h"
 #include "core/clock.h"
 #include "nn/net.h"
 #include "runtime/device.h"
@@ -36,7 +37,7 @@ typedef struct clt_worker {
     int64_t correct;
     clt_status status;
     char error[2048];
-    clt_device_stats stats;
+    clt_trainer_device_stats stats;
     double ema_sps;       /* smoothed samples/s for the auto split */
     int inject_fail_at;   /* tests: fail at this step (0 = never) */
     int64_t bn_round;     /* synchronised batch norm rounds done this step */
@@ -44,6 +45,8 @@ typedef struct clt_worker {
 
 struct clt_trainer {
     clt_trainer_config cfg;
+    clt_reduce_fn reduce; /* the host sum of a bucket slice (clt_trainer_set_reduce) */
+    void *reduce_user;
     char *spec;
     int k;
     clt_worker *workers;

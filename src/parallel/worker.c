@@ -159,7 +159,7 @@ static clt_status run_step(clt_worker *w)
     pthread_mutex_unlock(&t->mu);
 
     float scale = 1.0f / (float)t->batch;
-    const float *in[64];
+    const float *in[CLT_MAX_DEVICES];
     for (int b = 0; b < t->n_buckets; b++) {
         const clt_bucket *bk = &t->buckets[b];
         pthread_mutex_lock(&t->mu);
@@ -171,7 +171,7 @@ static clt_status run_step(clt_worker *w)
         size_t hi = bk->span.count * (size_t)(w->slot + 1) / (size_t)t->k;
         for (int d = 0; d < t->k; d++) in[d] = t->workers[d].staging + bk->span.offset + lo;
         double r0 = clt_now();
-        s = hi > lo ? t->cfg.reduce(t->cfg.reduce_user, in, t->k, t->sum + bk->span.offset + lo, hi - lo, scale)
+        s = hi > lo ? t->reduce(t->reduce_user, in, t->k, t->sum + bk->span.offset + lo, hi - lo, scale)
                     : CLT_OK;
         w->stats.reduce_s += clt_now() - r0;
         pthread_mutex_lock(&t->mu);

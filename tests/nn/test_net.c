@@ -69,7 +69,7 @@ static void names_and_init(clt_device *dev)
     for (int i = 0; i < 8; i++) {
         const char *name;
         int ndim;
-        int64_t shape[4];
+        int64_t shape[CLT_MAX_DIMS];
         CHECK_OK(clt_net_param_info(net, i, &name, &ndim, shape));
         CHECK(strcmp(name, want[i].name) == 0 && ndim == want[i].ndim &&
                   memcmp(shape, want[i].shape, sizeof(int64_t) * (size_t)ndim) == 0,

@@ -102,17 +102,17 @@ void ref_bn_tensors_make(clt_device *dev, ref_bn_shape s, const float *x, const 
     int64_t xs[4], cs[1] = {s.c}, ss[1] = {2 * (int64_t)s.c};
     ref_bn_dims(s, xs);
     int nd = ref_bn_ndim(s);
-    t->x = ref_misc_tensor(dev, CLT_FLOAT32, nd, xs, x);
-    t->dy = ref_misc_tensor(dev, CLT_FLOAT32, nd, xs, dy);
-    t->y = ref_misc_tensor(dev, CLT_FLOAT32, nd, xs, NULL);
-    t->dx = ref_misc_tensor(dev, CLT_FLOAT32, nd, xs, NULL);
-    t->gamma = gamma ? ref_misc_tensor(dev, CLT_FLOAT32, 1, cs, gamma) : NULL;
-    t->beta = beta ? ref_misc_tensor(dev, CLT_FLOAT32, 1, cs, beta) : NULL;
-    t->rm = ref_misc_tensor(dev, CLT_FLOAT32, 1, cs, rm);
-    t->rv = ref_misc_tensor(dev, CLT_FLOAT32, 1, cs, rv);
-    t->save = ref_misc_tensor(dev, CLT_FLOAT32, 1, ss, NULL);
-    t->dgamma = ref_misc_tensor(dev, CLT_FLOAT32, 1, cs, NULL);
-    t->dbeta = ref_misc_tensor(dev, CLT_FLOAT32, 1, cs, NULL);
+    t->x = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, nd, xs, x);
+    t->dy = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, nd, xs, dy);
+    t->y = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, nd, xs, NULL);
+    t->dx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, nd, xs, NULL);
+    t->gamma = gamma ? ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, cs, gamma) : NULL;
+    t->beta = beta ? ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, cs, beta) : NULL;
+    t->rm = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, cs, rm);
+    t->rv = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, cs, rv);
+    t->save = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, ss, NULL);
+    t->dgamma = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, cs, NULL);
+    t->dbeta = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, cs, NULL);
 }
 
 void ref_bn_tensors_free(ref_bn_tensors *t)

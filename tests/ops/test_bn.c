@@ -110,12 +110,12 @@ static void check_running(const op_env *env)
     float rm[5] = {0, 0, 0, 0, 0}, rv[5] = {1, 1, 1, 1, 1}, gamma[5], beta[5];
     ref_misc_fill(gamma, 5, &rng, 0.5f, 1.5f);
     ref_misc_fill(beta, 5, &rng, -1, 1);
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
-    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
-    clt_tensor *tg = ref_misc_tensor(dev, CLT_FLOAT32, 1, cs, gamma);
-    clt_tensor *tb = ref_misc_tensor(dev, CLT_FLOAT32, 1, cs, beta);
-    clt_tensor *trm = ref_misc_tensor(dev, CLT_FLOAT32, 1, cs, rm);
-    clt_tensor *trv = ref_misc_tensor(dev, CLT_FLOAT32, 1, cs, rv);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
+    clt_tensor *tg = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, cs, gamma);
+    clt_tensor *tb = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, cs, beta);
+    clt_tensor *trm = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, cs, rm);
+    clt_tensor *trv = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, cs, rv);
     float *x = ref_misc_alloc(nx, sizeof *x), *ry = ref_misc_alloc(nx, sizeof *ry);
     double mean[5], invstd[5];
     for (int step = 0; step < 5; step++) {
@@ -232,18 +232,18 @@ static void check_errors(const op_env *e)
     clt_device *dev = e->dev, *dev1 = e->dev1;
     int64_t xs[4] = {2, 3, 4, 4}, x3[3] = {2, 3, 4}, cs[1] = {3}, c4[1] = {4}, ss[1] = {6}, one[2] = {1, 3},
             one4[4] = {1, 3, 1, 1}, bad[4] = {2, 3, 4, 5};
-    clt_tensor *x = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
-    clt_tensor *y = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
-    clt_tensor *xi = ref_misc_tensor(dev, CLT_INT32, 4, xs, NULL);
-    clt_tensor *x3d = ref_misc_tensor(dev, CLT_FLOAT32, 3, x3, NULL);
-    clt_tensor *ybad = ref_misc_tensor(dev, CLT_FLOAT32, 4, bad, NULL);
-    clt_tensor *g = ref_misc_tensor(dev, CLT_FLOAT32, 1, cs, NULL);
-    clt_tensor *g4 = ref_misc_tensor(dev, CLT_FLOAT32, 1, c4, NULL);
-    clt_tensor *rm = ref_misc_tensor(dev, CLT_FLOAT32, 1, cs, NULL);
-    clt_tensor *rv = ref_misc_tensor(dev, CLT_FLOAT32, 1, cs, NULL);
-    clt_tensor *save = ref_misc_tensor(dev, CLT_FLOAT32, 1, ss, NULL);
-    clt_tensor *x1 = ref_misc_tensor(dev, CLT_FLOAT32, 2, one, NULL);
-    clt_tensor *x14 = ref_misc_tensor(dev, CLT_FLOAT32, 4, one4, NULL);
+    clt_tensor *x = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
+    clt_tensor *y = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
+    clt_tensor *xi = ref_misc_tensor(dev, CLT_DTYPE_INT32, 4, xs, NULL);
+    clt_tensor *x3d = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 3, x3, NULL);
+    clt_tensor *ybad = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, bad, NULL);
+    clt_tensor *g = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, cs, NULL);
+    clt_tensor *g4 = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, c4, NULL);
+    clt_tensor *rm = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, cs, NULL);
+    clt_tensor *rv = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, cs, NULL);
+    clt_tensor *save = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, ss, NULL);
+    clt_tensor *x1 = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, one, NULL);
+    clt_tensor *x14 = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, one4, NULL);
     CHECK_OK(clt_tensor_fill(rv, 1.0f));
 
     EXPECT_ERR(clt_batchnorm_forward(x3d, g, g, rm, rv, 1, save, x3d), CLT_ERR_SHAPE, "(n, c, h, w) or (n, c)",
@@ -289,8 +289,8 @@ static void check_errors(const op_env *e)
                CLT_ERR_INVALID_ARG, "dx", NULL);
     /* Tensors of another device. */
     if (dev1) {
-        clt_tensor *g1 = ref_misc_tensor(dev1, CLT_FLOAT32, 1, cs, NULL);
-        clt_tensor *y1 = ref_misc_tensor(dev1, CLT_FLOAT32, 4, xs, NULL);
+        clt_tensor *g1 = ref_misc_tensor(dev1, CLT_DTYPE_FLOAT32, 1, cs, NULL);
+        clt_tensor *y1 = ref_misc_tensor(dev1, CLT_DTYPE_FLOAT32, 4, xs, NULL);
         EXPECT_ERR(clt_batchnorm_forward(x, g1, g, rm, rv, 1, save, y), CLT_ERR_INVALID_ARG, "different devices",
                    NULL);
         EXPECT_ERR(clt_batchnorm_forward(x, g, g, rm, rv, 1, save, y1), CLT_ERR_INVALID_ARG, "different devices",

@@ -46,19 +46,19 @@ static void check_split(clt_device *dev0, clt_device *dev1, ref_bn_shape s, int 
     for (int k = 0; k < 3; k++) {
         int64_t shs[4] = {ns[k], xs[1], xs[2], xs[3]};
         if (ns[k]) {
-            sx[k] = ref_misc_tensor(devs[k], CLT_FLOAT32, nd, shs, x + (k ? (size_t)n0 * plane : 0));
-            sdy[k] = ref_misc_tensor(devs[k], CLT_FLOAT32, nd, shs, dy + (k ? (size_t)n0 * plane : 0));
-            sy[k] = ref_misc_tensor(devs[k], CLT_FLOAT32, nd, shs, NULL);
-            sdx[k] = ref_misc_tensor(devs[k], CLT_FLOAT32, nd, shs, NULL);
+            sx[k] = ref_misc_tensor(devs[k], CLT_DTYPE_FLOAT32, nd, shs, x + (k ? (size_t)n0 * plane : 0));
+            sdy[k] = ref_misc_tensor(devs[k], CLT_DTYPE_FLOAT32, nd, shs, dy + (k ? (size_t)n0 * plane : 0));
+            sy[k] = ref_misc_tensor(devs[k], CLT_DTYPE_FLOAT32, nd, shs, NULL);
+            sdx[k] = ref_misc_tensor(devs[k], CLT_DTYPE_FLOAT32, nd, shs, NULL);
         }
-        sg[k] = ref_misc_tensor(devs[k], CLT_FLOAT32, 1, cs, gamma);
-        sb[k] = ref_misc_tensor(devs[k], CLT_FLOAT32, 1, cs, beta);
-        srm[k] = ref_misc_tensor(devs[k], CLT_FLOAT32, 1, cs, rm);
-        srv[k] = ref_misc_tensor(devs[k], CLT_FLOAT32, 1, cs, rv);
-        sshift[k] = ref_misc_tensor(devs[k], CLT_FLOAT32, 1, cs, NULL);
-        sst[k] = ref_misc_tensor(devs[k], CLT_FLOAT32, 1, ss, NULL);
-        smi[k] = ref_misc_tensor(devs[k], CLT_FLOAT32, 1, ss, NULL);
-        sbs[k] = ref_misc_tensor(devs[k], CLT_FLOAT32, 1, ss, NULL);
+        sg[k] = ref_misc_tensor(devs[k], CLT_DTYPE_FLOAT32, 1, cs, gamma);
+        sb[k] = ref_misc_tensor(devs[k], CLT_DTYPE_FLOAT32, 1, cs, beta);
+        srm[k] = ref_misc_tensor(devs[k], CLT_DTYPE_FLOAT32, 1, cs, rm);
+        srv[k] = ref_misc_tensor(devs[k], CLT_DTYPE_FLOAT32, 1, cs, rv);
+        sshift[k] = ref_misc_tensor(devs[k], CLT_DTYPE_FLOAT32, 1, cs, NULL);
+        sst[k] = ref_misc_tensor(devs[k], CLT_DTYPE_FLOAT32, 1, ss, NULL);
+        smi[k] = ref_misc_tensor(devs[k], CLT_DTYPE_FLOAT32, 1, ss, NULL);
+        sbs[k] = ref_misc_tensor(devs[k], CLT_DTYPE_FLOAT32, 1, ss, NULL);
         ref_misc_poison(sst[k]), ref_misc_poison(sbs[k]); /* the empty shard must write zeros */
     }
     /* 1. a common shift. */

@@ -35,7 +35,7 @@ static void set_algo(const char *a) { setenv("CLTRAIN_CONV_ALGO", a, 1); }
 static clt_tensor *tensor(clt_device *dev, int ndim, const int64_t *shape, const float *data)
 {
     clt_tensor *t = NULL;
-    REQUIRE_OK(clt_tensor_create(dev, CLT_FLOAT32, ndim, shape, &t));
+    REQUIRE_OK(clt_tensor_create(dev, CLT_DTYPE_FLOAT32, ndim, shape, &t));
     if (data) REQUIRE_OK(clt_tensor_upload(t, data, clt_tensor_numel(t)));
     return t;
 }
@@ -388,7 +388,7 @@ static void test_errors(clt_device *dev, clt_device *dev1)
 
     /* Wrong dtype. */
     clt_tensor *xi = NULL;
-    REQUIRE_OK(clt_tensor_create(dev, CLT_INT32, 4, xs, &xi));
+    REQUIRE_OK(clt_tensor_create(dev, CLT_DTYPE_INT32, 4, xs, &xi));
     EXPECT_ERR(CLT_ERR_SHAPE, "int32", clt_conv2d_forward(xi, w, b, 1, 0, y));
     EXPECT_ERR(CLT_ERR_SHAPE, "int32", clt_conv2d_backward(x, w, y, 1, 0, xi, dw, db));
 

@@ -91,8 +91,8 @@ static void test_raw_geom(const op_env *e)
     clt_conv_geom g;
     REQUIRE_OK(clt_conv_geom_init(&g, 1, 1, 5, 5, 1, 3, 1, 0));
     int64_t xs[4] = {1, 1, 5, 5}, ws[4] = {1, 1, 3, 3}, ys[4] = {1, 1, 3, 3};
-    clt_tensor *x = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL), *w = ref_misc_tensor(dev, CLT_FLOAT32, 4, ws, NULL);
-    clt_tensor *y = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, NULL);
+    clt_tensor *x = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL), *w = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ws, NULL);
+    clt_tensor *y = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, NULL);
     CHECK_OK(clt_conv_forward_raw(dev, &g, x->buf, w->buf, NULL, y->buf));
     g.oh = 4; /* inconsistent */
     EXPECT_ERR(CLT_ERR_INVALID_ARG, "output 4x3", clt_conv_forward_raw(dev, &g, x->buf, w->buf, NULL, y->buf));

@@ -15,9 +15,9 @@ static void check_add(clt_device *dev, int nd, const int64_t *xs)
     float *a = ref_misc_alloc(n, sizeof *a), *b = ref_misc_alloc(n, sizeof *b);
     ref_misc_fill(a, n, &rng, -3, 3);
     ref_misc_fill(b, n, &rng, -3, 3);
-    clt_tensor *ta = ref_misc_tensor(dev, CLT_FLOAT32, nd, xs, a);
-    clt_tensor *tb = ref_misc_tensor(dev, CLT_FLOAT32, nd, xs, b);
-    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, nd, xs, NULL);
+    clt_tensor *ta = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, nd, xs, a);
+    clt_tensor *tb = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, nd, xs, b);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, nd, xs, NULL);
     ref_misc_poison(ty);
     CHECK_OK(clt_add(ta, tb, ty));
     float *y = ref_misc_download(ty);
@@ -53,15 +53,15 @@ static void check_models(const op_env *e)
 static void check_errors(const op_env *e)
 {
     int64_t xs[4] = {2, 3, 4, 4}, bad[4] = {2, 3, 4, 5};
-    clt_tensor *x = ref_misc_tensor(e->dev, CLT_FLOAT32, 4, xs, NULL);
-    clt_tensor *y = ref_misc_tensor(e->dev, CLT_FLOAT32, 4, xs, NULL);
-    clt_tensor *xi = ref_misc_tensor(e->dev, CLT_INT32, 4, xs, NULL);
-    clt_tensor *ybad = ref_misc_tensor(e->dev, CLT_FLOAT32, 4, bad, NULL);
+    clt_tensor *x = ref_misc_tensor(e->dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
+    clt_tensor *y = ref_misc_tensor(e->dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
+    clt_tensor *xi = ref_misc_tensor(e->dev, CLT_DTYPE_INT32, 4, xs, NULL);
+    clt_tensor *ybad = ref_misc_tensor(e->dev, CLT_DTYPE_FLOAT32, 4, bad, NULL);
     EXPECT_ERR(clt_add(x, ybad, y), CLT_ERR_SHAPE, "clt_add: b", "(2, 3, 4, 5)");
     EXPECT_ERR(clt_add(x, y, NULL), CLT_ERR_INVALID_ARG, "y is NULL", NULL);
     EXPECT_ERR(clt_add(xi, xi, xi), CLT_ERR_SHAPE, "int32", NULL);
     if (e->dev1) {
-        clt_tensor *y1 = ref_misc_tensor(e->dev1, CLT_FLOAT32, 4, xs, NULL);
+        clt_tensor *y1 = ref_misc_tensor(e->dev1, CLT_DTYPE_FLOAT32, 4, xs, NULL);
         EXPECT_ERR(clt_add(x, y1, y), CLT_ERR_INVALID_ARG, "different devices", NULL);
         clt_tensor_destroy(y1);
     }

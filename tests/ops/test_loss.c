@@ -28,9 +28,9 @@ static void check_xent(clt_device *dev, int n, int classes, float spread, float 
     for (int i = 0; i < n; i++) rcorrect += rc[i];
 
     int64_t ls[2] = {n, classes}, labs[1] = {n};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, x);
-    clt_tensor *tl = ref_misc_tensor(dev, CLT_INT32, 1, labs, lab);
-    clt_tensor *td = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, x);
+    clt_tensor *tl = ref_misc_tensor(dev, CLT_DTYPE_INT32, 1, labs, lab);
+    clt_tensor *td = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
     ref_misc_poison(td);
     double sum = -1;
     int64_t correct = -1;
@@ -61,10 +61,10 @@ static void check_raw(const op_env *e)
     for (int i = 0; i < N; i++) lab[i] = ref_misc_randint(&rng, C);
     ref_misc_xent(x, lab, N, C, 0.5f, rl, rc, rd);
     int64_t ls[2] = {N, C}, labs[1] = {N}, ss[1] = {2 * N};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, x);
-    clt_tensor *tl = ref_misc_tensor(dev, CLT_INT32, 1, labs, lab);
-    clt_tensor *td = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, NULL);
-    clt_tensor *ts = ref_misc_tensor(dev, CLT_FLOAT32, 1, ss, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, x);
+    clt_tensor *tl = ref_misc_tensor(dev, CLT_DTYPE_INT32, 1, labs, lab);
+    clt_tensor *td = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
+    clt_tensor *ts = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, ss, NULL);
     CHECK_OK(clt_xent_raw(dev, N, C, tx->buf, tl->buf, 0.5f, td->buf, ts->buf));
     CHECK_OK(clt_tensor_download(ts, stats, 2 * N));
     CHECK_OK(clt_tensor_download(td, d, N * C));
@@ -94,9 +94,9 @@ static void fd_xent(clt_device *dev)
     ref_misc_fill(x, N * C, &rng, -3, 3);
     for (int i = 0; i < N; i++) lab[i] = ref_misc_randint(&rng, C);
     int64_t ls[2] = {N, C}, labs[1] = {N};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, x);
-    clt_tensor *tl = ref_misc_tensor(dev, CLT_INT32, 1, labs, lab);
-    clt_tensor *td = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, x);
+    clt_tensor *tl = ref_misc_tensor(dev, CLT_DTYPE_INT32, 1, labs, lab);
+    clt_tensor *td = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
     CHECK_OK(clt_softmax_xent_backward(tx, tl, 1.0f, td));
     CHECK_OK(clt_tensor_download(td, g, N * C));
     const float eps = 1e-2f;
@@ -128,9 +128,9 @@ static void check_stability(const op_env *e)
                             100.0f, 99.0f, -100.0f};
     const int32_t lab[N] = {0, 1, 2, 1};
     int64_t ls[2] = {N, C}, labs[1] = {N};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, x);
-    clt_tensor *tl = ref_misc_tensor(dev, CLT_INT32, 1, labs, lab);
-    clt_tensor *td = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, x);
+    clt_tensor *tl = ref_misc_tensor(dev, CLT_DTYPE_INT32, 1, labs, lab);
+    clt_tensor *td = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
     double sum = 0;
     int64_t correct = 0;
     CHECK_OK(clt_softmax_xent_forward(tx, tl, &sum, &correct));
@@ -153,12 +153,12 @@ static void check_errors(const op_env *e)
     clt_device *dev = e->dev, *dev1 = e->dev1;
     int64_t ls[2] = {5, 4}, labs[1] = {5}, short_labs[1] = {4}, flat[1] = {20};
     int32_t lab[5] = {0, 3, 1, 4, 2};
-    clt_tensor *x = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, NULL);
-    clt_tensor *x1d = ref_misc_tensor(dev, CLT_FLOAT32, 1, flat, NULL);
-    clt_tensor *l = ref_misc_tensor(dev, CLT_INT32, 1, labs, lab); /* sample 3 has label 4 */
-    clt_tensor *lf = ref_misc_tensor(dev, CLT_FLOAT32, 1, labs, NULL);
-    clt_tensor *ls4 = ref_misc_tensor(dev, CLT_INT32, 1, short_labs, NULL);
-    clt_tensor *d = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, NULL);
+    clt_tensor *x = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
+    clt_tensor *x1d = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, flat, NULL);
+    clt_tensor *l = ref_misc_tensor(dev, CLT_DTYPE_INT32, 1, labs, lab); /* sample 3 has label 4 */
+    clt_tensor *lf = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, labs, NULL);
+    clt_tensor *ls4 = ref_misc_tensor(dev, CLT_DTYPE_INT32, 1, short_labs, NULL);
+    clt_tensor *d = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
     double sum = 123;
     int64_t correct = 456;
     clt_status s = clt_softmax_xent_forward(x, l, &sum, &correct);
@@ -197,7 +197,7 @@ static void check_errors(const op_env *e)
     CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("dlogits is NULL", NULL, NULL), "NULL dlogits: %s",
           clt_last_error());
     if (dev1) {
-        clt_tensor *l1 = ref_misc_tensor(dev1, CLT_INT32, 1, labs, lab);
+        clt_tensor *l1 = ref_misc_tensor(dev1, CLT_DTYPE_INT32, 1, labs, lab);
         s = clt_softmax_xent_forward(x, l1, &sum, NULL);
         CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("different devices", NULL, NULL),
               "other device: %s %s", clt_status_name(s), clt_last_error());

@@ -26,11 +26,11 @@ static void check_pool(clt_device *dev, clt_pool_kind kind, geom g, int ties)
     ref_misc_pool_backward(kind, dy, ram, g.n, g.c, g.h, g.w, g.k, g.s, rdx);
 
     int64_t xs[4] = {g.n, g.c, g.h, g.w}, ys[4] = {g.n, g.c, oh, ow};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, x);
-    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, NULL);
-    clt_tensor *tam = ref_misc_tensor(dev, CLT_INT32, 4, ys, NULL);
-    clt_tensor *tdy = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, dy);
-    clt_tensor *tdx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, x);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, NULL);
+    clt_tensor *tam = ref_misc_tensor(dev, CLT_DTYPE_INT32, 4, ys, NULL);
+    clt_tensor *tdy = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, dy);
+    clt_tensor *tdx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
     ref_misc_poison(ty);
     ref_misc_poison(tdx); /* positions no window reads must come back 0 */
     const char *name = kind == CLT_POOL_MAX ? "max" : "avg";
@@ -73,10 +73,10 @@ static void fd_avgpool(clt_device *dev, geom g)
     ref_misc_fill(x, nx, &rng, -1, 1);
     ref_misc_fill(r, ny, &rng, -1, 1);
     int64_t xs[4] = {g.n, g.c, g.h, g.w}, ys[4] = {g.n, g.c, oh, ow};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, x);
-    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, NULL);
-    clt_tensor *tr = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, r);
-    clt_tensor *tdx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, x);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, NULL);
+    clt_tensor *tr = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, r);
+    clt_tensor *tdx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
     CHECK_OK(clt_pool2d_backward(CLT_POOL_AVG, tr, NULL, g.k, g.s, tdx));
     float *dx = ref_misc_download(tdx);
     const float eps = 1e-2f;
@@ -113,10 +113,10 @@ static void check_gap(clt_device *dev, int n, int c, int h, int w)
     ref_misc_gap_forward(x, nc, hw, ry);
     ref_misc_gap_backward(dy, nc, hw, rdx);
     int64_t xs[4] = {n, c, h, w}, ys[2] = {n, c};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, x);
-    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 2, ys, NULL);
-    clt_tensor *tdy = ref_misc_tensor(dev, CLT_FLOAT32, 2, ys, dy);
-    clt_tensor *tdx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, x);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ys, NULL);
+    clt_tensor *tdy = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ys, dy);
+    clt_tensor *tdx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
     ref_misc_poison(tdx);
     CHECK_OK(clt_gap_forward(tx, ty));
     CHECK_OK(clt_gap_backward(tdy, tdx));
@@ -153,11 +153,11 @@ static void check_errors(const op_env *e)
 {
     clt_device *dev = e->dev, *dev1 = e->dev1;
     int64_t xs[4] = {2, 3, 5, 5}, ys[4] = {2, 3, 2, 2}, bad[4] = {2, 3, 3, 2};
-    clt_tensor *x = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
-    clt_tensor *y = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, NULL);
-    clt_tensor *am = ref_misc_tensor(dev, CLT_INT32, 4, ys, NULL);
-    clt_tensor *yf = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, NULL);
-    clt_tensor *ybad = ref_misc_tensor(dev, CLT_FLOAT32, 4, bad, NULL);
+    clt_tensor *x = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
+    clt_tensor *y = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, NULL);
+    clt_tensor *am = ref_misc_tensor(dev, CLT_DTYPE_INT32, 4, ys, NULL);
+    clt_tensor *yf = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, NULL);
+    clt_tensor *ybad = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, bad, NULL);
     clt_status s;
 
     s = clt_pool2d_forward(CLT_POOL_MAX, x, 2, 2, ybad, am);
@@ -201,7 +201,7 @@ static void check_errors(const op_env *e)
     CHECK(s == CLT_ERR_INVALID_ARG, "gap NULL dy: %s", clt_status_name(s));
     /* A tensor of another device. */
     if (dev1) {
-        clt_tensor *y1 = ref_misc_tensor(dev1, CLT_FLOAT32, 4, ys, NULL);
+        clt_tensor *y1 = ref_misc_tensor(dev1, CLT_DTYPE_FLOAT32, 4, ys, NULL);
         s = clt_pool2d_forward(CLT_POOL_AVG, x, 2, 2, y1, NULL);
         CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("different devices", NULL, NULL),
               "other device: %s %s", clt_status_name(s), clt_last_error());

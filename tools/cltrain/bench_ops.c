@@ -205,7 +205,7 @@ static int parse(bench_opts *o, int argc, char **argv)
         if (c == -1) break;
         switch (c) {
         case OPS_DEVICES:
-            rc = arg_devices(prog, "--devices", optarg, o->devices, CLI_MAX_DEVICES, &o->n_devices, &o->all_devices);
+            rc = arg_devices(prog, "--devices", optarg, o->devices, CLT_MAX_DEVICES, &o->n_devices, &o->all_devices);
             break;
         case OPS_MODEL:
             if (!strcmp(optarg, "all")) {
@@ -241,7 +241,7 @@ int cli_bench_ops(int argc, char **argv)
     memcpy(co.devices, o.devices, sizeof co.devices);
     co.n_devices = o.n_devices;
     co.all_devices = o.all_devices;
-    int devs[CLI_MAX_DEVICES], n = 0;
+    int devs[CLT_MAX_DEVICES], n = 0;
     if ((rc = cli_resolve_devices(&co, devs, &n))) return rc;
     bench_device *res = calloc((size_t)n, sizeof *res);
     if (!res) {

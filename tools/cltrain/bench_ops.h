@@ -65,7 +65,7 @@ typedef struct bench_device {
 } bench_device;
 
 typedef struct bench_opts {
-    int devices[CLI_MAX_DEVICES], n_devices, all_devices;
+    int devices[CLT_MAX_DEVICES], n_devices, all_devices;
     int model_mask;
     int64_t batch, repeat;
     int json;

@@ -195,14 +195,14 @@ int cli_train(int argc, char **argv)
         return rc;
     }
     const char *model = resumed_model && !CLI_GIVEN(&o, O_MODEL) ? resumed_model : o.model;
-    int devs[CLI_MAX_DEVICES], n_devs = 0;
+    int devs[CLT_MAX_DEVICES], n_devs = 0;
     clt_dataset *train = NULL, *test = NULL;
     clt_trainer *t = NULL;
     clt_batcher *b = NULL;
     plot_data plot = {.title = model};
     if ((rc = cli_resolve_devices(&o, devs, &n_devs))) goto done;
-    if (clt_dataset_load(o.data, CLT_SPLIT_TRAIN, o.limit_train, &train) != CLT_OK ||
-        clt_dataset_load(o.data, CLT_SPLIT_TEST, o.limit_test, &test) != CLT_OK) {
+    if (clt_dataset_load(o.data, CLT_SUBSET_TRAIN, o.limit_train, &train) != CLT_OK ||
+        clt_dataset_load(o.data, CLT_SUBSET_TEST, o.limit_test, &test) != CLT_OK) {
         rc = fail("--data");
         goto done;
     }

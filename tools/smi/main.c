@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "../common/json.h"
-#include "cltrain.h"
+#include "cltrain_diag.h"
 #include "fields.h"
 
 #define MAX_FIELDS 64
