@@ -6,8 +6,9 @@
  *              [--pass fwd|bwd-data|bwd-weights]... [--peak GFLOPS]
  *              [--shape n,c,h,w,co,k,s,p]...
  *
- * Without --shape it runs the built-in list (every distinct convolution of
- * LeNet and of the 28x28 ResNet-18), without --pass all three passes.
+ * Without --shape it runs every distinct convolution of the builtin models
+ * lenet and resnet18 (their op cases, nn/model_ops.h) at batch N (256),
+ * without --pass all three passes.
  * Prints one line per shape and algorithm: GFLOP/s of the best of K runs
  * after a warm-up (other work on a shared machine only ever slows a run
  * down) and, in brackets, of the median; with --peak (the FMA peak that
@@ -21,28 +22,13 @@
 #include <time.h>
 
 #include "cltrain.h"
+#include "nn/model_ops.h"
 #include "runtime/device.h"
 
 typedef struct shape {
-    const char *name;
+    char name[48];
     int n, c, h, w, co, k, s, p;
 } shape;
-
-static const shape builtin[] = {
-    {"lenet conv1", 256, 1, 28, 28, 20, 3, 1, 0},
-    {"lenet conv2", 256, 20, 13, 13, 50, 5, 1, 0},
-    {"resnet stem 1->64 28", 256, 1, 28, 28, 64, 3, 1, 1},
-    {"resnet 64->64 28 s1", 256, 64, 28, 28, 64, 3, 1, 1},
-    {"resnet 64->128 28 s2", 256, 64, 28, 28, 128, 3, 2, 1},
-    {"resnet 64->128 1x1 s2", 256, 64, 28, 28, 128, 1, 2, 0},
-    {"resnet 128->128 14 s1", 256, 128, 14, 14, 128, 3, 1, 1},
-    {"resnet 128->256 14 s2", 256, 128, 14, 14, 256, 3, 2, 1},
-    {"resnet 128->256 1x1 s2", 256, 128, 14, 14, 256, 1, 2, 0},
-    {"resnet 256->256 7 s1", 256, 256, 7, 7, 256, 3, 1, 1},
-    {"resnet 256->512 7 s2", 256, 256, 7, 7, 512, 3, 2, 1},
-    {"resnet 256->512 1x1 s2", 256, 256, 7, 7, 512, 1, 2, 0},
-    {"resnet 512->512 4 s1", 256, 512, 4, 4, 512, 3, 1, 1},
-};
 
 static double now(void)
 {
@@ -65,6 +51,29 @@ static int cmp_double(const void *a, const void *b)
             exit(1);                                                                       \
         }                                                                                  \
     } while (0)
+
+/* The distinct convolutions of each builtin model at batch n, named by
+ * model, case and geometry; at most cap. */
+static int builtin_shapes(int n, shape *out, int cap)
+{
+    static const char *const models[] = {"lenet", "resnet18"};
+    int count = 0;
+    for (int m = 0; m < 2; m++) {
+        clt_op_cases cases;
+        TRY(clt_op_cases_build(&models[m], 1, 1, 28, 28, n, &cases));
+        for (int i = 0; i < cases.count && count < cap; i++) {
+            const clt_op_case *c = &cases.cases[i];
+            if (c->kind != CLT_OP_CONV) continue;
+            shape *sh = &out[count++];
+            snprintf(sh->name, sizeof sh->name, "%s %s %d->%d %dx%d k%d s%d", models[m], c->name, c->c, c->co, c->h,
+                     c->w, c->k, c->stride);
+            sh->n = c->n, sh->c = c->c, sh->h = c->h, sh->w = c->w;
+            sh->co = c->co, sh->k = c->k, sh->s = c->stride, sh->p = c->pad;
+        }
+        clt_op_cases_free(&cases);
+    }
+    return count;
+}
 
 enum { FWD, BWD_DATA, BWD_WEIGHTS, PASSES };
 
@@ -89,13 +98,13 @@ static void bench(clt_device *dev, const shape *sh, const char *algo, int iters,
     int64_t xs[4] = {sh->n, sh->c, sh->h, sh->w}, ws[4] = {sh->co, sh->c, sh->k, sh->k};
     int64_t bs[1] = {sh->co}, ys[4] = {sh->n, sh->co, oh, ow};
     clt_tensor *x, *w, *b, *y, *dx, *dw, *db;
-    TRY(clt_tensor_create(dev, CLT_FLOAT32, 4, xs, &x));
-    TRY(clt_tensor_create(dev, CLT_FLOAT32, 4, ws, &w));
-    TRY(clt_tensor_create(dev, CLT_FLOAT32, 1, bs, &b));
-    TRY(clt_tensor_create(dev, CLT_FLOAT32, 4, ys, &y));
-    TRY(clt_tensor_create(dev, CLT_FLOAT32, 4, xs, &dx));
-    TRY(clt_tensor_create(dev, CLT_FLOAT32, 4, ws, &dw));
-    TRY(clt_tensor_create(dev, CLT_FLOAT32, 1, bs, &db));
+    TRY(clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 4, xs, &x));
+    TRY(clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 4, ws, &w));
+    TRY(clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 1, bs, &b));
+    TRY(clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 4, ys, &y));
+    TRY(clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 4, xs, &dx));
+    TRY(clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 4, ws, &dw));
+    TRY(clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 1, bs, &db));
     TRY(clt_tensor_init_normal(x, 1, 0.5f, 0.25f));
     TRY(clt_tensor_init_normal(w, 2, 0.0f, 0.01f));
     double flops = 2.0 * sh->n * sh->co * oh * ow * (double)sh->c * sh->k * sh->k;
@@ -112,7 +121,7 @@ static void bench(clt_device *dev, const shape *sh, const char *algo, int iters,
         med[pass] = flops / t[iters / 2] * 1e-9;
         free(t);
     }
-    printf("%-22s n=%-4d %-5s", sh->name, sh->n, algo);
+    printf("%-36s n=%-4d %-5s", sh->name, sh->n, algo);
     static const char *const names[PASSES] = {"fwd", "bwd-data", "bwd-weights"};
     for (int pass = 0; pass < PASSES; pass++) {
         if (!(passes & (1u << pass))) continue;
@@ -151,7 +160,7 @@ int main(int argc, char **argv)
         }
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc && ncustom < 32) {
             shape *s = &custom[ncustom];
-            s->name = "custom";
+            snprintf(s->name, sizeof s->name, "custom");
             if (sscanf(argv[++i], "%d,%d,%d,%d,%d,%d,%d,%d", &s->n, &s->c, &s->h, &s->w, &s->co,
                        &s->k, &s->s, &s->p) != 8) {
                 fprintf(stderr, "--shape wants n,c,h,w,co,k,s,p\n");
@@ -177,8 +186,9 @@ int main(int argc, char **argv)
     const clt_device_info *info = clt_device_get_info(dev);
     printf("device %d: %s (%s, %d compute units)\n", device, info->name, info->platform_version,
            info->compute_units);
+    shape builtin[64];
     const shape *list = ncustom ? custom : builtin;
-    int count = ncustom ? ncustom : (int)(sizeof builtin / sizeof builtin[0]);
+    int count = ncustom ? ncustom : builtin_shapes(batch > 0 ? batch : 256, builtin, 64);
     for (int i = 0; i < count; i++) {
         shape sh = list[i];
         if (batch > 0) sh.n = batch;

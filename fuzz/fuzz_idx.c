@@ -27,6 +27,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *detail = clt_last_error();
         if (!detail[0]) __builtin_trap();
     }
-    clt_idx_free(&idx);
+    clt_idx_clear(&idx);
     return 0;
 }

@@ -86,6 +86,9 @@ CLT_API void clt_free(void *p);
 /* Devices                                                             */
 /* ------------------------------------------------------------------ */
 
+/* The most devices one trainer, collective or CLTRAIN_DEVICES list takes. */
+#define CLT_MAX_DEVICES 64
+
 typedef enum clt_device_type {
     CLT_DEVICE_CPU = 1,
     CLT_DEVICE_GPU = 2,
@@ -128,9 +131,6 @@ CLT_API clt_status clt_device_query(int index, clt_device_info *info);
 /* The default selection: all GPUs and accelerators, or all CPU devices when
  * there is none. Writes up to `cap` indices, sets *n to the number chosen. */
 CLT_API clt_status clt_device_default(int *indices, int cap, int *n);
-/* Name of the ICD loader and its version ("" when it does not say). */
-CLT_API clt_status clt_icd_loader_info(char *name, size_t name_cap, char *version,
-                                       size_t version_cap);
 
 typedef struct clt_device clt_device;
 
@@ -149,23 +149,6 @@ CLT_API clt_status clt_device_warmup(clt_device *dev);
 /* Waits until all work queued on the device has finished. */
 CLT_API clt_status clt_device_finish(clt_device *dev);
 
-/* Program cache counters of a device handle, for diagnostics and tests. */
-typedef struct clt_program_stats {
-    int built;        /* compiled from source */
-    int cache_hits;   /* loaded from the on-disk cache */
-    int cache_stores; /* written to the on-disk cache */
-    int cache_rejects;/* cache entries found corrupt or stale and rebuilt */
-} clt_program_stats;
-CLT_API void clt_device_program_stats(const clt_device *dev, clt_program_stats *st);
-
-/* Builds the embedded kernel program `name` (a kernels/NAME.cl file) on the
- * device, through the cache; mostly for tests and kernel development. */
-CLT_API clt_status clt_device_build_program(clt_device *dev, const char *name);
-/* Builds arbitrary OpenCL C source through the same path (cache included);
- * a failure gives CLT_ERR_BUILD with the build log in clt_last_error(). */
-CLT_API clt_status clt_device_build_source(clt_device *dev, const char *source,
-                                           const char *options);
-
 /* ------------------------------------------------------------------ */
 /* Tensors                                                             */
 /* ------------------------------------------------------------------ */
@@ -176,7 +159,7 @@ CLT_API clt_status clt_device_build_source(clt_device *dev, const char *source,
  * device's queue); calls return once the work is queued unless they move data
  * to the host. */
 #define CLT_MAX_DIMS 6
-typedef enum clt_dtype { CLT_FLOAT32 = 0, CLT_INT32 = 1 } clt_dtype;
+typedef enum clt_dtype { CLT_DTYPE_FLOAT32 = 0, CLT_DTYPE_INT32 = 1 } clt_dtype;
 typedef struct clt_tensor clt_tensor;
 
 /* A tensor of `ndim` dimensions filled with zeros. */
@@ -225,7 +208,7 @@ CLT_API clt_status clt_conv2d_backward(const clt_tensor *x, const clt_tensor *w,
 
 typedef enum clt_pool_kind { CLT_POOL_MAX = 0, CLT_POOL_AVG = 1 } clt_pool_kind;
 /* Floor-mode pooling, no padding; average divides by k*k. For max pooling
- * `argmax` (CLT_INT32, shape of y) receives the winning input index and is
+ * `argmax` (CLT_DTYPE_INT32, shape of y) receives the winning input index and is
  * needed by the backward; it is ignored (may be NULL) for average. */
 CLT_API clt_status clt_pool2d_forward(clt_pool_kind kind, const clt_tensor *x, int k, int stride,
                                       clt_tensor *y, clt_tensor *argmax);
@@ -235,7 +218,7 @@ CLT_API clt_status clt_pool2d_backward(clt_pool_kind kind, const clt_tensor *dy,
 CLT_API clt_status clt_gap_forward(const clt_tensor *x, clt_tensor *y);
 CLT_API clt_status clt_gap_backward(const clt_tensor *dy, clt_tensor *dx);
 
-typedef enum clt_activation { CLT_RELU = 0, CLT_SIGMOID = 1, CLT_TANH = 2 } clt_activation;
+typedef enum clt_activation { CLT_ACT_RELU = 0, CLT_ACT_SIGMOID = 1, CLT_ACT_TANH = 2 } clt_activation;
 /* y = f(x) elementwise (y may be x); backward uses the forward output y. */
 CLT_API clt_status clt_activation_forward(clt_activation f, const clt_tensor *x, clt_tensor *y);
 CLT_API clt_status clt_activation_backward(clt_activation f, const clt_tensor *y,
@@ -247,7 +230,7 @@ CLT_API clt_status clt_dense_forward(const clt_tensor *x, const clt_tensor *w, c
 CLT_API clt_status clt_dense_backward(const clt_tensor *x, const clt_tensor *w, const clt_tensor *dy,
                                       clt_tensor *dx, clt_tensor *dw, clt_tensor *db);
 
-/* Softmax cross-entropy over logits (n, classes) and CLT_INT32 labels (n):
+/* Softmax cross-entropy over logits (n, classes) and CLT_DTYPE_INT32 labels (n):
  * the summed loss over the batch and the number of correct predictions (a
  * label outside [0, classes) is an error). Either output may be NULL. */
 CLT_API clt_status clt_softmax_xent_forward(const clt_tensor *logits, const clt_tensor *labels,
@@ -348,9 +331,10 @@ CLT_API clt_status clt_net_sgd_step(clt_net *net, float lr, float momentum, floa
 
 /* Parameters by index (0 .. count-1, in spec order) or by name. */
 CLT_API int clt_net_param_count(const clt_net *net);
-/* name points into the net; shape gets ndim sizes (up to 4). */
+/* name points into the net; shape gets ndim sizes (a parameter has at
+ * most 4 dimensions; room for CLT_MAX_DIMS keeps callers future-proof). */
 CLT_API clt_status clt_net_param_info(const clt_net *net, int i, const char **name, int *ndim,
-                                      int64_t shape[4]);
+                                      int64_t shape[CLT_MAX_DIMS]);
 CLT_API clt_status clt_net_param_get(const clt_net *net, const char *name, float *host,
                                      int64_t count);
 CLT_API clt_status clt_net_param_set(clt_net *net, const char *name, const float *host,
@@ -464,7 +448,7 @@ CLT_API clt_status clt_net_load_npz(clt_net *net, const char *path);
 typedef struct clt_idx {
     int ndim;
     int64_t dims[CLT_IDX_MAX_DIMS];
-    uint8_t *data; /* owned; freed by clt_idx_free */
+    uint8_t *data; /* owned; freed by clt_idx_destroy */
     size_t size;
 } clt_idx;
 
@@ -473,17 +457,18 @@ typedef struct clt_idx {
  * the real size of the data before it is trusted; payloads above 4 GiB are
  * refused. Bad input gives CLT_ERR_FORMAT (a missing file CLT_ERR_NOT_FOUND,
  * other read failures CLT_ERR_IO) with clt_last_error() naming the file and
- * the problem; *out is then zeroed. *out belongs to the caller.
- * Thread-safe. */
-CLT_API clt_status clt_idx_read(const char *path, clt_idx *out);
-/* Frees idx->data and zeroes *idx. NULL-safe. */
-CLT_API void clt_idx_free(clt_idx *idx);
+ * the problem; *out is then NULL. *out belongs to the caller
+ * (clt_idx_destroy). Thread-safe. */
+CLT_API clt_status clt_idx_read(const char *path, clt_idx **out);
+/* Frees the data and the struct. NULL-safe. */
+CLT_API void clt_idx_destroy(clt_idx *idx);
 
 /* A labelled image dataset in host memory, read-only once created: its
  * accessors may be called from any number of threads at once. */
 typedef struct clt_dataset clt_dataset;
 
-typedef enum clt_split { CLT_SPLIT_TRAIN = 0, CLT_SPLIT_TEST = 1 } clt_split;
+/* Which of a dataset's two files: the training set or the test set. */
+typedef enum clt_subset { CLT_SUBSET_TRAIN = 0, CLT_SUBSET_TEST = 1 } clt_subset;
 
 /* Loads one split of a dataset. name_or_dir is
  * - "fashion-mnist": looks in $CLTRAIN_DATA/fashion-mnist, then
@@ -502,7 +487,7 @@ typedef enum clt_split { CLT_SPLIT_TRAIN = 0, CLT_SPLIT_TEST = 1 } clt_split;
  * CLT_ERR_INVALID_ARG. Labels must be below 10. A missing dataset is
  * CLT_ERR_NOT_FOUND with a detail that lists every place looked at and how
  * to install the data. *out belongs to the caller. Thread-safe. */
-CLT_API clt_status clt_dataset_load(const char *name_or_dir, clt_split split, int64_t limit,
+CLT_API clt_status clt_dataset_load(const char *name_or_dir, clt_subset subset, int64_t limit,
                                     clt_dataset **out);
 /* Builds a dataset from an idx3 image file (N x rows x cols) and an idx1
  * label file (N), plain or gzip. Every label must be below `classes` (> 0).
@@ -550,9 +535,14 @@ typedef struct clt_batcher_config {
     void *(*alloc)(void *user, size_t bytes);
     void (*release)(void *user, void *ptr);
     void *alloc_user;
+    /* Zero (clt_batcher_config_default sets it). Later versions add fields
+     * here, with 0 as their default, so the struct keeps its size. */
+    unsigned char reserved[64];
 } clt_batcher_config;
 
-/* batch_size 256, shuffle 1, drop_last 0, seed 0, prefetch 1, no allocator. */
+/* batch_size 256, shuffle 1, drop_last 0, seed 0, prefetch 1, no allocator.
+ * Always start from it: clt_batcher_create refuses a config whose reserved
+ * bytes are not zero. */
 CLT_API void clt_batcher_config_default(clt_batcher_config *cfg);
 /* Creates a batcher positioned at batch 0 of epoch 0. ds must outlive the
  * batcher; the configuration is copied (NULL: the defaults). *out belongs
@@ -603,13 +593,6 @@ typedef enum clt_split_policy {
     CLT_SPLIT_AUTO = 2     /* proportional to measured samples/s, re-measured as it runs */
 } clt_split_policy;
 
-/* Combines one slice of a gradient bucket from k devices:
- * out[i] = scale * (in[0][i] + ... + in[k-1][i]) for i < count, summing in
- * device order. Called concurrently for disjoint slices. The default is the
- * local host sum; a cross-machine step can replace it. */
-typedef clt_status (*clt_reduce_fn)(void *user, const float *const *in, int k, float *out,
-                                    size_t count, float scale);
-
 typedef struct clt_trainer_config {
     const char *spec;          /* model spec or builtin name */
     int channels, height, width;
@@ -625,14 +608,17 @@ typedef struct clt_trainer_config {
     int sync_bn;               /* 1: batch norm uses the statistics of the whole batch over all
                                 * devices (as one device would); 0: each device its own shard's,
                                 * running statistics averaged over devices after each step */
-    clt_reduce_fn reduce;      /* NULL: local host sum */
-    void *reduce_user;
     clt_log_fn log;            /* optional log hook for every device */
     void *log_user;
+    /* Zero (clt_trainer_config_default sets it). Later versions add fields
+     * here, with 0 as their default, so the struct keeps its size. */
+    unsigned char reserved[64];
 } clt_trainer_config;
 
 /* Defaults: lenet on 1x28x28, default devices, equal split, lr 0.2, no
- * momentum or weight decay, seed 0, normal init, 25 MB buckets. */
+ * momentum or weight decay, seed 0, normal init, 25 MB buckets. Always
+ * start from it: clt_trainer_create refuses a config whose reserved bytes
+ * are not zero. */
 CLT_API void clt_trainer_config_default(clt_trainer_config *cfg);
 /* Opens the devices, builds the programs (from the cache when it can),
  * creates and initialises the replicas, starts one worker thread each. */
@@ -670,7 +656,7 @@ CLT_API clt_status clt_trainer_evaluate(clt_trainer *t, const clt_dataset *ds, i
 CLT_API clt_status clt_trainer_check_replicas(clt_trainer *t);
 
 /* Per-device figures of the last step (times in seconds). */
-typedef struct clt_device_stats {
+typedef struct clt_trainer_device_stats {
     int device;          /* cltrain device index */
     int shard;           /* samples in the last step */
     float weight;        /* current split weight (fraction of the batch) */
@@ -680,9 +666,9 @@ typedef struct clt_device_stats {
     double idle_s;       /* waiting for the other devices */
     double step_s;       /* the whole step as this device saw it */
     double samples_per_s;/* smoothed throughput measured for the split */
-} clt_device_stats;
+} clt_trainer_device_stats;
 /* Writes min(cap, device count) entries. */
-CLT_API clt_status clt_trainer_stats(const clt_trainer *t, clt_device_stats *stats, int cap);
+CLT_API clt_status clt_trainer_stats(const clt_trainer *t, clt_trainer_device_stats *stats, int cap);
 
 /* The tutorials' building blocks as plain calls. */
 /* Shard sizes for a batch of n over k devices by weights (NULL: equal):
@@ -695,7 +681,7 @@ CLT_API clt_status clt_split_sizes(int n, int k, const float *weights, int *size
 CLT_API clt_status clt_split_batch(const float *host, int n, int sample_ndim, const int64_t *sample_shape,
                                    clt_device *const *devices, int k, const float *weights,
                                    clt_tensor **shards);
-/* Sums k (at most 64) tensors of equal shape on any devices and writes the
+/* Sums k (at most CLT_MAX_DEVICES) tensors of equal shape on any devices and writes the
  * sum to all of them, through host memory, in fixed device order. */
 CLT_API clt_status clt_allreduce_sum(clt_tensor *const *tensors, int k);
 /* Copies src to every tensor of dst (any devices). */

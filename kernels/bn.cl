@@ -1,5 +1,5 @@
-/* Batch normalisation over the channels of x viewed as (n, C, hw), and the
- * elementwise add of residual connections. Launchers in src/ops/bn.c.
+/* Batch normalisation over the channels of x viewed as (n, C, hw). Launchers
+ * in src/ops/bn.c.
  *
  * Channel statistics are shifted power sums: S1 = sum (x - s), S2 = sum
  * (x - s)^2 for a per-channel shift s close to the channel mean (the first
@@ -21,148 +21,128 @@
  * or a loop-carried scalar sum costs more than the memory traffic).
  *
  * Reductions are deterministic, without atomics, in two steps:
- *  1. clt_bn_stats_part / clt_bn_bstats_part: each work-item sums its units
+ *  1. bn_stats_part / bn_bstats_part: each work-item sums its units
  *     in order (the 4 components of a unit in separate accumulators, added
  *     as (x + y) + (z + w) at the end) into
  *     part[part_off + ((k*C + c)*chunks + chunk)*lx + lane], k = 0 for the
  *     first sum and 1 for the second;
- *  2. clt_bn_reduce_parts: one work-group per (k, c) adds its chunks*lx
+ *  2. bn_reduce_parts: one work-group per (k, c) adds its chunks*lx
  *     partials, each lane a fixed strided subset in order, then a fixed tree
  *     in local memory. */
 
-#define clt_bn_vload1(i, p) ((p)[i])
-#define clt_bn_vstore1(v, i, p) ((p)[i] = (v))
-#define clt_bn_vload4(i, p) vload4((i), (p))
-#define clt_bn_vstore4(v, i, p) vstore4((v), (i), (p))
-#define clt_bn_hsum1(a) (a)
-#define clt_bn_hsum4(a) (((a).x + (a).y) + ((a).z + (a).w))
+#define bn_vload1(i, p) ((p)[i])
+#define bn_vstore1(v, i, p) ((p)[i] = (v))
+#define bn_vload4(i, p) vload4((i), (p))
+#define bn_vstore4(v, i, p) vstore4((v), (i), (p))
+#define bn_hsum1(a) (a)
+#define bn_hsum4(a) (((a).x + (a).y) + ((a).z + (a).w))
 
 /* Head of every kernel that reads x: the row's channel and samples; units
  * per plane hu = hw / VEC. */
-#define CLT_BN_ROW_HEAD                                                                            \
+#define BN_ROW_HEAD(VEC)                                                                           \
     const int lane = get_local_id(0), lx = get_local_size(0);                                      \
     const int q = get_global_id(1);                                                                \
     if (q >= C * chunks) return;                                                                   \
     const int ch = q / C, c = q - ch * C;                                                          \
-    const int s0 = ch * S, s1 = min(n, s0 + S);
+    const int s0 = ch * S, s1 = min(n, s0 + S);                                                    \
+    const int hu = hw / VEC;
 
-#define CLT_BN_ARGS_ROWS const int n, const int C, const int hw, const int S, const int chunks
+#define BN_ARGS_ROWS const int n, const int C, const int hw, const int S, const int chunks
 
-#define CLT_BN_KERNELS(SUF, VEC, T)                                                                \
+/* Runs the statements for each unit u of this work-item, sample after
+ * sample; base is the offset of the plane (sample s, channel c). */
+#define BN_FOR_UNITS(...)                                                                          \
+    for (int s = s0; s < s1; s++) {                                                                \
+        const size_t base = ((size_t)s * C + c) * hw;                                              \
+        for (int u = lane; u < hu; u += lx) {                                                      \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    }
+
+/* End of the step-1 kernels: this work-item's partials of the two sums. */
+#define BN_PART_STORE(P1, P2)                                                                      \
+    const size_t r = part_off + ((size_t)c * chunks + ch) * lx + lane;                             \
+    part[r] = (P1);                                                                                \
+    part[r + (size_t)C * chunks * lx] = (P2);
+
+#define BN_KERNELS(SUF, VEC, T)                                                                    \
     /* Step 1: partials of S1 = sum (x - shift[c]) and S2 = sum (x - shift[c])^2. */               \
-    __kernel void clt_bn_stats_part##SUF(__global const float *x, __global const float *shift,     \
-                                         const ulong shift_off, __global float *part,              \
-                                         const ulong part_off, CLT_BN_ARGS_ROWS)                   \
+    __kernel void bn_stats_part##SUF(__global const float *x, __global const float *shift,         \
+                                     const ulong shift_off, __global float *part,                  \
+                                     const ulong part_off, BN_ARGS_ROWS)                           \
     {                                                                                              \
-        CLT_BN_ROW_HEAD                                                                            \
-        const int hu = hw / VEC;                                                                   \
+        BN_ROW_HEAD(VEC)                                                                           \
         const float sh = shift[shift_off + c];                                                     \
         T a1 = 0.0f, a2 = 0.0f;                                                                    \
-        for (int s = s0; s < s1; s++) {                                                            \
-            __global const float *xp = x + ((size_t)s * C + c) * hw;                               \
-            for (int u = lane; u < hu; u += lx) {                                                  \
-                T v = clt_bn_vload##VEC(u, xp) - sh;                                               \
-                a1 += v;                                                                           \
-                a2 += v * v;                                                                       \
-            }                                                                                      \
-        }                                                                                          \
-        const size_t r = part_off + ((size_t)c * chunks + ch) * lx + lane;                         \
-        part[r] = clt_bn_hsum##VEC(a1);                                                            \
-        part[r + (size_t)C * chunks * lx] = clt_bn_hsum##VEC(a2);                                  \
+        BN_FOR_UNITS(T v = bn_vload##VEC(u, x + base) - sh; a1 += v; a2 += v * v;)                 \
+        BN_PART_STORE(bn_hsum##VEC(a1), bn_hsum##VEC(a2))                                          \
     }                                                                                              \
                                                                                                    \
     /* Step 1: partials of B1 = sum dy and B2 = sum dy * xhat, xhat = (x - mean) * invstd. */      \
-    __kernel void clt_bn_bstats_part##SUF(__global const float *x, __global const float *dy,       \
-                                          __global const float *mean_invstd, const ulong mi_off,   \
-                                          __global float *part, const ulong part_off,              \
-                                          CLT_BN_ARGS_ROWS)                                        \
+    __kernel void bn_bstats_part##SUF(__global const float *x, __global const float *dy,           \
+                                      __global const float *mean_invstd, const ulong mi_off,       \
+                                      __global float *part, const ulong part_off, BN_ARGS_ROWS)    \
     {                                                                                              \
-        CLT_BN_ROW_HEAD                                                                            \
-        const int hu = hw / VEC;                                                                   \
+        BN_ROW_HEAD(VEC)                                                                           \
         const float mean = mean_invstd[mi_off + c];                                                \
         T a1 = 0.0f, a2 = 0.0f;                                                                    \
-        for (int s = s0; s < s1; s++) {                                                            \
-            const size_t base = ((size_t)s * C + c) * hw;                                          \
-            for (int u = lane; u < hu; u += lx) {                                                  \
-                T d = clt_bn_vload##VEC(u, dy + base);                                             \
-                a1 += d;                                                                           \
-                a2 += d * (clt_bn_vload##VEC(u, x + base) - mean);                                 \
-            }                                                                                      \
-        }                                                                                          \
-        const size_t r = part_off + ((size_t)c * chunks + ch) * lx + lane;                         \
-        part[r] = clt_bn_hsum##VEC(a1);                                                            \
-        part[r + (size_t)C * chunks * lx] = clt_bn_hsum##VEC(a2) * mean_invstd[mi_off + C + c];    \
+        BN_FOR_UNITS(T d = bn_vload##VEC(u, dy + base); a1 += d;                                   \
+                     a2 += d * (bn_vload##VEC(u, x + base) - mean);)                               \
+        BN_PART_STORE(bn_hsum##VEC(a1), bn_hsum##VEC(a2) * mean_invstd[mi_off + C + c])            \
     }                                                                                              \
                                                                                                    \
     /* y = (x - mean) * (invstd * gamma) + beta; gamma = 1 / beta = 0 unless has_gamma /           \
      * has_beta. y may be x. */                                                                    \
-    __kernel void clt_bn_apply##SUF(__global const float *x, __global const float *mean_invstd,    \
-                                    const ulong mi_off, __global const float *gamma,               \
-                                    const int has_gamma, __global const float *beta,              \
-                                    const int has_beta, __global float *y, CLT_BN_ARGS_ROWS)       \
+    __kernel void bn_apply##SUF(__global const float *x, __global const float *mean_invstd,        \
+                                const ulong mi_off, __global const float *gamma,                   \
+                                const int has_gamma, __global const float *beta,                   \
+                                const int has_beta, __global float *y, BN_ARGS_ROWS)               \
     {                                                                                              \
-        CLT_BN_ROW_HEAD                                                                            \
-        const int hu = hw / VEC;                                                                   \
+        BN_ROW_HEAD(VEC)                                                                           \
         const float mean = mean_invstd[mi_off + c];                                                \
         const float scale = mean_invstd[mi_off + C + c] * (has_gamma ? gamma[c] : 1.0f);           \
         const float shift = has_beta ? beta[c] : 0.0f;                                             \
-        for (int s = s0; s < s1; s++) {                                                            \
-            const size_t base = ((size_t)s * C + c) * hw;                                          \
-            for (int u = lane; u < hu; u += lx)                                                    \
-                clt_bn_vstore##VEC((clt_bn_vload##VEC(u, x + base) - mean) * scale + shift, u,     \
-                                   y + base);                                                      \
-        }                                                                                          \
+        BN_FOR_UNITS(bn_vstore##VEC((bn_vload##VEC(u, x + base) - mean) * scale + shift, u,        \
+                                    y + base);)                                                    \
     }                                                                                              \
                                                                                                    \
     /* Training backward: dx = gamma * invstd * (dy - B1/M - xhat * B2/M) with bstats =            \
-     * [B1 | B2] summed over the M = count elements of each channel (inv_count = 1/M).            \
+     * [B1 | B2] summed over the M = count elements of each channel (inv_count = 1/M).             \
      * dx may be dy. */                                                                            \
-    __kernel void clt_bn_backward_apply##SUF(                                                      \
+    __kernel void bn_backward_apply##SUF(                                                          \
         __global const float *x, __global const float *dy, __global const float *mean_invstd,      \
         const ulong mi_off, __global const float *gamma, const int has_gamma,                      \
         __global const float *bstats, const ulong bs_off, const float inv_count,                   \
-        __global float *dx, CLT_BN_ARGS_ROWS)                                                      \
+        __global float *dx, BN_ARGS_ROWS)                                                          \
     {                                                                                              \
-        CLT_BN_ROW_HEAD                                                                            \
-        const int hu = hw / VEC;                                                                   \
+        BN_ROW_HEAD(VEC)                                                                           \
         const float mean = mean_invstd[mi_off + c], invstd = mean_invstd[mi_off + C + c];          \
         const float k = invstd * (has_gamma ? gamma[c] : 1.0f);                                    \
         const float mdy = bstats[bs_off + c] * inv_count;                                          \
         const float mdx = bstats[bs_off + C + c] * inv_count * invstd; /* mean(dy xhat) invstd */  \
-        for (int s = s0; s < s1; s++) {                                                            \
-            const size_t base = ((size_t)s * C + c) * hw;                                          \
-            for (int u = lane; u < hu; u += lx) {                                                  \
-                T d = clt_bn_vload##VEC(u, dy + base), xv = clt_bn_vload##VEC(u, x + base);        \
-                clt_bn_vstore##VEC(k * (d - mdy - (xv - mean) * mdx), u, dx + base);               \
-            }                                                                                      \
-        }                                                                                          \
+        BN_FOR_UNITS(T d = bn_vload##VEC(u, dy + base), xv = bn_vload##VEC(u, x + base);           \
+                     bn_vstore##VEC(k * (d - mdy - (xv - mean) * mdx), u, dx + base);)             \
     }                                                                                              \
                                                                                                    \
     /* Backward with the statistics held fixed (inference): dx = gamma * invstd * dy. */           \
-    __kernel void clt_bn_backward_infer##SUF(__global const float *dy,                             \
-                                             __global const float *mean_invstd,                    \
-                                             const ulong mi_off, __global const float *gamma,      \
-                                             const int has_gamma, __global float *dx,              \
-                                             CLT_BN_ARGS_ROWS)                                     \
+    __kernel void bn_backward_infer##SUF(__global const float *dy,                                 \
+                                         __global const float *mean_invstd, const ulong mi_off,    \
+                                         __global const float *gamma, const int has_gamma,         \
+                                         __global float *dx, BN_ARGS_ROWS)                         \
     {                                                                                              \
-        CLT_BN_ROW_HEAD                                                                            \
-        const int hu = hw / VEC;                                                                   \
-        const float k = mean_invstd[mi_off + C + c] * (has_gamma ? gamma[c] : 1.0f);              \
-        for (int s = s0; s < s1; s++) {                                                            \
-            const size_t base = ((size_t)s * C + c) * hw;                                          \
-            for (int u = lane; u < hu; u += lx)                                                    \
-                clt_bn_vstore##VEC(k * clt_bn_vload##VEC(u, dy + base), u, dx + base);            \
-        }                                                                                          \
+        BN_ROW_HEAD(VEC)                                                                           \
+        const float k = mean_invstd[mi_off + C + c] * (has_gamma ? gamma[c] : 1.0f);               \
+        BN_FOR_UNITS(bn_vstore##VEC(k * bn_vload##VEC(u, dy + base), u, dx + base);)               \
     }
 
-CLT_BN_KERNELS(, 1, float)
-CLT_BN_KERNELS(4, 4, float4)
+BN_KERNELS(, 1, float)
+BN_KERNELS(4, 4, float4)
 
 /* Step 2: out[out_off + row] = sum of the len partials of row `row` (the
  * work-group index along dimension 1; rows k*C + c give [sums 1 | sums 2]).
  * Local size L along dimension 0, a power of two. */
-__kernel void clt_bn_reduce_parts(__global const float *part, const ulong part_off, const int len,
-                                  __global float *out, const ulong out_off, __local float *l)
+__kernel void bn_reduce_parts(__global const float *part, const ulong part_off, const int len,
+                              __global float *out, const ulong out_off, __local float *l)
 {
     const int lane = get_local_id(0), L = get_local_size(0), row = get_group_id(1);
     __global const float *pr = part + part_off + (size_t)row * len;
@@ -177,8 +157,8 @@ __kernel void clt_bn_reduce_parts(__global const float *part, const ulong part_o
 }
 
 /* shift[c] = x[0, c, 0]: the first element of each channel of a shard. */
-__kernel void clt_bn_shift(__global const float *x, __global float *shift, const ulong shift_off,
-                           const int C, const int hw)
+__kernel void bn_shift(__global const float *x, __global float *shift, const ulong shift_off,
+                       const int C, const int hw)
 {
     int c = get_global_id(0);
     if (c < C) shift[shift_off + c] = x[(size_t)c * hw];
@@ -188,12 +168,12 @@ __kernel void clt_bn_shift(__global const float *x, __global float *shift, const
  * 1/count, unbias = count/(count-1), in double on the host): mean_invstd =
  * [mean | 1/sqrt(var + eps)] with the biased variance, and when update is set
  * running_mean/var = (1 - m) * running + m * (mean, unbiased variance). */
-__kernel void clt_bn_finalize(__global const float *stats, const ulong stats_off,
-                              __global const float *shift, const ulong shift_off,
-                              __global float *running_mean, __global float *running_var,
-                              const int update, __global float *mean_invstd, const ulong mi_off,
-                              const int C, const float inv_count, const float unbias,
-                              const float momentum, const float eps)
+__kernel void bn_finalize(__global const float *stats, const ulong stats_off,
+                          __global const float *shift, const ulong shift_off,
+                          __global float *running_mean, __global float *running_var,
+                          const int update, __global float *mean_invstd, const ulong mi_off,
+                          const int C, const float inv_count, const float unbias,
+                          const float momentum, const float eps)
 {
     int c = get_global_id(0);
     if (c >= C) return;
@@ -210,20 +190,12 @@ __kernel void clt_bn_finalize(__global const float *stats, const ulong stats_off
 }
 
 /* Inference statistics: mean_invstd = [running_mean | 1/sqrt(running_var + eps)]. */
-__kernel void clt_bn_infer_stats(__global const float *running_mean,
-                                 __global const float *running_var, __global float *mean_invstd,
-                                 const ulong mi_off, const int C, const float eps)
+__kernel void bn_infer_stats(__global const float *running_mean,
+                             __global const float *running_var, __global float *mean_invstd,
+                             const ulong mi_off, const int C, const float eps)
 {
     int c = get_global_id(0);
     if (c >= C) return;
     mean_invstd[mi_off + c] = running_mean[c];
     mean_invstd[mi_off + C + c] = 1.0f / sqrt(running_var[c] + eps);
-}
-
-/* Residual connection: y = a + b (y may be a or b). */
-__kernel void clt_add(__global const float *a, __global const float *b, __global float *y,
-                      const ulong n)
-{
-    size_t i = get_global_id(0);
-    if (i < n) y[i] = a[i] + b[i];
 }

@@ -7,10 +7,10 @@
  * A label outside [0, classes) gives a NaN loss and NaN gradients for its row
  * (never an out-of-bounds read); the host reports it. stats or dlogits may be
  * NULL when the matching want_* flag is 0. */
-__kernel void clt_xent(__global const float *logits, __global const int *labels,
-                       __global float *dlogits, __global float *stats, const float scale,
-                       const int rows, const int classes, const int want_grad,
-                       const int want_stats)
+__kernel void loss_xent(__global const float *logits, __global const int *labels,
+                        __global float *dlogits, __global float *stats, const float scale,
+                        const int rows, const int classes, const int want_grad,
+                        const int want_stats)
 {
     int r = get_global_id(0);
     if (r >= rows) return;

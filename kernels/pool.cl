@@ -14,23 +14,30 @@
  * (m, sh): n / d == (mul_hi(n, m) + n) >> sh for every 0 <= n < 2^31.
  * Variants with the window size built in (suffix _k2, _k3) let compilers
  * unroll the window loops; the arithmetic is the same in every variant. */
-#define CLT_DIV(n, m, sh) ((int)((mul_hi((uint)(n), (m)) + (uint)(n)) >> (sh)))
+#define POOL_DIV(n, m, sh) ((int)((mul_hi((uint)(n), (m)) + (uint)(n)) >> (sh)))
 
-/* Forward: work-item (ox, row), row = plane * oh + oy over rows = n*c*oh. */
-#define CLT_POOL_FWD_HEAD                                                                          \
+/* The kernels of one window per work-item (forward, and backward without
+ * overlap) take these arguments after their buffers; k_arg is the window
+ * unless the variant has it built in. */
+#define POOL_TILE_ARGS                                                                             \
+    const int h, const int w, const int oh, const uint oh_m, const uint oh_sh, const int ow,       \
+        const int k_arg, const int s, const int rows
+
+/* Their head: work-item (ox, row), row = plane * oh + oy over rows = n*c*oh;
+ * the window k is K. */
+#define POOL_TILE_HEAD(K)                                                                          \
+    const int k = (K);                                                                             \
     int ox = get_global_id(0), row = get_global_id(1);                                             \
     if (ox >= ow || row >= rows) return;                                                           \
-    int plane = CLT_DIV(row, oh_m, oh_sh);                                                         \
+    int plane = POOL_DIV(row, oh_m, oh_sh);                                                        \
     int oy = row - plane * oh;                                                                     \
     size_t o = (size_t)row * ow + ox;
 
-#define CLT_MAXPOOL_FWD(NAME, K)                                                                   \
+#define POOL_MAX_FWD(NAME, K)                                                                      \
     __kernel void NAME(__global const float *x, __global float *y, __global int *argmax,           \
-                       const int h, const int w, const int oh, const uint oh_m, const uint oh_sh,  \
-                       const int ow, const int k_arg, const int s, const int rows)                 \
+                       POOL_TILE_ARGS)                                                             \
     {                                                                                              \
-        const int k = (K);                                                                         \
-        CLT_POOL_FWD_HEAD                                                                          \
+        POOL_TILE_HEAD(K)                                                                          \
         __global const float *xp = x + (size_t)plane * h * w;                                      \
         int first = oy * s * w + ox * s;                                                           \
         float best = xp[first];                                                                    \
@@ -48,13 +55,10 @@
         argmax[o] = besti;                                                                         \
     }
 
-#define CLT_AVGPOOL_FWD(NAME, K)                                                                   \
-    __kernel void NAME(__global const float *x, __global float *y, const int h, const int w,       \
-                       const int oh, const uint oh_m, const uint oh_sh, const int ow,              \
-                       const int k_arg, const int s, const int rows)                               \
+#define POOL_AVG_FWD(NAME, K)                                                                      \
+    __kernel void NAME(__global const float *x, __global float *y, POOL_TILE_ARGS)                 \
     {                                                                                              \
-        const int k = (K);                                                                         \
-        CLT_POOL_FWD_HEAD                                                                          \
+        POOL_TILE_HEAD(K)                                                                          \
         __global const float *xp = x + (size_t)plane * h * w + oy * s * w + ox * s;                \
         float sum = 0.0f;                                                                          \
         for (int i = 0; i < k; i++)                                                                \
@@ -66,13 +70,11 @@
  * writes the k x k input cells of its own window, which no other window
  * touches. Inputs outside every window (s > k, or the rows and columns that
  * floor mode drops) are zeroed by the host beforehand. */
-#define CLT_MAXPOOL_BWD_TILE(NAME, K)                                                              \
+#define POOL_MAX_BWD_TILE(NAME, K)                                                                 \
     __kernel void NAME(__global const float *dy, __global const int *argmax, __global float *dx,   \
-                       const int h, const int w, const int oh, const uint oh_m, const uint oh_sh,  \
-                       const int ow, const int k_arg, const int s, const int rows)                 \
+                       POOL_TILE_ARGS)                                                             \
     {                                                                                              \
-        const int k = (K);                                                                         \
-        CLT_POOL_FWD_HEAD                                                                          \
+        POOL_TILE_HEAD(K)                                                                          \
         float d = dy[o];                                                                           \
         int am = argmax[o];                                                                        \
         int first = oy * s * w + ox * s;                                                           \
@@ -84,31 +86,23 @@
             }                                                                                      \
     }
 
-#define CLT_AVGPOOL_BWD_TILE(NAME, K)                                                              \
-    __kernel void NAME(__global const float *dy, __global float *dx, const int h, const int w,     \
-                       const int oh, const uint oh_m, const uint oh_sh, const int ow,              \
-                       const int k_arg, const int s, const int rows)                               \
+#define POOL_AVG_BWD_TILE(NAME, K)                                                                 \
+    __kernel void NAME(__global const float *dy, __global float *dx, POOL_TILE_ARGS)               \
     {                                                                                              \
-        const int k = (K);                                                                         \
-        CLT_POOL_FWD_HEAD                                                                          \
+        POOL_TILE_HEAD(K)                                                                          \
         float d = dy[o] / (float)(k * k);                                                          \
         __global float *dp = dx + (size_t)plane * h * w + oy * s * w + ox * s;                     \
         for (int i = 0; i < k; i++)                                                                \
             for (int j = 0; j < k; j++) dp[i * w + j] = d;                                         \
     }
 
-CLT_MAXPOOL_FWD(clt_maxpool_fwd, k_arg)
-CLT_MAXPOOL_FWD(clt_maxpool_fwd_k2, 2)
-CLT_MAXPOOL_FWD(clt_maxpool_fwd_k3, 3)
-CLT_AVGPOOL_FWD(clt_avgpool_fwd, k_arg)
-CLT_AVGPOOL_FWD(clt_avgpool_fwd_k2, 2)
-CLT_AVGPOOL_FWD(clt_avgpool_fwd_k3, 3)
-CLT_MAXPOOL_BWD_TILE(clt_maxpool_bwd_tile, k_arg)
-CLT_MAXPOOL_BWD_TILE(clt_maxpool_bwd_tile_k2, 2)
-CLT_MAXPOOL_BWD_TILE(clt_maxpool_bwd_tile_k3, 3)
-CLT_AVGPOOL_BWD_TILE(clt_avgpool_bwd_tile, k_arg)
-CLT_AVGPOOL_BWD_TILE(clt_avgpool_bwd_tile_k2, 2)
-CLT_AVGPOOL_BWD_TILE(clt_avgpool_bwd_tile_k3, 3)
+/* Each tile kernel with a run-time window and with windows 2 and 3 built in. */
+#define POOL_VARIANTS(KERNEL, NAME) KERNEL(NAME, k_arg) KERNEL(NAME##_k2, 2) KERNEL(NAME##_k3, 3)
+
+POOL_VARIANTS(POOL_MAX_FWD, pool_max_fwd)
+POOL_VARIANTS(POOL_AVG_FWD, pool_avg_fwd)
+POOL_VARIANTS(POOL_MAX_BWD_TILE, pool_max_bwd_tile)
+POOL_VARIANTS(POOL_AVG_BWD_TILE, pool_avg_bwd_tile)
 
 /* Backward with overlapping windows (s < k), by gathering: work-item
  * (ix, row), row = plane * h + iy over rows = n*c*h, sums the windows that
@@ -117,24 +111,23 @@ CLT_AVGPOOL_BWD_TILE(clt_avgpool_bwd_tile_k3, 3)
  * 0 <= ox < ow and ix - ox*s < k (masked, not branched around). Windows are
  * summed in raster order, each term as PyTorch's CPU backward adds it
  * (dy / (k*k) for average); dx is overwritten (zero where no window reads). */
-#define CLT_POOL_BWD_GATHER_HEAD                                                                   \
+#define POOL_GATHER_HEAD                                                                           \
     int ix = get_global_id(0), row = get_global_id(1);                                             \
     if (ix >= w || row >= rows) return;                                                            \
-    int plane = CLT_DIV(row, h_m, h_sh);                                                           \
+    int plane = POOL_DIV(row, h_m, h_sh);                                                          \
     int iy = row - plane * h;                                                                      \
-    int ylo = iy < k ? 0 : CLT_DIV(iy - k, s_m, s_sh) + 1;                                         \
-    int yhi = min(CLT_DIV(iy, s_m, s_sh), oh - 1);                                                 \
-    int qx = CLT_DIV(ix, s_m, s_sh);                                                               \
+    int ylo = iy < k ? 0 : POOL_DIV(iy - k, s_m, s_sh) + 1;                                        \
+    int yhi = min(POOL_DIV(iy, s_m, s_sh), oh - 1);                                                \
+    int qx = POOL_DIV(ix, s_m, s_sh);                                                              \
     size_t base = (size_t)plane * oh * ow;                                                         \
     float sum = 0.0f;
 
-__kernel void clt_maxpool_bwd_gather(__global const float *dy, __global const int *argmax,
-                                     __global float *dx, const int h, const uint h_m,
-                                     const uint h_sh, const int w, const int oh, const int ow,
-                                     const int k, const int s, const uint s_m, const uint s_sh,
-                                     const int r, const int rows)
+__kernel void pool_max_bwd_gather(__global const float *dy, __global const int *argmax,
+                                  __global float *dx, const int h, const uint h_m, const uint h_sh,
+                                  const int w, const int oh, const int ow, const int k, const int s,
+                                  const uint s_m, const uint s_sh, const int r, const int rows)
 {
-    CLT_POOL_BWD_GATHER_HEAD
+    POOL_GATHER_HEAD
     int me = iy * w + ix;
     for (int oy = ylo; oy <= yhi; oy++)
         for (int b = r - 1; b >= 0; b--) {
@@ -147,12 +140,12 @@ __kernel void clt_maxpool_bwd_gather(__global const float *dy, __global const in
     dx[(size_t)row * w + ix] = sum;
 }
 
-__kernel void clt_avgpool_bwd_gather(__global const float *dy, __global float *dx, const int h,
-                                     const uint h_m, const uint h_sh, const int w, const int oh,
-                                     const int ow, const int k, const int s, const uint s_m,
-                                     const uint s_sh, const int r, const int rows)
+__kernel void pool_avg_bwd_gather(__global const float *dy, __global float *dx, const int h,
+                                  const uint h_m, const uint h_sh, const int w, const int oh,
+                                  const int ow, const int k, const int s, const uint s_m,
+                                  const uint s_sh, const int r, const int rows)
 {
-    CLT_POOL_BWD_GATHER_HEAD
+    POOL_GATHER_HEAD
     const float kk = (float)(k * k);
     for (int oy = ylo; oy <= yhi; oy++)
         for (int b = r - 1; b >= 0; b--) {
@@ -166,7 +159,7 @@ __kernel void clt_avgpool_bwd_gather(__global const float *dy, __global float *d
 
 /* Global average pooling: row r of x (hw contiguous values) -> y[r]. One
  * work-item per row, fixed summation order. */
-__kernel void clt_gap_fwd(__global const float *x, __global float *y, const int hw, const int rows)
+__kernel void pool_gap_fwd(__global const float *x, __global float *y, const int hw, const int rows)
 {
     int r = get_global_id(0);
     if (r >= rows) return;
@@ -177,7 +170,8 @@ __kernel void clt_gap_fwd(__global const float *x, __global float *y, const int 
 }
 
 /* dx[r, i] = dy[r] / hw: work-item (i, r). */
-__kernel void clt_gap_bwd(__global const float *dy, __global float *dx, const int hw, const int rows)
+__kernel void pool_gap_bwd(__global const float *dy, __global float *dx, const int hw,
+                           const int rows)
 {
     int i = get_global_id(0), r = get_global_id(1);
     if (i >= hw || r >= rows) return;

@@ -9,8 +9,8 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 /* m == 0, no velocity buffer. */
-__kernel void clt_sgd_plain(__global float *w, __global const float *g, const float lr,
-                            const float wd, const ulong n)
+__kernel void sgd_plain(__global float *w, __global const float *g, const float lr,
+                        const float wd, const ulong n)
 {
     size_t i = get_global_id(0);
     if (i < n) {
@@ -21,8 +21,8 @@ __kernel void clt_sgd_plain(__global float *w, __global const float *g, const fl
 }
 
 /* m == 0 with a velocity buffer: v = g' (v is not read). */
-__kernel void clt_sgd_store(__global float *w, __global const float *g, __global float *v,
-                            const float lr, const float wd, const ulong n)
+__kernel void sgd_store(__global float *w, __global const float *g, __global float *v,
+                        const float lr, const float wd, const ulong n)
 {
     size_t i = get_global_id(0);
     if (i < n) {
@@ -33,8 +33,8 @@ __kernel void clt_sgd_store(__global float *w, __global const float *g, __global
     }
 }
 
-__kernel void clt_sgd_momentum(__global float *w, __global const float *g, __global float *v,
-                               const float lr, const float m, const float wd, const ulong n)
+__kernel void sgd_momentum(__global float *w, __global const float *g, __global float *v,
+                           const float lr, const float m, const float wd, const ulong n)
 {
     size_t i = get_global_id(0);
     if (i < n) {

@@ -14,18 +14,19 @@
 clt_status clt_atomic_open(clt_atomic_file *af, const char *path)
 {
     memset(af, 0, sizeof *af);
-    if (strlen(path) >= sizeof af->path)
-        return clt_fail(CLT_ERR_INVALID_ARG, "%s: path too long", path);
-    strcpy(af->path, path);
+    int exists;
+    CLT_TRY(clt_atomic_target(path, af->path, &exists));
+    clt_atomic_clean_stale(af->path);
     /* pid, handle address and clock make the name unique; O_EXCL and a
-     * retry guard against the rare collision. */
+     * retry guard against the rare collision. The pid comes first: the
+     * cleaning above reads it. */
     int fd = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld.%lx.%ld.%d", path, (long)getpid(),
+        snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld.%lx.%ld.%d", af->path, (long)getpid(),
                  (unsigned long)(uintptr_t)af, (long)ts.tv_nsec, attempt);
-        fd = open(af->tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        fd = open(af->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
@@ -60,6 +61,15 @@ clt_status clt_atomic_commit(clt_atomic_file *af)
         unlink(af->tmp);
         return clt_fail(CLT_ERR_IO, "%s: write failed: %s", af->path, strerror(err));
     }
+    /* the target may have been replaced since the open: never rename over
+     * what is not a regular file */
+    struct stat st;
+    if (lstat(af->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        unlink(af->tmp);
+        af->tmp[0] = 0;
+        return clt_fail(CLT_ERR_IO, "%s became %s while being written: not replaced", af->path,
+                        clt_file_kind(st.st_mode));
+    }
     if (rename(af->tmp, af->path) != 0) {
         err = errno;
         unlink(af->tmp);
@@ -92,12 +102,24 @@ clt_status clt_read_file(const char *path, unsigned char **data, size_t *n)
 {
     *data = NULL;
     *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return clt_fail(errno == ENOENT ? CLT_ERR_NOT_FOUND : CLT_ERR_IO, "%s: %s", path, strerror(errno));
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; the type is
+     * checked before any read, then reads block as usual. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return clt_fail(errno == ENOENT ? CLT_ERR_NOT_FOUND : CLT_ERR_IO, "%s: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return clt_fail(CLT_ERR_IO, "%s: not a regular file", path);
+    clt_status s = CLT_OK;
+    if (fstat(fd, &st) != 0) s = clt_fail(CLT_ERR_IO, "%s: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode)) s = clt_fail(CLT_ERR_IO, "%s is %s, not a regular file", path, clt_file_kind(st.st_mode));
+    if (s != CLT_OK) {
+        close(fd);
+        return s;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ? NULL : fdopen(fd, "rb");
+    if (!f) {
+        s = clt_fail(CLT_ERR_IO, "%s: %s", path, strerror(errno));
+        close(fd);
+        return s;
     }
     size_t size = (size_t)st.st_size;
     unsigned char *buf = malloc(size + 1);

@@ -1,6 +1,13 @@
 /* Atomic file replacement: write to a temporary file beside the target,
  * flush and fsync it, then rename over the target. A crash at any point
- * leaves either the old file or the new one, never a torn one. */
+ * leaves either the old file or the new one, never a torn one.
+ *
+ * The target is what the path names after following symbolic links: the
+ * file a link points to is replaced and the link stays. A target that
+ * exists and is not a regular file (device, FIFO, socket, directory) is
+ * refused, never replaced. Temporaries are named TARGET.tmp.PID.<unique>;
+ * opening a new one removes the ones of that target whose PID no longer
+ * runs (left by a killed process). */
 #ifndef CLT_CORE_ATOMIC_FILE_H
 #define CLT_CORE_ATOMIC_FILE_H
 
@@ -9,12 +16,19 @@
 
 #include "cltrain.h"
 
+#define CLT_PATH_CAP 4096
+
 typedef struct clt_atomic_file {
     FILE *f;
-    char path[4096];
-    char tmp[4096 + 64];
+    char path[CLT_PATH_CAP]; /* the target, links followed */
+    char tmp[CLT_PATH_CAP + 64];
 } clt_atomic_file;
 
+/* The file an atomic write to `path` replaces, links followed (at most 40),
+ * into out[CLT_PATH_CAP]; *exists tells whether it exists. Refuses an empty
+ * path, a target that is not a regular file, and a missing parent
+ * directory, naming the path. */
+clt_status clt_atomic_target(const char *path, char *out, int *exists);
 clt_status clt_atomic_open(clt_atomic_file *af, const char *path);
 /* Writes n bytes; a failure sets the detail naming the file. */
 clt_status clt_atomic_write(clt_atomic_file *af, const void *data, size_t n);
@@ -24,9 +38,14 @@ clt_status clt_atomic_commit(clt_atomic_file *af);
 void clt_atomic_abort(clt_atomic_file *af);
 /* Whole-file helper. */
 clt_status clt_write_file_atomic(const char *path, const void *data, size_t n);
-/* Reads a whole file into a malloc'd buffer (NUL-terminated beyond *n). */
+/* Reads a whole regular file into a malloc'd buffer (NUL-terminated beyond
+ * *n). Anything else (FIFO, device, directory) is refused without blocking. */
 clt_status clt_read_file(const char *path, unsigned char **data, size_t *n);
 /* mkdir -p */
 clt_status clt_mkdir_p(const char *path);
+/* "a FIFO", "a directory", ... for a st_mode that is not a regular file. */
+const char *clt_file_kind(unsigned mode);
+/* Removes TARGET.tmp.PID.* files beside `target` whose PID no longer runs. */
+void clt_atomic_clean_stale(const char *target);
 
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/config.h"
 #include "core/error.h"
 #include "data/shuffle.h"
 
@@ -151,6 +152,7 @@ static void free_buffer(clt_batcher *b, void *p)
 static clt_status check_config(const clt_dataset *ds, const clt_batcher_config *cfg)
 {
     if (!ds) return clt_fail(CLT_ERR_INVALID_ARG, "clt_batcher_create: dataset is NULL");
+    CLT_TRY(clt_config_check_reserved(cfg->reserved, sizeof cfg->reserved, "clt_batcher_create"));
     if (cfg->batch_size <= 0)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_batcher_create: batch_size must be > 0 (got %d)",
                         cfg->batch_size);

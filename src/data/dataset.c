@@ -81,22 +81,21 @@ clt_status clt_dataset_from_idx(const char *images_path, const char *labels_path
     if (limit < 0)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_from_idx: limit must be >= 0 (got %lld)",
                         (long long)limit);
-    clt_idx im, lb;
-    memset(&lb, 0, sizeof lb);
+    clt_idx *im = NULL, *lb = NULL;
     clt_status s = clt_idx_read(images_path, &im);
-    if (s == CLT_OK) s = check_images(&im, images_path);
+    if (s == CLT_OK) s = check_images(im, images_path);
     if (s == CLT_OK) s = clt_idx_read(labels_path, &lb);
-    if (s == CLT_OK) s = check_labels(&lb, labels_path, classes);
-    if (s == CLT_OK && lb.dims[0] != im.dims[0])
+    if (s == CLT_OK) s = check_labels(lb, labels_path, classes);
+    if (s == CLT_OK && lb->dims[0] != im->dims[0])
         s = clt_fail(CLT_ERR_FORMAT, "image/label count mismatch: %s holds %lld images but %s holds "
-                     "%lld labels", images_path, (long long)im.dims[0], labels_path,
-                     (long long)lb.dims[0]);
+                     "%lld labels", images_path, (long long)im->dims[0], labels_path,
+                     (long long)lb->dims[0]);
     if (s == CLT_OK) {
-        int64_t n = limit > 0 && limit < im.dims[0] ? limit : im.dims[0];
-        s = build(&im, &lb, classes, n, out);
+        int64_t n = limit > 0 && limit < im->dims[0] ? limit : im->dims[0];
+        s = build(im, lb, classes, n, out);
     }
-    clt_idx_free(&im);
-    clt_idx_free(&lb);
+    clt_idx_destroy(im);
+    clt_idx_destroy(lb);
     return s;
 }
 

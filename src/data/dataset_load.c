@@ -73,7 +73,7 @@ static int find_file(const char *dir, const char *base, char *out)
 
 /* 1 when dir holds both files of the split (paths in images/labels);
  * otherwise logs why not. */
-static int try_dir(const char *dir, const char *why, clt_split split, char *images, char *labels,
+static int try_dir(const char *dir, const char *why, clt_subset split, char *images, char *labels,
                    search_log *log)
 {
     const char *const *names = FILES[split];
@@ -93,7 +93,7 @@ static int try_dir(const char *dir, const char *why, clt_split split, char *imag
     return 0;
 }
 
-static clt_status not_found(const char *what, const char *note, clt_split split,
+static clt_status not_found(const char *what, const char *note, clt_subset split,
                             const search_log *log, const char *install)
 {
     return clt_fail(CLT_ERR_NOT_FOUND,
@@ -101,11 +101,11 @@ static clt_status not_found(const char *what, const char *note, clt_split split,
                     "To fix: %s%sset CLTRAIN_DATA to, or pass, a directory holding "
                     "train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], "
                     "t10k-images-idx3-ubyte[.gz] and t10k-labels-idx1-ubyte[.gz].",
-                    what, split == CLT_SPLIT_TRAIN ? "train" : "test", note, log->text,
+                    what, split == CLT_SUBSET_TRAIN ? "train" : "test", note, log->text,
                     install ? install : "", install ? "; or " : "");
 }
 
-static clt_status load_named(const named_dataset *nd, clt_split split, int64_t limit,
+static clt_status load_named(const named_dataset *nd, clt_subset split, int64_t limit,
                              clt_dataset **out)
 {
     char images[PATH_CAP], labels[PATH_CAP], sub[PATH_CAP];
@@ -134,12 +134,12 @@ static clt_status load_named(const named_dataset *nd, clt_split split, int64_t l
     return not_found(what, "", split, &log, nd->install);
 }
 
-clt_status clt_dataset_load(const char *name_or_dir, clt_split split, int64_t limit,
+clt_status clt_dataset_load(const char *name_or_dir, clt_subset split, int64_t limit,
                             clt_dataset **out)
 {
     if (!out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_load: out is NULL");
     *out = NULL;
-    if (split != CLT_SPLIT_TRAIN && split != CLT_SPLIT_TEST)
+    if (split != CLT_SUBSET_TRAIN && split != CLT_SUBSET_TEST)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_load: invalid split %d", (int)split);
     if (limit < 0)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_load: limit must be >= 0 (got %lld)",

@@ -264,22 +264,37 @@ static clt_status read_whole(const char *path, uint8_t **data, size_t *n)
     return CLT_OK;
 }
 
-clt_status clt_idx_read(const char *path, clt_idx *out)
+clt_status clt_idx_read(const char *path, clt_idx **out)
 {
     if (!out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_idx_read: out is NULL");
-    memset(out, 0, sizeof *out);
+    *out = NULL;
     if (!path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_idx_read: path is NULL");
+    clt_idx *idx = calloc(1, sizeof *idx);
+    if (!idx) return clt_fail(CLT_ERR_NO_MEMORY, "%s: IDX header", path);
     uint8_t *raw;
     size_t n;
-    CLT_TRY(read_whole(path, &raw, &n));
-    clt_status s = clt_idx_parse_memory(raw, n, path, out);
-    free(raw);
-    return s;
+    clt_status s = read_whole(path, &raw, &n);
+    if (s == CLT_OK) {
+        s = clt_idx_parse_memory(raw, n, path, idx);
+        free(raw);
+    }
+    if (s != CLT_OK) {
+        free(idx);
+        return s;
+    }
+    *out = idx;
+    return CLT_OK;
 }
 
-void clt_idx_free(clt_idx *idx)
+void clt_idx_clear(clt_idx *idx)
 {
     if (!idx) return;
     free(idx->data);
     memset(idx, 0, sizeof *idx);
+}
+
+void clt_idx_destroy(clt_idx *idx)
+{
+    clt_idx_clear(idx);
+    free(idx);
 }

@@ -80,3 +80,18 @@ void clt_layer_release(clt_layer *l)
     }
     l->priv_cap = 0;
 }
+
+clt_status clt_pass_sync(const clt_pass *pass, clt_device *dev, cl_mem partial, int count, double *total)
+{
+    if (*pass->sync_done >= pass->sync_rounds)
+        return clt_fail(CLT_ERR_INTERNAL, "synchronisation round %d of a step whose layers declare %d",
+                        *pass->sync_done + 1, pass->sync_rounds);
+    ++*pass->sync_done;
+    size_t bytes = (size_t)count * sizeof(float);
+    CLT_CL(clEnqueueReadBuffer(dev->queue, partial, CL_TRUE, 0, bytes, pass->sync_host, 0, NULL, NULL),
+           "synchronised statistics: read");
+    CLT_TRY(pass->sync.fn(pass->sync.user, pass->sync_host, count, total));
+    CLT_CL(clEnqueueWriteBuffer(dev->queue, partial, CL_TRUE, 0, bytes, pass->sync_host, 0, NULL, NULL),
+           "synchronised statistics: write");
+    return CLT_OK;
+}

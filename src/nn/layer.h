@@ -4,6 +4,7 @@
 #ifndef CLT_NN_LAYER_H
 #define CLT_NN_LAYER_H
 
+#include "nn/net.h"
 #include "runtime/device.h"
 
 #define CLT_LAYER_MAX_ARGS 4
@@ -33,17 +34,24 @@ typedef struct clt_param {
     cl_mem w, g;          /* sub-buffers (owned by the net); g is NULL for buffers */
 } clt_param;
 
-/* How a pass runs: training or inference, and the hook that reduces
- * per-channel partial sums across devices (synchronised batch norm; NULL:
- * this device's statistics only). The hook replaces `count` floats of
- * `partial` with their sum over every device (in device order) and *total
- * with the sum of every device's *total. Every device must make the same
- * sequence of calls. */
+/* How a pass runs: training or inference, and the hook that sums
+ * per-channel partial sums over devices (synchronised batch norm; sync.fn
+ * NULL: this device's statistics only), with the net's host memory for it.
+ * The net makes it for each pass (net.c). */
 typedef struct clt_pass {
     int training;
-    clt_status (*sync)(void *user, clt_device *dev, cl_mem partial, int count, double *total);
-    void *sync_user;
+    clt_sync sync;
+    float *sync_host;     /* room for the net's largest round */
+    int *sync_done;       /* rounds made so far in this forward + backward */
+    int sync_rounds;      /* rounds the net's layers declare */
 } clt_pass;
+
+/* One synchronisation round on `count` floats of `partial`: reads them,
+ * lets the pass's hook sum them over devices, writes the sums back. Every
+ * call is a round that the layer declares in sync_rounds; one more than the
+ * net's layers declare fails (CLT_ERR_INTERNAL) rather than wait forever
+ * for a device with an empty shard. */
+clt_status clt_pass_sync(const clt_pass *pass, clt_device *dev, cl_mem partial, int count, double *total);
 
 typedef struct clt_layer clt_layer;
 
@@ -85,6 +93,12 @@ struct clt_layer {
     int last_training;    /* mode of the last forward (batch norm's backward) */
     clt_layer *subs;      /* composite layers (residual block): their parts */
     int n_subs;
+    /* Set by configure: the clt_pass_sync rounds a training forward +
+     * backward makes when the pass syncs (each device replays as many when
+     * its shard is empty, so they must match the calls), and the most
+     * floats one of them exchanges. */
+    int sync_rounds;
+    int sync_floats;
     void *kind_state;     /* host state the kind keeps (a convolution's plan); its release frees it */
 };
 

@@ -7,6 +7,8 @@
 #include "runtime/launch.h"
 
 enum { SHIFT, STATS, MEAN_INVSTD, BSTATS };
+/* The synchronisation rounds of a training forward + backward, in order. */
+enum { ROUND_SHIFT, ROUND_STATS, ROUND_BACKWARD, N_ROUNDS };
 
 static int channels(const clt_layer *l) { return l->in.d[0]; }
 static int plane(const clt_layer *l) { return l->in.ndim == 3 ? l->in.d[1] * l->in.d[2] : 1; }
@@ -20,6 +22,8 @@ static clt_status configure(clt_layer *l)
     clt_layer_add_param(l, "bias", 1, &c, 0, 0, 1);
     clt_layer_add_buffer(l, "running_mean", c, 0.0f);
     clt_layer_add_buffer(l, "running_var", c, 1.0f);
+    l->sync_rounds = N_ROUNDS;
+    l->sync_floats = 2 * channels(l);
     return CLT_OK;
 }
 
@@ -46,15 +50,15 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
      * of the devices' first samples, so that every device uses the same. */
     cl_mem shift = l->priv[SHIFT];
     CLT_TRY(clt_bn_shift_raw(dev, n, c, hw, x, shift));
-    if (pass->sync) {
+    if (pass->sync.fn) { /* ROUND_SHIFT */
         double devices = 1;
-        CLT_TRY(pass->sync(pass->sync_user, dev, shift, c, &devices));
+        CLT_TRY(clt_pass_sync(pass, dev, shift, c, &devices));
         float inv = (float)(1.0 / devices);
-        CLT_TRY(clt_launch_1d(dev, "elementwise", "clt_scale", (size_t)c,
+        CLT_TRY(clt_launch_1d(dev, "elementwise", "elementwise_scale", (size_t)c,
                               CLT_ARGS(CLT_ARG(shift), CLT_ARG(inv), CLT_ARG(c))));
     }
     CLT_TRY(clt_bn_stats_raw(dev, n, c, hw, x, shift, l->priv[STATS]));
-    if (pass->sync) CLT_TRY(pass->sync(pass->sync_user, dev, l->priv[STATS], 2 * c, &count));
+    if (pass->sync.fn) CLT_TRY(clt_pass_sync(pass, dev, l->priv[STATS], 2 * c, &count)); /* ROUND_STATS */
     if (count < 2)
         return clt_layer_fail(l, CLT_ERR_INVALID_ARG,
                               "training batch norm needs more than one value per channel (batch %d x %d)", n, hw);
@@ -79,9 +83,9 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
            "batch norm: weight gradient");
     if (!l->last_training)
         return dx ? clt_bn_backward_infer_raw(dev, n, c, hw, dy, l->priv[MEAN_INVSTD], gamma, dx) : CLT_OK;
-    /* Every device takes part in each reduction, wanted or not. */
+    /* Every device takes part in each round, wanted or not. */
     double count = (double)n * hw;
-    if (pass->sync) CLT_TRY(pass->sync(pass->sync_user, dev, l->priv[BSTATS], 2 * c, &count));
+    if (pass->sync.fn) CLT_TRY(clt_pass_sync(pass, dev, l->priv[BSTATS], 2 * c, &count)); /* ROUND_BACKWARD */
     if (!dx) return CLT_OK;
     return clt_bn_backward_apply_raw(dev, n, c, hw, x, dy, l->priv[MEAN_INVSTD], gamma, l->priv[BSTATS], count, dx);
 }

@@ -10,7 +10,7 @@
 
 #include "nn/layer.h"
 #include "ops/activation.h"
-#include "ops/bn.h"
+#include "ops/elementwise.h"
 
 enum { CONV1, BN1, CONV2, BN2, SHORTCUT };
 enum { T1, T2, T4, T5, T6, DB, DXM, N_BATCH_BUFFERS };
@@ -31,6 +31,8 @@ static clt_status add_part(clt_layer *l, int i, const clt_layer_kind *kind, cons
     s->in = in;
     CLT_TRY(kind->configure(s));
     for (int p = 0; p < s->n_params; p++) l->params[l->n_params++] = s->params[p];
+    l->sync_rounds += s->sync_rounds;
+    if (s->sync_floats > l->sync_floats) l->sync_floats = s->sync_floats;
     l->n_subs = i + 1;
     return CLT_OK;
 }
@@ -107,7 +109,7 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
     size_t count = (size_t)n * (size_t)clt_shape_numel(&l->out);
     CLT_TRY(run_fwd(l, CONV1, dev, pass, n, x, b[T1]));
     CLT_TRY(run_fwd(l, BN1, dev, pass, n, b[T1], b[T2]));
-    CLT_TRY(clt_act_forward_raw(dev, CLT_RELU, count, b[T2], b[T2]));
+    CLT_TRY(clt_act_forward_raw(dev, CLT_ACT_RELU, count, b[T2], b[T2]));
     CLT_TRY(run_fwd(l, CONV2, dev, pass, n, b[T2], b[T4]));
     CLT_TRY(run_fwd(l, BN2, dev, pass, n, b[T4], b[T5]));
     cl_mem shortcut = x;
@@ -116,7 +118,7 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
         shortcut = b[T6];
     }
     CLT_TRY(clt_add_raw(dev, count, b[T5], shortcut, y));
-    return clt_act_forward_raw(dev, CLT_RELU, count, y, y);
+    return clt_act_forward_raw(dev, CLT_ACT_RELU, count, y, y);
 }
 
 static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
@@ -126,10 +128,10 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
     cl_mem *b = l->priv;
     size_t count = (size_t)n * (size_t)clt_shape_numel(&l->out);
     cl_mem dsum = b[T5]; /* bn2's output is no longer needed */
-    CLT_TRY(clt_act_backward_raw(dev, CLT_RELU, count, y, dy, dsum));
+    CLT_TRY(clt_act_backward_raw(dev, CLT_ACT_RELU, count, y, dy, dsum));
     CLT_TRY(run_bwd(l, BN2, dev, pass, n, b[T4], dsum, b[DB]));
     CLT_TRY(run_bwd(l, CONV2, dev, pass, n, b[T2], b[DB], b[T4]));
-    CLT_TRY(clt_act_backward_raw(dev, CLT_RELU, count, b[T2], b[T4], b[T4]));
+    CLT_TRY(clt_act_backward_raw(dev, CLT_ACT_RELU, count, b[T2], b[T4], b[T4]));
     CLT_TRY(run_bwd(l, BN1, dev, pass, n, b[T1], b[T4], b[DB]));
     if (projected(l)) {
         CLT_TRY(run_bwd(l, SHORTCUT, dev, pass, n, x, dsum, dx));

@@ -1,4 +1,4 @@
-#include "nn/net.h"
+#include "nn/net_impl.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 
 #include "core/alloc.h"
 #include "ops/loss.h"
-#include "ops/sgd.h"
+#include "optim/sgd.h"
 
 static clt_status make_buffer(clt_device *dev, size_t bytes, const char *what, cl_mem *out)
 {
@@ -78,6 +78,18 @@ static clt_status layout_params(clt_net *net)
     return CLT_OK;
 }
 
+/* The rounds and floats of a synchronised step: what the layers declare. */
+static clt_status plan_sync(clt_net *net)
+{
+    for (int i = 0; i < net->model.n_layers; i++) {
+        const clt_layer *l = &net->model.layers[i];
+        net->sync_rounds += l->sync_rounds;
+        if (l->sync_floats > net->sync_floats) net->sync_floats = l->sync_floats;
+    }
+    if (!net->sync_floats) return CLT_OK;
+    return clt_calloc((void **)&net->sync_host, (size_t)net->sync_floats, sizeof(float), "synchronisation");
+}
+
 clt_status clt_net_create(clt_device *dev, const char *spec, int channels, int height, int width,
                           clt_net **out)
 {
@@ -91,6 +103,7 @@ clt_status clt_net_create(clt_device *dev, const char *spec, int channels, int h
     if (s == CLT_OK)
         s = clt_calloc((void **)&net->act, (size_t)net->model.n_layers, sizeof *net->act, "net buffers");
     if (s == CLT_OK) s = layout_params(net);
+    if (s == CLT_OK) s = plan_sync(net);
     if (s != CLT_OK) {
         clt_net_destroy(net);
         return s;
@@ -126,6 +139,7 @@ void clt_net_destroy(clt_net *net)
 {
     if (!net) return;
     if (net->dev) clFinish(net->dev->queue);
+    clt_net_release_staging(net);
     if (net->act) release_batch_buffers(net);
     for (int i = 0; i < net->model.n_layers; i++) {
         clt_layer *l = &net->model.layers[i];
@@ -140,6 +154,7 @@ void clt_net_destroy(clt_net *net)
     release(&net->state);
     release(&net->vel);
     free(net->act);
+    free(net->sync_host);
     clt_model_free(&net->model);
     free(net);
 }
@@ -182,13 +197,23 @@ static clt_status check_n(const clt_net *net, int n, const char *op)
     return CLT_OK;
 }
 
-clt_status clt_net_forward_device(clt_net *net, const clt_pass *pass, int n)
+static clt_pass make_pass(clt_net *net, int training, const clt_sync *sync)
 {
+    clt_pass pass = {training, {NULL, NULL}, net->sync_host, &net->sync_done, net->sync_rounds};
+    if (sync) pass.sync = *sync;
+    return pass;
+}
+
+clt_status clt_net_forward_device(clt_net *net, int training, const clt_sync *sync, int n)
+{
+    clt_pass pass = make_pass(net, training, sync);
     cl_mem x = net->input;
+    net->sync_done = 0;
+    net->last_training = training;
     for (int i = 0; i < net->model.n_layers; i++) {
         clt_layer *l = &net->model.layers[i];
         if (!l->kind->alias) {
-            clt_status s = l->kind->forward(l, net->dev, pass, n, x, net->act[i]);
+            clt_status s = l->kind->forward(l, net->dev, &pass, n, x, net->act[i]);
             if (s != CLT_OK) return clt_fail_context(s, "forward of layer %d (%s)", i, l->token);
         }
         x = net->act[i];
@@ -197,16 +222,22 @@ clt_status clt_net_forward_device(clt_net *net, const clt_pass *pass, int n)
     return CLT_OK;
 }
 
+clt_status clt_net_set_input(clt_net *net, const float *images, int n, cl_event *done)
+{
+    CLT_TRY(clt_net_reserve(net, n));
+    size_t bytes = (size_t)n * (size_t)clt_shape_numel(&net->model.in) * sizeof(float);
+    CLT_CL(clEnqueueWriteBuffer(net->dev->queue, net->input, done ? CL_FALSE : CL_TRUE, 0, bytes, images, 0, NULL,
+                                done),
+           "upload input samples");
+    return CLT_OK;
+}
+
 clt_status clt_net_forward(clt_net *net, const float *images, int n, int training)
 {
     if (!net || !images) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_forward: NULL argument");
     CLT_TRY(check_n(net, n, "clt_net_forward"));
-    CLT_TRY(clt_net_reserve(net, n));
-    size_t bytes = (size_t)n * (size_t)clt_shape_numel(&net->model.in) * sizeof(float);
-    CLT_CL(clEnqueueWriteBuffer(net->dev->queue, net->input, CL_TRUE, 0, bytes, images, 0, NULL, NULL),
-           "clt_net_forward: upload");
-    clt_pass pass = {training != 0, NULL, NULL};
-    return clt_net_forward_device(net, &pass, n);
+    CLT_TRY(clt_net_set_input(net, images, n, NULL));
+    return clt_net_forward_device(net, training != 0, NULL, n);
 }
 
 clt_status clt_net_output(const clt_net *net, float *scores, int64_t count)
@@ -240,9 +271,10 @@ clt_status clt_net_loss_device(clt_net *net)
                         net->stats);
 }
 
-clt_status clt_net_backward_device(clt_net *net, const clt_pass *pass, float scale, clt_grads_ready_fn ready,
+clt_status clt_net_backward_device(clt_net *net, const clt_sync *sync, float scale, clt_grads_ready_fn ready,
                                    void *user)
 {
+    clt_pass pass = make_pass(net, 1, sync);
     int n = net->last_n;
     cl_mem dy = net->dbuf[0];
     int cur = 0;
@@ -252,7 +284,7 @@ clt_status clt_net_backward_device(clt_net *net, const clt_pass *pass, float sca
         if (l->kind->alias) continue; /* the gradient passes through unchanged */
         cl_mem x = i ? net->act[i - 1] : net->input;
         cl_mem dx = i > net->first_param_layer ? net->dbuf[1 - cur] : NULL;
-        clt_status s = l->kind->backward(l, net->dev, pass, n, x, net->act[i], dy, dx);
+        clt_status s = l->kind->backward(l, net->dev, &pass, n, x, net->act[i], dy, dx);
         if (s != CLT_OK) return clt_fail_context(s, "backward of layer %d (%s)", i, l->token);
         if (ready && i >= net->first_param_layer) CLT_TRY(ready(user, net, i));
         if (dx) {
@@ -260,6 +292,11 @@ clt_status clt_net_backward_device(clt_net *net, const clt_pass *pass, float sca
             dy = dx;
         }
     }
+    /* Fewer rounds than declared would leave a device with an empty shard
+     * waiting for the rest. */
+    if (pass.sync.fn && net->last_training && net->sync_done != net->sync_rounds)
+        return clt_fail(CLT_ERR_INTERNAL, "a training step made %d synchronisation rounds, its layers declare %d",
+                        net->sync_done, net->sync_rounds);
     return CLT_OK;
 }
 
@@ -295,8 +332,7 @@ clt_status clt_net_backward(clt_net *net, const int32_t *labels, float scale, do
 {
     CLT_TRY(check_labels(net, labels, "clt_net_backward"));
     if (!isfinite(scale)) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_backward: scale %g", scale);
-    clt_pass pass = {1, NULL, NULL};
-    CLT_TRY(clt_net_backward_device(net, &pass, scale, NULL, NULL));
+    CLT_TRY(clt_net_backward_device(net, NULL, scale, NULL, NULL));
     return clt_net_read_stats(net, loss_sum, correct);
 }
 
@@ -307,7 +343,9 @@ clt_status clt_net_loss(clt_net *net, const int32_t *labels, double *loss_sum, i
     return clt_net_read_stats(net, loss_sum, correct);
 }
 
-clt_status clt_net_ensure_velocity(clt_net *net)
+int clt_net_has_momentum(const clt_net *net) { return net->vel != NULL; }
+
+clt_status clt_net_ensure_momentum(clt_net *net)
 {
     if (net->vel) return CLT_OK;
     size_t bytes = net->flat * sizeof(float);
@@ -315,16 +353,16 @@ clt_status clt_net_ensure_velocity(clt_net *net)
     return zero(net->dev, net->vel, bytes);
 }
 
+clt_status clt_net_reset_momentum(clt_net *net)
+{
+    return net->vel ? zero(net->dev, net->vel, net->flat * sizeof(float)) : CLT_OK;
+}
+
 clt_status clt_net_sgd_step(clt_net *net, float lr, float momentum, float weight_decay)
 {
     if (!net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_sgd_step: net is NULL");
-    if (!isfinite(lr) || lr < 0 || !isfinite(momentum) || momentum < 0 || momentum >= 1 ||
-        !isfinite(weight_decay) || weight_decay < 0)
-        return clt_fail(CLT_ERR_INVALID_ARG,
-                        "SGD settings lr %g, momentum %g, weight decay %g: need lr >= 0, 0 <= momentum < 1, "
-                        "weight decay >= 0",
-                        lr, momentum, weight_decay);
-    if (momentum > 0) CLT_TRY(clt_net_ensure_velocity(net));
+    CLT_TRY(clt_sgd_check("clt_net_sgd_step", lr, momentum, weight_decay));
+    if (momentum > 0) CLT_TRY(clt_net_ensure_momentum(net));
     return clt_sgd_raw(net->dev, net->flat, net->params, net->grads, momentum > 0 ? net->vel : NULL, lr,
                        momentum, weight_decay);
 }

@@ -1,48 +1,98 @@
-/* The net: a model on one device with flat parameter, gradient and velocity
- * buffers (parameters laid out last layer first, so gradients become ready
- * in buffer order during backward) and activation buffers sized on demand. */
+/* A net as the other rooms see it (the trainer runs one replica per
+ * device): an opaque handle whose device buffers are reached only through
+ * these calls, on top of the public clt_net_* calls in cltrain.h. The
+ * struct and nn's own helpers are in net_impl.h, for nn/ only.
+ *
+ * A net keeps four flat float buffers. Parameters, their gradients and
+ * their momentum share one layout, last layer first, so that gradients
+ * become ready in buffer order during backward; the state (batch-norm
+ * running statistics) has a buffer of its own. Offsets and counts are in
+ * floats. Transfers run on the net's device queue, in order with its
+ * kernels. */
 #ifndef CLT_NN_NET_H
 #define CLT_NN_NET_H
 
-#include "nn/model.h"
+#include <stddef.h>
+#include <stdint.h>
 
-struct clt_net {
-    clt_device *dev;
-    clt_model model;
-    size_t flat;          /* floats in the parameter, gradient and momentum buffers */
-    size_t flat_state;    /* floats in the state buffer */
-    cl_mem params, grads, vel, state;
-    int cap;              /* batch capacity of the buffers below */
-    cl_mem input;         /* cap x input sample */
-    cl_mem *act;          /* layer outputs (aliases for flatten) */
-    cl_mem dbuf[2];       /* ping-pong input gradients */
-    cl_mem labels;        /* int32, cap */
-    cl_mem stats;         /* 2 x cap floats: loss, correct */
-    float *host_stats;
-    int last_n;           /* batch size of the last forward */
-    int first_param_layer;/* layers before it need no input gradient */
-};
+#include "cltrain.h"
+#include "runtime/cl.h"
 
-/* Makes the buffers hold n samples (grows, never shrinks). */
-clt_status clt_net_reserve(clt_net *net, int n);
-/* Forward of n samples already in net->input. */
-clt_status clt_net_forward_device(clt_net *net, const clt_pass *pass, int n);
-/* Called after a layer's parameter gradients are enqueued (in-order queue:
- * work enqueued afterwards sees them). */
-typedef clt_status (*clt_grads_ready_fn)(void *user, clt_net *net, int layer);
-/* Loss and backward of the last forward with labels already in net->labels;
- * enqueues everything, reads nothing. */
-clt_status clt_net_backward_device(clt_net *net, const clt_pass *pass, float scale, clt_grads_ready_fn ready,
-                                   void *user);
-/* Loss only (labels in net->labels): enqueues the stats kernel. */
-clt_status clt_net_loss_device(clt_net *net);
-/* Reads the stats of the last loss: sum of losses, correct count; a NaN or
- * infinite loss gives CLT_ERR_NUMERIC, a bad label CLT_ERR_INVALID_ARG. */
-clt_status clt_net_read_stats(clt_net *net, double *loss_sum, int64_t *correct);
-/* Uploads n labels into net->labels after range checks. */
-clt_status clt_net_set_labels(clt_net *net, const int32_t *labels, int n);
+typedef enum clt_net_buffer {
+    CLT_NET_PARAMS,
+    CLT_NET_GRADS,
+    CLT_NET_MOMENTUM, /* exists once clt_net_ensure_momentum ran */
+    CLT_NET_STATE
+} clt_net_buffer;
+
+/* Floats [offset, offset + count) of one buffer. */
+typedef struct clt_span {
+    size_t offset, count;
+} clt_span;
+
+/* Floats in buffer b (momentum: as many as the parameters). */
+size_t clt_net_floats(const clt_net *net, clt_net_buffer b);
+
+/* Copy a span of buffer b to or from host memory. done == NULL: return
+ * when the copy is complete. Otherwise only enqueue it: *done receives its
+ * event (the caller releases it), the host memory must stay as it is until
+ * the event completes, and clt_net_flush starts it. */
+clt_status clt_net_read(const clt_net *net, clt_net_buffer b, clt_span span, float *host, cl_event *done);
+clt_status clt_net_write(clt_net *net, clt_net_buffer b, clt_span span, const float *host, cl_event *done);
+/* Sends the enqueued work to the device now. */
+clt_status clt_net_flush(clt_net *net);
+
+/* Host memory for gradient transfers: clt_net_floats(net, CLT_NET_GRADS)
+ * floats, pinned where the runtime can (CL_MEM_ALLOC_HOST_PTR, mapped),
+ * made on the first call and freed with the net. */
+clt_status clt_net_staging(clt_net *net, float **out);
+
+/* The i-th parameter that has a gradient, in buffer order (the order
+ * backward finishes them): its span and the index of the net layer whose
+ * backward writes it. 0 once i passes the last, 1 otherwise. */
+int clt_net_grad_span(const clt_net *net, int i, clt_span *span, int *layer);
+
+int clt_net_has_momentum(const clt_net *net);
 /* Allocates the zeroed momentum buffer if there is none yet. */
-clt_status clt_net_ensure_velocity(clt_net *net);
+clt_status clt_net_ensure_momentum(clt_net *net);
+/* Zeroes the momentum buffer, if there is one. */
+clt_status clt_net_reset_momentum(clt_net *net);
+
+/* Synchronised batch norm across replicas. The hook replaces `count`
+ * floats of `values` (this device's partial sums) with their sum over
+ * every device, in device order, and *total with the sum of every device's
+ * *total. Every device makes the same sequence of rounds. */
+typedef struct clt_sync {
+    clt_status (*fn)(void *user, float *values, int count, double *total);
+    void *user;
+} clt_sync;
+/* How a training forward + backward with a sync hook synchronises: the
+ * number of rounds (hook calls), the same on every device whatever its
+ * shard, and the most floats one round exchanges. A device with an empty
+ * shard takes part in that many rounds without values. */
+void clt_net_sync_plan(const clt_net *net, int *rounds, int *most_floats);
+
+/* One device's share of a training step: set the input and labels,
+ * forward, backward. */
+/* Uploads n samples (n x C x H x W floats), growing the net's buffers to
+ * hold them; done as for clt_net_write. */
+clt_status clt_net_set_input(clt_net *net, const float *images, int n, cl_event *done);
+/* Uploads n labels after range checks, and waits. */
+clt_status clt_net_set_labels(clt_net *net, const int32_t *labels, int n);
+/* Forward of the n samples set; sync NULL: no synchronisation. */
+clt_status clt_net_forward_device(clt_net *net, int training, const clt_sync *sync, int n);
+/* Called during backward once every parameter gradient of net layer
+ * `layer` and of the layers after it is enqueued (work enqueued later sees
+ * them). */
+typedef clt_status (*clt_grads_ready_fn)(void *user, clt_net *net, int layer);
+/* Loss and backward (training mode) of the last forward with the labels
+ * set, gradients scaled by `scale`; enqueues everything, reads nothing. */
+clt_status clt_net_backward_device(clt_net *net, const clt_sync *sync, float scale, clt_grads_ready_fn ready,
+                                   void *user);
+/* Reads the stats of the last loss: sum of losses, correct count; a NaN or
+ * infinite loss gives CLT_ERR_NUMERIC. Waits for the queue. */
+clt_status clt_net_read_stats(clt_net *net, double *loss_sum, int64_t *correct);
+
 /* CLT_ERR_INVALID_ARG naming op and the first label outside 0..classes-1. */
 clt_status clt_labels_check(const int32_t *labels, int64_t n, int classes, const char *op);
 /* The dataset's samples have the net's input shape and its labels fit the
@@ -52,9 +102,5 @@ clt_status clt_net_check_dataset(const clt_net *net, const clt_dataset *ds, cons
  * checked dataset, in batches of batch_size. */
 clt_status clt_net_evaluate_range(clt_net *net, const clt_dataset *ds, int64_t off, int64_t n, int batch_size,
                                   double *loss_sum, int64_t *correct);
-/* Parameter lookup by name; NULL if none. */
-const clt_param *clt_net_find_param(const clt_net *net, const char *name);
-/* i-th parameter in spec order. */
-const clt_param *clt_net_param_at(const clt_net *net, int i);
 
 #endif

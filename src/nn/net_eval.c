@@ -1,6 +1,6 @@
 /* Evaluation of a net over a dataset (or a range of it) on one device; the
  * trainer runs the same range loop on every device. */
-#include "nn/net.h"
+#include "nn/net_impl.h"
 
 clt_status clt_labels_check(const int32_t *labels, int64_t n, int classes, const char *op)
 {

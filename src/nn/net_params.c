@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "core/hash.h"
-#include "nn/net.h"
+#include "nn/net_impl.h"
 #include "tensor/tensor.h"
 
 const clt_param *clt_net_param_at(const clt_net *net, int i)
@@ -31,7 +31,7 @@ int clt_net_param_count(const clt_net *net)
     return n;
 }
 
-clt_status clt_net_param_info(const clt_net *net, int i, const char **name, int *ndim, int64_t shape[4])
+clt_status clt_net_param_info(const clt_net *net, int i, const char **name, int *ndim, int64_t shape[CLT_MAX_DIMS])
 {
     if (!net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_param_info: net is NULL");
     const clt_param *p = i >= 0 ? clt_net_param_at(net, i) : NULL;
@@ -40,7 +40,7 @@ clt_status clt_net_param_info(const clt_net *net, int i, const char **name, int 
                         clt_net_param_count(net));
     if (name) *name = p->name;
     if (ndim) *ndim = p->ndim;
-    if (shape) memcpy(shape, p->shape, sizeof p->shape);
+    if (shape) memcpy(shape, p->shape, (size_t)p->ndim * sizeof *shape);
     return CLT_OK;
 }
 
@@ -100,7 +100,7 @@ clt_status clt_net_init(clt_net *net, uint64_t seed, clt_init scheme)
         /* A stream per parameter name: adding a layer elsewhere does not
          * change the values of the others. */
         uint64_t s = clt_hash(clt_hash(CLT_HASH_INIT, &seed, sizeof seed), p->name, strlen(p->name));
-        clt_tensor view = {net->dev, CLT_FLOAT32, p->ndim, {0}, p->numel, p->w};
+        clt_tensor view = {net->dev, CLT_DTYPE_FLOAT32, p->ndim, {0}, p->numel, p->w};
         memcpy(view.shape, p->shape, sizeof p->shape);
         clt_status st;
         if (p->is_buffer || p->fan_in == 0) /* constant start: state, batch-norm scale */
@@ -113,13 +113,7 @@ clt_status clt_net_init(clt_net *net, uint64_t seed, clt_init scheme)
             st = clt_tensor_init_normal(&view, s, 0.0f, 0.01f);
         if (st != CLT_OK) return clt_fail_context(st, "initialising %s", p->name);
     }
-    if (net->vel) {
-        float z = 0;
-        CLT_CL(clEnqueueFillBuffer(net->dev->queue, net->vel, &z, sizeof z, 0, net->flat * sizeof(float), 0,
-                                   NULL, NULL),
-               "reset momentum");
-    }
-    return CLT_OK;
+    return clt_net_reset_momentum(net);
 }
 
 clt_device *clt_net_device(const clt_net *net) { return net ? net->dev : NULL; }

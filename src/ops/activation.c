@@ -2,16 +2,17 @@
  * from the forward output y, as PyTorch's relu/sigmoid/tanh backward. */
 #include "ops/activation.h"
 
+#include "ops/elementwise.h"
 #include "runtime/launch.h"
 #include "tensor/tensor.h"
 
-static const char *const fwd_kernel[] = {"clt_relu_fwd", "clt_sigmoid_fwd", "clt_tanh_fwd"};
-static const char *const bwd_kernel[] = {"clt_relu_bwd", "clt_sigmoid_bwd", "clt_tanh_bwd"};
+static const char *const fwd_kernel[] = {"activation_relu_fwd", "activation_sigmoid_fwd", "activation_tanh_fwd"};
+static const char *const bwd_kernel[] = {"activation_relu_bwd", "activation_sigmoid_bwd", "activation_tanh_bwd"};
 
 static clt_status check_f(const char *op, clt_activation f)
 {
     if ((int)f < 0 || (int)f > 2)
-        return clt_fail(CLT_ERR_INVALID_ARG, "%s: unknown activation %d (CLT_RELU, CLT_SIGMOID or CLT_TANH)",
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: unknown activation %d (CLT_ACT_RELU, CLT_ACT_SIGMOID or CLT_ACT_TANH)",
                         op, (int)f);
     return CLT_OK;
 }
@@ -37,11 +38,8 @@ clt_status clt_activation_forward(clt_activation f, const clt_tensor *x, clt_ten
 {
     const char *op = "clt_activation_forward";
     CLT_TRY(check_f(op, f));
-    CLT_TRY(clt_tensor_need(x, op, "x"));
-    CLT_TRY(clt_tensor_expect(x, op, "x", CLT_FLOAT32, x->ndim, x->shape));
-    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_FLOAT32, x->ndim, x->shape));
-    const clt_tensor *others[] = {y};
-    CLT_TRY(clt_tensor_same_device(op, x, 1, others));
+    const clt_tensor *t[] = {x, y};
+    CLT_TRY(clt_elementwise_check(op, 2, t, (const char *const[]){"x", "y"}));
     return clt_act_forward_raw(x->dev, f, (size_t)x->numel, x->buf, y->buf);
 }
 
@@ -50,11 +48,7 @@ clt_status clt_activation_backward(clt_activation f, const clt_tensor *y, const 
 {
     const char *op = "clt_activation_backward";
     CLT_TRY(check_f(op, f));
-    CLT_TRY(clt_tensor_need(y, op, "y"));
-    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_FLOAT32, y->ndim, y->shape));
-    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_FLOAT32, y->ndim, y->shape));
-    CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_FLOAT32, y->ndim, y->shape));
-    const clt_tensor *others[] = {dy, dx};
-    CLT_TRY(clt_tensor_same_device(op, y, 2, others));
+    const clt_tensor *t[] = {y, dy, dx};
+    CLT_TRY(clt_elementwise_check(op, 3, t, (const char *const[]){"y", "dy", "dx"}));
     return clt_act_backward_raw(y->dev, f, (size_t)y->numel, y->buf, dy->buf, dx->buf);
 }

@@ -1,5 +1,5 @@
-/* Batch normalisation (PyTorch BatchNorm1d/2d semantics) and the residual
- * add. Kernels in kernels/bn.cl; the composition of the raw launchers, the
+/* Batch normalisation (PyTorch BatchNorm1d/2d semantics). Kernels in
+ * kernels/bn.cl; the composition of the raw launchers, the
  * layout of the statistics and the numerics are described in ops/bn.h.
  *
  * Internally every launcher works on (buffer, offset) pairs so that the
@@ -44,9 +44,19 @@ static clt_status check_dims(const char *op, int n, int c, int hw, int min_n)
     return CLT_OK;
 }
 
-static clt_status need_mem(const char *op, cl_mem m, const char *what)
+/* NEED(op, NAMED(x), NAMED(y), ...): the first NULL buffer, by its name. */
+typedef struct named_mem {
+    cl_mem m;
+    const char *name;
+} named_mem;
+#define NAMED(m) {(m), #m}
+#define NEED(op, ...) \
+    need_mems(op, (int)(sizeof((named_mem[]){__VA_ARGS__}) / sizeof(named_mem)), (named_mem[]){__VA_ARGS__})
+
+static clt_status need_mems(const char *op, int count, const named_mem *m)
 {
-    if (!m) return clt_fail(CLT_ERR_INVALID_ARG, "%s: %s buffer is NULL", op, what);
+    for (int i = 0; i < count; i++)
+        if (!m[i].m) return clt_fail(CLT_ERR_INVALID_ARG, "%s: %s buffer is NULL", op, m[i].name);
     return CLT_OK;
 }
 
@@ -73,7 +83,7 @@ static bn_plan plan_make(const clt_device *dev, int n, int c, int hw)
     return pl;
 }
 
-/* Kernel `base` of the plan's unit width ("clt_bn_apply" or "clt_bn_apply4"). */
+/* Kernel `base` of the plan's unit width ("bn_apply" or "bn_apply4"). */
 static const char *plan_kernel(const bn_plan *pl, const char *base, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%s%s", base, pl->vec == 4 ? "4" : "");
@@ -123,9 +133,9 @@ static clt_status stats_at(clt_device *dev, const bn_plan *pl, int bwd, cl_mem x
     args[k++] = CLT_ARG(a_off);
     args[k++] = CLT_ARG(part);
     args[k++] = CLT_ARG(p_off);
-    CLT_TRY(plan_launch(dev, pl, bwd ? "clt_bn_bstats_part" : "clt_bn_stats_part", k, args));
+    CLT_TRY(plan_launch(dev, pl, bwd ? "bn_bstats_part" : "bn_stats_part", k, args));
     int len = pl->chunks * pl->lx;
-    return clt_launch_2d(dev, "bn", "clt_bn_reduce_parts", (size_t)pl->group, (size_t)2 * C, (size_t)pl->group, 1,
+    return clt_launch_2d(dev, "bn", "bn_reduce_parts", (size_t)pl->group, (size_t)2 * C, (size_t)pl->group, 1,
                          CLT_ARGS(CLT_ARG(part), CLT_ARG(p_off), CLT_ARG(len), CLT_ARG(out), CLT_ARG(o_off),
                                   CLT_LOCAL((size_t)pl->group * sizeof(float))));
 }
@@ -133,7 +143,7 @@ static clt_status stats_at(clt_device *dev, const bn_plan *pl, int bwd, cl_mem x
 static clt_status shift_at(clt_device *dev, int c, int hw, cl_mem x, cl_mem shift, size_t shift_off)
 {
     cl_ulong off = shift_off;
-    return clt_launch_1d(dev, "bn", "clt_bn_shift", (size_t)c,
+    return clt_launch_1d(dev, "bn", "bn_shift", (size_t)c,
                          CLT_ARGS(CLT_ARG(x), CLT_ARG(shift), CLT_ARG(off), CLT_ARG(c), CLT_ARG(hw)));
 }
 
@@ -155,7 +165,7 @@ static clt_status finalize_at(clt_device *dev, int c, double count, cl_mem stats
     int update = rm != NULL;
     cl_mem rm_arg = update ? rm : mi, rv_arg = update ? rv : mi; /* not read without update */
     float inv_count = (float)(1.0 / count), unbias = (float)(count / (count - 1.0));
-    return clt_launch_1d(dev, "bn", "clt_bn_finalize", (size_t)c,
+    return clt_launch_1d(dev, "bn", "bn_finalize", (size_t)c,
                          CLT_ARGS(CLT_ARG(stats), CLT_ARG(s_off), CLT_ARG(shift), CLT_ARG(sh_off),
                                   CLT_ARG(rm_arg), CLT_ARG(rv_arg), CLT_ARG(update), CLT_ARG(mi), CLT_ARG(m_off),
                                   CLT_ARG(c), CLT_ARG(inv_count), CLT_ARG(unbias), CLT_ARG(momentum),
@@ -166,7 +176,7 @@ static clt_status infer_stats_at(clt_device *dev, int c, cl_mem rm, cl_mem rv, f
                                  size_t mi_off)
 {
     cl_ulong m_off = mi_off;
-    return clt_launch_1d(dev, "bn", "clt_bn_infer_stats", (size_t)c,
+    return clt_launch_1d(dev, "bn", "bn_infer_stats", (size_t)c,
                          CLT_ARGS(CLT_ARG(rm), CLT_ARG(rv), CLT_ARG(mi), CLT_ARG(m_off), CLT_ARG(c),
                                   CLT_ARG(eps)));
 }
@@ -181,7 +191,7 @@ static clt_status apply_at(clt_device *dev, int n, int c, int hw, cl_mem x, cl_m
     cl_ulong m_off = mi_off;
     clt_arg args[16] = {CLT_ARG(x), CLT_ARG(mi), CLT_ARG(m_off), CLT_ARG(g), CLT_ARG(has_g), CLT_ARG(b), CLT_ARG(has_b),
                         CLT_ARG(y)};
-    return plan_launch(dev, &pl, "clt_bn_apply", 8, args);
+    return plan_launch(dev, &pl, "bn_apply", 8, args);
 }
 
 static clt_status backward_apply_at(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem dy, cl_mem mi,
@@ -196,7 +206,7 @@ static clt_status backward_apply_at(clt_device *dev, int n, int c, int hw, cl_me
     float inv_count = (float)(1.0 / count);
     clt_arg args[16] = {CLT_ARG(x),      CLT_ARG(dy),    CLT_ARG(mi),        CLT_ARG(m_off), CLT_ARG(g),
                         CLT_ARG(has_g),  CLT_ARG(bstats), CLT_ARG(b_off),    CLT_ARG(inv_count), CLT_ARG(dx)};
-    return plan_launch(dev, &pl, "clt_bn_backward_apply", 10, args);
+    return plan_launch(dev, &pl, "bn_backward_apply", 10, args);
 }
 
 static clt_status backward_infer_at(clt_device *dev, int n, int c, int hw, cl_mem dy, cl_mem mi, size_t mi_off,
@@ -208,7 +218,7 @@ static clt_status backward_infer_at(clt_device *dev, int n, int c, int hw, cl_me
     cl_mem g = has_g ? gamma : mi;
     cl_ulong m_off = mi_off;
     clt_arg args[16] = {CLT_ARG(dy), CLT_ARG(mi), CLT_ARG(m_off), CLT_ARG(g), CLT_ARG(has_g), CLT_ARG(dx)};
-    return plan_launch(dev, &pl, "clt_bn_backward_infer", 6, args);
+    return plan_launch(dev, &pl, "bn_backward_infer", 6, args);
 }
 
 /* ---- raw launchers ---- */
@@ -217,24 +227,27 @@ clt_status clt_bn_shift_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_
 {
     const char *op = "clt_bn_shift_raw";
     CLT_TRY(check_dims(op, n, c, hw, 1));
-    CLT_TRY(need_mem(op, x, "x"));
-    CLT_TRY(need_mem(op, shift, "shift"));
+    CLT_TRY(NEED(op, NAMED(x), NAMED(shift)));
     return shift_at(dev, c, hw, x, shift, 0);
+}
+
+/* The raw statistics launchers (see stats_at), partials in the scratch buffer. */
+static clt_status stats_raw(clt_device *dev, int n, int c, int hw, int bwd, cl_mem x, cl_mem dy, cl_mem aux,
+                            cl_mem out)
+{
+    bn_plan pl = plan_make(dev, n, c, hw);
+    cl_mem part = NULL;
+    if (n > 0) CLT_TRY(clt_device_scratch(dev, plan_part_floats(&pl) * sizeof(float), &part));
+    return stats_at(dev, &pl, bwd, x, dy, aux, 0, part, 0, out, 0);
 }
 
 clt_status clt_bn_stats_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem shift, cl_mem stats)
 {
     const char *op = "clt_bn_stats_raw";
     CLT_TRY(check_dims(op, n, c, hw, 0));
-    CLT_TRY(need_mem(op, stats, "stats"));
-    bn_plan pl = plan_make(dev, n, c, hw);
-    if (n > 0) {
-        CLT_TRY(need_mem(op, x, "x"));
-        CLT_TRY(need_mem(op, shift, "shift"));
-    }
-    cl_mem part = NULL;
-    if (n > 0) CLT_TRY(clt_device_scratch(dev, plan_part_floats(&pl) * sizeof(float), &part));
-    return stats_at(dev, &pl, 0, x, NULL, shift, 0, part, 0, stats, 0);
+    CLT_TRY(NEED(op, NAMED(stats)));
+    if (n > 0) CLT_TRY(NEED(op, NAMED(x), NAMED(shift)));
+    return stats_raw(dev, n, c, hw, 0, x, NULL, shift, stats);
 }
 
 clt_status clt_bn_finalize_raw(clt_device *dev, int c, double count, cl_mem stats, cl_mem shift,
@@ -244,9 +257,7 @@ clt_status clt_bn_finalize_raw(clt_device *dev, int c, double count, cl_mem stat
     const char *op = "clt_bn_finalize_raw";
     CLT_TRY(check_dims(op, 1, c, 1, 1));
     CLT_TRY(check_count(op, count));
-    CLT_TRY(need_mem(op, stats, "stats"));
-    CLT_TRY(need_mem(op, shift, "shift"));
-    CLT_TRY(need_mem(op, mean_invstd, "mean_invstd"));
+    CLT_TRY(NEED(op, NAMED(stats), NAMED(shift), NAMED(mean_invstd)));
     if (!running_mean != !running_var)
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: running_mean and running_var must both be given or both NULL", op);
     if (!(eps > 0.0f) || !(momentum >= 0.0f && momentum <= 1.0f))
@@ -261,9 +272,7 @@ clt_status clt_bn_apply_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_
     const char *op = "clt_bn_apply_raw";
     CLT_TRY(check_dims(op, n, c, hw, 0));
     if (n == 0) return CLT_OK;
-    CLT_TRY(need_mem(op, x, "x"));
-    CLT_TRY(need_mem(op, mean_invstd, "mean_invstd"));
-    CLT_TRY(need_mem(op, y, "y"));
+    CLT_TRY(NEED(op, NAMED(x), NAMED(mean_invstd), NAMED(y)));
     return apply_at(dev, n, c, hw, x, mean_invstd, 0, gamma, beta, y);
 }
 
@@ -272,9 +281,7 @@ clt_status clt_bn_infer_stats_raw(clt_device *dev, int c, cl_mem running_mean, c
 {
     const char *op = "clt_bn_infer_stats_raw";
     CLT_TRY(check_dims(op, 1, c, 1, 1));
-    CLT_TRY(need_mem(op, running_mean, "running_mean"));
-    CLT_TRY(need_mem(op, running_var, "running_var"));
-    CLT_TRY(need_mem(op, mean_invstd, "mean_invstd"));
+    CLT_TRY(NEED(op, NAMED(running_mean), NAMED(running_var), NAMED(mean_invstd)));
     if (!(eps > 0.0f)) return clt_fail(CLT_ERR_INVALID_ARG, "%s: eps %g must be > 0", op, (double)eps);
     return infer_stats_at(dev, c, running_mean, running_var, eps, mean_invstd, 0);
 }
@@ -293,16 +300,9 @@ clt_status clt_bn_backward_stats_raw(clt_device *dev, int n, int c, int hw, cl_m
 {
     const char *op = "clt_bn_backward_stats_raw";
     CLT_TRY(check_dims(op, n, c, hw, 0));
-    CLT_TRY(need_mem(op, bstats, "bstats"));
-    bn_plan pl = plan_make(dev, n, c, hw);
-    if (n > 0) {
-        CLT_TRY(need_mem(op, x, "x"));
-        CLT_TRY(need_mem(op, dy, "dy"));
-        CLT_TRY(need_mem(op, mean_invstd, "mean_invstd"));
-    }
-    cl_mem part = NULL;
-    if (n > 0) CLT_TRY(clt_device_scratch(dev, plan_part_floats(&pl) * sizeof(float), &part));
-    return stats_at(dev, &pl, 1, x, dy, mean_invstd, 0, part, 0, bstats, 0);
+    CLT_TRY(NEED(op, NAMED(bstats)));
+    if (n > 0) CLT_TRY(NEED(op, NAMED(x), NAMED(dy), NAMED(mean_invstd)));
+    return stats_raw(dev, n, c, hw, 1, x, dy, mean_invstd, bstats);
 }
 
 clt_status clt_bn_backward_apply_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem dy,
@@ -313,11 +313,7 @@ clt_status clt_bn_backward_apply_raw(clt_device *dev, int n, int c, int hw, cl_m
     CLT_TRY(check_dims(op, n, c, hw, 0));
     CLT_TRY(check_count(op, count));
     if (n == 0) return CLT_OK;
-    CLT_TRY(need_mem(op, x, "x"));
-    CLT_TRY(need_mem(op, dy, "dy"));
-    CLT_TRY(need_mem(op, mean_invstd, "mean_invstd"));
-    CLT_TRY(need_mem(op, bstats, "bstats"));
-    CLT_TRY(need_mem(op, dx, "dx"));
+    CLT_TRY(NEED(op, NAMED(x), NAMED(dy), NAMED(mean_invstd), NAMED(bstats), NAMED(dx)));
     return backward_apply_at(dev, n, c, hw, x, dy, mean_invstd, 0, gamma, bstats, 0, count, dx);
 }
 
@@ -327,21 +323,8 @@ clt_status clt_bn_backward_infer_raw(clt_device *dev, int n, int c, int hw, cl_m
     const char *op = "clt_bn_backward_infer_raw";
     CLT_TRY(check_dims(op, n, c, hw, 0));
     if (n == 0) return CLT_OK;
-    CLT_TRY(need_mem(op, dy, "dy"));
-    CLT_TRY(need_mem(op, mean_invstd, "mean_invstd"));
-    CLT_TRY(need_mem(op, dx, "dx"));
+    CLT_TRY(NEED(op, NAMED(dy), NAMED(mean_invstd), NAMED(dx)));
     return backward_infer_at(dev, n, c, hw, dy, mean_invstd, 0, gamma, dx);
-}
-
-clt_status clt_add_raw(clt_device *dev, size_t count, cl_mem a, cl_mem b, cl_mem y)
-{
-    const char *op = "clt_add_raw";
-    if (count == 0) return CLT_OK;
-    CLT_TRY(need_mem(op, a, "a"));
-    CLT_TRY(need_mem(op, b, "b"));
-    CLT_TRY(need_mem(op, y, "y"));
-    cl_ulong n = count;
-    return clt_launch_1d(dev, "bn", "clt_add", count, CLT_ARGS(CLT_ARG(a), CLT_ARG(b), CLT_ARG(y), CLT_ARG(n)));
 }
 
 /* ---- public tensor API ---- */
@@ -350,10 +333,10 @@ clt_status clt_add_raw(clt_device *dev, size_t count, cl_mem a, cl_mem b, cl_mem
 static clt_status bn_view(const char *op, const char *what, const clt_tensor *x, int *n, int *c, int *hw)
 {
     CLT_TRY(clt_tensor_need(x, op, what));
-    if (x->dtype != CLT_FLOAT32 || (x->ndim != 2 && x->ndim != 4)) {
+    if (x->dtype != CLT_DTYPE_FLOAT32 || (x->ndim != 2 && x->ndim != 4)) {
         char a[160];
         return clt_fail(CLT_ERR_SHAPE, "%s: %s has shape %s%s, expected float32 (n, c, h, w) or (n, c)", op, what,
-                        clt_shape_str(x->ndim, x->shape, a, sizeof a), x->dtype == CLT_INT32 ? " int32" : "");
+                        clt_shape_str(x->ndim, x->shape, a, sizeof a), x->dtype == CLT_DTYPE_INT32 ? " int32" : "");
     }
     if (x->numel > INT_MAX - 4096) {
         char a[160];
@@ -371,7 +354,7 @@ static clt_status opt_vec(const clt_tensor *t, const char *op, const char *what,
 {
     if (!t) return CLT_OK;
     const int64_t shape[1] = {len};
-    return clt_tensor_expect(t, op, what, CLT_FLOAT32, 1, shape);
+    return clt_tensor_expect(t, op, what, CLT_DTYPE_FLOAT32, 1, shape);
 }
 
 static clt_status single_value(const char *op, const clt_tensor *x)
@@ -409,7 +392,7 @@ clt_status clt_batchnorm_forward(const clt_tensor *x, const clt_tensor *gamma, c
     CLT_TRY(opt_vec(running_mean, op, "running_mean", c));
     CLT_TRY(opt_vec(running_var, op, "running_var", c));
     CLT_TRY(opt_vec(save, op, "save", 2 * (int64_t)c));
-    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_FLOAT32, x->ndim, x->shape));
+    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_DTYPE_FLOAT32, x->ndim, x->shape));
     const clt_tensor *others[] = {gamma, beta, running_mean, running_var, save, y};
     CLT_TRY(clt_tensor_same_device(op, x, 6, others));
     if (running_mean && (running_mean == running_var || running_mean == save || running_var == save))
@@ -448,11 +431,11 @@ clt_status clt_batchnorm_backward(const clt_tensor *x, const clt_tensor *dy, con
     const char *op = "clt_batchnorm_backward";
     int n = 0, c = 0, hw = 0;
     CLT_TRY(bn_view(op, "x", x, &n, &c, &hw));
-    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_FLOAT32, x->ndim, x->shape));
+    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_DTYPE_FLOAT32, x->ndim, x->shape));
     CLT_TRY(opt_vec(gamma, op, "gamma", c));
     CLT_TRY(clt_tensor_need(save, op, "save (the forward's mean and 1/std)"));
     CLT_TRY(opt_vec(save, op, "save", 2 * (int64_t)c));
-    if (dx) CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_FLOAT32, x->ndim, x->shape));
+    if (dx) CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_DTYPE_FLOAT32, x->ndim, x->shape));
     CLT_TRY(opt_vec(dgamma, op, "dgamma", c));
     CLT_TRY(opt_vec(dbeta, op, "dbeta", c));
     const clt_tensor *others[] = {dy, gamma, save, dx, dgamma, dbeta};
@@ -479,16 +462,4 @@ clt_status clt_batchnorm_backward(const clt_tensor *x, const clt_tensor *dy, con
     if (training)
         return backward_apply_at(dev, n, c, hw, x->buf, dy->buf, save->buf, 0, g, s, p_bs, (double)n * hw, dx->buf);
     return backward_infer_at(dev, n, c, hw, dy->buf, save->buf, 0, g, dx->buf);
-}
-
-clt_status clt_add(const clt_tensor *a, const clt_tensor *b, clt_tensor *y)
-{
-    const char *op = "clt_add";
-    CLT_TRY(clt_tensor_need(a, op, "a"));
-    CLT_TRY(clt_tensor_expect(a, op, "a", CLT_FLOAT32, a->ndim, a->shape));
-    CLT_TRY(clt_tensor_expect(b, op, "b", CLT_FLOAT32, a->ndim, a->shape));
-    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_FLOAT32, a->ndim, a->shape));
-    const clt_tensor *others[] = {b, y};
-    CLT_TRY(clt_tensor_same_device(op, a, 2, others));
-    return clt_add_raw(a->dev, (size_t)a->numel, a->buf, b->buf, y->buf);
 }

@@ -1,4 +1,4 @@
-/* Batch normalisation and the residual add on raw device buffers.
+/* Batch normalisation on raw device buffers.
  *
  * x is viewed as (n, c, hw): hw = h*w for (n, c, h, w), 1 for (n, c). Every
  * per-channel vector is c floats; "pairs" are 2c floats [first c | second c].
@@ -101,9 +101,5 @@ clt_status clt_bn_backward_apply_raw(clt_device *dev, int n, int c, int hw, cl_m
 /* Statistics held fixed (inference): dx = gamma * invstd * dy. dx may be dy. */
 clt_status clt_bn_backward_infer_raw(clt_device *dev, int n, int c, int hw, cl_mem dy,
                                      cl_mem mean_invstd, cl_mem gamma, cl_mem dx);
-
-/* Residual add: y = a + b over `count` floats; y may be a or b. The
- * backward is the identity (da = db = dy). */
-clt_status clt_add_raw(clt_device *dev, size_t count, cl_mem a, cl_mem b, cl_mem y);
 
 #endif

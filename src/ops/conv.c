@@ -218,9 +218,9 @@ static clt_status tensor_geom(const char *op, const clt_tensor *x, const clt_ten
                               int pad, clt_conv_geom *g)
 {
     static const int64_t any4[4] = {-1, -1, -1, -1};
-    CLT_TRY(clt_tensor_expect(x, op, "x", CLT_FLOAT32, 4, any4));
+    CLT_TRY(clt_tensor_expect(x, op, "x", CLT_DTYPE_FLOAT32, 4, any4));
     int64_t wshape[4] = {-1, x->shape[1], -1, -1};
-    CLT_TRY(clt_tensor_expect(w, op, "w", CLT_FLOAT32, 4, wshape));
+    CLT_TRY(clt_tensor_expect(w, op, "w", CLT_DTYPE_FLOAT32, 4, wshape));
     if (w->shape[2] != w->shape[3]) {
         char a[160];
         return clt_fail(CLT_ERR_SHAPE, "%s: w has shape %s; only square kernels (co, c, k, k) are supported",
@@ -259,10 +259,10 @@ clt_status clt_conv2d_forward(const clt_tensor *x, const clt_tensor *w, const cl
     CLT_TRY(tensor_geom(op, x, w, stride, pad, &g));
     if (b) {
         int64_t bshape[1] = {g.co};
-        CLT_TRY(clt_tensor_expect(b, op, "b", CLT_FLOAT32, 1, bshape));
+        CLT_TRY(clt_tensor_expect(b, op, "b", CLT_DTYPE_FLOAT32, 1, bshape));
     }
     int64_t yshape[4] = {g.n, g.co, g.oh, g.ow};
-    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_FLOAT32, 4, yshape));
+    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_DTYPE_FLOAT32, 4, yshape));
     const clt_tensor *others[3] = {w, b, y};
     CLT_TRY(clt_tensor_same_device(op, x, 3, others));
     const clt_tensor *ins[3] = {x, w, b};
@@ -278,12 +278,12 @@ clt_status clt_conv2d_backward(const clt_tensor *x, const clt_tensor *w, const c
     clt_conv_geom g;
     CLT_TRY(tensor_geom(op, x, w, stride, pad, &g));
     int64_t yshape[4] = {g.n, g.co, g.oh, g.ow};
-    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_FLOAT32, 4, yshape));
-    if (dx) CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_FLOAT32, 4, x->shape));
-    if (dw) CLT_TRY(clt_tensor_expect(dw, op, "dw", CLT_FLOAT32, 4, w->shape));
+    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_DTYPE_FLOAT32, 4, yshape));
+    if (dx) CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_DTYPE_FLOAT32, 4, x->shape));
+    if (dw) CLT_TRY(clt_tensor_expect(dw, op, "dw", CLT_DTYPE_FLOAT32, 4, w->shape));
     if (db) {
         int64_t bshape[1] = {g.co};
-        CLT_TRY(clt_tensor_expect(db, op, "db", CLT_FLOAT32, 1, bshape));
+        CLT_TRY(clt_tensor_expect(db, op, "db", CLT_DTYPE_FLOAT32, 1, bshape));
     }
     const clt_tensor *others[5] = {w, dy, dx, dw, db};
     CLT_TRY(clt_tensor_same_device(op, x, 5, others));

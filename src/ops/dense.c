@@ -3,7 +3,7 @@
  * broadcast into y first and the GEMM accumulates onto it (beta = 1), so y
  * is written once by the broadcast and read/written once by the GEMM. The
  * bias gradient is a deterministic column sum. The two small kernels live in
- * kernels/activation.cl (program "activation"). */
+ * kernels/dense.cl. */
 #include "ops/dense.h"
 
 #include <limits.h>
@@ -45,7 +45,7 @@ clt_status clt_dense_forward_raw(clt_device *dev, int n, int in, int out, cl_mem
     float beta = 0.0f;
     if (b) {
         int total = n * out;
-        CLT_TRY(clt_launch_1d(dev, "activation", "clt_bias_rows", (size_t)total,
+        CLT_TRY(clt_launch_1d(dev, "dense", "dense_bias_rows", (size_t)total,
                               CLT_ARGS(CLT_ARG(b), CLT_ARG(y), CLT_ARG(out), CLT_ARG(total))));
         beta = 1.0f;
     }
@@ -71,7 +71,7 @@ clt_status clt_dense_backward_raw(clt_device *dev, int n, int in, int out, cl_me
         CLT_TRY(clt_gemm(dev, true, false, (size_t)out, (size_t)in, (size_t)n, 1.0f, dy, 0, (size_t)out, x,
                          0, (size_t)in, 0.0f, dw, 0, (size_t)in));
     if (db)
-        CLT_TRY(clt_launch_1d(dev, "activation", "clt_bias_cols_sum", (size_t)out,
+        CLT_TRY(clt_launch_1d(dev, "dense", "dense_bias_cols_sum", (size_t)out,
                               CLT_ARGS(CLT_ARG(dy), CLT_ARG(db), CLT_ARG(n), CLT_ARG(out))));
     return CLT_OK;
 }
@@ -81,9 +81,9 @@ static clt_status check_xw(const char *op, const clt_tensor *x, const clt_tensor
                            int64_t *in, int64_t *out)
 {
     const int64_t any2[2] = {-1, -1};
-    CLT_TRY(clt_tensor_expect(x, op, "x", CLT_FLOAT32, 2, any2));
+    CLT_TRY(clt_tensor_expect(x, op, "x", CLT_DTYPE_FLOAT32, 2, any2));
     const int64_t wshape[2] = {-1, x->shape[1]};
-    CLT_TRY(clt_tensor_expect(w, op, "w", CLT_FLOAT32, 2, wshape));
+    CLT_TRY(clt_tensor_expect(w, op, "w", CLT_DTYPE_FLOAT32, 2, wshape));
     *n = x->shape[0];
     *in = x->shape[1];
     *out = w->shape[0];
@@ -102,10 +102,10 @@ clt_status clt_dense_forward(const clt_tensor *x, const clt_tensor *w, const clt
     CLT_TRY(check_xw(op, x, w, &n, &in, &out));
     if (b) {
         const int64_t bshape[1] = {out};
-        CLT_TRY(clt_tensor_expect(b, op, "b", CLT_FLOAT32, 1, bshape));
+        CLT_TRY(clt_tensor_expect(b, op, "b", CLT_DTYPE_FLOAT32, 1, bshape));
     }
     const int64_t yshape[2] = {n, out};
-    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_FLOAT32, 2, yshape));
+    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_DTYPE_FLOAT32, 2, yshape));
     const clt_tensor *others[] = {w, b, y};
     CLT_TRY(clt_tensor_same_device(op, x, 3, others));
     return clt_dense_forward_raw(x->dev, (int)n, (int)in, (int)out, x->buf, w->buf, b ? b->buf : NULL,
@@ -119,12 +119,12 @@ clt_status clt_dense_backward(const clt_tensor *x, const clt_tensor *w, const cl
     int64_t n, in, out;
     CLT_TRY(check_xw(op, x, w, &n, &in, &out));
     const int64_t yshape[2] = {n, out};
-    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_FLOAT32, 2, yshape));
-    if (dx) CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_FLOAT32, 2, x->shape));
-    if (dw) CLT_TRY(clt_tensor_expect(dw, op, "dw", CLT_FLOAT32, 2, w->shape));
+    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_DTYPE_FLOAT32, 2, yshape));
+    if (dx) CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_DTYPE_FLOAT32, 2, x->shape));
+    if (dw) CLT_TRY(clt_tensor_expect(dw, op, "dw", CLT_DTYPE_FLOAT32, 2, w->shape));
     if (db) {
         const int64_t bshape[1] = {out};
-        CLT_TRY(clt_tensor_expect(db, op, "db", CLT_FLOAT32, 1, bshape));
+        CLT_TRY(clt_tensor_expect(db, op, "db", CLT_DTYPE_FLOAT32, 1, bshape));
     }
     const clt_tensor *others[] = {w, dy, dx, dw, db};
     CLT_TRY(clt_tensor_same_device(op, x, 5, others));

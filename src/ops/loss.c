@@ -18,7 +18,7 @@ clt_status clt_xent_raw(clt_device *dev, int n, int classes, cl_mem logits, cl_m
         return clt_fail(CLT_ERR_SHAPE, "softmax cross-entropy: %d rows of %d classes", n, classes);
     if (!dlogits && !stats) return CLT_OK;
     int want_grad = dlogits != NULL, want_stats = stats != NULL;
-    return clt_launch_1d(dev, "loss", "clt_xent", (size_t)n,
+    return clt_launch_1d(dev, "loss", "loss_xent", (size_t)n,
                          CLT_ARGS(CLT_ARG(logits), CLT_ARG(labels), CLT_ARG(dlogits), CLT_ARG(stats),
                                   CLT_ARG(scale), CLT_ARG(n), CLT_ARG(classes), CLT_ARG(want_grad),
                                   CLT_ARG(want_stats)));
@@ -28,9 +28,9 @@ clt_status clt_xent_raw(clt_device *dev, int n, int classes, cl_mem logits, cl_m
 static clt_status check_args(const char *op, const clt_tensor *logits, const clt_tensor *labels)
 {
     const int64_t any2[2] = {-1, -1};
-    CLT_TRY(clt_tensor_expect(logits, op, "logits", CLT_FLOAT32, 2, any2));
+    CLT_TRY(clt_tensor_expect(logits, op, "logits", CLT_DTYPE_FLOAT32, 2, any2));
     const int64_t lshape[1] = {logits->shape[0]};
-    CLT_TRY(clt_tensor_expect(labels, op, "labels", CLT_INT32, 1, lshape));
+    CLT_TRY(clt_tensor_expect(labels, op, "labels", CLT_DTYPE_INT32, 1, lshape));
     if (logits->numel > INT_MAX)
         return clt_fail(CLT_ERR_UNSUPPORTED, "%s: logits have more than %d elements", op, INT_MAX);
     const clt_tensor *others[] = {labels};
@@ -90,7 +90,7 @@ clt_status clt_softmax_xent_backward(const clt_tensor *logits, const clt_tensor 
 {
     const char *op = "clt_softmax_xent_backward";
     CLT_TRY(check_args(op, logits, labels));
-    CLT_TRY(clt_tensor_expect(dlogits, op, "dlogits", CLT_FLOAT32, 2, logits->shape));
+    CLT_TRY(clt_tensor_expect(dlogits, op, "dlogits", CLT_DTYPE_FLOAT32, 2, logits->shape));
     const clt_tensor *others[] = {dlogits};
     CLT_TRY(clt_tensor_same_device(op, logits, 1, others));
     /* Labels are checked on the host (one small blocking read) so a bad one

@@ -14,7 +14,7 @@
 #include "tensor/tensor.h"
 
 /* Magic numbers for dividing 0 <= n < 2^31 by d >= 1 in the kernels
- * (CLT_DIV in kernels/pool.cl): n / d == (mul_hi(n, m) + n) >> sh. */
+ * (POOL_DIV in kernels/pool.cl): n / d == (mul_hi(n, m) + n) >> sh. */
 typedef struct divisor {
     cl_uint m, sh;
 } divisor;
@@ -72,14 +72,14 @@ clt_status clt_pool_forward_raw(clt_device *dev, clt_pool_kind kind, int n, int 
     char name[48];
     if (kind == CLT_POOL_MAX) {
         if (!argmax) return clt_fail(CLT_ERR_INVALID_ARG, "max pool forward: argmax buffer is NULL");
-        snprintf(name, sizeof name, "clt_maxpool_fwd%s", suffix);
+        snprintf(name, sizeof name, "pool_max_fwd%s", suffix);
         return clt_launch_2d(dev, "pool", name, (size_t)ow, (size_t)rows, lx, ly,
                              CLT_ARGS(CLT_ARG(x), CLT_ARG(y), CLT_ARG(argmax), CLT_ARG(h), CLT_ARG(w),
                                       CLT_ARG(oh), CLT_ARG(dh.m), CLT_ARG(dh.sh), CLT_ARG(ow), CLT_ARG(k),
                                       CLT_ARG(stride), CLT_ARG(rows)));
     }
     if (kind != CLT_POOL_AVG) return clt_fail(CLT_ERR_INVALID_ARG, "pool forward: unknown kind %d", (int)kind);
-    snprintf(name, sizeof name, "clt_avgpool_fwd%s", suffix);
+    snprintf(name, sizeof name, "pool_avg_fwd%s", suffix);
     return clt_launch_2d(dev, "pool", name, (size_t)ow, (size_t)rows, lx, ly,
                          CLT_ARGS(CLT_ARG(x), CLT_ARG(y), CLT_ARG(h), CLT_ARG(w), CLT_ARG(oh), CLT_ARG(dh.m),
                                   CLT_ARG(dh.sh), CLT_ARG(ow), CLT_ARG(k), CLT_ARG(stride), CLT_ARG(rows)));
@@ -94,7 +94,7 @@ clt_status clt_pool_backward_raw(clt_device *dev, clt_pool_kind kind, int n, int
         return clt_fail(CLT_ERR_INVALID_ARG, "pool backward: unknown kind %d", (int)kind);
     if (kind == CLT_POOL_MAX && !argmax)
         return clt_fail(CLT_ERR_INVALID_ARG, "max pool backward: argmax buffer is NULL");
-    const char *kname = kind == CLT_POOL_MAX ? "clt_maxpool" : "clt_avgpool";
+    const char *kname = kind == CLT_POOL_MAX ? "pool_max" : "pool_avg";
     char name[48];
     size_t lx, ly;
     if (stride >= k) {
@@ -142,7 +142,7 @@ clt_status clt_gap_forward_raw(clt_device *dev, int nc, int hw, cl_mem x, cl_mem
 {
     if (nc < 1 || hw < 1 || (int64_t)nc * hw > INT_MAX)
         return clt_fail(CLT_ERR_SHAPE, "gap forward: %d planes of %d positions", nc, hw);
-    return clt_launch_1d(dev, "pool", "clt_gap_fwd", (size_t)nc,
+    return clt_launch_1d(dev, "pool", "pool_gap_fwd", (size_t)nc,
                          CLT_ARGS(CLT_ARG(x), CLT_ARG(y), CLT_ARG(hw), CLT_ARG(nc)));
 }
 
@@ -152,7 +152,7 @@ clt_status clt_gap_backward_raw(clt_device *dev, int nc, int hw, cl_mem dy, cl_m
         return clt_fail(CLT_ERR_SHAPE, "gap backward: %d planes of %d positions", nc, hw);
     size_t lx, ly;
     rows_local(dev, hw, &lx, &ly);
-    return clt_launch_2d(dev, "pool", "clt_gap_bwd", (size_t)hw, (size_t)nc, lx, ly,
+    return clt_launch_2d(dev, "pool", "pool_gap_bwd", (size_t)hw, (size_t)nc, lx, ly,
                          CLT_ARGS(CLT_ARG(dy), CLT_ARG(dx), CLT_ARG(hw), CLT_ARG(nc)));
 }
 
@@ -187,83 +187,74 @@ static clt_status check_int(const char *op, const char *what, const clt_tensor *
     return CLT_OK;
 }
 
+/* The checks both pooling calls make: t = {input-sized tensor (x or dx),
+ * output-sized tensor (y or dy), argmax}, named by names[0..1]; t[2] is set
+ * to NULL for average pooling, which has no argmax. */
+static clt_status check_pool2d(const char *op, clt_pool_kind kind, int k, int stride, const clt_tensor *t[3],
+                               const char *const names[2], const char *argmax_why)
+{
+    CLT_TRY(check_kind(op, kind));
+    const int64_t any4[4] = {-1, -1, -1, -1};
+    const clt_tensor *in = t[0];
+    CLT_TRY(clt_tensor_expect(in, op, names[0], CLT_DTYPE_FLOAT32, 4, any4));
+    CLT_TRY(clt_tensor_need(t[1], op, names[1]));
+    CLT_TRY(check_int(op, names[0], in));
+    CLT_TRY(check_window(op, in->shape[2], in->shape[3], k, stride));
+    const int64_t oshape[4] = {in->shape[0], in->shape[1], (in->shape[2] - k) / stride + 1,
+                               (in->shape[3] - k) / stride + 1};
+    CLT_TRY(clt_tensor_expect(t[1], op, names[1], CLT_DTYPE_FLOAT32, 4, oshape));
+    if (kind == CLT_POOL_MAX) {
+        if (!t[2]) return clt_fail(CLT_ERR_INVALID_ARG, "%s: argmax is NULL (%s)", op, argmax_why);
+        CLT_TRY(clt_tensor_expect(t[2], op, "argmax", CLT_DTYPE_INT32, 4, oshape));
+    } else {
+        t[2] = NULL;
+    }
+    return clt_tensor_same_device(op, in, 2, t + 1);
+}
+
 clt_status clt_pool2d_forward(clt_pool_kind kind, const clt_tensor *x, int k, int stride,
                               clt_tensor *y, clt_tensor *argmax)
 {
-    const char *op = "clt_pool2d_forward";
-    CLT_TRY(check_kind(op, kind));
-    const int64_t any4[4] = {-1, -1, -1, -1};
-    CLT_TRY(clt_tensor_expect(x, op, "x", CLT_FLOAT32, 4, any4));
-    CLT_TRY(clt_tensor_need(y, op, "y"));
-    CLT_TRY(check_int(op, "x", x));
-    CLT_TRY(check_window(op, x->shape[2], x->shape[3], k, stride));
-    const int64_t oshape[4] = {x->shape[0], x->shape[1], (x->shape[2] - k) / stride + 1,
-                               (x->shape[3] - k) / stride + 1};
-    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_FLOAT32, 4, oshape));
-    if (kind == CLT_POOL_MAX) {
-        if (!argmax)
-            return clt_fail(CLT_ERR_INVALID_ARG, "%s: argmax is NULL (max pooling needs it for the backward)", op);
-        CLT_TRY(clt_tensor_expect(argmax, op, "argmax", CLT_INT32, 4, oshape));
-    } else {
-        argmax = NULL;
-    }
-    const clt_tensor *others[] = {y, argmax};
-    CLT_TRY(clt_tensor_same_device(op, x, 2, others));
+    const clt_tensor *t[] = {x, y, argmax};
+    CLT_TRY(check_pool2d("clt_pool2d_forward", kind, k, stride, t, (const char *const[]){"x", "y"},
+                         "max pooling needs it for the backward"));
     return clt_pool_forward_raw(x->dev, kind, (int)x->shape[0], (int)x->shape[1], (int)x->shape[2],
-                                (int)x->shape[3], k, stride, x->buf, y->buf, argmax ? argmax->buf : NULL);
+                                (int)x->shape[3], k, stride, x->buf, y->buf, t[2] ? t[2]->buf : NULL);
 }
 
 clt_status clt_pool2d_backward(clt_pool_kind kind, const clt_tensor *dy, const clt_tensor *argmax,
                                int k, int stride, clt_tensor *dx)
 {
-    const char *op = "clt_pool2d_backward";
-    CLT_TRY(check_kind(op, kind));
-    const int64_t any4[4] = {-1, -1, -1, -1};
-    CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_FLOAT32, 4, any4));
-    CLT_TRY(clt_tensor_need(dy, op, "dy"));
-    CLT_TRY(check_int(op, "dx", dx));
-    CLT_TRY(check_window(op, dx->shape[2], dx->shape[3], k, stride));
-    const int64_t oshape[4] = {dx->shape[0], dx->shape[1], (dx->shape[2] - k) / stride + 1,
-                               (dx->shape[3] - k) / stride + 1};
-    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_FLOAT32, 4, oshape));
-    if (kind == CLT_POOL_MAX) {
-        if (!argmax)
-            return clt_fail(CLT_ERR_INVALID_ARG, "%s: argmax is NULL (max pooling needs the forward's argmax)", op);
-        CLT_TRY(clt_tensor_expect(argmax, op, "argmax", CLT_INT32, 4, oshape));
-    } else {
-        argmax = NULL;
-    }
-    const clt_tensor *others[] = {dy, argmax};
-    CLT_TRY(clt_tensor_same_device(op, dx, 2, others));
+    const clt_tensor *t[] = {dx, dy, argmax};
+    CLT_TRY(check_pool2d("clt_pool2d_backward", kind, k, stride, t, (const char *const[]){"dx", "dy"},
+                         "max pooling needs the forward's argmax"));
     return clt_pool_backward_raw(dx->dev, kind, (int)dx->shape[0], (int)dx->shape[1], (int)dx->shape[2],
-                                 (int)dx->shape[3], k, stride, dy->buf, argmax ? argmax->buf : NULL,
-                                 dx->buf);
+                                 (int)dx->shape[3], k, stride, dy->buf, t[2] ? t[2]->buf : NULL, dx->buf);
+}
+
+/* The checks both gap calls make: `planes` (x or dx) is (n, c, h, w) and
+ * `flat` (y or dy) is (n, c) on its device. */
+static clt_status check_gap(const char *op, const clt_tensor *planes, const char *planes_name, const clt_tensor *flat,
+                            const char *flat_name)
+{
+    const int64_t any4[4] = {-1, -1, -1, -1};
+    CLT_TRY(clt_tensor_expect(planes, op, planes_name, CLT_DTYPE_FLOAT32, 4, any4));
+    CLT_TRY(check_int(op, planes_name, planes));
+    const int64_t oshape[2] = {planes->shape[0], planes->shape[1]};
+    CLT_TRY(clt_tensor_expect(flat, op, flat_name, CLT_DTYPE_FLOAT32, 2, oshape));
+    return clt_tensor_same_device(op, planes, 1, &flat);
 }
 
 clt_status clt_gap_forward(const clt_tensor *x, clt_tensor *y)
 {
-    const char *op = "clt_gap_forward";
-    const int64_t any4[4] = {-1, -1, -1, -1};
-    CLT_TRY(clt_tensor_expect(x, op, "x", CLT_FLOAT32, 4, any4));
-    CLT_TRY(check_int(op, "x", x));
-    const int64_t oshape[2] = {x->shape[0], x->shape[1]};
-    CLT_TRY(clt_tensor_expect(y, op, "y", CLT_FLOAT32, 2, oshape));
-    const clt_tensor *others[] = {y};
-    CLT_TRY(clt_tensor_same_device(op, x, 1, others));
+    CLT_TRY(check_gap("clt_gap_forward", x, "x", y, "y"));
     return clt_gap_forward_raw(x->dev, (int)(x->shape[0] * x->shape[1]), (int)(x->shape[2] * x->shape[3]),
                                x->buf, y->buf);
 }
 
 clt_status clt_gap_backward(const clt_tensor *dy, clt_tensor *dx)
 {
-    const char *op = "clt_gap_backward";
-    const int64_t any4[4] = {-1, -1, -1, -1};
-    CLT_TRY(clt_tensor_expect(dx, op, "dx", CLT_FLOAT32, 4, any4));
-    CLT_TRY(check_int(op, "dx", dx));
-    const int64_t oshape[2] = {dx->shape[0], dx->shape[1]};
-    CLT_TRY(clt_tensor_expect(dy, op, "dy", CLT_FLOAT32, 2, oshape));
-    const clt_tensor *others[] = {dy};
-    CLT_TRY(clt_tensor_same_device(op, dx, 1, others));
+    CLT_TRY(check_gap("clt_gap_backward", dx, "dx", dy, "dy"));
     return clt_gap_backward_raw(dx->dev, (int)(dx->shape[0] * dx->shape[1]),
                                 (int)(dx->shape[2] * dx->shape[3]), dy->buf, dx->buf);
 }

@@ -9,11 +9,11 @@
 static clt_status check_list(const char *op, const clt_tensor *ref, clt_tensor *const *ts, int k)
 {
     if (!ref || !ts || k < 1) return clt_fail(CLT_ERR_INVALID_ARG, "%s: empty tensor list", op);
-    if (ref->dtype != CLT_FLOAT32) return clt_fail(CLT_ERR_INVALID_ARG, "%s: tensors must be float32", op);
+    if (ref->dtype != CLT_DTYPE_FLOAT32) return clt_fail(CLT_ERR_INVALID_ARG, "%s: tensors must be float32", op);
     for (int i = 0; i < k; i++) {
         char what[32];
         snprintf(what, sizeof what, "tensor %d", i);
-        CLT_TRY(clt_tensor_expect(ts[i], op, what, CLT_FLOAT32, ref->ndim, ref->shape));
+        CLT_TRY(clt_tensor_expect(ts[i], op, what, CLT_DTYPE_FLOAT32, ref->ndim, ref->shape));
     }
     return CLT_OK;
 }
@@ -22,27 +22,19 @@ clt_status clt_allreduce_sum(clt_tensor *const *tensors, int k)
 {
     const char *op = "clt_allreduce_sum";
     CLT_TRY(check_list(op, tensors && k > 0 ? tensors[0] : NULL, tensors, k));
-    size_t n = (size_t)tensors[0]->numel, bytes = n * sizeof(float);
+    size_t n = (size_t)tensors[0]->numel;
     float *buf;
     CLT_TRY(clt_aligned_alloc((void **)&buf, n * ((size_t)k + 1), sizeof(float), op));
-    const float *in[64];
+    const float *in[CLT_MAX_DEVICES];
     clt_status s = CLT_OK;
-    if (k > 64) s = clt_fail(CLT_ERR_INVALID_ARG, "%s: %d tensors (at most 64)", op, k);
-    /* Start every read, then wait: the devices transfer concurrently. */
+    if (k > CLT_MAX_DEVICES) s = clt_fail(CLT_ERR_INVALID_ARG, "%s: %d tensors (at most %d)", op, k, CLT_MAX_DEVICES);
     for (int i = 0; i < k && s == CLT_OK; i++) {
-        in[i] = buf + (size_t)(i + 1) * n;
-        cl_int err = clEnqueueReadBuffer(tensors[i]->dev->queue, tensors[i]->buf, CL_FALSE, 0, bytes,
-                                         (void *)in[i], 0, NULL, NULL);
-        if (err != CL_SUCCESS) s = clt_cl_fail(err, "clt_allreduce_sum: read");
+        float *mine = buf + (size_t)(i + 1) * n;
+        in[i] = mine;
+        s = clt_tensor_download(tensors[i], mine, (int64_t)n);
     }
-    for (int i = 0; i < k; i++) clFinish(tensors[i]->dev->queue);
     if (s == CLT_OK) s = clt_reduce_local_sum(NULL, in, k, buf, n, 1.0f);
-    for (int i = 0; i < k && s == CLT_OK; i++) {
-        cl_int err = clEnqueueWriteBuffer(tensors[i]->dev->queue, tensors[i]->buf, CL_FALSE, 0, bytes, buf, 0,
-                                          NULL, NULL);
-        if (err != CL_SUCCESS) s = clt_cl_fail(err, "clt_allreduce_sum: write");
-    }
-    for (int i = 0; i < k; i++) clFinish(tensors[i]->dev->queue);
+    for (int i = 0; i < k && s == CLT_OK; i++) s = clt_tensor_upload(tensors[i], buf, (int64_t)n);
     clt_aligned_free(buf);
     return s;
 }
@@ -52,10 +44,10 @@ clt_status clt_split_batch(const float *host, int n, int sample_ndim, const int6
 {
     const char *op = "clt_split_batch";
     if (!host || !devices || !shards || !sample_shape) return clt_fail(CLT_ERR_INVALID_ARG, "%s: NULL argument", op);
-    if (k < 1 || k > 64) return clt_fail(CLT_ERR_INVALID_ARG, "%s: %d devices (1..64)", op, k);
+    if (k < 1 || k > CLT_MAX_DEVICES) return clt_fail(CLT_ERR_INVALID_ARG, "%s: %d devices (1..%d)", op, k, CLT_MAX_DEVICES);
     if (sample_ndim < 1 || sample_ndim >= CLT_MAX_DIMS)
         return clt_fail(CLT_ERR_SHAPE, "%s: samples of %d dimensions (1..%d)", op, sample_ndim, CLT_MAX_DIMS - 1);
-    int sizes[64];
+    int sizes[CLT_MAX_DEVICES];
     CLT_TRY(clt_split_sizes(n, k, weights, sizes));
     int64_t shape[CLT_MAX_DIMS], per = 1;
     for (int d = 0; d < sample_ndim; d++) {
@@ -67,7 +59,7 @@ clt_status clt_split_batch(const float *host, int n, int sample_ndim, const int6
     for (int i = 0, at = 0; i < k && s == CLT_OK; at += sizes[i], i++) {
         if (sizes[i] == 0) continue;
         shape[0] = sizes[i];
-        s = clt_tensor_create(devices[i], CLT_FLOAT32, sample_ndim + 1, shape, &shards[i]);
+        s = clt_tensor_create(devices[i], CLT_DTYPE_FLOAT32, sample_ndim + 1, shape, &shards[i]);
         if (s == CLT_OK) s = clt_tensor_upload(shards[i], host + (size_t)at * (size_t)per, (int64_t)sizes[i] * per);
     }
     if (s != CLT_OK)

@@ -7,9 +7,10 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/config.h"
 #include "core/hash.h"
+#include "optim/sgd.h"
 
-#define MAX_TRAINER_DEVICES 64
 
 void clt_trainer_config_default(clt_trainer_config *cfg)
 {
@@ -27,17 +28,19 @@ void clt_trainer_config_default(clt_trainer_config *cfg)
 static clt_status check_config(const clt_trainer_config *c)
 {
     if (!c->spec) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: no model spec");
-    if (c->devices && (c->n_devices < 1 || c->n_devices > MAX_TRAINER_DEVICES))
-        return clt_fail(CLT_ERR_INVALID_ARG, "trainer: %d devices (1..%d)", c->n_devices, MAX_TRAINER_DEVICES);
+    if (c->devices && (c->n_devices < 1 || c->n_devices > CLT_MAX_DEVICES))
+        return clt_fail(CLT_ERR_INVALID_ARG, "trainer: %d devices (1..%d)", c->n_devices, CLT_MAX_DEVICES);
     if (c->split != CLT_SPLIT_EQUAL && c->split != CLT_SPLIT_WEIGHTS && c->split != CLT_SPLIT_AUTO)
         return clt_fail(CLT_ERR_INVALID_ARG, "trainer: unknown split policy %d", (int)c->split);
     if (c->split == CLT_SPLIT_WEIGHTS && (!c->weights || !c->devices))
         return clt_fail(CLT_ERR_INVALID_ARG, "trainer: a split by weights needs the device list and one weight per device");
-    if (!isfinite(c->lr) || c->lr < 0 || !isfinite(c->momentum) || c->momentum < 0 || c->momentum >= 1 ||
-        !isfinite(c->weight_decay) || c->weight_decay < 0)
-        return clt_fail(CLT_ERR_INVALID_ARG,
-                        "trainer: lr %g, momentum %g, weight decay %g (need lr >= 0, 0 <= momentum < 1, wd >= 0)",
-                        c->lr, c->momentum, c->weight_decay);
+    if (c->split == CLT_SPLIT_WEIGHTS) { /* finite, >= 0, not all 0: checked now, not at the first step */
+        int sizes[CLT_MAX_DEVICES];
+        clt_status s = clt_split_sizes(1, c->n_devices, c->weights, sizes);
+        if (s != CLT_OK) return clt_fail_context(s, "trainer");
+    }
+    CLT_TRY(clt_config_check_reserved(c->reserved, sizeof c->reserved, "clt_trainer_create"));
+    CLT_TRY(clt_sgd_check("trainer", c->lr, c->momentum, c->weight_decay));
     if (c->bucket_bytes < 4) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: bucket of %zu bytes", c->bucket_bytes);
     if (c->check_every < 0) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: check_every %d", c->check_every);
     return CLT_OK;
@@ -47,59 +50,38 @@ static clt_status check_config(const clt_trainer_config *c)
  * about bucket_bytes; a bucket ends at a parameter boundary. */
 static clt_status plan_buckets(clt_trainer *t)
 {
-    clt_net *net = t->workers[0].net;
+    const clt_net *net = t->workers[0].net;
     size_t cap = t->cfg.bucket_bytes / sizeof(float);
-    int np = clt_net_param_count(net);
+    int np = 0;
+    clt_span span;
+    int layer;
+    while (clt_net_grad_span(net, np, &span, &layer)) np++;
     CLT_TRY(clt_calloc((void **)&t->buckets, (size_t)(np ? np : 1), sizeof *t->buckets, "buckets"));
     if (np == 0) { /* a net without parameters still syncs one tiny bucket */
-        t->buckets[0] = (clt_bucket){0, net->flat, -1};
+        t->buckets[0] = (clt_bucket){{0, t->flat}, -1};
         t->n_buckets = 1;
         return CLT_OK;
     }
     clt_bucket *cur = NULL;
-    for (int l = net->model.n_layers - 1; l >= 0; l--) {
-        const clt_layer *layer = &net->model.layers[l];
-        for (int p = 0; p < layer->n_params; p++) {
-            const clt_param *q = &layer->params[p];
-            if (q->is_buffer) continue; /* running statistics: no gradient */
-            if (!cur || cur->count >= cap) {
-                cur = &t->buckets[t->n_buckets++];
-                cur->offset = q->offset;
-                cur->count = 0;
-            }
-            cur->count = q->offset + (size_t)q->numel - cur->offset;
-            cur->min_layer = l;
+    for (int i = 0; clt_net_grad_span(net, i, &span, &layer); i++) {
+        if (!cur || cur->span.count >= cap) {
+            cur = &t->buckets[t->n_buckets++];
+            cur->span = (clt_span){span.offset, 0};
         }
+        cur->span.count = span.offset + span.count - cur->span.offset;
+        cur->min_layer = layer;
     }
     /* The last bucket runs to the end of the buffer (alignment padding). */
-    t->buckets[t->n_buckets - 1].count = net->flat - t->buckets[t->n_buckets - 1].offset;
+    cur->span.count = t->flat - cur->span.offset;
     return CLT_OK;
-}
-
-/* Batch-norm layers (parts of composite layers included) and the most
- * floats one of them exchanges (2 per channel). */
-static int count_bn(const clt_layer *layers, int n, int *most)
-{
-    int c = 0;
-    for (int i = 0; i < n; i++) {
-        if (layers[i].kind == &clt_layer_bn) {
-            c++;
-            if (2 * layers[i].in.d[0] > *most) *most = 2 * layers[i].in.d[0];
-        }
-        c += count_bn(layers[i].subs, layers[i].n_subs, most);
-    }
-    return c;
 }
 
 static clt_status plan_batch_norm(clt_trainer *t)
 {
-    const clt_model *m = &t->workers[0].net->model;
     int most = 0;
-    t->n_bn = count_bn(m->layers, m->n_layers, &most);
-    if (!t->cfg.sync_bn || t->n_bn == 0) return CLT_OK;
+    clt_net_sync_plan(t->workers[0].net, &t->sync_rounds, &most);
+    if (!t->cfg.sync_bn || t->sync_rounds == 0) return CLT_OK;
     t->bn_cap = most;
-    for (int i = 0; i < t->k; i++)
-        CLT_TRY(clt_calloc((void **)&t->workers[i].bn_buf, 2 * (size_t)most, sizeof(float), "batch norm"));
     for (int p = 0; p < 2; p++) {
         CLT_TRY(clt_calloc((void **)&t->bn_slots[p], (size_t)t->k * (size_t)t->bn_cap, sizeof(float), "batch norm"));
         CLT_TRY(clt_calloc((void **)&t->bn_len[p], (size_t)t->k, sizeof(int), "batch norm"));
@@ -112,25 +94,20 @@ static clt_status plan_batch_norm(clt_trainer *t)
  * its own shard: average them (device order) so replicas stay identical. */
 static clt_status average_state(clt_trainer *t)
 {
-    size_t n = t->workers[0].net->flat_state;
-    if (t->k == 1 || t->n_bn == 0 || t->cfg.sync_bn) return CLT_OK;
+    size_t n = clt_net_floats(t->workers[0].net, CLT_NET_STATE);
+    if (t->k == 1 || t->sync_rounds == 0 || t->cfg.sync_bn) return CLT_OK;
     float *all;
     CLT_TRY(clt_aligned_alloc((void **)&all, n * ((size_t)t->k + 1), sizeof(float), "state average"));
-    const float *in[MAX_TRAINER_DEVICES];
+    const float *in[CLT_MAX_DEVICES];
+    clt_span whole = {0, n};
     clt_status s = CLT_OK;
     for (int i = 0; i < t->k && s == CLT_OK; i++) {
-        clt_net *net = t->workers[i].net;
-        in[i] = all + (i + 1) * n;
-        cl_int err = clEnqueueReadBuffer(net->dev->queue, net->state, CL_TRUE, 0, n * sizeof(float), (void *)in[i], 0,
-                                         NULL, NULL);
-        if (err != CL_SUCCESS) s = clt_cl_fail(err, "read running statistics");
+        float *mine = all + (size_t)(i + 1) * n;
+        in[i] = mine;
+        s = clt_net_read(t->workers[i].net, CLT_NET_STATE, whole, mine, NULL);
     }
     if (s == CLT_OK) s = clt_reduce_local_sum(NULL, in, t->k, all, n, 1.0f / (float)t->k);
-    for (int i = 0; i < t->k && s == CLT_OK; i++) {
-        clt_net *net = t->workers[i].net;
-        cl_int err = clEnqueueWriteBuffer(net->dev->queue, net->state, CL_TRUE, 0, n * sizeof(float), all, 0, NULL, NULL);
-        if (err != CL_SUCCESS) s = clt_cl_fail(err, "write running statistics");
-    }
+    for (int i = 0; i < t->k && s == CLT_OK; i++) s = clt_net_write(t->workers[i].net, CLT_NET_STATE, whole, all, NULL);
     clt_aligned_free(all);
     return s;
 }
@@ -146,24 +123,17 @@ static clt_status open_worker(clt_trainer *t, int slot, int device_index)
      * thread runs (CLBlast's compile cache is not thread-safe). */
     CLT_TRY(clt_device_warmup(w->dev));
     CLT_TRY(clt_net_create(w->dev, t->spec, t->cfg.channels, t->cfg.height, t->cfg.width, &w->net));
-    size_t bytes = w->net->flat * sizeof(float);
-    cl_int err;
-    w->staging_buf = clCreateBuffer(w->dev->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &err);
-    if (!w->staging_buf) return clt_cl_fail(err, "pinned staging buffer");
-    w->staging = clEnqueueMapBuffer(w->dev->queue, w->staging_buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes,
-                                    0, NULL, NULL, &err);
-    if (!w->staging) return clt_cl_fail(err, "mapping the pinned staging buffer");
-    return CLT_OK;
+    return clt_net_staging(w->net, &w->staging);
 }
 
 static clt_status start(clt_trainer *t)
 {
     const clt_trainer_config *c = &t->cfg;
-    int defaults[MAX_TRAINER_DEVICES];
+    int defaults[CLT_MAX_DEVICES];
     const int *devs = c->devices;
     int k = c->n_devices;
     if (!devs) {
-        CLT_TRY(clt_device_default(defaults, MAX_TRAINER_DEVICES, &k));
+        CLT_TRY(clt_device_default(defaults, CLT_MAX_DEVICES, &k));
         if (k == 0) return clt_fail(CLT_ERR_NO_DEVICE, "trainer: no OpenCL device found (see cltrain-smi)");
         devs = defaults;
     }
@@ -176,9 +146,9 @@ static clt_status start(clt_trainer *t)
     for (int i = 0; i < k; i++) {
         CLT_TRY(open_worker(t, i, devs[i])); /* its errors name the device */
     }
-    t->flat = t->workers[0].net->flat;
+    t->flat = clt_net_floats(t->workers[0].net, CLT_NET_GRADS);
     for (int i = 1; i < k; i++)
-        if (t->workers[i].net->flat != t->flat) /* alignment differs between vendors */
+        if (clt_net_floats(t->workers[i].net, CLT_NET_GRADS) != t->flat) /* alignment differs between vendors */
             return clt_fail(CLT_ERR_UNSUPPORTED,
                             "trainer: devices %d and %d lay parameters out differently (base alignment)",
                             devs[0], devs[i]);
@@ -219,7 +189,7 @@ clt_status clt_trainer_create(const clt_trainer_config *cfg, clt_trainer **out)
     clt_trainer *t = calloc(1, sizeof *t);
     if (!t) return clt_fail(CLT_ERR_NO_MEMORY, "trainer");
     t->cfg = *cfg;
-    if (!t->cfg.reduce) t->cfg.reduce = clt_reduce_local_sum;
+    t->reduce = clt_reduce_local_sum;
     clt_status s = clt_strdup(&t->spec, cfg->spec);
     if (s == CLT_OK) s = start(t);
     t->cfg.devices = NULL; /* not kept: the caller owns the arrays */
@@ -247,13 +217,8 @@ void clt_trainer_destroy(clt_trainer *t)
         if (t->workers[i].thread_started) pthread_join(t->workers[i].thread, NULL);
     for (int i = 0; i < t->k; i++) {
         clt_worker *w = &t->workers[i];
-        if (w->dev) clFinish(w->dev->queue);
-        if (w->staging) clEnqueueUnmapMemObject(w->dev->queue, w->staging_buf, w->staging, 0, NULL, NULL);
-        if (w->dev) clFinish(w->dev->queue);
-        if (w->staging_buf) clReleaseMemObject(w->staging_buf);
         free(w->events);
-        free(w->bn_buf);
-        clt_net_destroy(w->net);
+        clt_net_destroy(w->net); /* waits for its queue first */
         clt_device_destroy(w->dev);
     }
     if (t->sync_ready) {
@@ -277,30 +242,33 @@ void clt_trainer_destroy(clt_trainer *t)
 
 int clt_trainer_device_count(const clt_trainer *t) { return t ? t->k : 0; }
 
+clt_status clt_trainer_set_reduce(clt_trainer *t, clt_reduce_fn fn, void *user)
+{
+    if (!t) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_set_reduce: trainer is NULL");
+    t->reduce = fn ? fn : clt_reduce_local_sum;
+    t->reduce_user = fn ? user : NULL;
+    return CLT_OK;
+}
+
 clt_net *clt_trainer_net(clt_trainer *t, int i) { return t && i >= 0 && i < t->k ? t->workers[i].net : NULL; }
 
 clt_status clt_trainer_broadcast_params(clt_trainer *t)
 {
     if (!t) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_broadcast_params: NULL trainer");
     clt_net *src = t->workers[0].net;
-    size_t bytes = src->flat * sizeof(float);
+    size_t flat = clt_net_floats(src, CLT_NET_PARAMS), flat_state = clt_net_floats(src, CLT_NET_STATE);
     float *host;
-    size_t most = src->flat > src->flat_state ? src->flat : src->flat_state;
-    CLT_TRY(clt_aligned_alloc((void **)&host, most, sizeof(float), "broadcast"));
+    CLT_TRY(clt_aligned_alloc((void **)&host, flat > flat_state ? flat : flat_state, sizeof(float), "broadcast"));
+    static const clt_net_buffer what[] = {CLT_NET_PARAMS, CLT_NET_MOMENTUM, CLT_NET_STATE};
     clt_status s = CLT_OK;
-    /* parameters, momentum (if any yet), running statistics */
-    for (int which = 0; which < 3 && s == CLT_OK; which++) {
-        cl_mem from = which == 0 ? src->params : which == 1 ? src->vel : src->state;
-        size_t size = which == 2 ? src->flat_state * sizeof(float) : bytes;
-        if (!from) continue;
-        cl_int err = clEnqueueReadBuffer(src->dev->queue, from, CL_TRUE, 0, size, host, 0, NULL, NULL);
-        if (err != CL_SUCCESS) s = clt_cl_fail(err, "broadcast: read replica 0");
+    for (int w = 0; w < 3 && s == CLT_OK; w++) {
+        if (what[w] == CLT_NET_MOMENTUM && !clt_net_has_momentum(src)) continue; /* none yet */
+        clt_span whole = {0, clt_net_floats(src, what[w])};
+        s = clt_net_read(src, what[w], whole, host, NULL);
         for (int i = 1; i < t->k && s == CLT_OK; i++) {
             clt_net *dst = t->workers[i].net;
-            if (which == 1 && (s = clt_net_ensure_velocity(dst)) != CLT_OK) break;
-            err = clEnqueueWriteBuffer(dst->dev->queue, which == 0 ? dst->params : which == 1 ? dst->vel : dst->state,
-                                       CL_TRUE, 0, size, host, 0, NULL, NULL);
-            if (err != CL_SUCCESS) s = clt_cl_fail(err, "broadcast: write replica");
+            if (what[w] == CLT_NET_MOMENTUM) s = clt_net_ensure_momentum(dst);
+            if (s == CLT_OK) s = clt_net_write(dst, what[w], whole, host, NULL);
         }
     }
     clt_aligned_free(host);
@@ -327,11 +295,11 @@ static clt_status run_command(clt_trainer *t, clt_command cmd)
 
 static clt_status assign_shards(clt_trainer *t, int n, int training)
 {
-    int sizes[MAX_TRAINER_DEVICES];
+    int sizes[CLT_MAX_DEVICES];
     CLT_TRY(clt_split_sizes(n, t->k, t->cfg.split == CLT_SPLIT_EQUAL ? NULL : t->weights, sizes));
     /* Batch norm on a shard's own statistics needs two samples (one value
      * per channel has no variance): a lone sample joins the largest shard. */
-    if (training && t->n_bn && !t->cfg.sync_bn && n >= 2) {
+    if (training && t->sync_rounds && !t->cfg.sync_bn && n >= 2) {
         for (int i = 0; i < t->k; i++) {
             if (sizes[i] != 1) continue;
             int big = 0;
@@ -438,24 +406,22 @@ clt_status clt_trainer_check_replicas(clt_trainer *t)
     uint64_t ref = 0;
     clt_status s = CLT_OK;
     for (int i = 0; i < t->k && s == CLT_OK; i++) {
-        clt_net *net = t->workers[i].net;
-        cl_int err = clEnqueueReadBuffer(net->dev->queue, net->params, CL_TRUE, 0, t->flat * sizeof(float), host, 0,
-                                         NULL, NULL);
-        if (err != CL_SUCCESS) {
-            s = clt_cl_fail(err, "replica check: read parameters");
+        s = clt_net_read(t->workers[i].net, CLT_NET_PARAMS, (clt_span){0, t->flat}, host, NULL);
+        if (s != CLT_OK) {
+            s = clt_fail_context(s, "replica check: read parameters");
             break;
         }
         uint64_t h = clt_hash(CLT_HASH_INIT, host, t->flat * sizeof(float));
         if (i == 0) ref = h;
         else if (h != ref)
             s = clt_fail(CLT_ERR_INTERNAL, "replica on device %d differs from the one on device %d after step %lld",
-                         net->dev->info.index, t->workers[0].dev->info.index, (long long)t->steps);
+                         t->workers[i].dev->info.index, t->workers[0].dev->info.index, (long long)t->steps);
     }
     clt_aligned_free(host);
     return s;
 }
 
-clt_status clt_trainer_stats(const clt_trainer *t, clt_device_stats *stats, int cap)
+clt_status clt_trainer_stats(const clt_trainer *t, clt_trainer_device_stats *stats, int cap)
 {
     if (!t || (!stats && cap > 0)) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_stats: NULL argument");
     double total = 0;

@@ -6,15 +6,17 @@
 
 #include <pthread.h>
 
+#include "cltrain_diag.h"
 #include "core/clock.h"
 #include "nn/net.h"
+#include "runtime/device.h"
 
 typedef struct clt_trainer clt_trainer;
 
 /* A contiguous range of the flat gradient buffer, complete once the
  * backward of layer `min_layer` (and every later layer) is enqueued. */
 typedef struct clt_bucket {
-    size_t offset, count; /* floats */
+    clt_span span;
     int min_layer;
 } clt_bucket;
 
@@ -27,8 +29,7 @@ typedef struct clt_worker {
     clt_net *net;
     pthread_t thread;
     int thread_started;
-    cl_mem staging_buf;   /* pinned host staging for this device's gradients */
-    float *staging;       /* mapped pointer */
+    float *staging;       /* the net's pinned host staging for its gradients */
     cl_event *events;     /* one read event per bucket */
     int next_bucket;      /* next bucket to enqueue during backward */
     int off, n;           /* this step's shard */
@@ -36,15 +37,16 @@ typedef struct clt_worker {
     int64_t correct;
     clt_status status;
     char error[2048];
-    clt_device_stats stats;
+    clt_trainer_device_stats stats;
     double ema_sps;       /* smoothed samples/s for the auto split */
     int inject_fail_at;   /* tests: fail at this step (0 = never) */
     int64_t bn_round;     /* synchronised batch norm rounds done this step */
-    float *bn_buf;        /* 2 x bn_cap: this device's statistics, then their sum */
 } clt_worker;
 
 struct clt_trainer {
     clt_trainer_config cfg;
+    clt_reduce_fn reduce; /* the host sum of a bucket slice (clt_trainer_set_reduce) */
+    void *reduce_user;
     char *spec;
     int k;
     clt_worker *workers;
@@ -73,7 +75,7 @@ struct clt_trainer {
     int64_t steps;
     /* synchronised batch norm: per-device contributions of the current
      * round, double-buffered by round parity */
-    int n_bn;             /* batch-norm layers in the net (parts included) */
+    int sync_rounds;      /* per step (clt_net_sync_plan); 0: no layer uses batch statistics */
     float *bn_slots[2];   /* [parity][slot * bn_cap + i] */
     int *bn_len[2];       /* floats each device contributed (0: empty shard) */
     double *bn_count[2];

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "ops/sgd.h"
 #include "parallel/trainer.h"
 
 void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char *msg)
@@ -28,13 +27,12 @@ static clt_status on_grads_ready(void *user, clt_net *net, int layer)
     int first = w->next_bucket;
     while (w->next_bucket < t->n_buckets && t->buckets[w->next_bucket].min_layer >= layer) {
         const clt_bucket *b = &t->buckets[w->next_bucket];
-        CLT_CL(clEnqueueReadBuffer(w->dev->queue, net->grads, CL_FALSE, b->offset * sizeof(float),
-                                   b->count * sizeof(float), w->staging + b->offset, 0, NULL,
-                                   &w->events[w->next_bucket]),
-               "read gradient bucket");
+        cl_event *done = &w->events[w->next_bucket];
+        clt_status s = clt_net_read(net, CLT_NET_GRADS, b->span, w->staging + b->span.offset, done);
+        if (s != CLT_OK) return clt_fail_context(s, "read gradient bucket");
         w->next_bucket++;
     }
-    if (w->next_bucket > first) clFlush(w->dev->queue); /* start the transfer now */
+    if (w->next_bucket > first) CLT_TRY(clt_net_flush(net)); /* start the transfer now */
     return CLT_OK;
 }
 
@@ -58,18 +56,20 @@ static int wait_count(clt_worker *w, const int *counter)
     return !t->failed;
 }
 
-/* One round of synchronised batch norm: every device posts its partial
- * sums, waits for all, and takes the sum in device order (the same bits on
- * every device). An empty shard posts nothing (len 0) but takes part. */
-static clt_status bn_round(clt_worker *w, const float *mine, int len, double count, float *sum, double *total)
+/* One round of synchronised batch norm (clt_sync): every device posts its
+ * partial sums, waits for all, and takes the sum in device order (the same
+ * bits on every device). An empty shard posts nothing (len 0) but takes
+ * part. */
+static clt_status bn_round(void *user, float *values, int len, double *total)
 {
+    clt_worker *w = user;
     clt_trainer *t = w->t;
     int par = (int)(w->bn_round & 1);
     if (len > t->bn_cap) return clt_fail(CLT_ERR_INTERNAL, "batch norm statistics of %d floats (room for %d)", len, t->bn_cap);
     pthread_mutex_lock(&t->mu);
-    if (len) memcpy(t->bn_slots[par] + (size_t)w->slot * (size_t)t->bn_cap, mine, (size_t)len * sizeof(float));
+    if (len) memcpy(t->bn_slots[par] + (size_t)w->slot * (size_t)t->bn_cap, values, (size_t)len * sizeof(float));
     t->bn_len[par][w->slot] = len;
-    t->bn_count[par][w->slot] = count;
+    t->bn_count[par][w->slot] = *total;
     t->bn_arrivals++;
     pthread_cond_broadcast(&t->cv);
     int64_t need = (int64_t)t->k * (w->bn_round + 1);
@@ -82,26 +82,14 @@ static clt_status bn_round(clt_worker *w, const float *mine, int len, double cou
     /* Slots of this parity are rewritten only two rounds later, after
      * every device has arrived at the next round, so reading is safe. */
     double n = 0;
-    for (int i = 0; i < len; i++) sum[i] = 0;
+    for (int i = 0; i < len; i++) values[i] = 0;
     for (int d = 0; d < t->k; d++) {
         n += t->bn_count[par][d];
         const float *src = t->bn_slots[par] + (size_t)d * (size_t)t->bn_cap;
-        for (int i = 0; i < t->bn_len[par][d] && i < len; i++) sum[i] += src[i];
+        for (int i = 0; i < t->bn_len[par][d] && i < len; i++) values[i] += src[i];
     }
     *total = n;
     w->bn_round++;
-    return CLT_OK;
-}
-
-static clt_status bn_sync(void *user, clt_device *dev, cl_mem partial, int count, double *total)
-{
-    clt_worker *w = user;
-    float *buf = w->bn_buf, *sum = w->bn_buf + w->t->bn_cap;
-    CLT_CL(clEnqueueReadBuffer(dev->queue, partial, CL_TRUE, 0, (size_t)count * sizeof(float), buf, 0, NULL, NULL),
-           "batch norm statistics: read");
-    CLT_TRY(bn_round(w, buf, count, *total, sum, total));
-    CLT_CL(clEnqueueWriteBuffer(dev->queue, partial, CL_TRUE, 0, (size_t)count * sizeof(float), sum, 0, NULL, NULL),
-           "batch norm statistics: write");
     return CLT_OK;
 }
 
@@ -115,21 +103,22 @@ static clt_status compute_shard(clt_worker *w)
     w->bn_round = 0;
     if (w->n == 0) {
         memset(w->staging, 0, t->flat * sizeof(float)); /* an empty shard adds nothing */
-        double ignored;
-        /* per batch norm: shift and statistics forward, statistics backward */
-        for (int r = 0; t->cfg.sync_bn && r < 3 * t->n_bn; r++)
-            CLT_TRY(bn_round(w, NULL, 0, 0, NULL, &ignored));
+        /* as many rounds as the others' layers make (clt_net_sync_plan) */
+        for (int r = 0; t->cfg.sync_bn && r < t->sync_rounds; r++) {
+            double none = 0;
+            CLT_TRY(bn_round(w, NULL, 0, &none));
+        }
         return CLT_OK;
     }
-    size_t sample = (size_t)clt_shape_numel(&net->model.in);
-    CLT_TRY(clt_net_reserve(net, w->n));
-    CLT_CL(clEnqueueWriteBuffer(w->dev->queue, net->input, CL_FALSE, 0, (size_t)w->n * sample * sizeof(float),
-                                t->images + (size_t)w->off * sample, 0, NULL, NULL),
-           "upload shard");
+    size_t sample = (size_t)t->cfg.channels * (size_t)t->cfg.height * (size_t)t->cfg.width;
+    cl_event up;
+    CLT_TRY(clt_net_set_input(net, t->images + (size_t)w->off * sample, w->n, &up));
+    clReleaseEvent(up); /* the in-order queue runs it before the forward */
     CLT_TRY(clt_net_set_labels(net, t->labels + w->off, w->n));
-    clt_pass pass = {1, t->cfg.sync_bn ? bn_sync : NULL, w};
-    CLT_TRY(clt_net_forward_device(net, &pass, w->n));
-    CLT_TRY(clt_net_backward_device(net, &pass, 1.0f, on_grads_ready, w));
+    clt_sync sync = {bn_round, w};
+    const clt_sync *hook = t->cfg.sync_bn ? &sync : NULL;
+    CLT_TRY(clt_net_forward_device(net, 1, hook, w->n));
+    CLT_TRY(clt_net_backward_device(net, hook, 1.0f, on_grads_ready, w));
     CLT_TRY(on_grads_ready(w, net, -1)); /* buckets holding no layer's gradients */
     for (int b = 0; b < t->n_buckets; b++) {
         cl_int err = clWaitForEvents(1, &w->events[b]);
@@ -170,7 +159,7 @@ static clt_status run_step(clt_worker *w)
     pthread_mutex_unlock(&t->mu);
 
     float scale = 1.0f / (float)t->batch;
-    const float *in[64];
+    const float *in[CLT_MAX_DEVICES];
     for (int b = 0; b < t->n_buckets; b++) {
         const clt_bucket *bk = &t->buckets[b];
         pthread_mutex_lock(&t->mu);
@@ -178,11 +167,11 @@ static clt_status run_step(clt_worker *w)
         pthread_mutex_unlock(&t->mu);
         if (!ok) return CLT_ERR_CANCELLED;
         /* This thread's slice of the bucket. */
-        size_t lo = bk->count * (size_t)w->slot / (size_t)t->k;
-        size_t hi = bk->count * (size_t)(w->slot + 1) / (size_t)t->k;
-        for (int d = 0; d < t->k; d++) in[d] = t->workers[d].staging + bk->offset + lo;
+        size_t lo = bk->span.count * (size_t)w->slot / (size_t)t->k;
+        size_t hi = bk->span.count * (size_t)(w->slot + 1) / (size_t)t->k;
+        for (int d = 0; d < t->k; d++) in[d] = t->workers[d].staging + bk->span.offset + lo;
         double r0 = clt_now();
-        s = hi > lo ? t->cfg.reduce(t->cfg.reduce_user, in, t->k, t->sum + bk->offset + lo, hi - lo, scale)
+        s = hi > lo ? t->reduce(t->reduce_user, in, t->k, t->sum + bk->span.offset + lo, hi - lo, scale)
                     : CLT_OK;
         w->stats.reduce_s += clt_now() - r0;
         pthread_mutex_lock(&t->mu);
@@ -198,13 +187,14 @@ static clt_status run_step(clt_worker *w)
         if (!ok) return CLT_ERR_CANCELLED;
         /* Every slice is summed, so no thread reads the staging any more:
          * reuse it (pinned) as the source of the write back. */
-        memcpy(w->staging + bk->offset, t->sum + bk->offset, bk->count * sizeof(float));
-        cl_int err = clEnqueueWriteBuffer(w->dev->queue, w->net->grads, CL_FALSE, bk->offset * sizeof(float),
-                                          bk->count * sizeof(float), w->staging + bk->offset, 0, NULL, NULL);
-        if (err != CL_SUCCESS) {
-            s = clt_cl_fail(err, "write reduced gradients");
+        memcpy(w->staging + bk->span.offset, t->sum + bk->span.offset, bk->span.count * sizeof(float));
+        cl_event written;
+        s = clt_net_write(w->net, CLT_NET_GRADS, bk->span, w->staging + bk->span.offset, &written);
+        if (s != CLT_OK) {
+            s = clt_fail_context(s, "write reduced gradients");
             break;
         }
+        clReleaseEvent(written); /* the optimizer step comes after it in the queue */
     }
     if (s == CLT_OK)
         s = clt_net_sgd_step(w->net, t->cfg.lr, t->cfg.momentum, t->cfg.weight_decay);

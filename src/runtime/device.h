@@ -2,6 +2,7 @@
 #ifndef CLT_RUNTIME_DEVICE_H
 #define CLT_RUNTIME_DEVICE_H
 
+#include "cltrain_diag.h"
 #include "core/error.h"
 #include "runtime/cl.h"
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cltrain_diag.h"
 #include "core/error.h"
 
 static clt_status enumerate_all(clt_found_device **out, int *n)

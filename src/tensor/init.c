@@ -25,7 +25,7 @@ static clt_status fill_host(clt_tensor *t, const char *op, uint64_t seed, int no
                             double b)
 {
     CLT_TRY(clt_tensor_need(t, op, "tensor"));
-    if (t->dtype != CLT_FLOAT32) return clt_fail(CLT_ERR_INVALID_ARG, "%s: tensor is not float32", op);
+    if (t->dtype != CLT_DTYPE_FLOAT32) return clt_fail(CLT_ERR_INVALID_ARG, "%s: tensor is not float32", op);
     float *host;
     CLT_TRY(clt_aligned_alloc((void **)&host, (size_t)t->numel, sizeof *host, op));
     for (int64_t i = 0; i < t->numel; i++) {

@@ -16,7 +16,7 @@ const char *clt_shape_str(int ndim, const int64_t *shape, char *buf, size_t cap)
     return buf;
 }
 
-static size_t dtype_size(clt_dtype d) { return d == CLT_INT32 ? sizeof(int32_t) : sizeof(float); }
+static size_t dtype_size(clt_dtype d) { return d == CLT_DTYPE_INT32 ? sizeof(int32_t) : sizeof(float); }
 
 size_t clt_tensor_bytes(const clt_tensor *t) { return (size_t)t->numel * dtype_size(t->dtype); }
 
@@ -46,7 +46,7 @@ clt_status clt_tensor_create(clt_device *dev, clt_dtype dtype, int ndim, const i
     if (!out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_tensor_create: out is NULL");
     *out = NULL;
     if (!dev) return clt_fail(CLT_ERR_INVALID_ARG, "clt_tensor_create: device is NULL");
-    if (dtype != CLT_FLOAT32 && dtype != CLT_INT32)
+    if (dtype != CLT_DTYPE_FLOAT32 && dtype != CLT_DTYPE_INT32)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_tensor_create: unknown dtype %d", (int)dtype);
     int64_t numel;
     CLT_TRY(check_shape("clt_tensor_create", ndim, shape, &numel));
@@ -93,7 +93,7 @@ void clt_tensor_destroy(clt_tensor *t)
 }
 
 clt_device *clt_tensor_device(const clt_tensor *t) { return t ? t->dev : NULL; }
-clt_dtype clt_tensor_dtype(const clt_tensor *t) { return t ? t->dtype : CLT_FLOAT32; }
+clt_dtype clt_tensor_dtype(const clt_tensor *t) { return t ? t->dtype : CLT_DTYPE_FLOAT32; }
 int clt_tensor_ndim(const clt_tensor *t) { return t ? t->ndim : 0; }
 int64_t clt_tensor_numel(const clt_tensor *t) { return t ? t->numel : 0; }
 
@@ -154,7 +154,7 @@ clt_status clt_tensor_download(const clt_tensor *t, void *host, int64_t count)
 clt_status clt_tensor_fill(clt_tensor *t, float value)
 {
     CLT_TRY(clt_tensor_need(t, "clt_tensor_fill", "tensor"));
-    if (t->dtype == CLT_INT32) {
+    if (t->dtype == CLT_DTYPE_INT32) {
         int32_t v = (int32_t)value;
         CLT_CL(clEnqueueFillBuffer(t->dev->queue, t->buf, &v, sizeof v, 0, clt_tensor_bytes(t), 0,
                                    NULL, NULL),
@@ -210,8 +210,8 @@ clt_status clt_tensor_expect(const clt_tensor *t, const char *op, const char *wh
     clt_shape_str(ndim, shown, b, sizeof b);
     for (char *p = b; (p = strstr(p, "-1")); p++) p[0] = '*', p[1] = ' '; /* -1 means any */
     return clt_fail(CLT_ERR_SHAPE, "%s: %s has shape %s%s, expected %s%s", op, what,
-                    clt_shape_str(t->ndim, t->shape, a, sizeof a), t->dtype == CLT_INT32 ? " int32" : "",
-                    b, dtype == CLT_INT32 ? " int32" : "");
+                    clt_shape_str(t->ndim, t->shape, a, sizeof a), t->dtype == CLT_DTYPE_INT32 ? " int32" : "",
+                    b, dtype == CLT_DTYPE_INT32 ? " int32" : "");
 }
 
 clt_status clt_tensor_same_device(const char *op, const clt_tensor *ref, int n,

@@ -76,6 +76,44 @@ for split in ('3,1', 'auto'):
     check(rc == 0 and [r['devices'] for r in json.loads(out)['runs']] == [1, 2],
           f'bench train --split {split} with its options: rc {rc} {err!r}')
 
+# output paths are checked before any training (here before the data is even
+# looked at): what is not a regular file is never replaced, links are followed,
+# two outputs on one file are refused; inputs that are not regular files never
+# block
+import stat
+import tempfile
+with tempfile.TemporaryDirectory() as tmp:
+    P = lambda name: os.path.join(tmp, name)
+    os.mkfifo(P('fifo'))
+    os.symlink('fifo', P('tofifo'))
+    open(P('real.ck'), 'w').close()
+    os.symlink('real.ck', P('link.ck'))
+    os.mkdir(P('dir'))
+    nodata = ['train', '--data', '/nonexistent-dir', '--limit-train', '10', '--quiet']
+    for opt in ('--save', '--export-npz', '--plot', '--log-csv'):
+        for path, word in [(P('fifo'), 'FIFO'), (P('tofifo'), 'FIFO'), ('/dev/null', 'character device'),
+                           (P('dir'), 'directory'), (P('no/such/x'), 'does not exist'), ('', 'empty')]:
+            rc, out, err = run(*nodata, opt, path, timeout=60)
+            check(rc == 1 and opt in err and path in err and word in err and '/nonexistent-dir' not in err,
+                  f'{opt} {path!r}: rc {rc}, stderr {err!r}')
+    check(stat.S_ISFIFO(os.lstat(P('fifo')).st_mode) and stat.S_ISCHR(os.lstat('/dev/null').st_mode),
+          'a refused output was left as it was')
+    for a, b in [(P('x.npz'), P('x.npz')), (P('x.npz'), os.path.join(tmp, '.', 'x.npz')),
+                 (P('real.ck'), P('link.ck'))]:
+        rc, out, err = run(*nodata, '--save', a, '--export-npz', b, timeout=60)
+        check(rc == 1 and 'same file' in err and '--save' in err and '--export-npz' in err,
+              f'--save {a} --export-npz {b}: rc {rc}, stderr {err!r}')
+    rc, out, err = run(*nodata, '--plot', P('real.ck'), '--log-csv', P('link.ck'), timeout=60)
+    check(rc == 1 and 'same file' in err, f'--plot and --log-csv on one file: rc {rc}, stderr {err!r}')
+    rc, out, err = run(*nodata, '--resume', P('link.ck'), '--export-npz', P('real.ck'), timeout=60)
+    check(rc == 1 and 'same file' in err and 'destroy' in err, f'--export-npz over --resume: rc {rc} {err!r}')
+    for cmd in (['train', '--resume'], ['eval', '--resume']):  # read before the data
+        try:
+            rc, out, err = run(*cmd, P('fifo'), '--limit-test', '16', timeout=60)
+            check(rc == 1 and 'FIFO' in err and 'fifo' in err, f'{cmd} FIFO: rc {rc}, stderr {err!r}')
+        except subprocess.TimeoutExpired:
+            check(False, f'{cmd} FIFO blocks')
+
 data = os.environ.get('CLTRAIN_TEST_DATA', 'fashion-mnist')
 rc, out, err = run('train', '--data', '/nonexistent-dir', '--limit-train', '10')
 check(rc == 1 and '/nonexistent-dir' in err, f'missing data: rc {rc} {err!r}')
@@ -98,19 +136,62 @@ if len(lines) == 3:
     check(lines[2]['test_acc'] > 0.3, f'test accuracy above chance: {lines[2]["test_acc"]}')
     check([d['index'] for d in lines[0]['devices']] == [0, 1], 'devices listed')
 
+# a tiny, slow run: its rate has 3 significant digits, never "0 samples/s" or "1 samples/s"
+import re
+rc, out, err = run('train', '--model', 'resnet18', '--limit-train', '2', '--batch-size', '2', '--limit-test', '2',
+                   '--epochs', '1')
+m = re.search(r', ([0-9.e+-]+) s/epoch, ([0-9.e+-]+) samples/s on', out)
+check(rc == 0 and m, f'tiny run line: rc {rc} {out!r} {err!r}')
+if m:
+    rate = m.group(2)
+    digits = rate.replace('.', '').lstrip('0')
+    check(float(rate) > 0 and (float(rate) >= 1000 or ('.' in rate or float(rate) >= 100) and len(digits) <= 3),
+          f'a rate of {rate} samples/s: 3 significant digits below 1000')
+
 # --plot: a well-formed SVG with a path per curve
+import math
 import tempfile
 import xml.etree.ElementTree as ET
 with tempfile.TemporaryDirectory() as tmp:
-    svg = os.path.join(tmp, 'curves.svg')
-    rc, out, err = run('train', '--limit-train', '256', '--limit-test', '64', '--epochs', '2', '--batch-size', '64',
-                       '--plot', svg, '--quiet')
-    check(rc == 0 and os.path.exists(svg), f'--plot rc {rc}: {err}')
-    if os.path.exists(svg):
-        root = ET.parse(svg).getroot()
+    def plot_run(name, limit, epochs):
+        """Trains with --plot; the SVG's root element, or None."""
+        svg = os.path.join(tmp, name)
+        rc, out, err = run('train', '--limit-train', str(limit), '--limit-test', '64', '--epochs', str(epochs),
+                           '--batch-size', '64', '--plot', svg, '--quiet')
+        check(rc == 0 and os.path.exists(svg), f'--plot {epochs} epochs rc {rc}: {err}')
+        return ET.parse(svg).getroot() if os.path.exists(svg) else None
+
+    root = plot_run('curves.svg', 256, 2)
+    if root is not None:
         paths = [e for e in root.iter() if e.tag.endswith('path')]
         check(len(paths) == 3 and all(p.get('d', '').count('L') == 1 for p in paths),
               f'SVG has a 2-point path per curve: {[p.get("d") for p in paths]}')
+    # ticks a person can read: x at whole epochs, y at 1-2-5 steps; both panels labelled, the legend
+    # right of the data, the smoothed per-step loss under the per-epoch points
+    root = plot_run('ticks.svg', 640, 3)
+    if root is not None:
+        texts = lambda cls: [e.text for e in root.iter() if e.tag.endswith('text') and e.get('class') == cls]
+        check(texts('xtick') == ['0', '1', '2', '3'], f'x ticks at epochs: {texts("xtick")}')
+        for cls in ('ytick-loss', 'ytick-acc'):
+            v = [float(t) for t in texts(cls)]
+            steps = {round(b - a, 9) for a, b in zip(v, v[1:])}
+            ok = len(v) >= 3 and len(steps) == 1
+            if ok:
+                step = steps.pop()
+                mant = step / 10 ** math.floor(math.log10(step))
+                ok = any(abs(mant - m) < 1e-6 for m in (1, 2, 5)) and all(abs(x / step - round(x / step)) < 1e-6
+                                                                          for x in v)
+            check(ok, f'{cls} at a 1-2-5 step: {texts(cls)}')
+        words = ' '.join(e.text or '' for e in root.iter() if e.tag.endswith('text'))
+        check('loss' in words and 'accuracy' in words and 'epoch' in words, f'axis titles: {words}')
+        frame = max(float(e.get('x')) + float(e.get('width')) for e in root.iter()
+                    if e.tag.endswith('rect') and e.get('stroke'))
+        legend = [float(e.get('x')) for e in root.iter() if e.tag.endswith('text') and (e.text or '').endswith(' accuracy')
+                  and e.get('x')]
+        check(legend and min(legend) > frame, f'the legend right of the panels (x {legend}, panels end at {frame})')
+        steps_line = [e for e in root.iter() if e.tag.endswith('polyline') and e.get('class') == 'step_loss']
+        check(len(steps_line) == 1 and len(steps_line[0].get('points', '').split()) == 30,
+              'the per-step loss: 30 points for 3 epochs of 10 steps')
     rc, out, err = run('train', '--limit-train', '64', '--epochs', '1', '--plot', '/nonexistent-dir/x.svg', '--quiet')
     check(rc == 1 and '/nonexistent-dir/x.svg' in err, f'unwritable --plot: rc {rc} {err!r}')
 
@@ -186,16 +267,68 @@ with tempfile.TemporaryDirectory() as tmp:
         p.wait()
         rc, out, err = run('eval', '--resume', ck, '--limit-test', '16')
         check(rc == 0, f'checkpoint after kill {attempt}: {rc} {err!r}')
-    # Ctrl-C stops after the current step and saves
-    p = subprocess.Popen([CLTRAIN, 'train', '--limit-train', '64', '--limit-test', '16', '--batch-size', '64',
-                          '--epochs', '100000', '--save', P('int.ck'), '--quiet'], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while not os.path.exists(P('int.ck')) and time.time() < deadline and p.poll() is None:
-        time.sleep(0.05)
-    p.send_signal(signal.SIGINT)
-    err = p.communicate(timeout=60)[1]
-    check(p.returncode == 130 and 'interrupted' in err and 'int.ck' in err, f'Ctrl-C: {p.returncode} {err!r}')
+    def stop_with(sig, ck):
+        """A long run saving to ck, sent sig once its first checkpoint exists: (exit status, stderr)."""
+        p = subprocess.Popen([CLTRAIN, 'train', '--limit-train', '64', '--limit-test', '16', '--batch-size', '64',
+                              '--epochs', '100000', '--save', ck, '--quiet'], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        while not os.path.exists(ck) and time.time() < deadline and p.poll() is None:
+            time.sleep(0.05)
+        p.send_signal(sig)
+        err = p.communicate(timeout=60)[1]
+        return p.returncode, err
+
+    # Ctrl-C stops after the current step and saves; SIGTERM (schedulers,
+    # timeout, kill) does the same with 143
+    rc, err = stop_with(signal.SIGINT, P('int.ck'))
+    check(rc == 130 and 'interrupted' in err and 'int.ck' in err, f'Ctrl-C: {rc} {err!r}')
+    rc, err = stop_with(signal.SIGTERM, P('term.ck'))
+    check(rc == 143 and 'SIGTERM' in err and 'term.ck' in err, f'SIGTERM: {rc} {err!r}')
+    rc, out, err = run('eval', '--resume', P('term.ck'), '--limit-test', '16')
+    check(rc == 0, f'checkpoint after SIGTERM: {rc} {err!r}')
+
+    # outputs through links: the files behind them are written, the links
+    # stay; a dead writer's temporary beside the target goes
+    for name in ('k.ck', 'k.npz', 'k.svg', 'k.csv'):
+        open(P('real-' + name), 'w').close()
+        os.symlink('real-' + name, P(name))
+    stale = P('real-k.ck.tmp.999999999.7f.1.0')
+    open(stale, 'w').close()
+    rc, out, err = run('train', '--limit-train', '64', '--limit-test', '16', '--batch-size', '64', '--steps', '1',
+                       '--quiet', '--save', P('k.ck'), '--export-npz', P('k.npz'), '--plot', P('k.svg'),
+                       '--log-csv', P('k.csv'))
+    check(rc == 0, f'outputs through links: rc {rc} {err!r}')
+    for name in ('k.ck', 'k.npz', 'k.svg', 'k.csv'):
+        check(os.path.islink(P(name)) and os.path.getsize(P('real-' + name)) > 0, f'{name}: link kept, target written')
+    check(not os.path.exists(stale), 'a dead writer\'s temporary was cleaned')
+    # a FIFO among the kernel sources fails at once too
+    kdir = P('kernels')
+    os.mkdir(kdir)
+    src = os.path.join(os.environ.get('CLTRAIN_SOURCE_ROOT', '.'), 'kernels')
+    names = sorted(n for n in os.listdir(src) if n.endswith('.cl')) if os.path.isdir(src) else []
+    for n in names:
+        if n == names[0]:
+            os.mkfifo(os.path.join(kdir, n))
+        else:
+            open(os.path.join(kdir, n), 'wb').write(open(os.path.join(src, n), 'rb').read())
+    if names:
+        try:
+            p = subprocess.run([CLTRAIN, 'train', '--limit-train', '64', '--limit-test', '16', '--steps', '1', '--quiet'],
+                               capture_output=True, text=True, timeout=60,
+                               env={**os.environ, 'CLTRAIN_KERNEL_DIR': kdir, 'CLTRAIN_CACHE': '0'})
+            check(p.returncode == 1 and 'FIFO' in p.stderr and names[0] in p.stderr,
+                  f'CLTRAIN_KERNEL_DIR with a FIFO: rc {p.returncode}, stderr {p.stderr!r}')
+        except subprocess.TimeoutExpired:
+            check(False, 'a FIFO in CLTRAIN_KERNEL_DIR blocks')
+    # --init-from a FIFO fails at once
+    os.mkfifo(P('fifo'))
+    try:
+        rc, out, err = run('train', '--init-from', P('fifo'), '--limit-train', '64', '--limit-test',
+                           '16', '--steps', '1', timeout=60)
+        check(rc == 1 and 'FIFO' in err, f'--init-from FIFO: rc {rc}, stderr {err!r}')
+    except subprocess.TimeoutExpired:
+        check(False, '--init-from FIFO blocks')
 
 # bench: JSON with a run per device count
 rc, out, err = run('bench', 'train', '--devices', '0,1', '--batch-size', '32', '--steps', '2', '--json')

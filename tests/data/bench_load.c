@@ -19,9 +19,9 @@ int main(void)
 {
     clt_dataset *train = NULL, *test = NULL;
     double t0 = now();
-    clt_status s = clt_dataset_load("fashion-mnist", CLT_SPLIT_TRAIN, 0, &train);
+    clt_status s = clt_dataset_load("fashion-mnist", CLT_SUBSET_TRAIN, 0, &train);
     double t1 = now();
-    if (s == CLT_OK) s = clt_dataset_load("fashion-mnist", CLT_SPLIT_TEST, 0, &test);
+    if (s == CLT_OK) s = clt_dataset_load("fashion-mnist", CLT_SUBSET_TEST, 0, &test);
     double t2 = now();
     if (s != CLT_OK) {
         fprintf(stderr, "skip: %s\n", clt_last_error());

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "check.h"
-#include "expect.h"
 #include "idx_write.h"
 
 #define N 23
@@ -337,7 +336,7 @@ int main(void)
     tw_mkdtemp(dir, sizeof dir, "batcher");
     tw_write_dataset(dir, 0, N, 3, ROWS, COLS);
     clt_dataset *ds = NULL;
-    REQUIRE_OK(clt_dataset_load(dir, CLT_SPLIT_TRAIN, 0, &ds));
+    REQUIRE_OK(clt_dataset_load(dir, CLT_SUBSET_TRAIN, 0, &ds));
     for (int prefetch = 0; prefetch < 2; prefetch++) {
         test_file_order(ds, prefetch);
         test_shuffle(ds, prefetch);

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "expect.h"
 #include "idx_write.h"
 
 static char root[4096];
@@ -131,16 +130,16 @@ static void test_load_dir(void)
     tw_write_dataset(plain, 0, 30, 12, 5, 5);
     tw_write_dataset(gz, 1, 31, 13, 6, 2);
     clt_dataset *ds = NULL;
-    CHECK_OK(clt_dataset_load(plain, CLT_SPLIT_TRAIN, 0, &ds));
+    CHECK_OK(clt_dataset_load(plain, CLT_SUBSET_TRAIN, 0, &ds));
     if (ds) check_contents(ds, 30, 5, 5, 0, "plain train");
     clt_dataset_destroy(ds);
-    CHECK_OK(clt_dataset_load(plain, CLT_SPLIT_TEST, 0, &ds));
+    CHECK_OK(clt_dataset_load(plain, CLT_SUBSET_TEST, 0, &ds));
     if (ds) check_contents(ds, 12, 5, 5, 3, "plain test");
     clt_dataset_destroy(ds);
-    CHECK_OK(clt_dataset_load(gz, CLT_SPLIT_TRAIN, 10, &ds));
+    CHECK_OK(clt_dataset_load(gz, CLT_SUBSET_TRAIN, 10, &ds));
     if (ds) check_contents(ds, 10, 6, 2, 0, "gz train, limit 10");
     clt_dataset_destroy(ds);
-    CHECK_OK(clt_dataset_load(gz, CLT_SPLIT_TEST, 0, &ds));
+    CHECK_OK(clt_dataset_load(gz, CLT_SUBSET_TEST, 0, &ds));
     if (ds) check_contents(ds, 13, 6, 2, 3, "gz test");
     clt_dataset_destroy(ds);
 
@@ -148,7 +147,7 @@ static void test_load_dir(void)
     char *mixed = mkdir_in(root, "mixed");
     tw_write_dataset(mixed, 1, 8, 2, 2, 2);
     tw_write_dataset(mixed, 0, 9, 2, 2, 2);
-    CHECK_OK(clt_dataset_load(mixed, CLT_SPLIT_TRAIN, 0, &ds));
+    CHECK_OK(clt_dataset_load(mixed, CLT_SUBSET_TRAIN, 0, &ds));
     CHECK(clt_dataset_size(ds) == 9, "plain and .gz: took %lld samples, want the plain 9",
           (long long)clt_dataset_size(ds));
     clt_dataset_destroy(ds);
@@ -158,27 +157,27 @@ static void test_load_dir(void)
     tw_write_dataset(half, 0, 4, 4, 2, 2);
     unlink(join(half, "t10k-images-idx3-ubyte"));
     unlink(join(half, "t10k-labels-idx1-ubyte"));
-    CHECK_OK(clt_dataset_load(half, CLT_SPLIT_TRAIN, 0, &ds));
+    CHECK_OK(clt_dataset_load(half, CLT_SUBSET_TRAIN, 0, &ds));
     clt_dataset_destroy(ds);
-    CHECK_FAIL(clt_dataset_load(half, CLT_SPLIT_TEST, 0, &ds), CLT_ERR_NOT_FOUND, half, "test split",
+    CHECK_FAIL(clt_dataset_load(half, CLT_SUBSET_TEST, 0, &ds), CLT_ERR_NOT_FOUND, half, "test split",
                "no t10k-images-idx3-ubyte[.gz] and no t10k-labels-idx1-ubyte[.gz]");
     unlink(join(half, "train-labels-idx1-ubyte"));
-    CHECK_FAIL(clt_dataset_load(half, CLT_SPLIT_TRAIN, 0, &ds), CLT_ERR_NOT_FOUND, half,
+    CHECK_FAIL(clt_dataset_load(half, CLT_SUBSET_TRAIN, 0, &ds), CLT_ERR_NOT_FOUND, half,
                "no train-labels-idx1-ubyte[.gz]");
 
     char *nowhere = join(root, "does-not-exist");
-    CHECK_FAIL(clt_dataset_load(nowhere, CLT_SPLIT_TRAIN, 0, &ds), CLT_ERR_NOT_FOUND, nowhere,
+    CHECK_FAIL(clt_dataset_load(nowhere, CLT_SUBSET_TRAIN, 0, &ds), CLT_ERR_NOT_FOUND, nowhere,
                "does not exist", "apt-get install dataset-fashion-mnist", "CLTRAIN_DATA");
     CHECK(ds == NULL, "*out set on failure");
     /* A bad file in a found directory: the file's own error. */
     char *broken = mkdir_in(root, "broken");
     tw_write_dataset(broken, 0, 4, 4, 2, 2);
     tw_write_raw(join(broken, "train-images-idx3-ubyte"), "\1\2\3\4\5", 5);
-    CHECK_FAIL(clt_dataset_load(broken, CLT_SPLIT_TRAIN, 0, &ds), CLT_ERR_FORMAT,
+    CHECK_FAIL(clt_dataset_load(broken, CLT_SUBSET_TRAIN, 0, &ds), CLT_ERR_FORMAT,
                "train-images-idx3-ubyte", "bad magic");
-    CHECK_FAIL(clt_dataset_load(plain, (clt_split)7, 0, &ds), CLT_ERR_INVALID_ARG, "split");
-    CHECK_FAIL(clt_dataset_load(plain, CLT_SPLIT_TRAIN, -5, &ds), CLT_ERR_INVALID_ARG, "limit");
-    CHECK_FAIL(clt_dataset_load(plain, CLT_SPLIT_TRAIN, 0, NULL), CLT_ERR_INVALID_ARG, "NULL");
+    CHECK_FAIL(clt_dataset_load(plain, (clt_subset)7, 0, &ds), CLT_ERR_INVALID_ARG, "split");
+    CHECK_FAIL(clt_dataset_load(plain, CLT_SUBSET_TRAIN, -5, &ds), CLT_ERR_INVALID_ARG, "limit");
+    CHECK_FAIL(clt_dataset_load(plain, CLT_SUBSET_TRAIN, 0, NULL), CLT_ERR_INVALID_ARG, "NULL");
 }
 
 static void test_cltrain_data(void)
@@ -191,14 +190,14 @@ static void test_cltrain_data(void)
 
     /* NULL: the directory $CLTRAIN_DATA. */
     setenv("CLTRAIN_DATA", env, 1);
-    CHECK_OK(clt_dataset_load(NULL, CLT_SPLIT_TRAIN, 0, &ds));
+    CHECK_OK(clt_dataset_load(NULL, CLT_SUBSET_TRAIN, 0, &ds));
     if (ds) check_contents(ds, 11, 3, 3, 0, "NULL with CLTRAIN_DATA");
     clt_dataset_destroy(ds);
     /* A name: $CLTRAIN_DATA/<name> first, then $CLTRAIN_DATA itself. */
-    CHECK_OK(clt_dataset_load("fashion-mnist", CLT_SPLIT_TEST, 0, &ds));
+    CHECK_OK(clt_dataset_load("fashion-mnist", CLT_SUBSET_TEST, 0, &ds));
     if (ds) check_contents(ds, 4, 2, 3, 3, "fashion-mnist from $CLTRAIN_DATA/fashion-mnist");
     clt_dataset_destroy(ds);
-    CHECK_OK(clt_dataset_load("mnist", CLT_SPLIT_TRAIN, 0, &ds));
+    CHECK_OK(clt_dataset_load("mnist", CLT_SUBSET_TRAIN, 0, &ds));
     if (ds) check_contents(ds, 11, 3, 3, 0, "mnist from $CLTRAIN_DATA");
     clt_dataset_destroy(ds);
 
@@ -207,16 +206,16 @@ static void test_cltrain_data(void)
     setenv("CLTRAIN_DATA", empty, 1);
     struct stat st;
     if (stat("/usr/share/datasets/mnist", &st) != 0) {
-        CHECK_FAIL(clt_dataset_load("mnist", CLT_SPLIT_TRAIN, 0, &ds), CLT_ERR_NOT_FOUND,
+        CHECK_FAIL(clt_dataset_load("mnist", CLT_SUBSET_TRAIN, 0, &ds), CLT_ERR_NOT_FOUND,
                    "dataset mnist (train split) not found", join(empty, "mnist"),
                    "($CLTRAIN_DATA/mnist): does not exist", "($CLTRAIN_DATA): no train-images",
                    "/usr/share/datasets/mnist: does not exist", "set CLTRAIN_DATA");
     }
     if (stat("/usr/share/datasets/fashion-mnist", &st) != 0) {
-        CHECK_FAIL(clt_dataset_load(NULL, CLT_SPLIT_TEST, 0, &ds), CLT_ERR_NOT_FOUND,
+        CHECK_FAIL(clt_dataset_load(NULL, CLT_SUBSET_TEST, 0, &ds), CLT_ERR_NOT_FOUND,
                    "(from $CLTRAIN_DATA)", empty);
         unsetenv("CLTRAIN_DATA");
-        CHECK_FAIL(clt_dataset_load(NULL, CLT_SPLIT_TEST, 0, &ds), CLT_ERR_NOT_FOUND,
+        CHECK_FAIL(clt_dataset_load(NULL, CLT_SUBSET_TEST, 0, &ds), CLT_ERR_NOT_FOUND,
                    "dataset fashion-mnist (test split) not found",
                    "/usr/share/datasets/fashion-mnist", "apt-get install dataset-fashion-mnist",
                    "tools/setup");
@@ -224,7 +223,7 @@ static void test_cltrain_data(void)
     /* CLTRAIN_DATA naming a file is reported and skipped. */
     tw_write_raw(join(root, "a-file"), "x", 1);
     setenv("CLTRAIN_DATA", join(root, "a-file"), 1);
-    clt_status s = clt_dataset_load("mnist", CLT_SPLIT_TRAIN, 0, &ds);
+    clt_status s = clt_dataset_load("mnist", CLT_SUBSET_TRAIN, 0, &ds);
     if (s != CLT_OK)
         CHECK(strstr(clt_last_error(), "not a directory, ignored") != NULL, "detail: %s",
               clt_last_error());

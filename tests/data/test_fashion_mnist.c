@@ -9,7 +9,7 @@
 
 #define DIR "/usr/share/datasets/fashion-mnist"
 
-static void check_split(clt_split split, int64_t n, int first_label)
+static void check_split(clt_subset split, int64_t n, int first_label)
 {
     clt_dataset *ds = NULL;
     REQUIRE_OK(clt_dataset_load("fashion-mnist", split, 0, &ds));
@@ -79,7 +79,7 @@ int main(void)
         return 77;
     }
     unsetenv("CLTRAIN_DATA"); /* the system copy, whatever the caller's environment */
-    check_split(CLT_SPLIT_TRAIN, 60000, 9);
-    check_split(CLT_SPLIT_TEST, 10000, 9);
+    check_split(CLT_SUBSET_TRAIN, 60000, 9);
+    check_split(CLT_SUBSET_TEST, 10000, 9);
     return test_result();
 }

@@ -9,7 +9,6 @@
 
 #include "check.h"
 #include "data/idx.h"
-#include "expect.h"
 #include "idx_write.h"
 
 static char dir[4096];
@@ -35,18 +34,21 @@ static void round_trip(int gz, int ndim, const uint32_t *dims, const char *name)
     uint8_t *data = pattern(size, (unsigned)ndim);
     const char *path = path_of(name);
     tw_write_idx(path, gz, ndim, dims, data);
-    clt_idx idx;
+    clt_idx *idx = NULL;
     CHECK_OK(clt_idx_read(path, &idx));
-    CHECK(idx.ndim == ndim, "%s: ndim %d, want %d", name, idx.ndim, ndim);
-    for (int i = 0; i < ndim && i < idx.ndim; i++)
-        CHECK(idx.dims[i] == dims[i], "%s: dim %d is %lld, want %u", name, i, (long long)idx.dims[i],
+    if (!idx) {
+        free(data);
+        return;
+    }
+    CHECK(idx->ndim == ndim, "%s: ndim %d, want %d", name, idx->ndim, ndim);
+    for (int i = 0; i < ndim && i < idx->ndim; i++)
+        CHECK(idx->dims[i] == dims[i], "%s: dim %d is %lld, want %u", name, i, (long long)idx->dims[i],
               dims[i]);
-    CHECK(idx.size == size, "%s: size %zu, want %zu", name, idx.size, size);
-    CHECK(idx.data != NULL, "%s: data is NULL", name);
-    if (idx.data && idx.size == size && size)
-        CHECK(memcmp(idx.data, data, size) == 0, "%s: data differs", name);
-    clt_idx_free(&idx);
-    CHECK(idx.data == NULL && idx.size == 0 && idx.ndim == 0, "clt_idx_free leaves fields set");
+    CHECK(idx->size == size, "%s: size %zu, want %zu", name, idx->size, size);
+    CHECK(idx->data != NULL, "%s: data is NULL", name);
+    if (idx->data && idx->size == size && size)
+        CHECK(memcmp(idx->data, data, size) == 0, "%s: data differs", name);
+    clt_idx_destroy(idx);
     free(data);
 }
 
@@ -74,22 +76,25 @@ static void test_gzip_variants(void)
     uint8_t *data = pattern(120, 9);
     size_t n, zn1, zn2;
     uint8_t *raw = tw_idx(0x08, 3, dims, data, 120, &n);
-    clt_idx idx;
+    clt_idx idx, *read = NULL;
 
     tw_write_gz(path_of("gzip-without-suffix"), raw, n, 9);
-    CHECK_OK(clt_idx_read(path_of("gzip-without-suffix"), &idx));
-    CHECK(idx.size == 120 && idx.data && memcmp(idx.data, data, 120) == 0, "gzip without suffix");
-    clt_idx_free(&idx);
+    CHECK_OK(clt_idx_read(path_of("gzip-without-suffix"), &read));
+    CHECK(read && read->size == 120 && read->data && memcmp(read->data, data, 120) == 0, "gzip without suffix");
+    clt_idx_destroy(read);
+    read = NULL;
 
     tw_write_raw(path_of("plain-with-suffix.gz"), raw, n);
-    CHECK_OK(clt_idx_read(path_of("plain-with-suffix.gz"), &idx));
-    CHECK(idx.size == 120 && idx.data && memcmp(idx.data, data, 120) == 0, "plain named .gz");
-    clt_idx_free(&idx);
+    CHECK_OK(clt_idx_read(path_of("plain-with-suffix.gz"), &read));
+    CHECK(read && read->size == 120 && read->data && memcmp(read->data, data, 120) == 0, "plain named .gz");
+    clt_idx_destroy(read);
+    read = NULL;
 
     tw_write_gz(path_of("stored.gz"), raw, n, 0);
-    CHECK_OK(clt_idx_read(path_of("stored.gz"), &idx));
-    CHECK(idx.size == 120 && idx.data && memcmp(idx.data, data, 120) == 0, "stored gzip");
-    clt_idx_free(&idx);
+    CHECK_OK(clt_idx_read(path_of("stored.gz"), &read));
+    CHECK(read && read->size == 120 && read->data && memcmp(read->data, data, 120) == 0, "stored gzip");
+    clt_idx_destroy(read);
+    read = NULL;
 
     /* Two members: the header in one, the data in the next (as `cat a.gz b.gz`). */
     uint8_t *m1 = tw_gzip(raw, 16, 6, &zn1), *m2 = tw_gzip(raw + 16, n - 16, 6, &zn2);
@@ -98,7 +103,8 @@ static void test_gzip_variants(void)
     memcpy(both + zn1, m2, zn2);
     CHECK_OK(clt_idx_parse_memory(both, zn1 + zn2, "two-members.gz", &idx));
     CHECK(idx.size == 120 && idx.data && memcmp(idx.data, data, 120) == 0, "two gzip members");
-    clt_idx_free(&idx);
+    clt_idx_clear(&idx);
+    CHECK(idx.data == NULL && idx.size == 0 && idx.ndim == 0, "clt_idx_clear leaves fields set");
     free(both);
     free(m1);
     free(m2);
@@ -114,13 +120,14 @@ static void expect_bad(const char *name, const void *bytes, size_t n, clt_status
     char path[4096];
     if (snprintf(path, sizeof path, "%s", path_of(name)) >= (int)sizeof path) exit(1);
     tw_write_raw(path, bytes, n);
-    clt_idx idx;
+    clt_idx idx, *read = &idx;
+    CHECK_FAIL(clt_idx_read(path, &read), want, path, word);
+    CHECK(read == NULL, "%s: *out not reset on failure", name);
     memset(&idx, 0x5a, sizeof idx);
-    CHECK_FAIL(clt_idx_read(path, &idx), want, path, word);
-    CHECK(idx.data == NULL && idx.ndim == 0 && idx.size == 0, "%s: *out not zeroed on failure", name);
     /* The same bytes must fail the same way from memory. */
     CHECK_FAIL(clt_idx_parse_memory(bytes, n, "label-for-memory", &idx), want, "label-for-memory",
                word);
+    CHECK(idx.data == NULL && idx.ndim == 0 && idx.size == 0, "%s: *out not zeroed on failure", name);
 }
 
 /* The same bad IDX bytes, plain and gzip-compressed. */
@@ -190,7 +197,7 @@ static void test_bad_sizes(void)
     clt_idx idx;
     CHECK_OK(clt_idx_parse_memory(b, n, "zero-dim", &idx));
     CHECK(idx.size == 0, "zero dimension gives size %zu", idx.size);
-    clt_idx_free(&idx);
+    clt_idx_clear(&idx);
     free(b);
 
     /* Header counts against the real data size. */
@@ -208,15 +215,17 @@ static void test_bad_sizes(void)
 
 static void test_bad_files(void)
 {
-    clt_idx idx;
+    clt_idx idx, *read = &idx; /* not NULL: a failed read must reset it */
     const char *missing = path_of("no-such-file");
-    CHECK_FAIL(clt_idx_read(missing, &idx), CLT_ERR_NOT_FOUND, missing, "No such file");
-    CHECK_FAIL(clt_idx_read(dir, &idx), CLT_ERR_IO, dir, "not a regular file");
+    CHECK_FAIL(clt_idx_read(missing, &read), CLT_ERR_NOT_FOUND, missing, "No such file");
+    CHECK(read == NULL, "a failed clt_idx_read leaves *out set");
+    CHECK_FAIL(clt_idx_read(dir, &read), CLT_ERR_IO, dir, "not a regular file");
     expect_bad("empty", "", 0, CLT_ERR_FORMAT, "empty file");
-    CHECK_FAIL(clt_idx_read(NULL, &idx), CLT_ERR_INVALID_ARG, "path is NULL");
+    CHECK_FAIL(clt_idx_read(NULL, &read), CLT_ERR_INVALID_ARG, "path is NULL");
     CHECK_FAIL(clt_idx_read(missing, NULL), CLT_ERR_INVALID_ARG, "out is NULL");
     CHECK_FAIL(clt_idx_parse_memory(NULL, 5, "x", &idx), CLT_ERR_INVALID_ARG, "x");
-    clt_idx_free(NULL);
+    clt_idx_destroy(NULL);
+    clt_idx_clear(NULL);
 }
 
 static void test_bad_gzip(void)
@@ -292,7 +301,7 @@ static void test_no_giant_allocation(void)
     if (pid == 0) {
         struct rlimit lim = {(rlim_t)1 << 30, (rlim_t)1 << 30};
         setrlimit(RLIMIT_AS, &lim);
-        clt_idx idx;
+        clt_idx *idx = NULL;
         int ok = 1;
         const char *files[2] = {"claims-4g.gz", "claims-4g"};
         for (int i = 0; i < 2; i++) {

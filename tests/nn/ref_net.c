@@ -229,8 +229,8 @@ static void res_block(const clt_layer *l, int n, const double *x, double **P, do
     free(t1), free(t2), free(t4), free(t5), free(t6);
 }
 
-static double act(int f, double x) { return f == CLT_RELU ? (x > 0 ? x : 0) : f == CLT_SIGMOID ? 1 / (1 + exp(-x)) : tanh(x); }
-static double dact_from_y(int f, double y) { return f == CLT_RELU ? (y > 0) : f == CLT_SIGMOID ? y * (1 - y) : 1 - y * y; }
+static double act(int f, double x) { return f == CLT_ACT_RELU ? (x > 0 ? x : 0) : f == CLT_ACT_SIGMOID ? 1 / (1 + exp(-x)) : tanh(x); }
+static double dact_from_y(int f, double y) { return f == CLT_ACT_RELU ? (y > 0) : f == CLT_ACT_SIGMOID ? y * (1 - y) : 1 - y * y; }
 
 double ref_net_forward(ref_net *r, const float *images, const int32_t *labels, int *correct)
 {

@@ -13,7 +13,7 @@ static clt_device *dev;
 static clt_tensor *tensor(const int64_t *shape, int ndim)
 {
     clt_tensor *t = NULL;
-    REQUIRE_OK(clt_tensor_create(dev, CLT_FLOAT32, ndim, shape, &t));
+    REQUIRE_OK(clt_tensor_create(dev, CLT_DTYPE_FLOAT32, ndim, shape, &t));
     return t;
 }
 
@@ -38,7 +38,7 @@ int main(void)
     clt_tensor *dz = T(N, 10), *dh3 = T(N, 128), *dp2 = T(N, 50, 4, 4), *dh2 = T(N, 50, 9, 9);
     clt_tensor *dp1 = T(N, 20, 13, 13), *dh1 = T(N, 20, 26, 26);
     clt_tensor *y = NULL;
-    REQUIRE_OK(clt_tensor_create(dev, CLT_INT32, 1, (int64_t[]){N}, &y));
+    REQUIRE_OK(clt_tensor_create(dev, CLT_DTYPE_INT32, 1, (int64_t[]){N}, &y));
 
     static float img[N * 784];
     int32_t lab[N];
@@ -54,14 +54,14 @@ int main(void)
     for (int step = 0; step < 30; step++) {
         /* forward */
         CHECK_OK(clt_conv2d_forward(x, w1, b1, 1, 0, h1));
-        CHECK_OK(clt_activation_forward(CLT_RELU, h1, h1));
+        CHECK_OK(clt_activation_forward(CLT_ACT_RELU, h1, h1));
         CHECK_OK(clt_pool2d_forward(CLT_POOL_AVG, h1, 2, 2, p1, NULL));
         CHECK_OK(clt_conv2d_forward(p1, w2, b2, 1, 0, h2));
-        CHECK_OK(clt_activation_forward(CLT_RELU, h2, h2));
+        CHECK_OK(clt_activation_forward(CLT_ACT_RELU, h2, h2));
         CHECK_OK(clt_pool2d_forward(CLT_POOL_AVG, h2, 2, 2, p2, NULL));
         CHECK_OK(clt_tensor_reshape(p2, 2, (int64_t[]){N, 800}));
         CHECK_OK(clt_dense_forward(p2, w3, b3, h3));
-        CHECK_OK(clt_activation_forward(CLT_RELU, h3, h3));
+        CHECK_OK(clt_activation_forward(CLT_ACT_RELU, h3, h3));
         CHECK_OK(clt_dense_forward(h3, w4, b4, z));
         double loss;
         int64_t correct;
@@ -71,16 +71,16 @@ int main(void)
         /* backward (mean loss) */
         CHECK_OK(clt_softmax_xent_backward(z, y, 1.0f / N, dz));
         CHECK_OK(clt_dense_backward(h3, w4, dz, dh3, grads[6], grads[7]));
-        CHECK_OK(clt_activation_backward(CLT_RELU, h3, dh3, dh3));
+        CHECK_OK(clt_activation_backward(CLT_ACT_RELU, h3, dh3, dh3));
         CHECK_OK(clt_tensor_reshape(dp2, 2, (int64_t[]){N, 800}));
         CHECK_OK(clt_dense_backward(p2, w3, dh3, dp2, grads[4], grads[5]));
         CHECK_OK(clt_tensor_reshape(dp2, 4, (int64_t[]){N, 50, 4, 4}));
         CHECK_OK(clt_tensor_reshape(p2, 4, (int64_t[]){N, 50, 4, 4}));
         CHECK_OK(clt_pool2d_backward(CLT_POOL_AVG, dp2, NULL, 2, 2, dh2));
-        CHECK_OK(clt_activation_backward(CLT_RELU, h2, dh2, dh2));
+        CHECK_OK(clt_activation_backward(CLT_ACT_RELU, h2, dh2, dh2));
         CHECK_OK(clt_conv2d_backward(p1, w2, dh2, 1, 0, dp1, grads[2], grads[3]));
         CHECK_OK(clt_pool2d_backward(CLT_POOL_AVG, dp1, NULL, 2, 2, dh1));
-        CHECK_OK(clt_activation_backward(CLT_RELU, h1, dh1, dh1));
+        CHECK_OK(clt_activation_backward(CLT_ACT_RELU, h1, dh1, dh1));
         CHECK_OK(clt_conv2d_backward(x, w1, dh1, 1, 0, NULL, grads[0], grads[1]));
         for (int i = 0; i < 8; i++) CHECK_OK(clt_sgd_step(params[i], grads[i], NULL, 0.5f, 0.0f, 0.0f));
     }

@@ -153,7 +153,7 @@ void ref_misc_act_forward(clt_activation f, const float *x, size_t n, float *y)
 {
     for (size_t i = 0; i < n; i++) {
         double v = x[i];
-        y[i] = (float)(f == CLT_RELU ? (v > 0 ? v : 0) : f == CLT_SIGMOID ? 1.0 / (1.0 + exp(-v)) : tanh(v));
+        y[i] = (float)(f == CLT_ACT_RELU ? (v > 0 ? v : 0) : f == CLT_ACT_SIGMOID ? 1.0 / (1.0 + exp(-v)) : tanh(v));
     }
 }
 
@@ -161,7 +161,7 @@ void ref_misc_act_backward(clt_activation f, const float *y, const float *dy, si
 {
     for (size_t i = 0; i < n; i++) {
         double v = y[i], g = dy[i];
-        dx[i] = (float)(f == CLT_RELU ? (v > 0 ? g : 0) : f == CLT_SIGMOID ? g * v * (1 - v) : g * (1 - v * v));
+        dx[i] = (float)(f == CLT_ACT_RELU ? (v > 0 ? g : 0) : f == CLT_ACT_SIGMOID ? g * v * (1 - v) : g * (1 - v * v));
     }
 }
 

@@ -1,8 +1,9 @@
 /* ReLU, sigmoid, tanh: forward and backward against the plain-C reference
- * (odd sizes, in place), finite differences, saturation without NaN, errors. */
+ * (odd sizes, the models' activations, in place), finite differences,
+ * saturation without NaN, errors. */
 #include <string.h>
 
-#include "check.h"
+#include "op_harness.h"
 #include "ref_misc.h"
 
 static uint64_t rng = 0x5eed0002;
@@ -18,16 +19,16 @@ static void check_act(clt_device *dev, clt_activation f, int64_t count)
     float *ry = ref_misc_alloc(n, sizeof *ry), *rdx = ref_misc_alloc(n, sizeof *rdx);
     ref_misc_act_forward(f, x, n, ry);
 
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 1, &count, x);
-    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 1, &count, NULL);
-    clt_tensor *tdy = ref_misc_tensor(dev, CLT_FLOAT32, 1, &count, dy);
-    clt_tensor *tdx = ref_misc_tensor(dev, CLT_FLOAT32, 1, &count, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &count, x);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &count, NULL);
+    clt_tensor *tdy = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &count, dy);
+    clt_tensor *tdx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &count, NULL);
     ref_misc_poison(ty);
     ref_misc_poison(tdx);
     CHECK_OK(clt_activation_forward(f, tx, ty));
     float *y = ref_misc_download(ty);
     double e = max_rel_err(ry, y, n);
-    CHECK(e < (f == CLT_RELU ? 0 : 2e-6) + 1e-12, "%s forward (%lld): rel err %g", names[f], (long long)count, e);
+    CHECK(e < (f == CLT_ACT_RELU ? 0 : 2e-6) + 1e-12, "%s forward (%lld): rel err %g", names[f], (long long)count, e);
     /* The backward is a function of the device's y. */
     ref_misc_act_backward(f, y, dy, n, rdx);
     CHECK_OK(clt_activation_backward(f, ty, tdy, tdx));
@@ -58,10 +59,10 @@ static void fd_act(clt_device *dev, clt_activation f)
     ref_misc_fill(r, n, &rng, -1, 1);
     for (size_t i = 0; i < n; i++)
         if (fabsf(x[i]) < 0.1f) x[i] += 0.2f; /* away from relu's kink */
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 3, shape, x);
-    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 3, shape, NULL);
-    clt_tensor *tr = ref_misc_tensor(dev, CLT_FLOAT32, 3, shape, r);
-    clt_tensor *tdx = ref_misc_tensor(dev, CLT_FLOAT32, 3, shape, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 3, shape, x);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 3, shape, NULL);
+    clt_tensor *tr = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 3, shape, r);
+    clt_tensor *tdx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 3, shape, NULL);
     CHECK_OK(clt_activation_forward(f, tx, ty));
     CHECK_OK(clt_activation_backward(f, ty, tr, tdx));
     float *dx = ref_misc_download(tdx);
@@ -90,14 +91,15 @@ static void fd_act(clt_device *dev, clt_activation f)
 }
 
 /* Huge inputs saturate (0/1, -1/1) and their gradients vanish, no NaN. */
-static void check_saturation(clt_device *dev)
+static void check_saturation(const op_env *e)
 {
+    clt_device *dev = e->dev;
     float x[6] = {-1e4f, -100.0f, -88.8f, 88.8f, 100.0f, 1e30f};
     int64_t n = 6;
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 1, &n, x);
-    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 1, &n, NULL);
-    clt_tensor *tdx = ref_misc_tensor(dev, CLT_FLOAT32, 1, &n, NULL);
-    clt_tensor *ones = ref_misc_tensor(dev, CLT_FLOAT32, 1, &n, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &n, x);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &n, NULL);
+    clt_tensor *tdx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &n, NULL);
+    clt_tensor *ones = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &n, NULL);
     CHECK_OK(clt_tensor_fill(ones, 1.0f));
     for (int f = 1; f <= 2; f++) {
         float y[6], dx[6];
@@ -105,7 +107,7 @@ static void check_saturation(clt_device *dev)
         CHECK_OK(clt_activation_backward((clt_activation)f, ty, ones, tdx));
         CHECK_OK(clt_tensor_download(ty, y, n));
         CHECK_OK(clt_tensor_download(tdx, dx, n));
-        float lo = f == CLT_SIGMOID ? 0.0f : -1.0f;
+        float lo = f == CLT_ACT_SIGMOID ? 0.0f : -1.0f;
         for (int i = 0; i < 6; i++) {
             float want = x[i] < 0 ? lo : 1.0f;
             CHECK(isfinite(y[i]) && fabsf(y[i] - want) < 1e-6f, "%s(%g) = %g", names[f], x[i], y[i]);
@@ -121,44 +123,45 @@ static void check_saturation(clt_device *dev)
         CHECK_OK(clt_tensor_download(ty, nany, n));
         CHECK(isnan(nany[0]) && !isnan(nany[1]), "%s(NaN) = %g", names[f], nany[0]);
     }
-    CHECK_OK(clt_activation_forward(CLT_RELU, tx, ty));
-    CHECK_OK(clt_activation_backward(CLT_RELU, ty, tx, tdx)); /* dy = x: NaN at 0, 3, 4 */
+    CHECK_OK(clt_activation_forward(CLT_ACT_RELU, tx, ty));
+    CHECK_OK(clt_activation_backward(CLT_ACT_RELU, ty, tx, tdx)); /* dy = x: NaN at 0, 3, 4 */
     CHECK_OK(clt_tensor_download(tdx, nand, n));
     CHECK(nand[1] == 0.0f && nand[2] == 2.0f && nand[5] == 0.0f, "relu backward %g %g %g", nand[1], nand[2],
           nand[5]);
     clt_tensor_destroy(tx), clt_tensor_destroy(ty), clt_tensor_destroy(tdx), clt_tensor_destroy(ones);
 }
 
-static void check_errors(clt_device *dev, clt_device *dev1)
+static void check_errors(const op_env *e)
 {
+    clt_device *dev = e->dev, *dev1 = e->dev1;
     int64_t a[2] = {3, 4}, b[2] = {4, 3};
-    clt_tensor *x = ref_misc_tensor(dev, CLT_FLOAT32, 2, a, NULL);
-    clt_tensor *y = ref_misc_tensor(dev, CLT_FLOAT32, 2, b, NULL);
-    clt_tensor *xi = ref_misc_tensor(dev, CLT_INT32, 2, a, NULL);
-    clt_status s = clt_activation_forward(CLT_RELU, x, y);
+    clt_tensor *x = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, a, NULL);
+    clt_tensor *y = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, b, NULL);
+    clt_tensor *xi = ref_misc_tensor(dev, CLT_DTYPE_INT32, 2, a, NULL);
+    clt_status s = clt_activation_forward(CLT_ACT_RELU, x, y);
     CHECK(s == CLT_ERR_SHAPE && ref_misc_error_has("clt_activation_forward", "(4, 3)", "(3, 4)"),
           "shape mismatch: %s %s", clt_status_name(s), clt_last_error());
-    s = clt_activation_forward(CLT_RELU, xi, x);
+    s = clt_activation_forward(CLT_ACT_RELU, xi, x);
     CHECK(s == CLT_ERR_SHAPE && ref_misc_error_has("x", "int32", NULL), "int32 x: %s %s", clt_status_name(s),
           clt_last_error());
     s = clt_activation_forward((clt_activation)9, x, x);
     CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("activation 9", NULL, NULL), "bad f: %s %s",
           clt_status_name(s), clt_last_error());
-    s = clt_activation_forward(CLT_TANH, NULL, x);
+    s = clt_activation_forward(CLT_ACT_TANH, NULL, x);
     CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("x is NULL", NULL, NULL), "NULL x: %s", clt_last_error());
-    s = clt_activation_forward(CLT_TANH, x, NULL);
+    s = clt_activation_forward(CLT_ACT_TANH, x, NULL);
     CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("y is NULL", NULL, NULL), "NULL y: %s", clt_last_error());
-    s = clt_activation_backward(CLT_SIGMOID, x, y, x);
+    s = clt_activation_backward(CLT_ACT_SIGMOID, x, y, x);
     CHECK(s == CLT_ERR_SHAPE && ref_misc_error_has("dy", "(4, 3)", NULL), "backward dy shape: %s %s",
           clt_status_name(s), clt_last_error());
-    s = clt_activation_backward(CLT_SIGMOID, x, x, NULL);
+    s = clt_activation_backward(CLT_ACT_SIGMOID, x, x, NULL);
     CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("dx is NULL", NULL, NULL), "NULL dx: %s", clt_last_error());
     if (dev1) {
-        clt_tensor *x1 = ref_misc_tensor(dev1, CLT_FLOAT32, 2, a, NULL);
-        s = clt_activation_forward(CLT_RELU, x, x1);
+        clt_tensor *x1 = ref_misc_tensor(dev1, CLT_DTYPE_FLOAT32, 2, a, NULL);
+        s = clt_activation_forward(CLT_ACT_RELU, x, x1);
         CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("different devices", NULL, NULL),
               "other device: %s %s", clt_status_name(s), clt_last_error());
-        s = clt_activation_backward(CLT_RELU, x, x1, x);
+        s = clt_activation_backward(CLT_ACT_RELU, x, x1, x);
         CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("different devices", NULL, NULL),
               "backward other device: %s %s", clt_status_name(s), clt_last_error());
         clt_tensor_destroy(x1);
@@ -166,20 +169,30 @@ static void check_errors(clt_device *dev, clt_device *dev1)
     clt_tensor_destroy(x), clt_tensor_destroy(y), clt_tensor_destroy(xi);
 }
 
-int main(void)
+static void check_sizes(const op_env *e)
 {
-    int count = test_need_devices(1);
-    clt_device *dev = NULL, *dev1 = NULL;
-    REQUIRE_OK(clt_device_open(0, &dev));
-    if (count > 1) REQUIRE_OK(clt_device_open(1, &dev1));
     const int64_t sizes[] = {1, 63, 65, 4097, 100003};
-    for (int f = 0; f < 3; f++) {
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) check_act(dev, (clt_activation)f, sizes[i]);
-        fd_act(dev, (clt_activation)f);
-    }
-    check_saturation(dev);
-    check_errors(dev, dev1);
-    clt_device_destroy(dev1);
-    clt_device_destroy(dev);
-    return test_result();
+    for (int f = 0; f < 3; f++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) check_act(e->dev, (clt_activation)f, sizes[i]);
 }
+
+/* Every activation of the builtin models, at batch 2. */
+static void check_models(const op_env *e)
+{
+    clt_op_case *mc;
+    int n = op_model_cases(CLT_OP_ACT, 2, &mc);
+    for (int i = 0; i < n; i++) check_act(e->dev, mc[i].act, (int64_t)mc[i].n * mc[i].c * mc[i].h * mc[i].w);
+    CHECK(n >= 3, "the models have %d activation shapes", n);
+    free(mc);
+}
+
+static void check_fd(const op_env *e)
+{
+    for (int f = 0; f < 3; f++) fd_act(e->dev, (clt_activation)f);
+}
+
+static const op_test tests[] = {
+    {"sizes", check_sizes},           {"models", check_models}, {"finite-differences", check_fd},
+    {"saturation", check_saturation}, {"errors", check_errors},
+};
+OP_HARNESS_MAIN(tests)

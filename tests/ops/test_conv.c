@@ -7,16 +7,18 @@
  * both algorithms (device settings lanes, which includes the direct
  * kernels, and gemm) on each case; a work-buffer budget that forces the
  * chunked gemm path; the plan's choice of algorithm per pass and its reuse;
- * finite differences of L = sum(y * r) on the double reference and on the
- * device; NULL outputs skipped, outputs overwritten; determinism; argument
- * errors (shapes, dtype, devices, output size, stride, padding, raw
- * geometry); and bad CLTRAIN_CONV_* values refused when a device opens. */
+ * finite differences of L = sum(y * r) on the device; NULL outputs skipped,
+ * outputs overwritten; determinism; argument errors (shapes, dtype,
+ * devices, output size, stride, padding); bad CLTRAIN_CONV_* values
+ * refused when a device opens; and every convolution of the builtin models
+ * (their op cases) at batch 2. The geometry and the reference's own
+ * adjoint are test_conv_geom.c. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "op_harness.h"
 #include "ops/conv.h"
 #include "runtime/device.h"
 #include "tensor/tensor.h"
@@ -50,7 +52,7 @@ static void set_bwdw(clt_device *dev, int a, int b)
 static clt_tensor *tensor(clt_device *dev, int ndim, const int64_t *shape, const float *data)
 {
     clt_tensor *t = NULL;
-    REQUIRE_OK(clt_tensor_create(dev, CLT_FLOAT32, ndim, shape, &t));
+    REQUIRE_OK(clt_tensor_create(dev, CLT_DTYPE_FLOAT32, ndim, shape, &t));
     if (data) REQUIRE_OK(clt_tensor_upload(t, data, clt_tensor_numel(t)));
     return t;
 }
@@ -236,6 +238,18 @@ static void test_shapes(clt_device *dev)
     run_case(dev, 17, 3, 6, 6, 5, 3, 1, 0);    /* 16 output pixels: transposes, no tail */
 }
 
+/* The convolutions of LeNet, lenet-max and ResNet-18 at their real shapes,
+ * batch 2. */
+static void test_models(clt_device *dev)
+{
+    clt_op_case *mc;
+    int n = op_model_cases(CLT_OP_CONV, 2, &mc);
+    for (int i = 0; i < n; i++)
+        run_case(dev, mc[i].n, mc[i].c, mc[i].h, mc[i].w, mc[i].co, mc[i].k, mc[i].stride, mc[i].pad);
+    CHECK(n == 13, "the models have %d convolution shapes, expected LeNet's 2 and ResNet-18's 11", n);
+    free(mc);
+}
+
 /* Every register block of the lanes backward-weights kernel (the settings
  * force one; normally the padding picks it), on shapes whose channel
  * counts fit none of them exactly, with and without stride, padding and
@@ -263,58 +277,13 @@ static void test_bwdw_blocks(clt_device *dev)
     set_bwdw(dev, 0, 0);
 }
 
-/* L(x, w, b) = sum(y * r). Its gradients are the backward with dy = r.
- * (a) central differences on the double reference check the reference's
- * adjoint loops; (b) central differences of the device forward (float, L
- * summed in double on the host) check the device backward directly. L is
- * linear in each argument, so the step can be large and the float rounding
- * of y is the only error: |fd - grad| ~ 1e-6 here, the bound 2e-3 of the
- * largest gradient still catches any wrong element. */
-static double loss64(const ref_conv_shape *r, const double *x, const double *w, const double *b,
-                     const double *rr)
-{
-    size_t ny = ref_conv_y_size(r);
-    double *y = ref_conv_alloc(ny, sizeof *y), l = 0;
-    ref_conv_forward_f64(r, x, w, b, y);
-    for (size_t i = 0; i < ny; i++) l += y[i] * rr[i];
-    free(y);
-    return l;
-}
-
-static void test_fd_reference(void)
-{
-    ref_conv_shape r;
-    ref_conv_shape_init(&r, 2, 2, 5, 4, 3, 3, 2, 1);
-    size_t nx = ref_conv_x_size(&r), nw = ref_conv_w_size(&r), ny = ref_conv_y_size(&r);
-    size_t nb = (size_t)r.co;
-    double *v[4], *g[3];
-    size_t sizes[4] = {nx, nw, nb, ny};
-    for (int i = 0; i < 4; i++) {
-        v[i] = ref_conv_alloc(sizes[i], sizeof(double));
-        for (size_t j = 0; j < sizes[i]; j++) v[i][j] = ref_conv_rand(&rng) % 2001 / 1000.0 - 1.0;
-    }
-    for (int i = 0; i < 3; i++) g[i] = ref_conv_alloc(sizes[i], sizeof(double));
-    ref_conv_backward_f64(&r, v[0], v[1], v[3], g[0], g[1], g[2]);
-    const double step = 1e-3;
-    double worst = 0;
-    for (int a = 0; a < 3; a++)
-        for (size_t j = 0; j < sizes[a]; j++) {
-            double keep = v[a][j];
-            v[a][j] = keep + step;
-            double lp = loss64(&r, v[0], v[1], v[2], v[3]);
-            v[a][j] = keep - step;
-            double lm = loss64(&r, v[0], v[1], v[2], v[3]);
-            v[a][j] = keep;
-            double fd = (lp - lm) / (2 * step), e = fabs(fd - g[a][j]);
-            if (e > worst) worst = e;
-            CHECK(e < 1e-8, "reference adjoint: argument %d element %zu: fd %.12g vs %.12g", a, j, fd,
-                  g[a][j]);
-        }
-    CHECK(worst < 1e-8, "reference finite differences: worst %g", worst);
-    for (int i = 0; i < 4; i++) free(v[i]);
-    for (int i = 0; i < 3; i++) free(g[i]);
-}
-
+/* L(x, w, b) = sum(y * r). Its gradients are the backward with dy = r:
+ * central differences of the device forward (float, L summed in double on
+ * the host) check the device backward directly (test_conv_geom.c checks
+ * the reference's adjoint the same way). L is linear in each argument, so
+ * the step can be large and the float rounding of y is the only error:
+ * |fd - grad| ~ 1e-6 here, the bound 2e-3 of the largest gradient still
+ * catches any wrong element. */
 static double device_loss(case_data *d, const float *rr)
 {
     REQUIRE_OK(clt_conv2d_forward(d->tx, d->tw, d->tb, d->r.s, d->r.p, d->ty));
@@ -435,7 +404,7 @@ static void test_errors(clt_device *dev, clt_device *dev1)
 
     /* Wrong dtype. */
     clt_tensor *xi = NULL;
-    REQUIRE_OK(clt_tensor_create(dev, CLT_INT32, 4, xs, &xi));
+    REQUIRE_OK(clt_tensor_create(dev, CLT_DTYPE_INT32, 4, xs, &xi));
     EXPECT_ERR(CLT_ERR_SHAPE, "int32", clt_conv2d_forward(xi, w, b, 1, 0, y));
     EXPECT_ERR(CLT_ERR_SHAPE, "int32", clt_conv2d_backward(x, w, y, 1, 0, xi, dw, db));
 
@@ -605,66 +574,35 @@ static void test_settings_env(void)
     }
 }
 
-/* clt_conv_geom_init, used by the nets with raw buffers. */
-static void test_geom(void)
-{
-    clt_conv_geom g;
-    CHECK_OK(clt_conv_geom_init(&g, 4, 3, 28, 26, 8, 5, 2, 1));
-    CHECK(g.oh == 13 && g.ow == 12, "geometry: output %dx%d, expected 13x12", g.oh, g.ow);
-    CHECK_OK(clt_conv_geom_init(&g, 1, 1, 1, 1, 1, 1, 1, 0));
-    CHECK(g.oh == 1 && g.ow == 1, "geometry: output %dx%d, expected 1x1", g.oh, g.ow);
-    CHECK_OK(clt_conv_geom_init(&g, 1, 1, 3, 3, 1, 5, 7, 1));
-    CHECK(g.oh == 1 && g.ow == 1, "geometry: output %dx%d, expected 1x1", g.oh, g.ow);
-    EXPECT_ERR(CLT_ERR_SHAPE, "kernel size 0", clt_conv_geom_init(&g, 1, 1, 5, 5, 1, 0, 1, 0));
-    EXPECT_ERR(CLT_ERR_SHAPE, "stride 0", clt_conv_geom_init(&g, 1, 1, 5, 5, 1, 3, 0, 0));
-    EXPECT_ERR(CLT_ERR_SHAPE, "padding -1", clt_conv_geom_init(&g, 1, 1, 5, 5, 1, 3, 1, -1));
-    EXPECT_ERR(CLT_ERR_SHAPE, "5x5 input", clt_conv_geom_init(&g, 1, 1, 5, 5, 1, 7, 1, 0));
-    EXPECT_ERR(CLT_ERR_SHAPE, "5x2 input", clt_conv_geom_init(&g, 1, 1, 5, 2, 1, 3, 1, 0));
-    EXPECT_ERR(CLT_ERR_SHAPE, "(0, 1, 5, 5)", clt_conv_geom_init(&g, 0, 1, 5, 5, 1, 3, 1, 0));
-}
+static void run_shapes(const op_env *e) { test_shapes(e->dev); }
+static void run_models(const op_env *e) { test_models(e->dev); }
+static void run_bwdw_blocks(const op_env *e) { test_bwdw_blocks(e->dev); }
 
-/* The raw launchers refuse a geometry clt_conv_geom_init would not make. */
-static void test_raw_geom(clt_device *dev)
+static void run_fd(const op_env *e)
 {
-    clt_conv_geom g;
-    REQUIRE_OK(clt_conv_geom_init(&g, 1, 1, 5, 5, 1, 3, 1, 0));
-    int64_t xs[4] = {1, 1, 5, 5}, ws[4] = {1, 1, 3, 3}, ys[4] = {1, 1, 3, 3};
-    clt_tensor *x = tensor(dev, 4, xs, NULL), *w = tensor(dev, 4, ws, NULL), *y = tensor(dev, 4, ys, NULL);
-    CHECK_OK(clt_conv_forward_raw(dev, &g, x->buf, w->buf, NULL, y->buf));
-    g.oh = 4; /* inconsistent */
-    EXPECT_ERR(CLT_ERR_INVALID_ARG, "output 4x3", clt_conv_forward_raw(dev, &g, x->buf, w->buf, NULL, y->buf));
-    EXPECT_ERR(CLT_ERR_INVALID_ARG, "clt_conv_geom_init",
-               clt_conv_backward_raw(dev, &g, x->buf, w->buf, y->buf, x->buf, NULL, NULL));
-    g.oh = 3;
-    g.stride = 0;
-    EXPECT_ERR(CLT_ERR_INVALID_ARG, "stride 0", clt_conv_forward_raw(dev, &g, x->buf, w->buf, NULL, y->buf));
-    EXPECT_ERR(CLT_ERR_INVALID_ARG, "geometry", clt_conv_forward_raw(dev, NULL, x->buf, w->buf, NULL, y->buf));
-    clt_tensor_destroy(x), clt_tensor_destroy(w), clt_tensor_destroy(y);
-}
-
-int main(void)
-{
-    int count = test_need_devices(1);
-    clt_device *dev = NULL, *dev1 = NULL;
-    REQUIRE_OK(clt_device_open(0, &dev));
-    if (count > 1) REQUIRE_OK(clt_device_open(1, &dev1));
-
-    test_geom();
-    test_raw_geom(dev);
-    test_fd_reference();
-    test_shapes(dev);
-    test_bwdw_blocks(dev);
     for (int a = 0; a < 2; a++) {
-        test_fd_device(dev, algos[a], 1, 0);
-        test_fd_device(dev, algos[a], 2, 1);
+        test_fd_device(e->dev, algos[a], 1, 0);
+        test_fd_device(e->dev, algos[a], 2, 1);
     }
-    test_deterministic(dev);
-    test_budget();
-    test_plan(dev, dev1);
-    test_errors(dev, dev1);
-    test_settings_env();
-
-    clt_device_destroy(dev1);
-    clt_device_destroy(dev);
-    return test_result();
 }
+
+static void run_deterministic(const op_env *e) { test_deterministic(e->dev); }
+static void run_budget(const op_env *e)
+{
+    (void)e;
+    test_budget();
+}
+static void run_errors(const op_env *e) { test_errors(e->dev, e->dev1); }
+static void run_plan(const op_env *e) { test_plan(e->dev, e->dev1); }
+static void run_settings_env(const op_env *e)
+{
+    (void)e;
+    test_settings_env();
+}
+
+static const op_test tests[] = {
+    {"shapes", run_shapes},           {"models", run_models},               {"bwdw-blocks", run_bwdw_blocks},
+    {"finite-differences", run_fd},   {"deterministic", run_deterministic}, {"budget", run_budget},
+    {"plan", run_plan},               {"errors", run_errors},               {"settings-env", run_settings_env},
+};
+OP_HARNESS_MAIN(tests)

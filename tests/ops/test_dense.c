@@ -1,9 +1,9 @@
 /* Dense (y = x w^T + b) forward and backward against the plain-C reference
- * on odd shapes and LeNet's, NULL gradient outputs, overwritten outputs,
- * finite differences, and argument errors. */
+ * on odd shapes and the models' (batch 256), NULL gradient outputs,
+ * overwritten outputs, finite differences, and argument errors. */
 #include <string.h>
 
-#include "check.h"
+#include "op_harness.h"
 #include "ref_misc.h"
 
 static uint64_t rng = 0x5eed0003;
@@ -23,14 +23,14 @@ static void check_dense(clt_device *dev, int n, int in, int out, int bias)
     ref_misc_dense_backward(x, w, dy, n, in, out, rdx, rdw, rdb);
 
     int64_t xs[2] = {n, in}, ws[2] = {out, in}, ys[2] = {n, out}, bs[1] = {out};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 2, xs, x);
-    clt_tensor *tw = ref_misc_tensor(dev, CLT_FLOAT32, 2, ws, w);
-    clt_tensor *tb = ref_misc_tensor(dev, CLT_FLOAT32, 1, bs, b);
-    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 2, ys, NULL);
-    clt_tensor *tdy = ref_misc_tensor(dev, CLT_FLOAT32, 2, ys, dy);
-    clt_tensor *tdx = ref_misc_tensor(dev, CLT_FLOAT32, 2, xs, NULL);
-    clt_tensor *tdw = ref_misc_tensor(dev, CLT_FLOAT32, 2, ws, NULL);
-    clt_tensor *tdb = ref_misc_tensor(dev, CLT_FLOAT32, 1, bs, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, xs, x);
+    clt_tensor *tw = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ws, w);
+    clt_tensor *tb = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, bs, b);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ys, NULL);
+    clt_tensor *tdy = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ys, dy);
+    clt_tensor *tdx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, xs, NULL);
+    clt_tensor *tdw = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ws, NULL);
+    clt_tensor *tdb = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, bs, NULL);
     /* NaN in every output: a GEMM with beta = 0 or a bias sum that read
      * its output would leave NaN behind. */
     ref_misc_poison(ty), ref_misc_poison(tdx), ref_misc_poison(tdw), ref_misc_poison(tdb);
@@ -73,14 +73,14 @@ static void fd_dense(clt_device *dev)
     ref_misc_fill(b, OUT, &rng, -1, 1);
     ref_misc_fill(r, N * OUT, &rng, -1, 1);
     int64_t xs[2] = {N, IN}, ws[2] = {OUT, IN}, ys[2] = {N, OUT}, bs[1] = {OUT};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 2, xs, x);
-    clt_tensor *tw = ref_misc_tensor(dev, CLT_FLOAT32, 2, ws, w);
-    clt_tensor *tb = ref_misc_tensor(dev, CLT_FLOAT32, 1, bs, b);
-    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 2, ys, NULL);
-    clt_tensor *tr = ref_misc_tensor(dev, CLT_FLOAT32, 2, ys, r);
-    clt_tensor *tdx = ref_misc_tensor(dev, CLT_FLOAT32, 2, xs, NULL);
-    clt_tensor *tdw = ref_misc_tensor(dev, CLT_FLOAT32, 2, ws, NULL);
-    clt_tensor *tdb = ref_misc_tensor(dev, CLT_FLOAT32, 1, bs, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, xs, x);
+    clt_tensor *tw = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ws, w);
+    clt_tensor *tb = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, bs, b);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ys, NULL);
+    clt_tensor *tr = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ys, r);
+    clt_tensor *tdx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, xs, NULL);
+    clt_tensor *tdw = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ws, NULL);
+    clt_tensor *tdb = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, bs, NULL);
     CHECK_OK(clt_dense_backward(tx, tw, tr, tdx, tdw, tdb));
     float gx[N * IN], gw[OUT * IN], gb[OUT];
     CHECK_OK(clt_tensor_download(tdx, gx, N * IN));
@@ -114,18 +114,19 @@ static void fd_dense(clt_device *dev)
     for (size_t i = 0; i < 8; i++) clt_tensor_destroy(all[i]);
 }
 
-static void check_errors(clt_device *dev, clt_device *dev1)
+static void check_errors(const op_env *e)
 {
+    clt_device *dev = e->dev, *dev1 = e->dev1;
     int64_t xs[2] = {4, 5}, ws[2] = {3, 5}, wbad[2] = {3, 6}, ys[2] = {4, 3}, bs[1] = {3}, bbad[1] = {4};
     int64_t x3[3] = {4, 5, 1};
-    clt_tensor *x = ref_misc_tensor(dev, CLT_FLOAT32, 2, xs, NULL);
-    clt_tensor *xi = ref_misc_tensor(dev, CLT_INT32, 2, xs, NULL);
-    clt_tensor *x3d = ref_misc_tensor(dev, CLT_FLOAT32, 3, x3, NULL);
-    clt_tensor *w = ref_misc_tensor(dev, CLT_FLOAT32, 2, ws, NULL);
-    clt_tensor *wb = ref_misc_tensor(dev, CLT_FLOAT32, 2, wbad, NULL);
-    clt_tensor *y = ref_misc_tensor(dev, CLT_FLOAT32, 2, ys, NULL);
-    clt_tensor *b = ref_misc_tensor(dev, CLT_FLOAT32, 1, bs, NULL);
-    clt_tensor *bb = ref_misc_tensor(dev, CLT_FLOAT32, 1, bbad, NULL);
+    clt_tensor *x = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, xs, NULL);
+    clt_tensor *xi = ref_misc_tensor(dev, CLT_DTYPE_INT32, 2, xs, NULL);
+    clt_tensor *x3d = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 3, x3, NULL);
+    clt_tensor *w = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ws, NULL);
+    clt_tensor *wb = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, wbad, NULL);
+    clt_tensor *y = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ys, NULL);
+    clt_tensor *b = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, bs, NULL);
+    clt_tensor *bb = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, bbad, NULL);
     clt_status s = clt_dense_forward(x, wb, b, y);
     CHECK(s == CLT_ERR_SHAPE && ref_misc_error_has("clt_dense_forward", "w", "(3, 6)"), "w in mismatch: %s %s",
           clt_status_name(s), clt_last_error());
@@ -157,7 +158,7 @@ static void check_errors(clt_device *dev, clt_device *dev1)
     CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("dy is NULL", NULL, NULL), "NULL dy: %s",
           clt_last_error());
     if (dev1) {
-        clt_tensor *w1 = ref_misc_tensor(dev1, CLT_FLOAT32, 2, ws, NULL);
+        clt_tensor *w1 = ref_misc_tensor(dev1, CLT_DTYPE_FLOAT32, 2, ws, NULL);
         s = clt_dense_forward(x, w1, b, y);
         CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("different devices", NULL, NULL),
               "other device: %s %s", clt_status_name(s), clt_last_error());
@@ -170,19 +171,27 @@ static void check_errors(clt_device *dev, clt_device *dev1)
     for (size_t i = 0; i < 8; i++) clt_tensor_destroy(all[i]);
 }
 
-int main(void)
+static void check_shapes(const op_env *e)
 {
-    int count = test_need_devices(1);
-    clt_device *dev = NULL, *dev1 = NULL;
-    REQUIRE_OK(clt_device_open(0, &dev));
-    if (count > 1) REQUIRE_OK(clt_device_open(1, &dev1));
-    const int shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {1, 33, 9}, {17, 33, 9}, {5, 127, 65},
-                             {256, 800, 128}, {256, 128, 10}};
+    const int shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {1, 33, 9}, {17, 33, 9}, {5, 127, 65}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        for (int bias = 0; bias < 2; bias++) check_dense(dev, shapes[i][0], shapes[i][1], shapes[i][2], bias);
-    fd_dense(dev);
-    check_errors(dev, dev1);
-    clt_device_destroy(dev1);
-    clt_device_destroy(dev);
-    return test_result();
+        for (int bias = 0; bias < 2; bias++) check_dense(e->dev, shapes[i][0], shapes[i][1], shapes[i][2], bias);
 }
+
+/* Every dense layer of the builtin models at batch 256. */
+static void check_models(const op_env *e)
+{
+    clt_op_case *mc;
+    int n = op_model_cases(CLT_OP_DENSE, 256, &mc);
+    for (int i = 0; i < n; i++)
+        for (int bias = 0; bias < 2; bias++) check_dense(e->dev, mc[i].n, mc[i].c, mc[i].co, bias);
+    CHECK(n == 3, "the models have %d dense shapes, expected LeNet's 2 and ResNet-18's", n);
+    free(mc);
+}
+
+static void check_fd(const op_env *e) { fd_dense(e->dev); }
+
+static const op_test tests[] = {
+    {"shapes", check_shapes}, {"models", check_models}, {"finite-differences", check_fd}, {"errors", check_errors},
+};
+OP_HARNESS_MAIN(tests)

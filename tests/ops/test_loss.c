@@ -1,9 +1,10 @@
 /* Fused softmax cross-entropy: loss sum, correct count and gradient against
- * the plain-C reference, first-maximum ties, finite differences, huge
- * logits, the raw per-sample stats, labels out of range and other errors. */
+ * the plain-C reference (odd shapes and the models' at batch 256),
+ * first-maximum ties, finite differences, huge logits, the raw per-sample
+ * stats, labels out of range and other errors. */
 #include <string.h>
 
-#include "check.h"
+#include "op_harness.h"
 #include "ops/loss.h"
 #include "ref_misc.h"
 #include "tensor/tensor.h"
@@ -27,9 +28,9 @@ static void check_xent(clt_device *dev, int n, int classes, float spread, float 
     for (int i = 0; i < n; i++) rcorrect += rc[i];
 
     int64_t ls[2] = {n, classes}, labs[1] = {n};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, x);
-    clt_tensor *tl = ref_misc_tensor(dev, CLT_INT32, 1, labs, lab);
-    clt_tensor *td = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, x);
+    clt_tensor *tl = ref_misc_tensor(dev, CLT_DTYPE_INT32, 1, labs, lab);
+    clt_tensor *td = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
     ref_misc_poison(td);
     double sum = -1;
     int64_t correct = -1;
@@ -48,8 +49,9 @@ static void check_xent(clt_device *dev, int n, int classes, float spread, float 
 }
 
 /* The internal launcher's per-sample stats, and dlogits with stats together. */
-static void check_raw(clt_device *dev)
+static void check_raw(const op_env *e)
 {
+    clt_device *dev = e->dev;
     enum { N = 9, C = 7 };
     float x[N * C], stats[2 * N], d[N * C], rd[N * C];
     int32_t lab[N];
@@ -59,10 +61,10 @@ static void check_raw(clt_device *dev)
     for (int i = 0; i < N; i++) lab[i] = ref_misc_randint(&rng, C);
     ref_misc_xent(x, lab, N, C, 0.5f, rl, rc, rd);
     int64_t ls[2] = {N, C}, labs[1] = {N}, ss[1] = {2 * N};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, x);
-    clt_tensor *tl = ref_misc_tensor(dev, CLT_INT32, 1, labs, lab);
-    clt_tensor *td = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, NULL);
-    clt_tensor *ts = ref_misc_tensor(dev, CLT_FLOAT32, 1, ss, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, x);
+    clt_tensor *tl = ref_misc_tensor(dev, CLT_DTYPE_INT32, 1, labs, lab);
+    clt_tensor *td = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
+    clt_tensor *ts = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, ss, NULL);
     CHECK_OK(clt_xent_raw(dev, N, C, tx->buf, tl->buf, 0.5f, td->buf, ts->buf));
     CHECK_OK(clt_tensor_download(ts, stats, 2 * N));
     CHECK_OK(clt_tensor_download(td, d, N * C));
@@ -92,9 +94,9 @@ static void fd_xent(clt_device *dev)
     ref_misc_fill(x, N * C, &rng, -3, 3);
     for (int i = 0; i < N; i++) lab[i] = ref_misc_randint(&rng, C);
     int64_t ls[2] = {N, C}, labs[1] = {N};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, x);
-    clt_tensor *tl = ref_misc_tensor(dev, CLT_INT32, 1, labs, lab);
-    clt_tensor *td = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, x);
+    clt_tensor *tl = ref_misc_tensor(dev, CLT_DTYPE_INT32, 1, labs, lab);
+    clt_tensor *td = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
     CHECK_OK(clt_softmax_xent_backward(tx, tl, 1.0f, td));
     CHECK_OK(clt_tensor_download(td, g, N * C));
     const float eps = 1e-2f;
@@ -116,8 +118,9 @@ static void fd_xent(clt_device *dev)
 }
 
 /* Logits far beyond exp's range give finite, exact losses and gradients. */
-static void check_stability(clt_device *dev)
+static void check_stability(const op_env *e)
 {
+    clt_device *dev = e->dev;
     enum { N = 4, C = 3 };
     const float x[N * C] = {1e4f, -1e4f, 0.0f,  /* label 0: loss 0 */
                             1e4f, -1e4f, 0.0f,  /* label 1: loss 2e4 */
@@ -125,9 +128,9 @@ static void check_stability(clt_device *dev)
                             100.0f, 99.0f, -100.0f};
     const int32_t lab[N] = {0, 1, 2, 1};
     int64_t ls[2] = {N, C}, labs[1] = {N};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, x);
-    clt_tensor *tl = ref_misc_tensor(dev, CLT_INT32, 1, labs, lab);
-    clt_tensor *td = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, x);
+    clt_tensor *tl = ref_misc_tensor(dev, CLT_DTYPE_INT32, 1, labs, lab);
+    clt_tensor *td = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
     double sum = 0;
     int64_t correct = 0;
     CHECK_OK(clt_softmax_xent_forward(tx, tl, &sum, &correct));
@@ -145,16 +148,17 @@ static void check_stability(clt_device *dev)
     clt_tensor_destroy(tx), clt_tensor_destroy(tl), clt_tensor_destroy(td);
 }
 
-static void check_errors(clt_device *dev, clt_device *dev1)
+static void check_errors(const op_env *e)
 {
+    clt_device *dev = e->dev, *dev1 = e->dev1;
     int64_t ls[2] = {5, 4}, labs[1] = {5}, short_labs[1] = {4}, flat[1] = {20};
     int32_t lab[5] = {0, 3, 1, 4, 2};
-    clt_tensor *x = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, NULL);
-    clt_tensor *x1d = ref_misc_tensor(dev, CLT_FLOAT32, 1, flat, NULL);
-    clt_tensor *l = ref_misc_tensor(dev, CLT_INT32, 1, labs, lab); /* sample 3 has label 4 */
-    clt_tensor *lf = ref_misc_tensor(dev, CLT_FLOAT32, 1, labs, NULL);
-    clt_tensor *ls4 = ref_misc_tensor(dev, CLT_INT32, 1, short_labs, NULL);
-    clt_tensor *d = ref_misc_tensor(dev, CLT_FLOAT32, 2, ls, NULL);
+    clt_tensor *x = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
+    clt_tensor *x1d = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, flat, NULL);
+    clt_tensor *l = ref_misc_tensor(dev, CLT_DTYPE_INT32, 1, labs, lab); /* sample 3 has label 4 */
+    clt_tensor *lf = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, labs, NULL);
+    clt_tensor *ls4 = ref_misc_tensor(dev, CLT_DTYPE_INT32, 1, short_labs, NULL);
+    clt_tensor *d = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
     double sum = 123;
     int64_t correct = 456;
     clt_status s = clt_softmax_xent_forward(x, l, &sum, &correct);
@@ -193,7 +197,7 @@ static void check_errors(clt_device *dev, clt_device *dev1)
     CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("dlogits is NULL", NULL, NULL), "NULL dlogits: %s",
           clt_last_error());
     if (dev1) {
-        clt_tensor *l1 = ref_misc_tensor(dev1, CLT_INT32, 1, labs, lab);
+        clt_tensor *l1 = ref_misc_tensor(dev1, CLT_DTYPE_INT32, 1, labs, lab);
         s = clt_softmax_xent_forward(x, l1, &sum, NULL);
         CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("different devices", NULL, NULL),
               "other device: %s %s", clt_status_name(s), clt_last_error());
@@ -203,23 +207,29 @@ static void check_errors(clt_device *dev, clt_device *dev1)
     for (size_t i = 0; i < 6; i++) clt_tensor_destroy(all[i]);
 }
 
-int main(void)
+static void check_shapes(const op_env *e)
 {
-    int count = test_need_devices(1);
-    clt_device *dev = NULL, *dev1 = NULL;
-    REQUIRE_OK(clt_device_open(0, &dev));
-    if (count > 1) REQUIRE_OK(clt_device_open(1, &dev1));
-    check_xent(dev, 1, 1, 3, 1.0f, 0);
-    check_xent(dev, 1, 10, 3, 1.0f, 0);
-    check_xent(dev, 7, 3, 5, -2.0f, 1);
-    check_xent(dev, 256, 10, 8, 1.0f / 256, 0);
-    check_xent(dev, 255, 10, 2, 1.0f, 1);
-    check_xent(dev, 33, 1000, 20, 0.5f, 0);
-    check_raw(dev);
-    fd_xent(dev);
-    check_stability(dev);
-    check_errors(dev, dev1);
-    clt_device_destroy(dev1);
-    clt_device_destroy(dev);
-    return test_result();
+    check_xent(e->dev, 1, 1, 3, 1.0f, 0);
+    check_xent(e->dev, 1, 10, 3, 1.0f, 0);
+    check_xent(e->dev, 7, 3, 5, -2.0f, 1);
+    check_xent(e->dev, 255, 10, 2, 1.0f, 1);
+    check_xent(e->dev, 33, 1000, 20, 0.5f, 0);
 }
+
+/* The loss of the builtin models at batch 256, scaled to the mean. */
+static void check_models(const op_env *e)
+{
+    clt_op_case *mc;
+    int n = op_model_cases(CLT_OP_XENT, 256, &mc);
+    for (int i = 0; i < n; i++) check_xent(e->dev, mc[i].n, mc[i].c, 8, 1.0f / (float)mc[i].n, 0);
+    CHECK(n == 1, "the models have %d loss shapes, expected one of 10 classes", n);
+    free(mc);
+}
+
+static void check_fd(const op_env *e) { fd_xent(e->dev); }
+
+static const op_test tests[] = {
+    {"shapes", check_shapes},         {"models", check_models}, {"raw", check_raw}, {"finite-differences", check_fd},
+    {"stability", check_stability}, {"errors", check_errors},
+};
+OP_HARNESS_MAIN(tests)

@@ -1,9 +1,10 @@
 /* Max / average pooling and global average pooling against the plain-C
  * reference on odd shapes (overlapping windows s < k, gaps s > k, batch 1,
- * ties), finite differences for average pooling and gap, and argument errors. */
+ * ties) and the models' shapes, finite differences for average pooling and
+ * gap, and argument errors. */
 #include <string.h>
 
-#include "check.h"
+#include "op_harness.h"
 #include "ref_misc.h"
 
 static uint64_t rng = 0x5eed0001;
@@ -25,11 +26,11 @@ static void check_pool(clt_device *dev, clt_pool_kind kind, geom g, int ties)
     ref_misc_pool_backward(kind, dy, ram, g.n, g.c, g.h, g.w, g.k, g.s, rdx);
 
     int64_t xs[4] = {g.n, g.c, g.h, g.w}, ys[4] = {g.n, g.c, oh, ow};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, x);
-    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, NULL);
-    clt_tensor *tam = ref_misc_tensor(dev, CLT_INT32, 4, ys, NULL);
-    clt_tensor *tdy = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, dy);
-    clt_tensor *tdx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, x);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, NULL);
+    clt_tensor *tam = ref_misc_tensor(dev, CLT_DTYPE_INT32, 4, ys, NULL);
+    clt_tensor *tdy = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, dy);
+    clt_tensor *tdx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
     ref_misc_poison(ty);
     ref_misc_poison(tdx); /* positions no window reads must come back 0 */
     const char *name = kind == CLT_POOL_MAX ? "max" : "avg";
@@ -72,10 +73,10 @@ static void fd_avgpool(clt_device *dev, geom g)
     ref_misc_fill(x, nx, &rng, -1, 1);
     ref_misc_fill(r, ny, &rng, -1, 1);
     int64_t xs[4] = {g.n, g.c, g.h, g.w}, ys[4] = {g.n, g.c, oh, ow};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, x);
-    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, NULL);
-    clt_tensor *tr = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, r);
-    clt_tensor *tdx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, x);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, NULL);
+    clt_tensor *tr = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, r);
+    clt_tensor *tdx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
     CHECK_OK(clt_pool2d_backward(CLT_POOL_AVG, tr, NULL, g.k, g.s, tdx));
     float *dx = ref_misc_download(tdx);
     const float eps = 1e-2f;
@@ -112,10 +113,10 @@ static void check_gap(clt_device *dev, int n, int c, int h, int w)
     ref_misc_gap_forward(x, nc, hw, ry);
     ref_misc_gap_backward(dy, nc, hw, rdx);
     int64_t xs[4] = {n, c, h, w}, ys[2] = {n, c};
-    clt_tensor *tx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, x);
-    clt_tensor *ty = ref_misc_tensor(dev, CLT_FLOAT32, 2, ys, NULL);
-    clt_tensor *tdy = ref_misc_tensor(dev, CLT_FLOAT32, 2, ys, dy);
-    clt_tensor *tdx = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, x);
+    clt_tensor *ty = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ys, NULL);
+    clt_tensor *tdy = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ys, dy);
+    clt_tensor *tdx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
     ref_misc_poison(tdx);
     CHECK_OK(clt_gap_forward(tx, ty));
     CHECK_OK(clt_gap_backward(tdy, tdx));
@@ -148,14 +149,15 @@ static void check_gap(clt_device *dev, int n, int c, int h, int w)
     clt_tensor_destroy(tx), clt_tensor_destroy(ty), clt_tensor_destroy(tdy), clt_tensor_destroy(tdx);
 }
 
-static void check_errors(clt_device *dev, clt_device *dev1)
+static void check_errors(const op_env *e)
 {
+    clt_device *dev = e->dev, *dev1 = e->dev1;
     int64_t xs[4] = {2, 3, 5, 5}, ys[4] = {2, 3, 2, 2}, bad[4] = {2, 3, 3, 2};
-    clt_tensor *x = ref_misc_tensor(dev, CLT_FLOAT32, 4, xs, NULL);
-    clt_tensor *y = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, NULL);
-    clt_tensor *am = ref_misc_tensor(dev, CLT_INT32, 4, ys, NULL);
-    clt_tensor *yf = ref_misc_tensor(dev, CLT_FLOAT32, 4, ys, NULL);
-    clt_tensor *ybad = ref_misc_tensor(dev, CLT_FLOAT32, 4, bad, NULL);
+    clt_tensor *x = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
+    clt_tensor *y = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, NULL);
+    clt_tensor *am = ref_misc_tensor(dev, CLT_DTYPE_INT32, 4, ys, NULL);
+    clt_tensor *yf = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, NULL);
+    clt_tensor *ybad = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, bad, NULL);
     clt_status s;
 
     s = clt_pool2d_forward(CLT_POOL_MAX, x, 2, 2, ybad, am);
@@ -199,7 +201,7 @@ static void check_errors(clt_device *dev, clt_device *dev1)
     CHECK(s == CLT_ERR_INVALID_ARG, "gap NULL dy: %s", clt_status_name(s));
     /* A tensor of another device. */
     if (dev1) {
-        clt_tensor *y1 = ref_misc_tensor(dev1, CLT_FLOAT32, 4, ys, NULL);
+        clt_tensor *y1 = ref_misc_tensor(dev1, CLT_DTYPE_FLOAT32, 4, ys, NULL);
         s = clt_pool2d_forward(CLT_POOL_AVG, x, 2, 2, y1, NULL);
         CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("different devices", NULL, NULL),
               "other device: %s %s", clt_status_name(s), clt_last_error());
@@ -212,13 +214,8 @@ static void check_errors(clt_device *dev, clt_device *dev1)
     clt_tensor_destroy(yf), clt_tensor_destroy(ybad);
 }
 
-int main(void)
+static void check_shapes(const op_env *e)
 {
-    int count = test_need_devices(1);
-    clt_device *dev = NULL, *dev1 = NULL;
-    REQUIRE_OK(clt_device_open(0, &dev));
-    if (count > 1) REQUIRE_OK(clt_device_open(1, &dev1));
-
     const geom shapes[] = {
         {1, 1, 5, 5, 2, 2},    /* batch 1, odd size: last row/column dropped */
         {2, 3, 7, 9, 3, 2},    /* overlapping windows */
@@ -227,11 +224,14 @@ int main(void)
         {3, 2, 8, 8, 2, 2},
         {1, 2, 4, 4, 4, 4},    /* one window covers the plane */
         {2, 5, 9, 7, 1, 1},    /* identity */
-        {2, 20, 26, 26, 2, 2}, /* LeNet's first pool */
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        for (int kind = 0; kind < 2; kind++) check_pool(dev, (clt_pool_kind)kind, shapes[i], 0);
-    /* Random shapes, and ties (first maximum wins). */
+        for (int kind = 0; kind < 2; kind++) check_pool(e->dev, (clt_pool_kind)kind, shapes[i], 0);
+}
+
+/* Random shapes, and ties (first maximum wins). */
+static void check_random(const op_env *e)
+{
     for (int t = 0; t < 8; t++) {
         geom g;
         g.k = 1 + ref_misc_randint(&rng, 4);
@@ -240,15 +240,41 @@ int main(void)
         g.c = 1 + ref_misc_randint(&rng, 4);
         g.h = g.k + ref_misc_randint(&rng, 12);
         g.w = g.k + ref_misc_randint(&rng, 12);
-        for (int kind = 0; kind < 2; kind++) check_pool(dev, (clt_pool_kind)kind, g, t & 1);
+        for (int kind = 0; kind < 2; kind++) check_pool(e->dev, (clt_pool_kind)kind, g, t & 1);
     }
-    fd_avgpool(dev, (geom){1, 2, 5, 6, 3, 2});
-    fd_avgpool(dev, (geom){2, 1, 6, 5, 2, 2});
-    check_gap(dev, 1, 1, 1, 1);
-    check_gap(dev, 3, 5, 7, 9);
-    check_gap(dev, 2, 64, 4, 4);
-    check_errors(dev, dev1);
-    clt_device_destroy(dev1);
-    clt_device_destroy(dev);
-    return test_result();
 }
+
+/* Every pooling of the builtin models (LeNet's average and lenet-max's max
+ * pooling) and ResNet-18's gap, at batch 2. */
+static void check_models(const op_env *e)
+{
+    clt_op_case *mc;
+    int n = op_model_cases(CLT_OP_POOL, 2, &mc);
+    for (int i = 0; i < n; i++)
+        check_pool(e->dev, mc[i].pool, (geom){mc[i].n, mc[i].c, mc[i].h, mc[i].w, mc[i].k, mc[i].stride}, 0);
+    CHECK(n == 4, "the models have %d pooling shapes, expected LeNet's 2 average and 2 max", n);
+    free(mc);
+    n = op_model_cases(CLT_OP_GAP, 2, &mc);
+    for (int i = 0; i < n; i++) check_gap(e->dev, mc[i].n, mc[i].c, mc[i].h, mc[i].w);
+    CHECK(n == 1, "the models have %d gap shapes, expected ResNet-18's", n);
+    free(mc);
+}
+
+static void check_fd(const op_env *e)
+{
+    fd_avgpool(e->dev, (geom){1, 2, 5, 6, 3, 2});
+    fd_avgpool(e->dev, (geom){2, 1, 6, 5, 2, 2});
+}
+
+static void check_gaps(const op_env *e)
+{
+    check_gap(e->dev, 1, 1, 1, 1);
+    check_gap(e->dev, 3, 5, 7, 9);
+    check_gap(e->dev, 2, 64, 4, 4);
+}
+
+static const op_test tests[] = {
+    {"shapes", check_shapes}, {"random", check_random}, {"models", check_models},
+    {"finite-differences", check_fd}, {"gap", check_gaps}, {"errors", check_errors},
+};
+OP_HARNESS_MAIN(tests)

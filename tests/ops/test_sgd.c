@@ -27,14 +27,14 @@ static void check_sgd(clt_device *dev, clt_device *dev1, int64_t count, config c
     double *wd = ref_misc_alloc(n, 8), *vd = ref_misc_alloc(n, 8);
     ref_misc_fill(w, n, &rng, -1, 1);
     for (size_t i = 0; i < n; i++) wd[i] = w[i];
-    clt_tensor *tw = ref_misc_tensor(dev, CLT_FLOAT32, 1, &count, w);
-    clt_tensor *tg = ref_misc_tensor(dev, CLT_FLOAT32, 1, &count, NULL);
-    clt_tensor *tv = c.with_v ? ref_misc_tensor(dev, CLT_FLOAT32, 1, &count, NULL) : NULL; /* zeros */
+    clt_tensor *tw = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &count, w);
+    clt_tensor *tg = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &count, NULL);
+    clt_tensor *tv = c.with_v ? ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &count, NULL) : NULL; /* zeros */
     clt_tensor *tw1 = NULL, *tg1 = NULL, *tv1 = NULL;
     if (dev1) {
-        tw1 = ref_misc_tensor(dev1, CLT_FLOAT32, 1, &count, w);
-        tg1 = ref_misc_tensor(dev1, CLT_FLOAT32, 1, &count, NULL);
-        tv1 = c.with_v ? ref_misc_tensor(dev1, CLT_FLOAT32, 1, &count, NULL) : NULL;
+        tw1 = ref_misc_tensor(dev1, CLT_DTYPE_FLOAT32, 1, &count, w);
+        tg1 = ref_misc_tensor(dev1, CLT_DTYPE_FLOAT32, 1, &count, NULL);
+        tv1 = c.with_v ? ref_misc_tensor(dev1, CLT_DTYPE_FLOAT32, 1, &count, NULL) : NULL;
     }
     if (tv) ref_misc_poison(tv); /* momentum 0 must not read it; momentum > 0 tests start from zeros */
     if (tv && c.m != 0) CHECK_OK(clt_tensor_fill(tv, 0.0f));
@@ -82,10 +82,10 @@ static void check_sgd(clt_device *dev, clt_device *dev1, int64_t count, config c
 static void check_errors(clt_device *dev, clt_device *dev1)
 {
     int64_t a[2] = {3, 4}, b[2] = {4, 3};
-    clt_tensor *w = ref_misc_tensor(dev, CLT_FLOAT32, 2, a, NULL);
-    clt_tensor *g = ref_misc_tensor(dev, CLT_FLOAT32, 2, a, NULL);
-    clt_tensor *gb = ref_misc_tensor(dev, CLT_FLOAT32, 2, b, NULL);
-    clt_tensor *wi = ref_misc_tensor(dev, CLT_INT32, 2, a, NULL);
+    clt_tensor *w = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, a, NULL);
+    clt_tensor *g = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, a, NULL);
+    clt_tensor *gb = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, b, NULL);
+    clt_tensor *wi = ref_misc_tensor(dev, CLT_DTYPE_INT32, 2, a, NULL);
     clt_status s = clt_sgd_step(w, g, NULL, 0.1f, 0.9f, 0.0f);
     CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("velocity", "momentum", NULL), "no velocity: %s %s",
           clt_status_name(s), clt_last_error());
@@ -116,7 +116,7 @@ static void check_errors(clt_device *dev, clt_device *dev1)
     CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("grad is NULL", NULL, NULL), "NULL grad: %s",
           clt_last_error());
     if (dev1) {
-        clt_tensor *v1 = ref_misc_tensor(dev1, CLT_FLOAT32, 2, a, NULL);
+        clt_tensor *v1 = ref_misc_tensor(dev1, CLT_DTYPE_FLOAT32, 2, a, NULL);
         s = clt_sgd_step(w, g, v1, 0.1f, 0.9f, 0.0f);
         CHECK(s == CLT_ERR_INVALID_ARG && ref_misc_error_has("different devices", NULL, NULL),
               "other device: %s %s", clt_status_name(s), clt_last_error());

@@ -5,18 +5,19 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "check.h"
+#include "op_harness.h"
 #include "ref_misc.h"
 
 static uint64_t rng = 0x5eed0006;
 
-static void check_basics(clt_device *dev)
+static void check_basics(const op_env *e)
 {
+    clt_device *dev = e->dev;
     int64_t shape[4] = {2, 3, 5, 7};
     clt_tensor *t = NULL;
-    REQUIRE_OK(clt_tensor_create(dev, CLT_FLOAT32, 4, shape, &t));
+    REQUIRE_OK(clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 4, shape, &t));
     CHECK(clt_tensor_device(t) == dev, "device");
-    CHECK(clt_tensor_dtype(t) == CLT_FLOAT32, "dtype");
+    CHECK(clt_tensor_dtype(t) == CLT_DTYPE_FLOAT32, "dtype");
     CHECK(clt_tensor_ndim(t) == 4 && clt_tensor_numel(t) == 210, "ndim %d numel %lld", clt_tensor_ndim(t),
           (long long)clt_tensor_numel(t));
     CHECK(clt_tensor_dim(t, 0) == 2 && clt_tensor_dim(t, 3) == 7 && clt_tensor_dim(t, -1) == 7 &&
@@ -61,7 +62,7 @@ static void check_basics(clt_device *dev)
     CHECK(s == CLT_ERR_INVALID_ARG, "reshape NULL: %s", clt_status_name(s));
     /* Copy on one device. */
     clt_tensor *u = NULL;
-    REQUIRE_OK(clt_tensor_create(dev, CLT_FLOAT32, 2, flat, &u));
+    REQUIRE_OK(clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 2, flat, &u));
     CHECK_OK(clt_tensor_copy(u, t));
     CHECK_OK(clt_tensor_download(u, back, 210));
     CHECK(memcmp(host, back, sizeof host) == 0, "same-device copy");
@@ -71,12 +72,13 @@ static void check_basics(clt_device *dev)
     clt_tensor_destroy(u);
 }
 
-static void check_int32(clt_device *dev)
+static void check_int32(const op_env *e)
 {
+    clt_device *dev = e->dev;
     int64_t shape[1] = {9};
     clt_tensor *t = NULL;
-    REQUIRE_OK(clt_tensor_create(dev, CLT_INT32, 1, shape, &t));
-    CHECK(clt_tensor_dtype(t) == CLT_INT32, "int32 dtype");
+    REQUIRE_OK(clt_tensor_create(dev, CLT_DTYPE_INT32, 1, shape, &t));
+    CHECK(clt_tensor_dtype(t) == CLT_DTYPE_INT32, "int32 dtype");
     int32_t host[9] = {0, 1, -1, INT32_MAX, INT32_MIN, 42, 7, -123456, 9}, back[9];
     CHECK_OK(clt_tensor_download(t, back, 9));
     CHECK(back[0] == 0 && back[8] == 0, "int32 tensor not zeroed");
@@ -90,7 +92,7 @@ static void check_int32(clt_device *dev)
     CHECK(ok, "int32 fill gives integer 7, got %d", back[0]);
     /* Copy needs equal dtypes. */
     clt_tensor *f = NULL;
-    REQUIRE_OK(clt_tensor_create(dev, CLT_FLOAT32, 1, shape, &f));
+    REQUIRE_OK(clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 1, shape, &f));
     clt_status s = clt_tensor_copy(f, t);
     CHECK(s == CLT_ERR_SHAPE && ref_misc_error_has("clt_tensor_copy", "int32", NULL), "dtype mismatch copy: %s %s",
           clt_status_name(s), clt_last_error());
@@ -102,15 +104,20 @@ static void check_int32(clt_device *dev)
 }
 
 /* Copies between the two devices, float and int32, both ways. */
-static void check_cross_device(clt_device *d0, clt_device *d1)
+static void check_cross_device(const op_env *e)
 {
+    clt_device *d0 = e->dev, *d1 = e->dev1;
+    if (!d1) {
+        fprintf(stderr, "note: one device only; the copies between devices are not tested\n");
+        return;
+    }
     int64_t shape[3] = {3, 17, 11};
     size_t n = 3 * 17 * 11;
     float *host = ref_misc_alloc(n, 4);
     ref_misc_fill(host, n, &rng, -1, 1);
-    clt_tensor *a = ref_misc_tensor(d0, CLT_FLOAT32, 3, shape, host);
-    clt_tensor *b = ref_misc_tensor(d1, CLT_FLOAT32, 3, shape, NULL);
-    clt_tensor *c = ref_misc_tensor(d0, CLT_FLOAT32, 3, shape, NULL);
+    clt_tensor *a = ref_misc_tensor(d0, CLT_DTYPE_FLOAT32, 3, shape, host);
+    clt_tensor *b = ref_misc_tensor(d1, CLT_DTYPE_FLOAT32, 3, shape, NULL);
+    clt_tensor *c = ref_misc_tensor(d0, CLT_DTYPE_FLOAT32, 3, shape, NULL);
     CHECK(clt_tensor_device(b) == d1, "tensor on device 1");
     CHECK_OK(clt_tensor_copy(b, a));
     float *got = ref_misc_download(b);
@@ -121,14 +128,14 @@ static void check_cross_device(clt_device *d0, clt_device *d1)
     got = ref_misc_download(c);
     CHECK(memcmp(got, host, n * 4) == 0, "copy device 1 -> 0");
     int64_t other[3] = {3, 11, 17};
-    clt_tensor *d = ref_misc_tensor(d1, CLT_FLOAT32, 3, other, NULL);
+    clt_tensor *d = ref_misc_tensor(d1, CLT_DTYPE_FLOAT32, 3, other, NULL);
     clt_status s = clt_tensor_copy(d, a);
     CHECK(s == CLT_ERR_SHAPE && ref_misc_error_has("(3, 11, 17)", "(3, 17, 11)", NULL), "copy shape mismatch: %s %s",
           clt_status_name(s), clt_last_error());
     int32_t ih[5] = {5, -4, 3, INT32_MAX, 1}, ib[5];
     int64_t five = 5;
-    clt_tensor *i0 = ref_misc_tensor(d0, CLT_INT32, 1, &five, ih);
-    clt_tensor *i1 = ref_misc_tensor(d1, CLT_INT32, 1, &five, NULL);
+    clt_tensor *i0 = ref_misc_tensor(d0, CLT_DTYPE_INT32, 1, &five, ih);
+    clt_tensor *i1 = ref_misc_tensor(d1, CLT_DTYPE_INT32, 1, &five, NULL);
     CHECK_OK(clt_tensor_copy(i1, i0));
     CHECK_OK(clt_tensor_download(i1, ib, 5));
     CHECK(memcmp(ih, ib, sizeof ih) == 0, "int32 copy between devices");
@@ -137,11 +144,12 @@ static void check_cross_device(clt_device *d0, clt_device *d1)
     clt_tensor_destroy(i0), clt_tensor_destroy(i1);
 }
 
-static void check_init(clt_device *d0, clt_device *d1)
+static void check_init(const op_env *e)
 {
+    clt_device *d0 = e->dev, *d1 = e->dev1;
     enum { N = 200000 };
     int64_t shape[2] = {400, 500};
-    clt_tensor *t = ref_misc_tensor(d0, CLT_FLOAT32, 2, shape, NULL);
+    clt_tensor *t = ref_misc_tensor(d0, CLT_DTYPE_FLOAT32, 2, shape, NULL);
     const float mean = 0.5f, sd = 2.0f;
     CHECK_OK(clt_tensor_init_normal(t, 1234, mean, sd));
     float *a = ref_misc_download(t);
@@ -170,7 +178,7 @@ static void check_init(clt_device *d0, clt_device *d1)
     CHECK(same < 100, "another seed: %d of %d values equal", same, N);
     /* Bit-identical on the other device. */
     if (d1) {
-        clt_tensor *t1 = ref_misc_tensor(d1, CLT_FLOAT32, 2, shape, NULL);
+        clt_tensor *t1 = ref_misc_tensor(d1, CLT_DTYPE_FLOAT32, 2, shape, NULL);
         CHECK_OK(clt_tensor_init_normal(t1, 1234, mean, sd));
         float *a1 = ref_misc_download(t1);
         CHECK(memcmp(a, a1, N * 4) == 0, "init_normal differs between devices");
@@ -212,36 +220,37 @@ static void check_init(clt_device *d0, clt_device *d1)
     clt_tensor_destroy(t);
 }
 
-static void check_errors(clt_device *dev)
+static void check_errors(const op_env *e)
 {
+    clt_device *dev = e->dev;
     clt_tensor *t = NULL;
     int64_t zero[3] = {2, 0, 3}, neg[2] = {2, -1}, ok[2] = {2, 3}, big[7] = {1, 1, 1, 1, 1, 1, 1};
-    clt_status s = clt_tensor_create(dev, CLT_FLOAT32, 3, zero, &t);
+    clt_status s = clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 3, zero, &t);
     CHECK(s == CLT_ERR_SHAPE && t == NULL && ref_misc_error_has("(2, 0, 3)", "zero-size", NULL),
           "zero-size tensor: %s %s", clt_status_name(s), clt_last_error());
-    s = clt_tensor_create(dev, CLT_FLOAT32, 2, neg, &t);
+    s = clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 2, neg, &t);
     CHECK(s == CLT_ERR_SHAPE && t == NULL, "negative dimension: %s", clt_status_name(s));
-    s = clt_tensor_create(dev, CLT_FLOAT32, 0, ok, &t);
+    s = clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 0, ok, &t);
     CHECK(s == CLT_ERR_SHAPE && t == NULL && ref_misc_error_has("0 dimensions", NULL, NULL), "0-D: %s %s",
           clt_status_name(s), clt_last_error());
-    s = clt_tensor_create(dev, CLT_FLOAT32, 7, big, &t);
+    s = clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 7, big, &t);
     CHECK(s == CLT_ERR_SHAPE && t == NULL && ref_misc_error_has("7 dimensions", NULL, NULL), "7-D: %s %s",
           clt_status_name(s), clt_last_error());
-    s = clt_tensor_create(dev, CLT_FLOAT32, 2, NULL, &t);
+    s = clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 2, NULL, &t);
     CHECK(s == CLT_ERR_INVALID_ARG && t == NULL, "NULL shape: %s", clt_status_name(s));
-    s = clt_tensor_create(NULL, CLT_FLOAT32, 2, ok, &t);
+    s = clt_tensor_create(NULL, CLT_DTYPE_FLOAT32, 2, ok, &t);
     CHECK(s == CLT_ERR_INVALID_ARG && t == NULL && ref_misc_error_has("device is NULL", NULL, NULL),
           "NULL device: %s %s", clt_status_name(s), clt_last_error());
     s = clt_tensor_create(dev, (clt_dtype)5, 2, ok, &t);
     CHECK(s == CLT_ERR_INVALID_ARG && t == NULL && ref_misc_error_has("dtype 5", NULL, NULL), "bad dtype: %s %s",
           clt_status_name(s), clt_last_error());
-    s = clt_tensor_create(dev, CLT_FLOAT32, 2, ok, NULL);
+    s = clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 2, ok, NULL);
     CHECK(s == CLT_ERR_INVALID_ARG, "NULL out: %s", clt_status_name(s));
     int64_t huge[2] = {(int64_t)1 << 30, (int64_t)1 << 30};
-    s = clt_tensor_create(dev, CLT_FLOAT32, 2, huge, &t);
+    s = clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 2, huge, &t);
     CHECK(s != CLT_OK && t == NULL, "2^60 elements: %s", clt_status_name(s));
 
-    REQUIRE_OK(clt_tensor_create(dev, CLT_FLOAT32, 2, ok, &t));
+    REQUIRE_OK(clt_tensor_create(dev, CLT_DTYPE_FLOAT32, 2, ok, &t));
     float host[7] = {0};
     s = clt_tensor_upload(t, host, 7);
     CHECK(s == CLT_ERR_SHAPE && ref_misc_error_has("7 host elements", "(2, 3)", "6"), "upload count: %s %s",
@@ -270,21 +279,8 @@ static void check_errors(clt_device *dev)
     clt_tensor_destroy(t);
 }
 
-int main(void)
-{
-    int count = test_need_devices(1);
-    clt_device *d0 = NULL, *d1 = NULL;
-    REQUIRE_OK(clt_device_open(0, &d0));
-    if (count > 1)
-        REQUIRE_OK(clt_device_open(1, &d1));
-    else
-        fprintf(stderr, "note: one device only; the copies between devices are not tested\n");
-    check_basics(d0);
-    check_int32(d0);
-    if (d1) check_cross_device(d0, d1);
-    check_init(d0, d1);
-    check_errors(d0);
-    clt_device_destroy(d1);
-    clt_device_destroy(d0);
-    return test_result();
-}
+static const op_test tests[] = {
+    {"basics", check_basics}, {"int32", check_int32}, {"cross-device", check_cross_device},
+    {"init", check_init},     {"errors", check_errors},
+};
+OP_HARNESS_MAIN(tests)

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include "check.h"
 #include "parallel/trainer.h"
 
@@ -52,15 +54,26 @@ static clt_trainer *make_spec(const char *spec, int sync_bn, const int *devs, in
     return t;
 }
 
+/* Elements of parameter i (public calls only: the net is opaque here). */
+static int64_t param_numel(const clt_net *net, int i, const char **name)
+{
+    int ndim;
+    int64_t shape[CLT_MAX_DIMS], n = 1;
+    CHECK_OK(clt_net_param_info(net, i, name, &ndim, shape));
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+
 static float *params_of_net(clt_net *net, size_t *count)
 {
     size_t total = 0;
-    for (int i = 0; i < clt_net_param_count(net); i++) total += (size_t)clt_net_param_at(net, i)->numel;
+    const char *name;
+    for (int i = 0; i < clt_net_param_count(net); i++) total += (size_t)param_numel(net, i, &name);
     float *all = malloc(sizeof(float) * total), *at = all;
     for (int i = 0; i < clt_net_param_count(net); i++) {
-        const clt_param *p = clt_net_param_at(net, i);
-        CHECK_OK(clt_net_param_get(net, p->name, at, p->numel));
-        at += p->numel;
+        int64_t n = param_numel(net, i, &name);
+        CHECK_OK(clt_net_param_get(net, name, at, n));
+        at += n;
     }
     *count = total;
     return all;
@@ -95,7 +108,7 @@ static void equals_one_device_spec(const char *spec, int sync_bn, const int *dev
     CHECK(n1 == nk && max_rel_err(p1, pk, n1) < 2e-5, "%s: parameters after 3 steps differ by %g", what,
           max_rel_err(p1, pk, n1));
     CHECK_OK(clt_trainer_check_replicas(par));
-    clt_device_stats st[4];
+    clt_trainer_device_stats st[4];
     CHECK_OK(clt_trainer_stats(par, st, 4));
     int total = 0;
     for (int i = 0; i < k; i++) total += st[i].shard;
@@ -165,7 +178,7 @@ static void collectives(int k)
     float host[111], got[111];
     for (int i = 0; i < k; i++) {
         REQUIRE_OK(clt_device_open(i, &dev[i]));
-        REQUIRE_OK(clt_tensor_create(dev[i], CLT_FLOAT32, 2, shape, &t[i]));
+        REQUIRE_OK(clt_tensor_create(dev[i], CLT_DTYPE_FLOAT32, 2, shape, &t[i]));
         for (int j = 0; j < 111; j++) host[j] = (float)(j * (i + 1)) - 0.5f * (float)i;
         CHECK_OK(clt_tensor_upload(t[i], host, 111));
     }
@@ -206,7 +219,7 @@ static void collectives(int k)
     }
     CHECK(at == 7 && memcmp(batch, back, sizeof batch) == 0, "shards hold the batch in order");
     clt_tensor *odd = NULL;
-    REQUIRE_OK(clt_tensor_create(dev[1], CLT_FLOAT32, 1, (int64_t[]){5}, &odd));
+    REQUIRE_OK(clt_tensor_create(dev[1], CLT_DTYPE_FLOAT32, 1, (int64_t[]){5}, &odd));
     clt_tensor *pair[2] = {t[0], odd};
     CHECK(clt_allreduce_sum(pair, 2) == CLT_ERR_SHAPE, "mismatched shapes refused");
     clt_tensor_destroy(odd);
@@ -260,6 +273,70 @@ static void replicas_and_failure(const int *devs, int k)
     clt_trainer_destroy(t);
 }
 
+/* A replaced host sum (cltrain_diag.h) is the one the steps use: this one
+ * counts its calls and sums in device order like the default, so the step
+ * still equals one device's. */
+typedef struct counted_sum {
+    int calls; /* updated from several worker threads */
+    pthread_mutex_t mu;
+} counted_sum;
+
+static clt_status counting_sum(void *user, const float *const *in, int k, float *out, size_t count, float scale)
+{
+    counted_sum *c = user;
+    pthread_mutex_lock(&c->mu);
+    c->calls++;
+    pthread_mutex_unlock(&c->mu);
+    for (size_t i = 0; i < count; i++) {
+        float v = 0;
+        for (int d = 0; d < k; d++) v += in[d][i];
+        out[i] = v * scale;
+    }
+    return CLT_OK;
+}
+
+static void replaced_reduce(const int *devs, int k)
+{
+    clt_trainer *ref = make_spec(SPEC, 0, devs, k, CLT_SPLIT_EQUAL, NULL, 0);
+    clt_trainer *t = make_spec(SPEC, 0, devs, k, CLT_SPLIT_EQUAL, NULL, 0);
+    counted_sum c = {0, PTHREAD_MUTEX_INITIALIZER};
+    CHECK_OK(clt_trainer_set_reduce(t, counting_sum, &c));
+    double lr, lt;
+    CHECK_OK(clt_trainer_step(ref, images, labels, 24, &lr, NULL));
+    CHECK_OK(clt_trainer_step(t, images, labels, 24, &lt, NULL));
+    CHECK(c.calls > 0, "the replaced reduce was never called");
+    size_t nr, nt;
+    float *pr = params_of_net(clt_trainer_net(ref, 0), &nr), *pt = params_of_net(clt_trainer_net(t, 0), &nt);
+    CHECK(nr == nt && max_rel_err(pr, pt, nr) == 0, "replaced reduce: parameters differ by %g", max_rel_err(pr, pt, nr));
+    int before = c.calls;
+    CHECK_OK(clt_trainer_set_reduce(t, NULL, NULL)); /* back to the default */
+    CHECK_OK(clt_trainer_step(t, images, labels, 24, NULL, NULL));
+    CHECK(c.calls == before, "the default reduce still calls the replaced one");
+    CHECK(clt_trainer_set_reduce(NULL, counting_sum, &c) == CLT_ERR_INVALID_ARG, "NULL trainer accepted");
+    free(pr);
+    free(pt);
+    clt_trainer_destroy(t);
+    clt_trainer_destroy(ref);
+}
+
+/* Config errors are refused at create, before any device work. */
+static void config_errors(const int *devs, int k)
+{
+    clt_trainer_config cfg;
+    clt_trainer *t = NULL;
+    clt_trainer_config_default(&cfg);
+    cfg.devices = devs;
+    cfg.n_devices = k;
+    cfg.split = CLT_SPLIT_WEIGHTS;
+    float zero[2] = {0, 0};
+    cfg.weights = zero;
+    CHECK_FAIL(clt_trainer_create(&cfg, &t), CLT_ERR_INVALID_ARG, "sum to 0");
+    CHECK(t == NULL, "a refused config left a trainer");
+    clt_trainer_config_default(&cfg);
+    cfg.reserved[3] = 1;
+    CHECK_FAIL(clt_trainer_create(&cfg, &t), CLT_ERR_INVALID_ARG, "reserved[3]");
+}
+
 int main(void)
 {
     alarm(280); /* a hang fails the test instead of blocking the suite */
@@ -276,6 +353,8 @@ int main(void)
     bn_replicas(two, 2);
     collectives(2);
     replicas_and_failure(two, 2);
+    replaced_reduce(two, 2);
+    config_errors(two, 2);
     if (n >= 3) {
         equals_one_device(three, 3, NULL, 2, 0, "3 devices, batch 2");
         equals_one_device(three, 3, (float[]){2, 1, 1}, 21, 100, "3 devices, 2:1:1, small buckets");

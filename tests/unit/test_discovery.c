@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "cltrain_diag.h"
 
 int main(void)
 {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "cltrain_diag.h"
 
 extern char **environ;
 

@@ -68,6 +68,21 @@ rc, out, err = run('--query=index,memory.total', '--format=csv,noheader,nounits'
 rows = list(csv.reader(io.StringIO(out), skipinitialspace=True))
 check(len(rows) == n and all(r[1].isdigit() for r in rows), f'noheader,nounits: {rows}')
 
+# nvidia-smi's spelling and fields: --query-gpu; what OpenCL cannot report
+# is [N/A] (as nvidia-smi prints an unsupported field), not an error
+na = ['memory.used', 'utilization.gpu', 'utilization.memory', 'temperature.gpu', 'power.draw', 'power.limit',
+      'fan.speed', 'pstate', 'clocks.current.graphics', 'clocks.sm', 'clocks.mem', 'persistence_mode',
+      'compute_mode']
+rc, out, err = run('--query-gpu=index,gpu_name,' + ','.join(na) + ',memory.total', '--format=csv,noheader,nounits')
+rows = list(csv.reader(io.StringIO(out), skipinitialspace=True))
+check(rc == 0 and len(rows) == n, f'--query-gpu with N/A fields: rc {rc} {err!r}')
+for i, r in enumerate(rows):
+    check(len(r) == len(na) + 3 and r[0] == str(i) and r[1] == devices[i]['name'], f'--query-gpu row {r}')
+    check(r[2:-1] == ['[N/A]'] * len(na), f'unsupported fields print [N/A]: {r}')
+    check(r[-1] == str(devices[i]['memory.total']), f'memory.total beside them: {r}')
+rc, out, err = run('--query-gpu=index,memory.usedd', '--format=csv')
+check(rc == 2 and 'memory.usedd' in err, f'a truly unknown field is an error naming it: rc {rc} {err!r}')
+
 # -i selects; a missing device is an error naming it
 rc, out, err = run('-i', '1', '-L')
 check(rc == 0 and out.startswith('CPU 1:') or out.startswith('GPU 1:'), f'-i 1: {out}')
@@ -80,6 +95,19 @@ rc, out, err = run()
 check(rc == 0 and 'ICD loader' in out and 'Platform 0:' in out, f'table header: {out}')
 body = [l for l in out.splitlines() if l.startswith('|')]
 check(len(body) == n + 1, f'table rows {len(body)} for {n} devices')
+
+# no cell is cut inside a word: every word of a row is a whole word of the
+# device's fields (or a usual short form of a vendor's name), or the cut is
+# marked with "..."
+short = {'PoCL', 'AMD', 'Intel', 'NVIDIA', 'APP', 'OpenCL', 'Oclgrind', '/', 'MiB', 'MHz', '[N/A]'}
+for i, line in enumerate(body[1:]):
+    d = devices[i]
+    whole = set(short) | {str(v) for v in d.values()}
+    for v in d.values():
+        whole |= set(str(v).split())
+    for cell in line.strip('|').split('|'):
+        for word in cell.split():
+            check(word in whole or word.endswith('...'), f'table cell {cell.strip()!r}: {word!r} is cut')
 
 # -l with -c repeats
 rc, out, err = run('-L', '-l', '0.1', '-c', '2')

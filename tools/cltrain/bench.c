@@ -7,6 +7,7 @@
 
 #include "../common/args.h"
 #include "../common/json.h"
+#include "../common/number.h"
 #include "core/clock.h"
 #include "options.h"
 
@@ -38,7 +39,7 @@ static int run(const cli_options *o, const int *devs, int k, const float *images
     for (int s = 0; s < 3 && !rc; s++) /* warm-up: first-use compilation, caches */
         if (clt_trainer_step(t, images, labels, b, NULL, NULL) != CLT_OK) rc = 1;
     double t0 = clt_now();
-    clt_device_stats st[CLI_MAX_DEVICES];
+    clt_trainer_device_stats st[CLT_MAX_DEVICES];
     for (int s = 0; s < steps && !rc; s++) {
         if (clt_trainer_step(t, images, labels, b, NULL, NULL) != CLT_OK || clt_trainer_stats(t, st, k) != CLT_OK) {
             rc = 1;
@@ -108,7 +109,7 @@ int cli_bench(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     if (o.split == CLT_SPLIT_WEIGHTS && !(o.weights[0] > 0))
         return usage_error("cltrain", "--split: the first device runs alone first, so its weight must be above 0");
-    int devs[CLI_MAX_DEVICES], n = 0;
+    int devs[CLT_MAX_DEVICES], n = 0;
     if ((rc = cli_resolve_devices(&o, devs, &n))) return rc;
     if (o.steps > 100000) return usage_error("cltrain", "--steps %lld: at most 100000 timed steps", (long long)o.steps);
     int steps = o.steps ? (int)o.steps : 20;
@@ -127,7 +128,7 @@ int cli_bench(int argc, char **argv)
     uint32_t r = 1;
     for (size_t i = 0; i < b * 784; i++) r = r * 1664525u + 1013904223u, images[i] = (float)(r >> 8) / 16777216.0f;
     for (size_t i = 0; i < b; i++) labels[i] = (int32_t)(i % 10);
-    bench_row rows[CLI_MAX_DEVICES];
+    bench_row rows[CLT_MAX_DEVICES];
     int done = 0;
     for (int k = 1; k <= n && !rc; k++) {
         rc = run(&o, devs, k, images, labels, steps, &rows[k - 1]);
@@ -138,7 +139,7 @@ int cli_bench(int argc, char **argv)
         json_string(stdout, o.model);
         printf(", \"batch_size\": %lld, \"steps\": %d, \"runs\": [", (long long)o.batch_size, steps);
         for (int i = 0; i < done; i++)
-            printf("%s\n  {\"devices\": %d, \"samples_per_s\": %.1f, \"scaling\": %.3f, \"step_s\": %.5f, "
+            printf("%s\n  {\"devices\": %d, \"samples_per_s\": " NUMBER_MACHINE_FMT ", \"scaling\": %.3f, \"step_s\": %.5f, "
                    "\"compute_s\": %.5f, \"transfer_s\": %.5f, \"reduce_s\": %.5f, \"idle_s\": %.5f}",
                    i ? "," : "", rows[i].k, rows[i].samples_per_s, rows[i].samples_per_s / rows[0].samples_per_s,
                    rows[i].step_s, rows[i].compute_s, rows[i].transfer_s, rows[i].reduce_s, rows[i].idle_s);
@@ -147,9 +148,10 @@ int cli_bench(int argc, char **argv)
         printf("model %s, batch %lld, %d timed steps\n", o.model, (long long)o.batch_size, steps);
         printf("%-8s %12s %8s %10s %10s %10s %10s %10s\n", "devices", "samples/s", "scaling", "step ms", "compute",
                "transfer", "reduce", "idle");
+        char rate[32];
         for (int i = 0; i < done; i++)
-            printf("%-8d %12.1f %7.2fx %10.2f %10.2f %10.2f %10.2f %10.2f\n", rows[i].k, rows[i].samples_per_s,
-                   rows[i].samples_per_s / rows[0].samples_per_s, 1e3 * rows[i].step_s, 1e3 * rows[i].compute_s,
+            printf("%-8d %12s %7.2fx %10.2f %10.2f %10.2f %10.2f %10.2f\n", rows[i].k,
+                   format_number(rate, sizeof rate, rows[i].samples_per_s), rows[i].samples_per_s / rows[0].samples_per_s, 1e3 * rows[i].step_s, 1e3 * rows[i].compute_s,
                    1e3 * rows[i].transfer_s, 1e3 * rows[i].reduce_s, 1e3 * rows[i].idle_s);
     }
     free(images);

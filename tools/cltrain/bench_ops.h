@@ -1,9 +1,11 @@
-/* cltrain bench ops: shared between the op timings (bench_ops.c) and the
- * device peak measurements (bench_peak.c). */
+/* cltrain bench ops: shared between the driver (bench_ops.c), its tables
+ * and JSON (bench_ops_report.c) and the device peak measurements
+ * (bench_peak.c). */
 #ifndef CLT_CLI_BENCH_OPS_H
 #define CLT_CLI_BENCH_OPS_H
 
 #include "core/clock.h"
+#include "options.h"
 #include "runtime/device.h"
 
 /* The device's measured limits. 0 where a measurement failed. */
@@ -27,5 +29,56 @@ clt_status bench_peaks_measure(clt_device *dev, bench_peaks *p);
  * bench_peaks_measure and keeps the maxima: a peak taken while other work
  * shared the device would otherwise inflate every fraction. */
 clt_status bench_peaks_refresh(clt_device *dev, bench_peaks *p);
+
+/* A model of the command: the op cases of its builtin specs (a variant,
+ * lenet-max, adds the ops it does not share; its rows name it). */
+typedef struct bench_model {
+    const char *name;
+    const char *specs[2];
+    int n_specs;
+    int cpu_batch; /* default batch on CPU devices, 0: 256 */
+    const char *note;
+} bench_model;
+
+#define BENCH_N_MODELS 2
+extern const bench_model bench_models[BENCH_N_MODELS];
+
+/* One timed pass of one op. */
+typedef struct bench_row {
+    const char *model, *pass, *note; /* model: bench_models[].name */
+    char op[16];
+    char shape[96];
+    int batch, calls;
+    double ms, flop, bytes; /* per call; flop > 0 for compute ops */
+    char error[320];
+} bench_row;
+
+typedef struct bench_device {
+    int index, opened, peaks_ok;
+    clt_device_info info;
+    bench_peaks peaks;
+    char error[320];
+    bench_row *rows;
+    int n_rows, cap_rows;
+    int batch[BENCH_N_MODELS];
+    int64_t params[BENCH_N_MODELS];
+} bench_device;
+
+typedef struct bench_opts {
+    int devices[CLT_MAX_DEVICES], n_devices, all_devices;
+    int model_mask;
+    int64_t batch, repeat;
+    int json;
+    int tty; /* progress lines on stderr */
+} bench_opts;
+
+/* Budget of the timed calls of one pass when --repeat is not given. */
+#define BENCH_BUDGET_S 0.2
+#define BENCH_MAX_CALLS 200
+
+/* A device's tables (its peaks, then one table per model). */
+void bench_report_text(const bench_device *d, const bench_opts *o);
+/* One JSON object for every device. */
+void bench_report_json(const bench_device *res, int n, const bench_opts *o);
 
 #endif

@@ -37,12 +37,12 @@ int cli_eval(int argc, char **argv)
     char *model = NULL;
     /* the checkpoint names its model */
     if (o.resume && !CLI_GIVEN(&o, O_MODEL) && run_meta_read_checkpoint(o.resume, &model, NULL)) return 1;
-    int devs[CLI_MAX_DEVICES], n_devs = 0;
+    int devs[CLT_MAX_DEVICES], n_devs = 0;
     clt_dataset *test = NULL;
     clt_trainer *t = NULL;
     double loss = 0, acc = 0;
     if ((rc = cli_resolve_devices(&o, devs, &n_devs))) goto done;
-    if (clt_dataset_load(o.data, CLT_SPLIT_TEST, o.limit_test, &test) != CLT_OK) {
+    if (clt_dataset_load(o.data, CLT_SUBSET_TEST, o.limit_test, &test) != CLT_OK) {
         fprintf(stderr, "cltrain: --data: %s\n", clt_last_error());
         rc = 1;
         goto done;

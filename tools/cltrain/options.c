@@ -123,13 +123,13 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
         switch (c) {
         case O_MODEL: o->model = optarg; break;
         case O_DATA: o->data = optarg; break;
-        case O_DEVICES: rc = arg_devices(prog, "--devices", optarg, o->devices, CLI_MAX_DEVICES, &o->n_devices, &o->all_devices); break;
+        case O_DEVICES: rc = arg_devices(prog, "--devices", optarg, o->devices, CLT_MAX_DEVICES, &o->n_devices, &o->all_devices); break;
         case O_SPLIT:
             if (!strcmp(optarg, "equal")) o->split = CLT_SPLIT_EQUAL;
             else if (!strcmp(optarg, "auto")) o->split = CLT_SPLIT_AUTO;
             else {
                 o->split = CLT_SPLIT_WEIGHTS;
-                rc = arg_floats(prog, "--split", optarg, o->weights, CLI_MAX_DEVICES, &o->n_weights);
+                rc = arg_floats(prog, "--split", optarg, o->weights, CLT_MAX_DEVICES, &o->n_weights);
             }
             break;
         case O_BATCH: rc = arg_int(prog, "--batch-size", optarg, 1, 1 << 20, &o->batch_size); break;
@@ -202,9 +202,9 @@ int cli_resolve_devices(const cli_options *o, int *list, int *n)
         }
         *n = o->n_devices;
     } else if (o->all_devices) {
-        *n = count < CLI_MAX_DEVICES ? count : CLI_MAX_DEVICES;
+        *n = count < CLT_MAX_DEVICES ? count : CLT_MAX_DEVICES;
         for (int i = 0; i < *n; i++) list[i] = i;
-    } else if (clt_device_default(list, CLI_MAX_DEVICES, n) != CLT_OK) {
+    } else if (clt_device_default(list, CLT_MAX_DEVICES, n) != CLT_OK) {
         fprintf(stderr, "cltrain: %s\n", clt_last_error());
         return 1;
     }

@@ -6,8 +6,6 @@
 
 #include "cltrain.h"
 
-#define CLI_MAX_DEVICES 64
-
 /* Long options; `given` records which ones the command line set. */
 enum cli_opt {
     O_MODEL = 256, O_DATA, O_DEVICES, O_SPLIT, O_BATCH, O_LR, O_MOM, O_WD, O_EPOCHS, O_STEPS, O_SEED, O_INIT,
@@ -19,11 +17,11 @@ enum cli_opt {
 typedef struct cli_options {
     const char *model;
     const char *data;
-    int devices[CLI_MAX_DEVICES];
+    int devices[CLT_MAX_DEVICES];
     int n_devices;          /* 0: the default selection */
     int all_devices;
     clt_split_policy split;
-    float weights[CLI_MAX_DEVICES];
+    float weights[CLT_MAX_DEVICES];
     int n_weights;
     int64_t batch_size, epochs, steps, seed, limit_train, limit_test;
     double lr, momentum, weight_decay;

@@ -9,20 +9,20 @@
 #include <unistd.h>
 
 #include "../common/json.h"
-#include "core/atomic_file.h"
+#include "../common/number.h"
 #include "core/clock.h"
 #include "options.h"
+#include "outputs.h"
 #include "plot.h"
 #include "runmeta.h"
 
-/* Set by SIGINT: the loop stops after the current step. A signal handler
- * can only talk through such a flag. */
+/* The signal (SIGINT or SIGTERM) that asked to stop: the loop stops after
+ * the current step. A signal handler can only talk through such a flag. */
 static volatile sig_atomic_t interrupted;
 
-static void on_sigint(int sig)
+static void on_stop_signal(int sig)
 {
-    (void)sig;
-    interrupted = 1;
+    interrupted = sig;
 }
 
 typedef struct epoch_report {
@@ -49,14 +49,16 @@ static void report(const cli_options *o, const epoch_report *r, const int *devs,
 {
     if (o->json) {
         printf("{\"epoch\": %lld, \"steps\": %lld, \"loss\": %.6f, \"train_acc\": %.6f, \"test_acc\": %.6f, "
-               "\"seconds\": %.4f, \"samples_per_s\": %.1f, \"devices\": [",
+               "\"seconds\": %.4f, \"samples_per_s\": " NUMBER_MACHINE_FMT ", \"devices\": [",
                (long long)r->epoch, (long long)r->steps, r->loss, r->train_acc, r->test_acc, r->seconds,
                r->samples_per_s);
         device_names(stdout, devs, n, 1);
         printf("]}\n");
     } else if (!o->quiet) {
-        printf("epoch %lld: loss %.4f, train acc %.4f, test acc %.4f, %.2f s/epoch, %.0f samples/s on [",
-               (long long)r->epoch, r->loss, r->train_acc, r->test_acc, r->seconds, r->samples_per_s);
+        char rate[32], secs[32];
+        printf("epoch %lld: loss %.4f, train acc %.4f, test acc %.4f, %s s/epoch, %s samples/s on [",
+               (long long)r->epoch, r->loss, r->train_acc, r->test_acc, format_number(secs, sizeof secs, r->seconds),
+               format_number(rate, sizeof rate, r->samples_per_s));
         device_names(stdout, devs, n, 0);
         printf("]\n");
     }
@@ -65,13 +67,10 @@ static void report(const cli_options *o, const epoch_report *r, const int *devs,
 
 static int append_csv(const char *path, const epoch_report *r)
 {
-    FILE *f = fopen(path, "a");
-    if (!f) {
-        fprintf(stderr, "cltrain: --log-csv %s: cannot open for appending\n", path);
-        return 1;
-    }
+    FILE *f = cli_open_append("--log-csv", path);
+    if (!f) return 1;
     if (ftell(f) == 0) fprintf(f, "epoch,steps,loss,train_acc,test_acc,seconds,samples_per_s\n");
-    fprintf(f, "%lld,%lld,%.6f,%.6f,%.6f,%.4f,%.1f\n", (long long)r->epoch, (long long)r->steps, r->loss,
+    fprintf(f, "%lld,%lld,%.6f,%.6f,%.6f,%.4f," NUMBER_MACHINE_FMT "\n", (long long)r->epoch, (long long)r->steps, r->loss,
             r->train_acc, r->test_acc, r->seconds, r->samples_per_s);
     int bad = ferror(f);
     bad |= fclose(f) != 0;
@@ -83,8 +82,10 @@ static void progress(int64_t done, int64_t total, double loss, double sps, doubl
 {
     int width = 30, filled = total ? (int)(width * done / total) : 0;
     double eta = sps > 0 && total > done ? elapsed / (double)done * (double)(total - done) : 0;
-    fprintf(stdout, "\r[%.*s%*s] %lld/%lld  loss %.4f  %.0f samples/s  ETA %.0f s ", filled,
-            "##############################", width - filled, "", (long long)done, (long long)total, loss, sps, eta);
+    char rate[32];
+    fprintf(stdout, "\r[%.*s%*s] %lld/%lld  loss %.4f  %s samples/s  ETA %.0f s ", filled,
+            "##############################", width - filled, "", (long long)done, (long long)total, loss,
+            format_number(rate, sizeof rate, sps), eta);
     fflush(stdout);
 }
 
@@ -161,35 +162,6 @@ static int apply_resume(cli_options *o, const char *path, run_meta *m, char **mo
     return 0;
 }
 
-/* Output files are checked before any training: a run must not end by
- * failing to write its result. */
-static int check_writable(const char *opt, const char *path)
-{
-    clt_atomic_file af;
-    if (clt_atomic_open(&af, path) != CLT_OK) {
-        fprintf(stderr, "cltrain: %s %s: cannot write there (%s)\n", opt, path, clt_last_error());
-        return 1;
-    }
-    clt_atomic_abort(&af);
-    return 0;
-}
-
-static int check_outputs(const cli_options *o)
-{
-    if (o->save && check_writable("--save", o->save)) return 1;
-    if (o->export_npz && check_writable("--export-npz", o->export_npz)) return 1;
-    if (o->plot && check_writable("--plot", o->plot)) return 1;
-    if (o->log_csv) {
-        FILE *f = fopen(o->log_csv, "a");
-        if (!f) {
-            fprintf(stderr, "cltrain: --log-csv %s: cannot open for appending\n", o->log_csv);
-            return 1;
-        }
-        fclose(f);
-    }
-    return 0;
-}
-
 static int save_checkpoint(clt_trainer *t, const cli_options *o, int64_t epoch, int64_t batch, int64_t steps)
 {
     run_meta m = {epoch, batch, steps, o->seed, o->batch_size, o->limit_train, o->shuffle, o->drop_last,
@@ -214,6 +186,7 @@ int cli_train(int argc, char **argv)
     cli_options_default(&o);
     int rc = cli_parse(&o, "train", NULL, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
+    if (cli_check_outputs(&o)) return 1;
     run_meta start = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL};
     char *resumed_model = NULL;
     if (o.resume && (rc = apply_resume(&o, o.resume, &start, &resumed_model))) {
@@ -222,20 +195,14 @@ int cli_train(int argc, char **argv)
         return rc;
     }
     const char *model = resumed_model && !CLI_GIVEN(&o, O_MODEL) ? resumed_model : o.model;
-    if (check_outputs(&o)) {
-        free(resumed_model);
-        free(start.data);
-        return 1;
-    }
-    int devs[CLI_MAX_DEVICES], n_devs = 0;
+    int devs[CLT_MAX_DEVICES], n_devs = 0;
     clt_dataset *train = NULL, *test = NULL;
     clt_trainer *t = NULL;
     clt_batcher *b = NULL;
-    plot_point *points = NULL;
-    int n_points = 0;
+    plot_data plot = {.title = model};
     if ((rc = cli_resolve_devices(&o, devs, &n_devs))) goto done;
-    if (clt_dataset_load(o.data, CLT_SPLIT_TRAIN, o.limit_train, &train) != CLT_OK ||
-        clt_dataset_load(o.data, CLT_SPLIT_TEST, o.limit_test, &test) != CLT_OK) {
+    if (clt_dataset_load(o.data, CLT_SUBSET_TRAIN, o.limit_train, &train) != CLT_OK ||
+        clt_dataset_load(o.data, CLT_SUBSET_TEST, o.limit_test, &test) != CLT_OK) {
         rc = fail("--data");
         goto done;
     }
@@ -257,6 +224,8 @@ int cli_train(int argc, char **argv)
         goto done;
     }
     int64_t per_epoch = clt_batcher_batches_per_epoch(b);
+    plot.steps_per_epoch = per_epoch;
+    plot.first_step = start.steps;
     if (per_epoch == 0) {
         fprintf(stderr, "cltrain: --batch-size %lld with --drop-last leaves no batch of %lld samples\n",
                 (long long)o.batch_size, (long long)clt_dataset_size(train));
@@ -269,9 +238,10 @@ int cli_train(int argc, char **argv)
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C or SIGTERM ends the process at once */
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     int tty = isatty(STDOUT_FILENO) && !o.quiet && !o.json;
     int64_t total_steps = start.steps;
     int64_t last_epoch = o.steps ? INT64_MAX : o.epochs;
@@ -304,6 +274,10 @@ int cli_train(int argc, char **argv)
             }
             next_batch = batch.index + 1;
             loss += l, correct += k, seen += batch.count, done_batches++;
+            if (o.plot && plot_add_step(&plot, l / (double)batch.count)) {
+                rc = 1;
+                break;
+            }
             if (tty) progress(next_batch, per_epoch, loss / (double)seen, (double)seen / (clt_now() - t0), clt_now() - t0);
         }
         if (tty) printf("\r%*s\r", 100, "");
@@ -317,17 +291,10 @@ int cli_train(int argc, char **argv)
             }
             report(&o, &r, devs, n_devs);
             if (o.log_csv && append_csv(o.log_csv, &r)) rc = 1;
-            if (o.plot) {
-                plot_point *grown = realloc(points, (size_t)(n_points + 1) * sizeof *points);
-                if (!grown) {
-                    fprintf(stderr, "cltrain: out of memory\n");
-                    rc = 1;
-                    break;
-                }
-                points = grown;
-                points[n_points++] = (plot_point){(double)e - 1 + (double)next_batch / (double)per_epoch, r.loss,
-                                                  r.train_acc, r.test_acc};
-                if (plot_write_svg(o.plot, points, n_points, model)) rc = 1;
+            if (o.plot && (plot_add_epoch(&plot, (plot_point){(double)total_steps, r.loss, r.train_acc, r.test_acc}) ||
+                           plot_write_svg(o.plot, &plot))) {
+                rc = 1;
+                break;
             }
         }
         /* Checkpoint where the next run must continue. */
@@ -341,12 +308,12 @@ int cli_train(int argc, char **argv)
     if (!rc && o.export_npz && clt_net_save_npz(clt_trainer_net(t, 0), o.export_npz) != CLT_OK)
         rc = fail("--export-npz");
     if (interrupted && !rc) {
-        fprintf(stderr, "cltrain: interrupted after step %lld%s%s\n", (long long)total_steps,
-                o.save ? "; checkpoint saved to " : "", o.save ? o.save : "");
-        rc = 130;
+        fprintf(stderr, "cltrain: %s after step %lld%s%s\n", interrupted == SIGTERM ? "terminated (SIGTERM)" : "interrupted",
+                (long long)total_steps, o.save ? "; checkpoint saved to " : "", o.save ? o.save : "");
+        rc = 128 + interrupted; /* as a shell reports a death by that signal: 130, 143 */
     }
 done:
-    free(points);
+    plot_free(&plot);
     clt_batcher_destroy(b);
     clt_trainer_destroy(t);
     clt_dataset_destroy(train);

@@ -21,15 +21,39 @@ const smi_field smi_fields[] = {
     {"clocks.max", "MHz", FIELD_INT, "maximum clock"},
     {"pci.bus_id", NULL, FIELD_STR, "PCI bus id (N/A unless an extension reports it)"},
     {"uuid", NULL, FIELD_STR, "device UUID (N/A unless cl_khr_device_uuid)"},
-    /* OpenCL cannot know these; accepted for nvidia-smi habits, always N/A. */
-    {"temperature.gpu", "C", FIELD_INT, "not available through OpenCL: always N/A"},
-    {"utilization.gpu", "%", FIELD_INT, "not available through OpenCL: always N/A"},
-    {"power.draw", "W", FIELD_INT, "not available through OpenCL: always N/A"},
+    /* nvidia-smi fields OpenCL cannot know: accepted so that scripts
+     * written for nvidia-smi run, and always [N/A] as nvidia-smi prints an
+     * unsupported field. */
+#define NA(name, unit) {name, unit, FIELD_NA, "not available through OpenCL: always [N/A]"}
+    NA("memory.used", "MiB"), NA("memory.reserved", "MiB"), NA("utilization.gpu", "%"),
+    NA("utilization.memory", "%"), NA("temperature.gpu", "C"), NA("temperature.memory", "C"),
+    NA("fan.speed", "%"), NA("pstate", NULL), NA("power.draw", "W"), NA("power.limit", "W"),
+    NA("power.default_limit", "W"), NA("power.max_limit", "W"), NA("power.min_limit", "W"),
+    NA("enforced.power.limit", "W"), NA("power.management", NULL), NA("clocks.current.graphics", "MHz"),
+    NA("clocks.current.sm", "MHz"), NA("clocks.current.memory", "MHz"), NA("clocks.current.video", "MHz"),
+    NA("clocks.max.memory", "MHz"), NA("clocks.applications.graphics", "MHz"),
+    NA("clocks.applications.memory", "MHz"), NA("persistence_mode", NULL), NA("compute_mode", NULL),
+    NA("display_mode", NULL), NA("display_active", NULL), NA("serial", NULL), NA("vbios_version", NULL),
+    NA("pcie.link.gen.current", NULL), NA("pcie.link.gen.max", NULL), NA("pcie.link.width.current", NULL),
+    NA("pcie.link.width.max", NULL), NA("ecc.mode.current", NULL), NA("mig.mode.current", NULL),
+    NA("encoder.stats.sessionCount", NULL),
+#undef NA
 };
 const int smi_field_count = (int)(sizeof smi_fields / sizeof smi_fields[0]);
 
+/* nvidia-smi's other spellings of fields we have. */
+static const char *const aliases[][2] = {
+    {"gpu_name", "name"}, {"gpu_uuid", "uuid"}, {"gpu_bus_id", "pci.bus_id"}, {"clocks.max.graphics", "clocks.max"},
+    {"clocks.max.gr", "clocks.max"}, {"clocks.max.sm", "clocks.max"}, {"clocks.gr", "clocks.current.graphics"},
+    {"clocks.sm", "clocks.current.sm"}, {"clocks.mem", "clocks.current.memory"},
+    {"clocks.video", "clocks.current.video"}, {"clocks.max.mem", "clocks.max.memory"},
+    {"gpu_serial", "serial"}, {"temperature.gpu.tlimit", "temperature.gpu"},
+};
+
 int smi_field_find(const char *name)
 {
+    for (size_t a = 0; a < sizeof aliases / sizeof aliases[0]; a++)
+        if (strcmp(aliases[a][0], name) == 0) name = aliases[a][1];
     for (int i = 0; i < smi_field_count; i++)
         if (strcmp(smi_fields[i].name, name) == 0) return i;
     return -1;
@@ -47,14 +71,14 @@ const char *smi_type_name(clt_device_type t)
 
 static int put_str(const char *s, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "%s", s[0] ? s : "N/A");
+    snprintf(buf, cap, "%s", s[0] ? s : "[N/A]");
     return s[0] != 0;
 }
 
 static int put_num(int64_t v, int64_t div, const char *unit, int with_unit, char *buf, size_t cap)
 {
     if (v < 0) {
-        snprintf(buf, cap, "N/A");
+        snprintf(buf, cap, "[N/A]");
         return 0;
     }
     if (with_unit && unit)
@@ -85,6 +109,6 @@ int smi_field_value(int f, const clt_device_info *d, int with_unit, char *buf, s
     if (!strcmp(n, "clocks.max")) return put_num(d->max_clock_mhz, 1, u, with_unit, buf, cap);
     if (!strcmp(n, "pci.bus_id")) return put_str(d->pci_bus_id, buf, cap);
     if (!strcmp(n, "uuid")) return put_str(d->uuid, buf, cap);
-    snprintf(buf, cap, "N/A");
+    snprintf(buf, cap, "[N/A]");
     return 0;
 }

@@ -6,7 +6,8 @@
 
 #include "cltrain.h"
 
-typedef enum { FIELD_STR, FIELD_INT, FIELD_MIB } field_kind;
+/* FIELD_NA: an nvidia-smi field OpenCL cannot report; always N/A. */
+typedef enum { FIELD_STR, FIELD_INT, FIELD_MIB, FIELD_NA } field_kind;
 
 typedef struct smi_field {
     const char *name;
@@ -18,9 +19,11 @@ typedef struct smi_field {
 extern const smi_field smi_fields[];
 extern const int smi_field_count;
 
-/* Index of a field by name, -1 if unknown. */
+/* Index of a field by name or nvidia-smi alias (gpu_name, clocks.max.sm, ...),
+ * -1 if unknown. */
 int smi_field_find(const char *name);
-/* Writes the value of field f for device d into buf; "N/A" when unknown.
+/* Writes the value of field f for device d into buf; "[N/A]" (as
+ * nvidia-smi prints it) when unknown.
  * with_unit adds " MiB"/" MHz". Returns 1 if known, 0 for N/A. */
 int smi_field_value(int f, const clt_device_info *d, int with_unit, char *buf, size_t cap);
 const char *smi_type_name(clt_device_type t);

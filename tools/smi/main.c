@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "../common/json.h"
-#include "cltrain.h"
+#include "cltrain_diag.h"
 #include "fields.h"
 
 #define MAX_FIELDS 64
@@ -32,7 +32,9 @@ static void usage(FILE *f)
             "CLTRAIN_DEVICES take.\n\n"
             "  (no option)             a table, one row per device\n"
             "  -L, --list-gpus         one line per device: GPU 0: <name> (<platform>, <bus id or UUID>)\n"
-            "  --query=FIELDS          comma-separated fields (see --help-query), needs --format=csv\n"
+            "  --query-gpu=FIELDS, --query=FIELDS\n"
+            "                          comma-separated fields (see --help-query), needs --format=csv;\n"
+            "                          nvidia-smi's fields OpenCL cannot report print [N/A]\n"
             "  --format=csv[,noheader][,nounits]\n"
             "                          CSV output for --query\n"
             "  --json                  every field of every device as JSON\n"
@@ -63,7 +65,7 @@ static int parse_fields(options *o, const char *list)
         size_t l = strlen(tok);
         while (l && tok[l - 1] == ' ') tok[--l] = 0;
         int f = smi_field_find(tok);
-        if (f < 0) return fail_usage("--query: unknown field \"%s\" (see --help-query)", tok);
+        if (f < 0) return fail_usage("--query-gpu: unknown field \"%s\" (see --help-query)", tok);
         if (o->n_fields == MAX_FIELDS) return fail_usage("--query: too many fields%s", "");
         o->fields[o->n_fields++] = f;
     }
@@ -253,21 +255,50 @@ static void print_json(const clt_device_info *devs, int n, const char *loader, c
     printf("%s]}\n", n ? "\n" : "");
 }
 
-static void rule(const int *w, int cols, char c)
+enum { COLS = 8, CELL = 256, NAME_MAX_W = 40 };
+
+static void rule(const int *w, char c)
 {
     putchar('+');
-    for (int j = 0; j < cols; j++) {
+    for (int j = 0; j < COLS; j++) {
         for (int k = 0; k < w[j] + 2; k++) putchar(c);
         putchar('+');
     }
     putchar('\n');
 }
 
-static void row(const int *w, int cols, char cells[][96])
+static void row(const int *w, char cells[][CELL])
 {
     putchar('|');
-    for (int j = 0; j < cols; j++) printf(" %-*.*s |", w[j], w[j], cells[j]);
+    for (int j = 0; j < COLS; j++) printf(" %-*s |", w[j], cells[j]);
     putchar('\n');
+}
+
+/* Vendors' long names in their usual short form, so that a cell needs no
+ * cutting; anything else is printed whole. */
+static const char *short_name(const char *s)
+{
+    static const char *const known[][2] = {
+        {"Portable Computing Language", "PoCL"}, {"Intel(R) Corporation", "Intel"},
+        {"Intel(R) OpenCL", "Intel OpenCL"}, {"NVIDIA Corporation", "NVIDIA"},
+        {"Advanced Micro Devices, Inc.", "AMD"}, {"AMD Accelerated Parallel Processing", "AMD APP"},
+        {"AuthenticAMD", "AMD"}, {"GenuineIntel", "Intel"}, {"Oclgrind", "Oclgrind"},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(s, known[i][0])) return known[i][1];
+    return s;
+}
+
+/* A name longer than max: cut at the last word boundary that fits and
+ * marked with "...", never in the middle of a word. */
+static void fit(char *cell, int max)
+{
+    if ((int)strlen(cell) <= max) return;
+    int end = max - 3;
+    while (end > 0 && cell[end] != ' ' && cell[end] != '-') end--;
+    if (end == 0) end = max - 3; /* one long word: nothing better to do */
+    while (end > 0 && cell[end - 1] == ' ') end--;
+    strcpy(cell + end, "...");
 }
 
 static void print_table(const clt_device_info *devs, int n, const char *loader, const char *loader_ver)
@@ -286,31 +317,38 @@ static void print_table(const clt_device_info *devs, int n, const char *loader, 
         printf("Platform %d: %s (%s)\n", devs[i].platform_index, devs[i].platform,
                devs[i].platform_version);
     }
-    enum { COLS = 8 };
     static const char *head[COLS] = {"#", "Name", "Vendor / Platform", "Type", "Memory total / free",
                                      "CUs", "Clock", "Bus-Id"};
-    int w[COLS] = {2, 30, 26, 4, 20, 4, 9, 12};
-    char cells[COLS][96];
-    rule(w, COLS, '-');
-    for (int j = 0; j < COLS; j++) snprintf(cells[j], sizeof cells[j], "%s", head[j]);
-    row(w, COLS, cells);
-    rule(w, COLS, '=');
+    char(*cells)[COLS][CELL] = calloc((size_t)n + 1, sizeof *cells);
+    if (!cells) return;
+    int w[COLS] = {0};
+    for (int j = 0; j < COLS; j++) snprintf(cells[0][j], CELL, "%s", head[j]);
     for (int i = 0; i < n; i++) {
         const clt_device_info *d = &devs[i];
+        char(*c)[CELL] = cells[i + 1];
         char total[32], freem[32];
         smi_field_value(smi_field_find("memory.total"), d, 1, total, sizeof total);
         smi_field_value(smi_field_find("memory.free"), d, 1, freem, sizeof freem);
-        snprintf(cells[0], sizeof cells[0], "%d", d->index);
-        snprintf(cells[1], sizeof cells[1], "%s", d->name);
-        snprintf(cells[2], sizeof cells[2], "%.12s / %.12s", d->vendor, d->platform);
-        snprintf(cells[3], sizeof cells[3], "%s", smi_type_name(d->type));
-        snprintf(cells[4], sizeof cells[4], "%s / %s", total, freem);
-        smi_field_value(smi_field_find("compute_units"), d, 0, cells[5], sizeof cells[5]);
-        smi_field_value(smi_field_find("clocks.max"), d, 1, cells[6], sizeof cells[6]);
-        smi_field_value(smi_field_find("pci.bus_id"), d, 0, cells[7], sizeof cells[7]);
-        row(w, COLS, cells);
+        snprintf(c[0], CELL, "%d", d->index);
+        snprintf(c[1], CELL, "%s", d->name);
+        fit(c[1], NAME_MAX_W);
+        snprintf(c[2], CELL, "%s / %s", short_name(d->vendor), short_name(d->platform));
+        fit(c[2], NAME_MAX_W);
+        snprintf(c[3], CELL, "%s", smi_type_name(d->type));
+        snprintf(c[4], CELL, "%s / %s", total, freem);
+        smi_field_value(smi_field_find("compute_units"), d, 0, c[5], CELL);
+        smi_field_value(smi_field_find("clocks.max"), d, 1, c[6], CELL);
+        smi_field_value(smi_field_find("pci.bus_id"), d, 0, c[7], CELL);
     }
-    rule(w, COLS, '-');
+    for (int i = 0; i <= n; i++)
+        for (int j = 0; j < COLS; j++)
+            if ((int)strlen(cells[i][j]) > w[j]) w[j] = (int)strlen(cells[i][j]);
+    rule(w, '-');
+    row(w, cells[0]);
+    rule(w, '=');
+    for (int i = 1; i <= n; i++) row(w, cells[i]);
+    rule(w, '-');
+    free(cells);
 }
 
 static int report(const options *o)

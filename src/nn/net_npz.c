@@ -6,7 +6,8 @@
 
 #include "core/error.h"
 #include "io/npz.h"
-#include "nn/net.h"
+#include "nn/net_impl.h"
+#include "nn/net_npz.h"
 
 #define NAME_CAP 1100 /* prefix + parameter name */
 
@@ -18,21 +19,21 @@ static clt_status param_key(char *buf, const char *prefix, const clt_param *p)
 }
 
 /* Where parameter p lives: the state_dict (momentum = 0) takes parameters
- * and running statistics; momentum (1) only parameters, from net->vel. */
+ * and running statistics; momentum (1) only parameters. */
 static cl_mem source_of(const clt_net *net, int momentum, const clt_param *p)
 {
     if (momentum) return p->is_buffer ? NULL : net->vel;
-    return p->is_buffer ? net->state : net->params;
+    return clt_net_buffer_mem(net, p->is_buffer ? CLT_NET_STATE : CLT_NET_PARAMS);
 }
 
 static int included(int momentum, const clt_param *p) { return !(momentum && p->is_buffer); }
 
-clt_status clt_npz_writer_add_params(clt_npz_writer *w, const clt_net *net, int momentum, const char *prefix)
+clt_status clt_net_npz_add(clt_npz_writer *w, const clt_net *net, int momentum, const char *prefix)
 {
     if (!w || !net)
-        return clt_npz_writer_fail(w, clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_writer_add_params: NULL argument"));
+        return clt_npz_writer_fail(w, clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_add: NULL argument"));
     if (momentum && !net->vel)
-        return clt_npz_writer_fail(w, clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_writer_add_params: the net has no momentum"));
+        return clt_npz_writer_fail(w, clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_add: the net has no momentum"));
     if (!prefix) prefix = "";
     int n = clt_net_param_count(net);
     int64_t most = 1;
@@ -105,9 +106,9 @@ static void list_params(const clt_net *net, char *buf, size_t cap)
     }
 }
 
-clt_status clt_npz_check_params(const clt_npz *npz, const clt_net *net, int momentum, const char *prefix)
+clt_status clt_net_npz_check(const clt_npz *npz, const clt_net *net, int momentum, const char *prefix)
 {
-    if (!npz || !net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_check_params: NULL argument");
+    if (!npz || !net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_check: NULL argument");
     if (!prefix) prefix = "";
     const char *path = clt_npz_path(npz);
     char key[NAME_CAP], want[200], have[200];
@@ -133,7 +134,7 @@ clt_status clt_npz_check_params(const clt_npz *npz, const clt_net *net, int mome
     return CLT_OK;
 }
 
-int clt_npz_is_param_name(const clt_net *net, int momentum, const char *prefix, const char *name)
+int clt_net_npz_is_param(const clt_net *net, int momentum, const char *prefix, const char *name)
 {
     if (!net || !name) return 0;
     if (!prefix) prefix = "";
@@ -142,11 +143,11 @@ int clt_npz_is_param_name(const clt_net *net, int momentum, const char *prefix, 
     return p && included(momentum, p);
 }
 
-clt_status clt_npz_upload_params(const clt_npz *npz, clt_net *net, int momentum, const char *prefix)
+clt_status clt_net_npz_upload(const clt_npz *npz, clt_net *net, int momentum, const char *prefix)
 {
-    if (!npz || !net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_upload_params: NULL argument");
+    if (!npz || !net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_upload: NULL argument");
     if (momentum && !net->vel)
-        return clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_upload_params: the net's momentum buffer is not allocated");
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_upload: the net's momentum buffer is not allocated");
     if (!prefix) prefix = "";
     char key[NAME_CAP];
     int n = clt_net_param_count(net);
@@ -179,7 +180,7 @@ clt_status clt_net_save_npz(const clt_net *net, const char *path)
     if (!net || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_save_npz: NULL argument");
     clt_npz_writer *w;
     CLT_TRY(clt_npz_writer_create(path, 0, &w));
-    clt_status s = clt_npz_writer_add_params(w, net, 0, "");
+    clt_status s = clt_net_npz_add(w, net, 0, "");
     if (s == CLT_OK) s = clt_npz_writer_commit(w);
     clt_npz_writer_destroy(w);
     return s;
@@ -190,18 +191,18 @@ clt_status clt_net_load_npz(clt_net *net, const char *path)
     if (!net || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_load_npz: NULL argument");
     clt_npz *npz;
     CLT_TRY(clt_npz_read(path, &npz));
-    clt_status s = clt_npz_check_params(npz, net, 0, "");
+    clt_status s = clt_net_npz_check(npz, net, 0, "");
     for (int i = 0; s == CLT_OK && i < clt_npz_count(npz); i++) {
         clt_npz_entry e;
         s = clt_npz_entry_at(npz, i, &e);
-        if (s == CLT_OK && !clt_npz_is_param_name(net, 0, "", e.name)) {
+        if (s == CLT_OK && !clt_net_npz_is_param(net, 0, "", e.name)) {
             char shape[200], list[1024];
             list_params(net, list, sizeof list);
             s = clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" %s is not a parameter of the net (its parameters: %s)", path,
                          e.name, clt_npz_shape_str(e.ndim, e.shape, shape, sizeof shape), list);
         }
     }
-    if (s == CLT_OK) s = clt_npz_upload_params(npz, net, 0, "");
+    if (s == CLT_OK) s = clt_net_npz_upload(npz, net, 0, "");
     clt_npz_destroy(npz);
     return s;
 }

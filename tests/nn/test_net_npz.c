@@ -12,7 +12,8 @@
 #include "paths.h"
 #include "core/atomic_file.h"
 #include "io/npz.h"
-#include "nn/net.h"
+#include "nn/net_impl.h"
+#include "nn/net_npz.h"
 
 /* All parameters of a net, concatenated in spec order. */
 static float *params_of(const clt_net *net, size_t *total)
@@ -162,37 +163,37 @@ static void save_and_load(clt_device *dev)
     clt_net *am = NULL;
     REQUIRE_OK(clt_net_create(clt_net_device(a), "lenet", 1, 28, 28, &am));
     REQUIRE_OK(clt_net_load_npz(am, path));
-    REQUIRE_OK(clt_net_ensure_velocity(am));
+    REQUIRE_OK(clt_net_ensure_momentum(am));
     CHECK(clEnqueueCopyBuffer(am->dev->queue, am->params, am->vel, 0, 0, am->flat * sizeof(float), 0, NULL, NULL) ==
               CL_SUCCESS && clFinish(am->dev->queue) == CL_SUCCESS, "copy parameters into momentum");
     REQUIRE_OK(clt_npz_writer_create(ck, 0, &w));
-    CHECK_FAIL(clt_npz_writer_add_params(w, a, 1, "momentum/"), CLT_ERR_INVALID_ARG, "no momentum");
+    CHECK_FAIL(clt_net_npz_add(w, a, 1, "momentum/"), CLT_ERR_INVALID_ARG, "no momentum");
     clt_npz_writer_destroy(w);
     REQUIRE_OK(clt_npz_writer_create(ck, 0, &w));
-    CHECK_OK(clt_npz_writer_add_params(w, a, 0, ""));
-    CHECK_OK(clt_npz_writer_add_params(w, am, 1, "momentum/"));
+    CHECK_OK(clt_net_npz_add(w, a, 0, ""));
+    CHECK_OK(clt_net_npz_add(w, am, 1, "momentum/"));
     CHECK_OK(clt_npz_writer_add_bytes(w, "__cltrain__", "{}", 2));
     CHECK_OK(clt_npz_writer_commit(w));
     clt_npz_writer_destroy(w);
     REQUIRE_OK(clt_npz_read(ck, &z));
     CHECK(clt_npz_count(z) == 17, "checkpoint entries %d", clt_npz_count(z));
-    CHECK_OK(clt_npz_check_params(z, b, 0, ""));
-    CHECK_OK(clt_npz_check_params(z, b, 1, "momentum/"));
-    CHECK_FAIL(clt_npz_check_params(z, b, 0, "other/"), CLT_ERR_FORMAT, "\"other/0.weight\"", "missing",
+    CHECK_OK(clt_net_npz_check(z, b, 0, ""));
+    CHECK_OK(clt_net_npz_check(z, b, 1, "momentum/"));
+    CHECK_FAIL(clt_net_npz_check(z, b, 0, "other/"), CLT_ERR_FORMAT, "\"other/0.weight\"", "missing",
                "momentum/0.weight");
-    CHECK(clt_npz_is_param_name(b, 1, "momentum/", "momentum/7.bias"), "momentum/7.bias is a parameter name");
-    CHECK(!clt_npz_is_param_name(b, 1, "momentum/", "7.bias"), "7.bias lacks the prefix");
-    CHECK(!clt_npz_is_param_name(b, 0, "", "__cltrain__"), "__cltrain__ is no parameter");
+    CHECK(clt_net_npz_is_param(b, 1, "momentum/", "momentum/7.bias"), "momentum/7.bias is a parameter name");
+    CHECK(!clt_net_npz_is_param(b, 1, "momentum/", "7.bias"), "7.bias lacks the prefix");
+    CHECK(!clt_net_npz_is_param(b, 0, "", "__cltrain__"), "__cltrain__ is no parameter");
     CHECK(clt_npz_get(z, "__cltrain__") && clt_npz_get(z, "__cltrain__")->is_bytes, "metadata entry");
-    CHECK_FAIL(clt_npz_upload_params(z, b, 1, "momentum/"), CLT_ERR_INVALID_ARG, "not allocated");
-    REQUIRE_OK(clt_net_ensure_velocity(b));
-    CHECK_OK(clt_npz_upload_params(z, b, 1, "momentum/"));
+    CHECK_FAIL(clt_net_npz_upload(z, b, 1, "momentum/"), CLT_ERR_INVALID_ARG, "not allocated");
+    REQUIRE_OK(clt_net_ensure_momentum(b));
+    CHECK_OK(clt_net_npz_upload(z, b, 1, "momentum/"));
     clt_npz_destroy(z);
     CHECK_FAIL(clt_net_load_npz(b, ck), CLT_ERR_FORMAT, "momentum/", "not a parameter");
 
     const char *ck2 = path_of("ck2.npz");
     REQUIRE_OK(clt_npz_writer_create(ck2, 1, &w));
-    CHECK_OK(clt_npz_writer_add_params(w, b, 1, "m/"));
+    CHECK_OK(clt_net_npz_add(w, b, 1, "m/"));
     CHECK_OK(clt_npz_writer_commit(w));
     clt_npz_writer_destroy(w);
     REQUIRE_OK(clt_npz_read(ck2, &z));
@@ -210,7 +211,7 @@ static void save_and_load(clt_device *dev)
     free(pa);
     clt_npz_destroy(z);
     REQUIRE_OK(clt_npz_writer_create(ck2, 0, &w));
-    CHECK_FAIL(clt_npz_writer_add_params(w, a, 1, "m/"), CLT_ERR_INVALID_ARG, "no momentum");
+    CHECK_FAIL(clt_net_npz_add(w, a, 1, "m/"), CLT_ERR_INVALID_ARG, "no momentum");
     CHECK_FAIL(clt_npz_writer_commit(w), CLT_ERR_INVALID_ARG, "earlier call");
     clt_npz_writer_destroy(w);
     clt_net_destroy(am);

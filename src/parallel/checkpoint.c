@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io/npz.h"
+#include "nn/net_npz.h"
 #include "parallel/trainer.h"
 
 #define KEY_SPEC "__cltrain__/spec"
@@ -21,8 +22,8 @@ clt_status clt_trainer_save_checkpoint(clt_trainer *t, const char *path, const c
     float input[3] = {(float)t->cfg.channels, (float)t->cfg.height, (float)t->cfg.width};
     clt_npz_writer *w;
     CLT_TRY(clt_npz_writer_create(path, 0, &w));
-    clt_status s = clt_npz_writer_add_params(w, net, 0, "");
-    if (s == CLT_OK && net->vel) s = clt_npz_writer_add_params(w, net, 1, "momentum/");
+    clt_status s = clt_net_npz_add(w, net, 0, "");
+    if (s == CLT_OK && clt_net_has_momentum(net)) s = clt_net_npz_add(w, net, 1, "momentum/");
     if (s == CLT_OK) s = clt_npz_writer_add_bytes(w, KEY_SPEC, spec, strlen(spec));
     if (s == CLT_OK) s = clt_npz_writer_add_f32(w, KEY_INPUT, 1, (int64_t[]){3}, input);
     if (s == CLT_OK && meta) s = clt_npz_writer_add_bytes(w, KEY_META, meta, strlen(meta));
@@ -38,7 +39,7 @@ static clt_status check_entries(const clt_npz *z, const clt_net *net, const char
         clt_npz_entry e;
         CLT_TRY(clt_npz_entry_at(z, i, &e));
         if (!strcmp(e.name, KEY_SPEC) || !strcmp(e.name, KEY_INPUT) || !strcmp(e.name, KEY_META)) continue;
-        if (clt_npz_is_param_name(net, 0, "", e.name) || clt_npz_is_param_name(net, 1, "momentum/", e.name)) continue;
+        if (clt_net_npz_is_param(net, 0, "", e.name) || clt_net_npz_is_param(net, 1, "momentum/", e.name)) continue;
         return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" is not part of a checkpoint of this model", path, e.name);
     }
     return CLT_OK;
@@ -69,24 +70,19 @@ clt_status clt_trainer_load_checkpoint(clt_trainer *t, const char *path, char **
     CLT_TRY(clt_npz_read(path, &z));
     clt_status s = check_model(z, t, net, path);
     if (s == CLT_OK) s = check_entries(z, net, path);
-    if (s == CLT_OK) s = clt_npz_check_params(z, net, 0, "");
+    if (s == CLT_OK) s = clt_net_npz_check(z, net, 0, "");
     int has_momentum = 0;
     for (int i = 0; s == CLT_OK && i < clt_npz_count(z) && !has_momentum; i++) {
         clt_npz_entry e;
         s = clt_npz_entry_at(z, i, &e);
         has_momentum = s == CLT_OK && !strncmp(e.name, "momentum/", 9);
     }
-    if (s == CLT_OK && has_momentum) s = clt_npz_check_params(z, net, 1, "momentum/");
+    if (s == CLT_OK && has_momentum) s = clt_net_npz_check(z, net, 1, "momentum/");
     /* Everything is checked: now change the replicas. */
-    if (s == CLT_OK) s = clt_npz_upload_params(z, net, 0, "");
-    if (s == CLT_OK && has_momentum) s = clt_net_ensure_velocity(net);
-    if (s == CLT_OK && has_momentum) s = clt_npz_upload_params(z, net, 1, "momentum/");
-    if (s == CLT_OK && !has_momentum && net->vel) {
-        float zero = 0;
-        cl_int err = clEnqueueFillBuffer(net->dev->queue, net->vel, &zero, sizeof zero, 0, net->flat * sizeof(float),
-                                         0, NULL, NULL);
-        if (err != CL_SUCCESS) s = clt_cl_fail(err, "reset momentum");
-    }
+    if (s == CLT_OK) s = clt_net_npz_upload(z, net, 0, "");
+    if (s == CLT_OK && has_momentum) s = clt_net_ensure_momentum(net);
+    if (s == CLT_OK && has_momentum) s = clt_net_npz_upload(z, net, 1, "momentum/");
+    if (s == CLT_OK && !has_momentum) s = clt_net_reset_momentum(net);
     if (s == CLT_OK) s = clt_trainer_broadcast_params(t);
     const clt_npz_entry *m = clt_npz_get(z, KEY_META);
     if (s == CLT_OK && meta && m && m->is_bytes) {

@@ -1,10 +1,21 @@
 /* SGD step (kernels/sgd.cl), PyTorch semantics, one pass over w, g (and v). */
-#include "ops/sgd.h"
+#include "optim/sgd.h"
 
 #include <math.h>
 
 #include "runtime/launch.h"
 #include "tensor/tensor.h"
+
+clt_status clt_sgd_check(const char *op, float lr, float momentum, float weight_decay)
+{
+    if (!isfinite(lr) || lr < 0 || !isfinite(momentum) || momentum < 0 || momentum >= 1 ||
+        !isfinite(weight_decay) || weight_decay < 0)
+        return clt_fail(CLT_ERR_INVALID_ARG,
+                        "%s: SGD settings lr %g, momentum %g, weight decay %g: need lr >= 0, 0 <= momentum < 1, "
+                        "weight decay >= 0",
+                        op, lr, momentum, weight_decay);
+    return CLT_OK;
+}
 
 clt_status clt_sgd_raw(clt_device *dev, size_t count, cl_mem w, cl_mem g, cl_mem v, float lr,
                        float momentum, float weight_decay)
@@ -12,15 +23,15 @@ clt_status clt_sgd_raw(clt_device *dev, size_t count, cl_mem w, cl_mem g, cl_mem
     cl_ulong n = count;
     if (momentum != 0.0f) {
         if (!v) return clt_fail(CLT_ERR_INVALID_ARG, "sgd: momentum %g needs a velocity buffer", momentum);
-        return clt_launch_1d(dev, "sgd", "clt_sgd_momentum", count,
+        return clt_launch_1d(dev, "sgd", "sgd_momentum", count,
                              CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(v), CLT_ARG(lr), CLT_ARG(momentum),
                                       CLT_ARG(weight_decay), CLT_ARG(n)));
     }
     if (v)
-        return clt_launch_1d(dev, "sgd", "clt_sgd_store", count,
+        return clt_launch_1d(dev, "sgd", "sgd_store", count,
                              CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(v), CLT_ARG(lr),
                                       CLT_ARG(weight_decay), CLT_ARG(n)));
-    return clt_launch_1d(dev, "sgd", "clt_sgd_plain", count,
+    return clt_launch_1d(dev, "sgd", "sgd_plain", count,
                          CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(lr), CLT_ARG(weight_decay), CLT_ARG(n)));
 }
 
@@ -29,10 +40,10 @@ clt_status clt_sgd_step(clt_tensor *param, const clt_tensor *grad, clt_tensor *v
 {
     const char *op = "clt_sgd_step";
     CLT_TRY(clt_tensor_need(param, op, "param"));
-    CLT_TRY(clt_tensor_expect(param, op, "param", CLT_FLOAT32, param->ndim, param->shape));
-    CLT_TRY(clt_tensor_expect(grad, op, "grad", CLT_FLOAT32, param->ndim, param->shape));
+    CLT_TRY(clt_tensor_expect(param, op, "param", CLT_DTYPE_FLOAT32, param->ndim, param->shape));
+    CLT_TRY(clt_tensor_expect(grad, op, "grad", CLT_DTYPE_FLOAT32, param->ndim, param->shape));
     if (velocity)
-        CLT_TRY(clt_tensor_expect(velocity, op, "velocity", CLT_FLOAT32, param->ndim, param->shape));
+        CLT_TRY(clt_tensor_expect(velocity, op, "velocity", CLT_DTYPE_FLOAT32, param->ndim, param->shape));
     /* PyTorch refuses negative values too. */
     if (!isfinite(lr) || lr < 0)
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: learning rate %g must be finite and >= 0", op, lr);

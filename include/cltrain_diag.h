@@ -1,0 +1,50 @@
+/*
+ * cltrain diagnostics: calls for tools, tests and kernel development, kept
+ * out of cltrain.h so the everyday API stays small. Same conventions as
+ * cltrain.h (status codes, clt_last_error, NULL-safe destroys). These calls
+ * may change between minor versions more freely than cltrain.h's.
+ */
+#ifndef CLTRAIN_DIAG_H
+#define CLTRAIN_DIAG_H
+
+#include "cltrain.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Name of the ICD loader and its version ("" when it does not say). */
+CLT_API clt_status clt_icd_loader_info(char *name, size_t name_cap, char *version,
+                                       size_t version_cap);
+
+/* Program cache counters of a device handle. */
+typedef struct clt_program_stats {
+    int built;        /* compiled from source */
+    int cache_hits;   /* loaded from the on-disk cache */
+    int cache_stores; /* written to the on-disk cache */
+    int cache_rejects;/* cache entries found corrupt or stale and rebuilt */
+} clt_program_stats;
+CLT_API void clt_device_program_stats(const clt_device *dev, clt_program_stats *st);
+
+/* Builds the embedded kernel program `name` (a kernels/NAME.cl file) on the
+ * device, through the cache. */
+CLT_API clt_status clt_device_build_program(clt_device *dev, const char *name);
+/* Builds arbitrary OpenCL C source through the same path (cache included);
+ * a failure gives CLT_ERR_BUILD with the build log in clt_last_error(). */
+CLT_API clt_status clt_device_build_source(clt_device *dev, const char *source,
+                                           const char *options);
+
+/* Combines one slice of a gradient bucket from k devices:
+ * out[i] = scale * (in[0][i] + ... + in[k-1][i]) for i < count, summing in
+ * device order. Called concurrently, from the trainer's worker threads, for
+ * disjoint slices. */
+typedef clt_status (*clt_reduce_fn)(void *user, const float *const *in, int k, float *out,
+                                    size_t count, float scale);
+/* Replaces the trainer's local host sum (fn NULL: back to it), e.g. to add a
+ * cross-machine stage. Call between steps. */
+CLT_API clt_status clt_trainer_set_reduce(clt_trainer *t, clt_reduce_fn fn, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CLTRAIN_DIAG_H */

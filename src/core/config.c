@@ -1,0 +1,15 @@
+#include "core/config.h"
+
+#include "core/error.h"
+
+clt_status clt_config_check_reserved(const unsigned char *reserved, size_t n, const char *op)
+{
+    for (size_t i = 0; i < n; i++)
+        if (reserved[i])
+            return clt_fail(CLT_ERR_INVALID_ARG,
+                            "%s: config.reserved[%zu] is not zero: initialise the config with its "
+                            "*_config_default call (a field of a newer cltrain.h is not known to "
+                            "library version %s)",
+                            op, i, CLTRAIN_VERSION);
+    return CLT_OK;
+}

@@ -1,0 +1,118 @@
+/* What other rooms may do with a net's device buffers (net.h): sizes,
+ * spans, transfers, pinned staging, gradient order and the sync plan. */
+#include "nn/net_impl.h"
+
+size_t clt_net_floats(const clt_net *net, clt_net_buffer b)
+{
+    return b == CLT_NET_STATE ? net->flat_state : net->flat;
+}
+
+cl_mem clt_net_buffer_mem(const clt_net *net, clt_net_buffer b)
+{
+    switch (b) {
+    case CLT_NET_PARAMS: return net->params;
+    case CLT_NET_GRADS: return net->grads;
+    case CLT_NET_MOMENTUM: return net->vel;
+    case CLT_NET_STATE: return net->state;
+    }
+    return NULL;
+}
+
+static const char *buffer_name(clt_net_buffer b)
+{
+    static const char *const names[] = {"parameters", "gradients", "momentum", "state"};
+    return b >= CLT_NET_PARAMS && b <= CLT_NET_STATE ? names[b] : "?";
+}
+
+/* The buffer behind b, once the span is known to lie inside it. */
+static clt_status span_mem(const clt_net *net, clt_net_buffer b, clt_span span, const char *op, cl_mem *out)
+{
+    size_t floats = clt_net_floats(net, b);
+    *out = clt_net_buffer_mem(net, b);
+    if (!*out) return clt_fail(CLT_ERR_INVALID_ARG, "%s: the net has no %s buffer", op, buffer_name(b));
+    if (span.offset > floats || span.count > floats - span.offset)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: floats [%zu, +%zu) outside the %s (%zu)", op, span.offset,
+                        span.count, buffer_name(b), floats);
+    return CLT_OK;
+}
+
+/* One copy between host memory and a span of buffer b: into `to` when it
+ * is not NULL, otherwise from `from`. */
+static clt_status copy(const clt_net *net, clt_net_buffer b, clt_span span, float *to, const float *from,
+                       cl_event *done)
+{
+    const char *op = to ? "clt_net_read" : "clt_net_write";
+    if (!to && !from) return clt_fail(CLT_ERR_INVALID_ARG, "%s: host memory is NULL", op);
+    cl_mem m;
+    CLT_TRY(span_mem(net, b, span, op, &m));
+    cl_bool wait = done ? CL_FALSE : CL_TRUE;
+    size_t at = span.offset * sizeof(float), bytes = span.count * sizeof(float);
+    cl_int err = to ? clEnqueueReadBuffer(net->dev->queue, m, wait, at, bytes, to, 0, NULL, done)
+                    : clEnqueueWriteBuffer(net->dev->queue, m, wait, at, bytes, from, 0, NULL, done);
+    return err == CL_SUCCESS ? CLT_OK : clt_cl_fail(err, buffer_name(b));
+}
+
+clt_status clt_net_read(const clt_net *net, clt_net_buffer b, clt_span span, float *host, cl_event *done)
+{
+    return copy(net, b, span, host, NULL, done);
+}
+
+clt_status clt_net_write(clt_net *net, clt_net_buffer b, clt_span span, const float *host, cl_event *done)
+{
+    return copy(net, b, span, NULL, host, done);
+}
+
+clt_status clt_net_flush(clt_net *net)
+{
+    CLT_CL(clFlush(net->dev->queue), "clFlush");
+    return CLT_OK;
+}
+
+clt_status clt_net_staging(clt_net *net, float **out)
+{
+    if (!net->staging) {
+        size_t bytes = net->flat * sizeof(float);
+        cl_int err;
+        net->staging_buf = clCreateBuffer(net->dev->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &err);
+        if (!net->staging_buf) return clt_cl_fail(err, "pinned staging buffer");
+        net->staging = clEnqueueMapBuffer(net->dev->queue, net->staging_buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                          bytes, 0, NULL, NULL, &err);
+        if (!net->staging) return clt_cl_fail(err, "mapping the pinned staging buffer");
+    }
+    *out = net->staging;
+    return CLT_OK;
+}
+
+void clt_net_release_staging(clt_net *net)
+{
+    if (net->staging) clEnqueueUnmapMemObject(net->dev->queue, net->staging_buf, net->staging, 0, NULL, NULL);
+    if (net->staging_buf) {
+        clFinish(net->dev->queue);
+        clReleaseMemObject(net->staging_buf);
+    }
+    net->staging = NULL;
+    net->staging_buf = NULL;
+}
+
+int clt_net_grad_span(const clt_net *net, int i, clt_span *span, int *layer)
+{
+    /* Buffer order: layers from the last, each layer's parameters in turn
+     * (layout_params in net.c). */
+    for (int l = net->model.n_layers - 1; l >= 0; l--) {
+        const clt_layer *lay = &net->model.layers[l];
+        for (int p = 0; p < lay->n_params; p++) {
+            const clt_param *q = &lay->params[p];
+            if (q->is_buffer || i-- > 0) continue;
+            *span = (clt_span){q->offset, (size_t)q->numel};
+            *layer = l;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void clt_net_sync_plan(const clt_net *net, int *rounds, int *most_floats)
+{
+    if (rounds) *rounds = net->sync_rounds;
+    if (most_floats) *most_floats = net->sync_floats;
+}

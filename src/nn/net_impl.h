@@ -1,0 +1,48 @@
+/* The net's insides, for nn/ only (other rooms use net.h): a model on one
+ * device with flat parameter, gradient, momentum and state buffers (layout
+ * in net.h), activation buffers sized on demand, and host memory for
+ * transfers. */
+#ifndef CLT_NN_NET_IMPL_H
+#define CLT_NN_NET_IMPL_H
+
+#include "nn/model.h"
+#include "nn/net.h"
+
+struct clt_net {
+    clt_device *dev;
+    clt_model model;
+    size_t flat;          /* floats in the parameter, gradient and momentum buffers */
+    size_t flat_state;    /* floats in the state buffer */
+    cl_mem params, grads, vel, state;
+    int cap;              /* batch capacity of the buffers below */
+    cl_mem input;         /* cap x input sample */
+    cl_mem *act;          /* layer outputs (aliases for flatten) */
+    cl_mem dbuf[2];       /* ping-pong input gradients */
+    cl_mem labels;        /* int32, cap */
+    cl_mem stats;         /* 2 x cap floats: loss, correct */
+    float *host_stats;
+    int last_n;           /* batch size of the last forward */
+    int first_param_layer;/* layers before it need no input gradient */
+    int last_training;    /* mode of the last forward */
+    int sync_rounds;      /* see clt_net_sync_plan */
+    int sync_floats;
+    float *sync_host;     /* sync_floats: a round's values on the host */
+    int sync_done;        /* rounds made since the last forward began */
+    cl_mem staging_buf;   /* see clt_net_staging */
+    float *staging;       /* its mapped pointer */
+};
+
+/* Makes the buffers hold n samples (grows, never shrinks). */
+clt_status clt_net_reserve(clt_net *net, int n);
+/* Loss only (labels set): enqueues the stats kernel. */
+clt_status clt_net_loss_device(clt_net *net);
+/* The device buffer behind b; NULL for momentum not yet allocated. */
+cl_mem clt_net_buffer_mem(const clt_net *net, clt_net_buffer b);
+/* Releases the pinned staging (net destruction). */
+void clt_net_release_staging(clt_net *net);
+/* Parameter lookup by name; NULL if none. */
+const clt_param *clt_net_find_param(const clt_net *net, const char *name);
+/* i-th parameter in spec order. */
+const clt_param *clt_net_param_at(const clt_net *net, int i);
+
+#endif

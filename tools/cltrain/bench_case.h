@@ -1,0 +1,28 @@
+/* cltrain bench ops: one op case (nn/model_ops.h) on a device, through the
+ * raw launchers: its buffers, its passes, their timing and their work. */
+#ifndef CLT_CLI_BENCH_CASE_H
+#define CLT_CLI_BENCH_CASE_H
+
+#include "nn/model_ops.h"
+#include "runtime/device.h"
+
+typedef struct bench_case bench_case;
+
+/* The passes of a case's kind: "forward", "backward-data", ...; NULL-ended. */
+const char *const *bench_case_passes(clt_op_kind kind);
+/* "20x26x26 -> 20x13x13 k2"-style shape per sample. */
+void bench_case_shape(const clt_op_case *c, char *buf, size_t cap);
+/* Work of one call of pass `pass`: FLOPs for compute ops, else bytes that
+ * must move (one of them is 0). */
+void bench_case_work(const clt_op_case *c, int pass, double *flop, double *bytes);
+
+/* Buffers for the case on dev, filled with uniform values. */
+clt_status bench_case_create(clt_device *dev, const clt_op_case *c, bench_case **out);
+void bench_case_destroy(bench_case *b);
+/* One warm-up call (first-use builds), one probe call, then `repeat` calls
+ * (0: as many as fit in about budget_s seconds, 3..max_calls) enqueued back
+ * to back and drained once: mean seconds per call. */
+clt_status bench_case_time(bench_case *b, int pass, int64_t repeat, double budget_s, int max_calls, double *sec,
+                           int *calls);
+
+#endif
