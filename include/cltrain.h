@@ -135,13 +135,16 @@ CLT_API clt_status clt_device_default(int *indices, int cap, int *n);
 typedef struct clt_device clt_device;
 
 /* Opens visible device `index`: one context and one in-order command queue
- * owned by the handle. Devices of different platforms mix freely. */
+ * owned by the handle. Devices of different platforms mix freely. The
+ * CLTRAIN_CONV_* variables are read here, once; a bad value refuses the
+ * device (CLT_ERR_INVALID_ARG naming the variable). */
 CLT_API clt_status clt_device_open(int index, clt_device **out);
 CLT_API void clt_device_destroy(clt_device *dev);
 CLT_API const clt_device_info *clt_device_get_info(const clt_device *dev);
 CLT_API void clt_device_set_log(clt_device *dev, clt_log_fn fn, void *user);
-/* Builds (or loads from the on-disk cache) every kernel program and warms
- * up CLBlast on this device. Optional: programs are otherwise built on first
+/* Builds (or loads from the on-disk cache) every kernel program the
+ * library's layers use (a tool's own programs are built when it asks) and
+ * warms up CLBlast on this device. Optional: programs are otherwise built on first
  * use. Not thread-safe across devices: CLBlast 1.5's compile cache breaks
  * when two threads compile at once, so warm devices up one at a time (and
  * do not create trainers from two threads at once). */
