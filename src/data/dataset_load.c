@@ -56,19 +56,24 @@ static const char *dir_problem(const char *path)
     return S_ISDIR(st.st_mode) ? NULL : "not a directory";
 }
 
-static int is_file(const char *path)
+/* Whether dir/name exists, as a regular file (want_regular) or as anything. */
+static int exists(const char *dir, const char *name, int want_regular, char *out)
 {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return snprintf(out, PATH_CAP, "%s/%s", dir, name) < PATH_CAP && stat(out, &st) == 0 &&
+           (!want_regular || S_ISREG(st.st_mode));
 }
 
-/* dir/base, else dir/base.gz; 0 when neither exists. */
+/* dir/base, else dir/base.gz, as a regular file; else whichever exists as
+ * something else (a FIFO, say), for the reader to refuse by its kind rather
+ * than call it missing; 0 when neither exists. */
 static int find_file(const char *dir, const char *base, char *out)
 {
-    if (snprintf(out, PATH_CAP, "%s/%s", dir, base) >= PATH_CAP) return 0;
-    if (is_file(out)) return 1;
-    if (snprintf(out, PATH_CAP, "%s/%s.gz", dir, base) >= PATH_CAP) return 0;
-    return is_file(out);
+    char gz[PATH_CAP];
+    snprintf(gz, sizeof gz, "%s.gz", base);
+    for (int regular = 1; regular >= 0; regular--)
+        if (exists(dir, base, regular, out) || exists(dir, gz, regular, out)) return 1;
+    return 0;
 }
 
 /* 1 when dir holds both files of the split (paths in images/labels);

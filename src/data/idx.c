@@ -4,13 +4,13 @@
  * size (file size, or what the gzip stream inflates to) before it is used. */
 #include "data/idx.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/gunzip.h"
 
@@ -224,43 +224,20 @@ clt_status clt_idx_parse_memory(const uint8_t *src, size_t n, const char *label,
  * deflate never grows data by more than a small fraction) could not be. */
 static clt_status read_whole(const char *path, uint8_t **data, size_t *n)
 {
-    *data = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int err = errno;
-        return clt_fail(err == ENOENT ? CLT_ERR_NOT_FOUND : CLT_ERR_IO, "%s: cannot open: %s", path,
-                        strerror(err));
-    }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return clt_fail(CLT_ERR_IO, "%s: not a regular file", path);
-    }
     const uint64_t max_file = CLT_IDX_MAX_BYTES + CLT_IDX_MAX_BYTES / 1024 + 4096;
-    if ((uint64_t)st.st_size > max_file || (uint64_t)st.st_size > SIZE_MAX - 1) {
-        fclose(f);
-        return clt_fail(CLT_ERR_FORMAT, "%s: file too large (%" PRIu64 " bytes): IDX data above 4 GiB "
-                        "is refused", path, (uint64_t)st.st_size);
+    struct stat st;
+    /* the size is checked before anything is allocated; clt_read_file then
+     * opens without blocking and refuses a FIFO or a device, which would
+     * otherwise wait for a writer forever */
+    int too_large = stat(path, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_file;
+    if (!too_large) CLT_TRY(clt_read_file(path, data, n));
+    if (too_large || *n > max_file) {
+        uint64_t size = too_large ? (uint64_t)st.st_size : *n;
+        if (!too_large) free(*data);
+        *data = NULL;
+        return clt_fail(CLT_ERR_FORMAT, "%s: file too large (%" PRIu64 " bytes): IDX data above 4 GiB is refused", path,
+                        size);
     }
-    size_t size = (size_t)st.st_size;
-    uint8_t *buf = malloc(size ? size : 1);
-    if (!buf) {
-        fclose(f);
-        return clt_fail(CLT_ERR_NO_MEMORY, "%s: cannot allocate %zu bytes", path, size);
-    }
-    size_t got = size ? fread(buf, 1, size, f) : 0;
-    int bad = ferror(f);
-    /* Nothing may follow: the file must not have grown since fstat. */
-    int more = !bad && fgetc(f) != EOF;
-    fclose(f);
-    if (bad || got != size || more) {
-        free(buf);
-        return clt_fail(CLT_ERR_IO, bad ? "%s: read failed" : "%s: file changed size while being read",
-                        path);
-    }
-    *data = buf;
-    *n = size;
     return CLT_OK;
 }
 

@@ -316,7 +316,9 @@ clt_status clt_discover_one(int index, clt_found_device *out)
     CLT_TRY(clt_discover(&all, &n));
     if (index < 0 || index >= n) {
         free(all);
-        if (n == 0) return clt_fail(CLT_ERR_NO_DEVICE, "device %d: no OpenCL device is visible", index);
+        if (n == 0) /* CLTRAIN_DEVICES="" hides them all: say so, the devices may well be there */
+            return clt_fail(CLT_ERR_NO_DEVICE, "device %d: no OpenCL device is visible%s", index,
+                            getenv("CLTRAIN_DEVICES") ? " (CLTRAIN_DEVICES is set and hides every device)" : "");
         return clt_fail(CLT_ERR_DEVICE_INDEX, "device %d does not exist (devices 0..%d)", index, n - 1);
     }
     *out = all[index];

@@ -65,11 +65,12 @@ listed = {w for w in out.split() if w.startswith('--')}
 check(set(TRAIN_ONLY + EVAL_ONLY + BENCH_ONLY) <= listed, f'train --help lists every option: {sorted(listed)}')
 rc, out, err = run('bench', 'train', '--devices', '0,1', '--split', '0,1', '--steps', '1')
 check(rc == 2 and '--split' in err, f'bench train with no weight on the first device: rc {rc}, stderr {err!r}')
-# their own options pass the parser: eval gets as far as the data, bench runs
-for source in (['--init-from', 'x.npz'], ['--resume', 'x.ck']):
+# their own options pass the parser: eval gets as far as the data (a
+# checkpoint's run record is read before it), bench runs
+for source, first in ((['--init-from', 'x.npz'], '/nonexistent-dir'), (['--resume', 'x.ck'], 'x.ck')):
     rc, out, err = run('eval', *source, '--model', 'lenet', '--data', '/nonexistent-dir', '--devices', '0,1',
                        '--split', '1,3', '--batch-size', '64', '--limit-test', '16', '--json')
-    check(rc == 1 and '/nonexistent-dir' in err, f'eval {source[0]} with its options: rc {rc} {err!r}')
+    check(rc == 1 and first in err, f'eval {source[0]} with its options: rc {rc} {err!r}')
 for split in ('3,1', 'auto'):
     rc, out, err = run('bench', 'train', '--model', 'lenet', '--devices', '0,1', '--split', split,
                        '--batch-size', '32', '--steps', '1', '--init', 'xavier', '--json')
@@ -113,6 +114,55 @@ with tempfile.TemporaryDirectory() as tmp:
             check(rc == 1 and 'FIFO' in err and 'fifo' in err, f'{cmd} FIFO: rc {rc}, stderr {err!r}')
         except subprocess.TimeoutExpired:
             check(False, f'{cmd} FIFO blocks')
+
+
+
+def write_idx(path, dims):
+    """An IDX file of unsigned bytes (labels below 10 for 1-d files)."""
+    import struct
+    n = 1
+    for d in dims:
+        n *= d
+    with open(path, 'wb') as f:
+        f.write(struct.pack('>BBBB', 0, 0, 8, len(dims)) + b''.join(struct.pack('>I', d) for d in dims))
+        f.write(bytes(i % 10 for i in range(n)))
+
+
+def idx_dir(path, train_hw, test_hw, n_train=64, n_test=16):
+    """A --data directory of square samples: train_hw for training, test_hw for test."""
+    os.mkdir(path)
+    for prefix, hw, n in (('train', train_hw, n_train), ('t10k', test_hw, n_test)):
+        write_idx(os.path.join(path, f'{prefix}-images-idx3-ubyte'), (n, hw, hw))
+        write_idx(os.path.join(path, f'{prefix}-labels-idx1-ubyte'), (n,))
+
+
+# inputs checked before the first step: train and test samples of different
+# shapes; a FIFO among the data files fails at once, named as a FIFO; devices
+# all hidden by CLTRAIN_DEVICES="" are said to be hidden
+with tempfile.TemporaryDirectory() as tmp:
+    P = lambda name: os.path.join(tmp, name)
+    idx_dir(P('mixed'), 28, 32)
+    for cmd in (['train', '--epochs', '1'], ['train', '--model', 'conv:4:3,relu,gap,flatten,dense:10', '--epochs', '1']):
+        rc, out, err = run(*cmd, '--data', P('mixed'), '--batch-size', '16', '--json', timeout=120)
+        check(rc == 1 and out == '' and '1x28x28' in err and '1x32x32' in err and P('mixed') in err
+              and len(err.strip().splitlines()) == 1, f'{cmd} on 28x28 train, 32x32 test: rc {rc} {out!r} {err!r}')
+    idx_dir(P('fifo'), 28, 28)
+    for name in ('train-images-idx3-ubyte', 't10k-labels-idx1-ubyte'):
+        os.replace(P('fifo/' + name), P('keep'))
+        os.mkfifo(P('fifo/' + name))
+        for cmd in (['train'], ['eval', '--init-from', P('none.npz')])[:1 if name.startswith('train') else 2]:
+            try:
+                rc, out, err = run(*cmd, '--data', P('fifo'), '--steps' if cmd == ['train'] else '--limit-test', '1',
+                                   timeout=60)
+                check(rc == 1 and 'FIFO' in err and name in err, f'{cmd} --data with a FIFO {name}: rc {rc} {err!r}')
+            except subprocess.TimeoutExpired:
+                check(False, f'{cmd} --data with a FIFO {name} blocks')
+        os.remove(P('fifo/' + name))
+        os.replace(P('keep'), P('fifo/' + name))
+    hidden = {**os.environ, 'CLTRAIN_DEVICES': ''}
+    for cmd in (['train', '--steps', '1'], ['eval', '--init-from', P('none.npz')], ['bench', 'train', '--steps', '1']):
+        p = subprocess.run([CLTRAIN, *cmd], capture_output=True, text=True, timeout=60, env=hidden)
+        check(p.returncode == 1 and 'CLTRAIN_DEVICES=""' in p.stderr, f'{cmd} CLTRAIN_DEVICES="": {p.returncode} {p.stderr!r}')
 
 data = os.environ.get('CLTRAIN_TEST_DATA', 'fashion-mnist')
 rc, out, err = run('train', '--data', '/nonexistent-dir', '--limit-train', '10')
@@ -267,10 +317,10 @@ with tempfile.TemporaryDirectory() as tmp:
         p.wait()
         rc, out, err = run('eval', '--resume', ck, '--limit-test', '16')
         check(rc == 0, f'checkpoint after kill {attempt}: {rc} {err!r}')
-    def stop_with(sig, ck):
+    def stop_with(sig, ck, end=('--epochs', '100000')):
         """A long run saving to ck, sent sig once its first checkpoint exists: (exit status, stderr)."""
         p = subprocess.Popen([CLTRAIN, 'train', '--limit-train', '64', '--limit-test', '16', '--batch-size', '64',
-                              '--epochs', '100000', '--save', ck, '--quiet'], stdout=subprocess.DEVNULL,
+                              *end, '--save', ck, '--quiet'], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 60
         while not os.path.exists(ck) and time.time() < deadline and p.poll() is None:
@@ -287,6 +337,70 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 143 and 'SIGTERM' in err and 'term.ck' in err, f'SIGTERM: {rc} {err!r}')
     rc, out, err = run('eval', '--resume', P('term.ck'), '--limit-test', '16')
     check(rc == 0, f'checkpoint after SIGTERM: {rc} {err!r}')
+
+    # resume means the same run: --resume alone goes on to the recorded end;
+    # --epochs or --steps replaces it, saying so; a finished run says it is
+    rc, err = stop_with(signal.SIGINT, P('end.ck'), ('--steps', '40'))
+    check(rc == 130, f'a run to 40 steps stopped: {rc} {err!r}')
+    rc, out, err = run('train', '--resume', P('end.ck'), '--limit-test', '16', '--json')
+    lines = [json.loads(l) for l in out.splitlines() if l.strip()]
+    check(rc == 0 and lines and lines[-1]['steps'] == 40 and 'replaces' not in err,
+          f'--resume alone ends at the recorded 40 steps: rc {rc} {[l["steps"] for l in lines]} {err!r}')
+    rc, out, err = run('train', '--resume', P('end.ck'), '--limit-test', '16', '--json', '--epochs', '8',
+                       '--save', P('end2.ck'))
+    lines = [json.loads(l) for l in out.splitlines() if l.strip()]
+    check(rc == 0 and lines and lines[-1]['epoch'] == 8 and err.count('\n') == 1 and '--epochs 8 replaces' in err
+          and '40 steps' in err and 'end.ck' in err,
+          f'--epochs over a recorded end says so in one line: rc {rc} {err!r}')
+    for ck, done in (('end2.ck', 'epochs'), ('end.ck', None)):
+        args = ['--steps', '1'] if done is None else []  # at or below what is done: finished too
+        rc, out, err = run('train', '--resume', P(ck), '--limit-test', '16', '--json', *args)
+        check(rc == 0 and out == '' and 'complete' in err and ck in err,
+              f'resuming finished {ck} {args}: rc {rc} {out!r} {err!r}')
+    # the run record: a newer version is refused by train and eval, naming
+    # both versions; a version 1 record (no end) still resumes, to the
+    # command line's end or the default 10 epochs
+    import zipfile
+
+    def rewrite_entry(src, dst, name, edit):
+        """Copies checkpoint src to dst with entry name's text (after the .npy header) edited."""
+        with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, 'w') as zout:
+            for info in zin.infolist():
+                data = zin.read(info)
+                if info.filename == name + '.npy':
+                    head, text = data.split(b'\n', 1)
+                    text = edit(text.decode()).encode()
+                    pad = 64 - (len(head) + 1) % 64 if (len(head) + 1) % 64 else 0
+                    old_shape = head.split(b"'shape': (")[1].split(b',')[0]
+                    head = head.replace(b"'shape': (" + old_shape + b",", b"'shape': (%d," % len(text))
+                    head = head.rstrip(b' ')
+                    head = head + b' ' * ((-(len(head) + 1)) % 64)
+                    head = head[:8] + (len(head) + 1 - 10).to_bytes(2, 'little') + head[10:]
+                    data = head + b'\n' + text
+                zout.writestr(info, data)
+
+    rewrite_entry(P('end.ck'), P('v99.ck'), '__cltrain__/meta', lambda t: t.replace('"version": 2', '"version": 99'))
+    for cmd in (['train', '--resume', P('v99.ck')], ['eval', '--resume', P('v99.ck')]):
+        rc, out, err = run(*cmd, '--limit-test', '16')
+        check(rc == 1 and 'v99.ck' in err and '99' in err and 'version 2' in err, f'{cmd[0]} newer record: {rc} {err!r}')
+    import re as _re
+    v1 = lambda t: _re.sub(r', "target_epochs": \d+, "target_steps": \d+', '', t.replace('"version": 2', '"version": 1'))
+    rewrite_entry(P('end.ck'), P('v1.ck'), '__cltrain__/meta', v1)
+    rc, out, err = run('train', '--resume', P('v1.ck'), '--limit-test', '16', '--json', '--steps', '42')
+    lines = [json.loads(l) for l in out.splitlines() if l.strip()]
+    check(rc == 0 and lines and lines[-1]['steps'] == 42 and err == '', f'a version 1 record resumes: {rc} {err!r}')
+    # a model read from a checkpoint that does not parse is the file's fault
+    rewrite_entry(P('end.ck'), P('spec.ck'), '__cltrain__/spec', lambda t: 'conv:bogus')
+    for cmd in ('train', 'eval'):
+        rc, out, err = run(cmd, '--resume', P('spec.ck'), '--limit-test', '16')
+        check(rc == 1 and 'spec.ck' in err and 'conv:bogus' in err and not err.startswith('cltrain: --model'),
+              f'{cmd}: a bad model in a checkpoint: {rc} {err!r}')
+    # a position beyond the data: both are said
+    idx_dir(P('small'), 28, 28, n_train=64)
+    rc, out, err = run('train', *common, '--steps', '3', '--save', P('pos.ck'))
+    rc, out, err = run('train', '--resume', P('pos.ck'), '--data', P('small'), '--quiet', '--steps', '5')
+    check(rc == 1 and 'batch 3 of epoch 1' in err and '1 batch per epoch' in err and '64 training samples' in err,
+          f'a position beyond the data: {rc} {err!r}')
 
     # outputs through links: the files behind them are written, the links
     # stay; a dead writer's temporary beside the target goes

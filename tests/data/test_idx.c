@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -220,6 +221,15 @@ static void test_bad_files(void)
     CHECK_FAIL(clt_idx_read(missing, &read), CLT_ERR_NOT_FOUND, missing, "No such file");
     CHECK(read == NULL, "a failed clt_idx_read leaves *out set");
     CHECK_FAIL(clt_idx_read(dir, &read), CLT_ERR_IO, dir, "not a regular file");
+    /* a FIFO is refused at once, not read (which waits for a writer); the
+     * alarm fails the test instead of hanging it */
+    char fifo[4096];
+    snprintf(fifo, sizeof fifo, "%s", path_of("fifo"));
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+    alarm(30);
+    CHECK_FAIL(clt_idx_read(fifo, &read), CLT_ERR_IO, fifo, "a FIFO, not a regular file");
+    alarm(0);
+    unlink(fifo);
     expect_bad("empty", "", 0, CLT_ERR_FORMAT, "empty file");
     CHECK_FAIL(clt_idx_read(NULL, &read), CLT_ERR_INVALID_ARG, "path is NULL");
     CHECK_FAIL(clt_idx_read(missing, NULL), CLT_ERR_INVALID_ARG, "out is NULL");

@@ -35,8 +35,9 @@ int cli_eval(int argc, char **argv)
         return 2;
     }
     char *model = NULL;
+    run_meta meta = {0};
     /* the checkpoint names its model */
-    if (o.resume && !CLI_GIVEN(&o, O_MODEL) && run_meta_read_checkpoint(o.resume, &model, NULL)) return 1;
+    if (o.resume && run_meta_read_checkpoint(o.resume, &model, &meta)) return 1;
     int devs[CLT_MAX_DEVICES], n_devs = 0;
     clt_dataset *test = NULL;
     clt_trainer *t = NULL;
@@ -47,9 +48,10 @@ int cli_eval(int argc, char **argv)
         rc = 1;
         goto done;
     }
-    int c, h, w;
-    clt_dataset_shape(test, &c, &h, &w);
-    if ((rc = cli_make_trainer(&o, model ? model : o.model, c, h, w, devs, n_devs, &t))) goto done;
+    int shape[3];
+    if ((rc = cli_check_shapes(&o, NULL, test, shape))) goto done;
+    int own = model && !CLI_GIVEN(&o, O_MODEL); /* the checkpoint's model */
+    if ((rc = cli_make_trainer(&o, own ? model : o.model, own ? o.resume : NULL, shape, devs, n_devs, &t))) goto done;
     if (o.resume && clt_trainer_load_checkpoint(t, o.resume, NULL) != CLT_OK) {
         fprintf(stderr, "cltrain: --resume: %s\n", clt_last_error());
         rc = 1;
@@ -69,5 +71,6 @@ done:
     clt_trainer_destroy(t);
     clt_dataset_destroy(test);
     free(model);
+    free(meta.data);
     return rc;
 }

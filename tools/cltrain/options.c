@@ -2,6 +2,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/args.h"
@@ -190,7 +191,12 @@ int cli_resolve_devices(const cli_options *o, int *list, int *n)
         return 1;
     }
     if (count == 0) {
-        fprintf(stderr, "cltrain: no OpenCL device found (install a driver; on Debian pocl-opencl-icd gives a CPU device)\n");
+        const char *env = getenv("CLTRAIN_DEVICES");
+        if (env) /* the devices may well be there, hidden */
+            fprintf(stderr, "cltrain: CLTRAIN_DEVICES=\"%s\" leaves no device visible (unset it to see them all, "
+                    "or list indices such as 0,2; cltrain-smi numbers them)\n", env);
+        else
+            fprintf(stderr, "cltrain: no OpenCL device found (install a driver; on Debian pocl-opencl-icd gives a CPU device)\n");
         return 1;
     }
     if (o->n_devices) {

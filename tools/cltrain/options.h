@@ -53,11 +53,18 @@ int cli_resolve_devices(const cli_options *o, int *list, int *n);
 /* The weight initialisation for the model: --init, else Xavier for
  * resnet18 (as the Gluon tutorial has it) and the default for the rest. */
 clt_init cli_init_for(const cli_options *o, const char *model);
-/* Creates the trainer for the options (devices resolved, model for inputs
- * c x h x w) and loads --init-from; prints the error and returns non-zero
- * on failure. */
-int cli_make_trainer(const cli_options *o, const char *model, int c, int h, int w, const int *devs, int n_devs,
-                     clt_trainer **out);
+/* Creates the trainer for the options (devices resolved, model for
+ * samples of shape[3] = channels, height, width) and loads --init-from;
+ * prints the error and returns non-zero on failure. `model_from` names the
+ * checkpoint the model was read from (NULL: --model gave it): a model that
+ * does not parse is then a bad file (1), not a usage error (2). */
+int cli_make_trainer(const cli_options *o, const char *model, const char *model_from, const int *shape,
+                     const int *devs, int n_devs, clt_trainer **out);
+/* The sample shape the net is built for, into shape[3]: train's (test's
+ * when train is NULL), which the test set's must equal (a checkpoint's is
+ * checked as it loads); a mismatch is printed, naming both shapes, and
+ * returns 1. */
+int cli_check_shapes(const cli_options *o, const clt_dataset *train, const clt_dataset *test, int *shape);
 int cli_train(int argc, char **argv);
 int cli_eval(int argc, char **argv);
 int cli_bench(int argc, char **argv);

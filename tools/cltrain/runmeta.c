@@ -17,27 +17,27 @@ static char *entry_text(const clt_npz *z, const char *name)
     return strndup((const char *)e.bytes, e.nbytes);
 }
 
-int run_meta_read_checkpoint(const char *path, char **model, char **meta)
+int run_meta_read_checkpoint(const char *path, char **model, run_meta *m)
 {
     clt_npz *z = NULL;
     *model = NULL;
-    if (meta) *meta = NULL;
+    memset(m, 0, sizeof *m);
     if (clt_npz_read(path, &z) != CLT_OK) {
         fprintf(stderr, "cltrain: --resume: %s\n", clt_last_error());
         return 1;
     }
     *model = entry_text(z, "__cltrain__/spec");
-    if (meta) *meta = entry_text(z, "__cltrain__/meta");
+    char *meta = entry_text(z, "__cltrain__/meta");
     clt_npz_destroy(z);
-    if (*model && (!meta || *meta)) return 0;
-    fprintf(stderr, "cltrain: --resume %s: not a checkpoint written by cltrain train --save\n", path);
-    free(*model);
-    *model = NULL;
-    if (meta) {
-        free(*meta);
-        *meta = NULL;
+    int rc = 1;
+    if (*model && meta) rc = run_meta_parse(meta, path, m);
+    else fprintf(stderr, "cltrain: --resume %s: not a checkpoint written by cltrain train --save\n", path);
+    free(meta);
+    if (rc) {
+        free(*model);
+        *model = NULL;
     }
-    return 1;
+    return rc;
 }
 
 char *run_meta_format(const run_meta *m)
@@ -47,12 +47,13 @@ char *run_meta_format(const run_meta *m)
     FILE *f = open_memstream(&text, &len);
     if (!f) return NULL;
     fprintf(f,
-            "{\"format\": \"cltrain-run\", \"version\": 1, \"epoch\": %lld, \"batch\": %lld, \"steps\": %lld, "
+            "{\"format\": \"cltrain-run\", \"version\": %d, \"epoch\": %lld, \"batch\": %lld, \"steps\": %lld, "
             "\"seed\": %lld, \"batch_size\": %lld, \"limit_train\": %lld, \"shuffle\": %d, \"drop_last\": %d, "
-            "\"lr\": %.9g, \"momentum\": %.9g, \"weight_decay\": %.9g, \"data\": ",
-            (long long)m->epoch, (long long)m->batch, (long long)m->steps, (long long)m->seed,
+            "\"lr\": %.9g, \"momentum\": %.9g, \"weight_decay\": %.9g, \"target_epochs\": %lld, "
+            "\"target_steps\": %lld, \"data\": ",
+            RUN_META_VERSION, (long long)m->epoch, (long long)m->batch, (long long)m->steps, (long long)m->seed,
             (long long)m->batch_size, (long long)m->limit_train, m->shuffle, m->drop_last, m->lr, m->momentum,
-            m->weight_decay);
+            m->weight_decay, (long long)m->target_epochs, (long long)m->target_steps);
     json_string(f, m->data ? m->data : "");
     fputc('}', f);
     if (fclose(f) != 0) {
@@ -151,7 +152,14 @@ int run_meta_parse(const char *text, const char *path, run_meta *m)
         fprintf(stderr, "cltrain: %s: checkpoint metadata is not a cltrain run record\n", path);
         return 1;
     }
-    int64_t shuffle, drop;
+    int64_t version, shuffle, drop;
+    if (integer(text, path, "version", 1, INT32_MAX, &version)) return 1;
+    if (version > RUN_META_VERSION) {
+        fprintf(stderr, "cltrain: %s: the checkpoint's run record is version %lld, newer than the version %d this "
+                "cltrain reads: resume it with the cltrain that wrote it, or a newer one\n", path, (long long)version,
+                RUN_META_VERSION);
+        return 1;
+    }
     if (integer(text, path, "epoch", 1, 1000000000, &m->epoch) || integer(text, path, "batch", 0, INT64_MAX, &m->batch) ||
         integer(text, path, "steps", 0, INT64_MAX, &m->steps) || integer(text, path, "seed", 0, INT64_MAX, &m->seed) ||
         integer(text, path, "batch_size", 1, 1 << 20, &m->batch_size) ||
@@ -160,6 +168,11 @@ int run_meta_parse(const char *text, const char *path, run_meta *m)
         number(text, path, "lr", 0, 1e6, &m->lr) || number(text, path, "momentum", 0, 0.999999, &m->momentum) ||
         number(text, path, "weight_decay", 0, 1e6, &m->weight_decay))
         return 1;
+    /* version 1 has no target: both stay 0 */
+    if (version >= 2 && (integer(text, path, "target_epochs", 0, 1000000, &m->target_epochs) ||
+                         integer(text, path, "target_steps", 0, INT64_MAX / 2, &m->target_steps)))
+        return 1;
+    if (version >= 2 && !m->target_epochs == !m->target_steps) return bad(path, "target_epochs\" or \"target_steps");
     m->shuffle = (int)shuffle;
     m->drop_last = (int)drop;
     m->data = string_of(text, "data");

@@ -14,14 +14,21 @@ typedef struct run_meta {
     int shuffle, drop_last;
     double lr, momentum, weight_decay;
     char *data;          /* owned (run_meta_parse) or borrowed (formatting) */
+    /* Version 2 on: where the run ends (one of the two, the other 0; both
+     * 0 in a version 1 record). */
+    int64_t target_epochs, target_steps;
 } run_meta;
 
-/* Reads a checkpoint's model spec and (when meta is not NULL) its run
- * record text, both malloc'd; 0, or 1 after a message naming the file. */
-int run_meta_read_checkpoint(const char *path, char **model, char **meta);
+/* The run record version this cltrain writes; it reads this one and older. */
+#define RUN_META_VERSION 2
+
+/* Reads a checkpoint's model spec (malloc'd) and its run record (parsed
+ * into m; free m->data); 0, or 1 after a message naming the file. */
+int run_meta_read_checkpoint(const char *path, char **model, run_meta *m);
 /* JSON text of m, malloc'd (NULL when out of memory). */
 char *run_meta_format(const run_meta *m);
-/* Parses text written by run_meta_format; 0 on success, else prints a
+/* Parses text written by run_meta_format (any version up to
+ * RUN_META_VERSION; a newer one is refused); 0 on success, else prints a
  * message naming `path` and the field and returns 1. Free m->data. */
 int run_meta_parse(const char *text, const char *path, run_meta *m);
 

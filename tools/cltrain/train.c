@@ -95,12 +95,18 @@ static int fail(const char *what)
     return 1;
 }
 
-int cli_make_trainer(const cli_options *o, const char *model, int c, int h, int w, const int *devs, int n_devs,
-                     clt_trainer **out)
+int cli_make_trainer(const cli_options *o, const char *model, const char *model_from, const int *shape,
+                     const int *devs, int n_devs, clt_trainer **out)
 {
+    int c = shape[0], h = shape[1], w = shape[2];
     if (clt_spec_check(model, c, h, w, NULL, 0) != CLT_OK) {
-        fprintf(stderr, "cltrain: --model %s: %s\n", model, clt_last_error());
-        return 2;
+        if (!model_from) {
+            fprintf(stderr, "cltrain: --model %s: %s\n", model, clt_last_error());
+            return 2;
+        }
+        fprintf(stderr, "cltrain: --resume %s: the model recorded in the checkpoint, \"%.200s%s\", is refused: %s\n",
+                model_from, model, strlen(model) > 200 ? "..." : "", clt_last_error());
+        return 1;
     }
     clt_trainer_config cfg;
     clt_trainer_config_default(&cfg);
@@ -128,16 +134,38 @@ int cli_make_trainer(const cli_options *o, const char *model, int c, int h, int 
     return 0;
 }
 
+/* "3 epochs", "1 step" */
+static const char *target_text(char *buf, size_t cap, int64_t epochs, int64_t steps)
+{
+    int64_t n = steps ? steps : epochs;
+    snprintf(buf, cap, "%lld %s%s", (long long)n, steps ? "step" : "epoch", n == 1 ? "" : "s");
+    return buf;
+}
+
+/* The run ends where the checkpoint says (a record from before targets were
+ * kept has none: the command line's or the default 10 epochs apply); an
+ * explicit --epochs or --steps replaces that end, saying so. */
+static void apply_target(cli_options *o, const char *path, const run_meta *m)
+{
+    if (!m->target_epochs && !m->target_steps) return;
+    if (!CLI_GIVEN(o, O_EPOCHS) && !CLI_GIVEN(o, O_STEPS)) {
+        if (m->target_epochs) o->epochs = m->target_epochs;
+        o->steps = m->target_steps;
+        return;
+    }
+    if (o->steps == m->target_steps && (o->steps || o->epochs == m->target_epochs)) return;
+    char theirs[48];
+    fprintf(stderr, "cltrain: %s %lld replaces the end recorded in %s (%s)\n", o->steps ? "--steps" : "--epochs",
+            (long long)(o->steps ? o->steps : o->epochs), path,
+            target_text(theirs, sizeof theirs, m->target_epochs, m->target_steps));
+}
+
 /* --resume: settings that fix the data order come from the checkpoint; a
  * conflicting command-line value is an error, the learning settings may be
  * changed on purpose. */
 static int apply_resume(cli_options *o, const char *path, run_meta *m, char **model)
 {
-    char *text = NULL;
-    if (run_meta_read_checkpoint(path, model, &text)) return 1;
-    int rc = run_meta_parse(text, path, m);
-    free(text);
-    if (rc) return rc;
+    if (run_meta_read_checkpoint(path, model, m)) return 1;
     struct {
         int opt;
         const char *name;
@@ -159,13 +187,15 @@ static int apply_resume(cli_options *o, const char *path, run_meta *m, char **mo
     if (!CLI_GIVEN(o, O_MOM)) o->momentum = m->momentum;
     if (!CLI_GIVEN(o, O_WD)) o->weight_decay = m->weight_decay;
     if (!CLI_GIVEN(o, O_DATA)) o->data = m->data;
+    apply_target(o, path, m);
     return 0;
 }
 
 static int save_checkpoint(clt_trainer *t, const cli_options *o, int64_t epoch, int64_t batch, int64_t steps)
 {
     run_meta m = {epoch, batch, steps, o->seed, o->batch_size, o->limit_train, o->shuffle, o->drop_last,
-                  o->lr, o->momentum, o->weight_decay, (char *)o->data};
+                  o->lr, o->momentum, o->weight_decay, (char *)o->data,
+                  o->steps ? 0 : o->epochs, o->steps};
     char *text = run_meta_format(&m);
     if (!text) {
         fprintf(stderr, "cltrain: --save %s: out of memory\n", o->save);
@@ -187,7 +217,7 @@ int cli_train(int argc, char **argv)
     int rc = cli_parse(&o, "train", NULL, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
     if (cli_check_outputs(&o)) return 1;
-    run_meta start = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL};
+    run_meta start = {.epoch = 1};
     char *resumed_model = NULL;
     if (o.resume && (rc = apply_resume(&o, o.resume, &start, &resumed_model))) {
         free(resumed_model);
@@ -206,9 +236,11 @@ int cli_train(int argc, char **argv)
         rc = fail("--data");
         goto done;
     }
-    int c, h, w;
-    clt_dataset_shape(train, &c, &h, &w);
-    if ((rc = cli_make_trainer(&o, model, c, h, w, devs, n_devs, &t))) goto done;
+    int shape[3];
+    if ((rc = cli_check_shapes(&o, train, test, shape))) goto done;
+    if ((rc = cli_make_trainer(&o, model, resumed_model && model == resumed_model ? o.resume : NULL, shape, devs,
+                               n_devs, &t)))
+        goto done;
     if (o.resume && clt_trainer_load_checkpoint(t, o.resume, NULL) != CLT_OK) {
         rc = fail("--resume");
         goto done;
@@ -233,8 +265,21 @@ int cli_train(int argc, char **argv)
         goto done;
     }
     if (start.batch > per_epoch || clt_batcher_seek(b, start.epoch - 1, start.batch) != CLT_OK) {
-        rc = fail("--resume: the checkpoint's position does not fit this data");
+        fprintf(stderr, "cltrain: --resume %s: the checkpoint continues at batch %lld of epoch %lld, but --data %s "
+                "holds %lld batch%s per epoch (%lld training samples in batches of %lld%s)\n", o.resume,
+                (long long)start.batch, (long long)start.epoch, o.data, (long long)per_epoch, per_epoch == 1 ? "" : "es",
+                (long long)clt_dataset_size(train), (long long)o.batch_size, o.drop_last ? ", the last dropped" : "");
+        rc = 1;
         goto done;
+    }
+    /* resuming a finished run trains nothing, and says so */
+    int finished = o.resume && (o.steps ? start.steps >= o.steps : start.epoch > o.epochs);
+    if (finished) {
+        char target[48];
+        fprintf(stderr, "cltrain: --resume %s: the run is complete: %lld steps done (%lld full epoch%s), its end is %s; "
+                "a larger --epochs or --steps trains on\n", o.resume, (long long)start.steps,
+                (long long)(start.epoch - 1), start.epoch == 2 ? "" : "s",
+                target_text(target, sizeof target, o.epochs, o.steps));
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -247,7 +292,7 @@ int cli_train(int argc, char **argv)
     int64_t last_epoch = o.steps ? INT64_MAX : o.epochs;
     /* a checkpoint of this run exists (the one resumed, when it is saved over) */
     int saved = o.resume && o.save && strcmp(o.resume, o.save) == 0;
-    for (int64_t e = start.epoch; !rc && e <= last_epoch && !interrupted; e++) {
+    for (int64_t e = start.epoch; !rc && !finished && e <= last_epoch && !interrupted; e++) {
         double t0 = clt_now(), loss = 0;
         int64_t correct = 0, seen = 0, done_batches = 0, next_batch = e == start.epoch ? start.batch : 0;
         int stopped = 0;
