@@ -38,15 +38,26 @@ static clt_status zero(clt_device *dev, cl_mem m, size_t bytes)
     return CLT_OK;
 }
 
-/* Lays parameters out last layer first (gradients become ready in buffer
- * order during backward) at offsets aligned for sub-buffers; state buffers
- * (running statistics) go to a flat buffer of their own. */
-static clt_status layout_params(clt_net *net)
+size_t clt_net_base_align(const clt_device *dev)
 {
     cl_uint align_bits = 1024;
-    clGetDeviceInfo(net->dev->id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
-    size_t align = align_bits / 8 / sizeof(float);
-    if (align < 1) align = 1;
+    clGetDeviceInfo(dev->id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
+    return align_bits >= 8 * sizeof(float) ? align_bits / 8 : sizeof(float);
+}
+
+/* Lays parameters out last layer first (gradients become ready in buffer
+ * order during backward) at offsets aligned for sub-buffers (align_bytes,
+ * a multiple of the device's: every replica of a trainer shares one
+ * layout); state buffers (running statistics) go to a flat buffer of their
+ * own. */
+static clt_status layout_params(clt_net *net, size_t align_bytes)
+{
+    size_t own = clt_net_base_align(net->dev);
+    if (align_bytes == 0) align_bytes = own;
+    if (align_bytes % own != 0 || align_bytes % sizeof(float) != 0)
+        return clt_fail(CLT_ERR_INVALID_ARG, "net: parameter alignment of %zu bytes is not a multiple of device %d's %zu",
+                        align_bytes, net->dev->info.index, own);
+    size_t align = align_bytes / sizeof(float);
     size_t at[2] = {0, 0}; /* parameters, state */
     net->first_param_layer = net->model.n_layers;
     for (int i = net->model.n_layers - 1; i >= 0; i--) {
@@ -93,6 +104,12 @@ static clt_status plan_sync(clt_net *net)
 clt_status clt_net_create(clt_device *dev, const char *spec, int channels, int height, int width,
                           clt_net **out)
 {
+    return clt_net_create_aligned(dev, spec, channels, height, width, 0, out);
+}
+
+clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channels, int height, int width,
+                                  size_t align_bytes, clt_net **out)
+{
     if (!out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_create: out is NULL");
     *out = NULL;
     if (!dev) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_create: device is NULL");
@@ -102,7 +119,7 @@ clt_status clt_net_create(clt_device *dev, const char *spec, int channels, int h
     clt_status s = clt_model_parse(spec, channels, height, width, &net->model);
     if (s == CLT_OK)
         s = clt_calloc((void **)&net->act, (size_t)net->model.n_layers, sizeof *net->act, "net buffers");
-    if (s == CLT_OK) s = layout_params(net);
+    if (s == CLT_OK) s = layout_params(net, align_bytes);
     if (s == CLT_OK) s = plan_sync(net);
     if (s != CLT_OK) {
         clt_net_destroy(net);

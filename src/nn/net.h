@@ -30,6 +30,15 @@ typedef struct clt_span {
     size_t offset, count;
 } clt_span;
 
+/* The alignment (bytes) the device requires of a sub-buffer's offset
+ * (CL_DEVICE_MEM_BASE_ADDR_ALIGN). */
+size_t clt_net_base_align(const clt_device *dev);
+/* clt_net_create with parameter offsets aligned to align_bytes, a multiple
+ * of clt_net_base_align(dev) (0: that): replicas on devices of different
+ * alignments then share one layout. */
+clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channels, int height, int width,
+                                  size_t align_bytes, clt_net **out);
+
 /* Floats in buffer b (momentum: as many as the parameters). */
 size_t clt_net_floats(const clt_net *net, clt_net_buffer b);
 

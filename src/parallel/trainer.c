@@ -121,12 +121,28 @@ static clt_status open_worker(clt_trainer *t, int slot, int device_index)
     clt_device_set_log(w->dev, t->cfg.log, t->cfg.log_user);
     /* Build every program here, one device at a time, before any worker
      * thread runs (CLBlast's compile cache is not thread-safe). */
-    CLT_TRY(clt_device_warmup(w->dev));
-    CLT_TRY(clt_net_create(w->dev, t->spec, t->cfg.channels, t->cfg.height, t->cfg.width, &w->net));
-    return clt_net_staging(w->net, &w->staging);
+    return clt_device_warmup(w->dev);
 }
 
-static clt_status start(clt_trainer *t)
+/* One parameter layout for every replica: offsets aligned to the largest
+ * base alignment among the devices (vendors differ: NVIDIA 4096 bits, PoCL
+ * 1024), so flat spans mean the same floats on every device. */
+static clt_status create_nets(clt_trainer *t, const size_t *force_align)
+{
+    size_t align = 0;
+    for (int i = 0; i < t->k; i++) {
+        size_t a = force_align && force_align[i] ? force_align[i] : clt_net_base_align(t->workers[i].dev);
+        if (a > align) align = a;
+    }
+    for (int i = 0; i < t->k; i++) {
+        clt_worker *w = &t->workers[i];
+        CLT_TRY(clt_net_create_aligned(w->dev, t->spec, t->cfg.channels, t->cfg.height, t->cfg.width, align, &w->net));
+        CLT_TRY(clt_net_staging(w->net, &w->staging));
+    }
+    return CLT_OK;
+}
+
+static clt_status start(clt_trainer *t, const size_t *force_align)
 {
     const clt_trainer_config *c = &t->cfg;
     int defaults[CLT_MAX_DEVICES];
@@ -146,12 +162,8 @@ static clt_status start(clt_trainer *t)
     for (int i = 0; i < k; i++) {
         CLT_TRY(open_worker(t, i, devs[i])); /* its errors name the device */
     }
+    CLT_TRY(create_nets(t, force_align));
     t->flat = clt_net_floats(t->workers[0].net, CLT_NET_GRADS);
-    for (int i = 1; i < k; i++)
-        if (clt_net_floats(t->workers[i].net, CLT_NET_GRADS) != t->flat) /* alignment differs between vendors */
-            return clt_fail(CLT_ERR_UNSUPPORTED,
-                            "trainer: devices %d and %d lay parameters out differently (base alignment)",
-                            devs[0], devs[i]);
     CLT_TRY(plan_buckets(t));
     CLT_TRY(plan_batch_norm(t));
     CLT_TRY(clt_aligned_alloc((void **)&t->sum, t->flat, sizeof(float), "reduced gradients"));
@@ -183,6 +195,11 @@ static clt_status start(clt_trainer *t)
 
 clt_status clt_trainer_create(const clt_trainer_config *cfg, clt_trainer **out)
 {
+    return clt_trainer_create_aligned(cfg, NULL, out);
+}
+
+clt_status clt_trainer_create_aligned(const clt_trainer_config *cfg, const size_t *force_align, clt_trainer **out)
+{
     if (!cfg || !out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_create: NULL argument");
     *out = NULL;
     CLT_TRY(check_config(cfg));
@@ -191,7 +208,7 @@ clt_status clt_trainer_create(const clt_trainer_config *cfg, clt_trainer **out)
     t->cfg = *cfg;
     t->reduce = clt_reduce_local_sum;
     clt_status s = clt_strdup(&t->spec, cfg->spec);
-    if (s == CLT_OK) s = start(t);
+    if (s == CLT_OK) s = start(t, force_align);
     t->cfg.devices = NULL; /* not kept: the caller owns the arrays */
     t->cfg.weights = NULL;
     t->cfg.spec = t->spec;

@@ -89,6 +89,9 @@ clt_status clt_reduce_local_sum(void *user, const float *const *in, int k, float
 void *clt_worker_main(void *arg);
 /* Records the first failure and wakes every waiter (mutex held). */
 void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char *msg);
+/* clt_trainer_create as if device slot i reported force_align[i] bytes of
+ * base alignment (0: its own; tests of mixed vendors on one vendor). */
+clt_status clt_trainer_create_aligned(const clt_trainer_config *cfg, const size_t *force_align, clt_trainer **out);
 /* Tests: make device slot fail during step number `step` (1-based). */
 void clt_trainer_inject_failure(clt_trainer *t, int slot, int64_t step);
 

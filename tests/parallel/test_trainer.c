@@ -2,6 +2,7 @@
  * empty-shard splits), replicas stay identical, small buckets, evaluation
  * split across devices, and a failure on one device stops cleanly. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,8 +30,9 @@ static void make_data(unsigned seed)
     for (int i = 0; i < MAXB; i++) labels[i] = (int32_t)((i * 7 + 3) % 10);
 }
 
-static clt_trainer *make_spec(const char *spec, int sync_bn, const int *devs, int k, clt_split_policy split,
-                              const float *weights, size_t bucket)
+/* force_align: per device slot, the base alignment it pretends to have. */
+static clt_trainer *make_aligned(const char *spec, int sync_bn, const int *devs, int k, clt_split_policy split,
+                                 const float *weights, size_t bucket, const size_t *force_align)
 {
     clt_trainer_config cfg;
     clt_trainer_config_default(&cfg);
@@ -50,8 +52,14 @@ static clt_trainer *make_spec(const char *spec, int sync_bn, const int *devs, in
     cfg.init = CLT_INIT_XAVIER;
     if (bucket) cfg.bucket_bytes = bucket;
     clt_trainer *t = NULL;
-    REQUIRE_OK(clt_trainer_create(&cfg, &t));
+    REQUIRE_OK(clt_trainer_create_aligned(&cfg, force_align, &t));
     return t;
+}
+
+static clt_trainer *make_spec(const char *spec, int sync_bn, const int *devs, int k, clt_split_policy split,
+                              const float *weights, size_t bucket)
+{
+    return make_aligned(spec, sync_bn, devs, k, split, weights, bucket, NULL);
 }
 
 /* Elements of parameter i (public calls only: the net is opaque here). */
@@ -82,15 +90,20 @@ static float *params_of_net(clt_net *net, size_t *count)
 /* Three steps of batch b on `devs` against three plain single-device steps
  * (clt_net on device 0 with the mean gradient), which share no code with the
  * trainer's split, reduction and broadcast. */
-static void equals_one_device_spec(const char *spec, int sync_bn, const int *devs, int k, const float *weights, int b,
-                                   size_t bucket, const char *what)
+static void equals_one_device_aligned(const char *spec, int sync_bn, const int *devs, int k, const float *weights,
+                                      int b, size_t bucket, const size_t *force_align, const char *what)
 {
     clt_device *dev = NULL;
     clt_net *ref = NULL;
     REQUIRE_OK(clt_device_open(0, &dev));
     REQUIRE_OK(clt_net_create(dev, spec, C, H, W, &ref));
     REQUIRE_OK(clt_net_init(ref, 11, CLT_INIT_XAVIER));
-    clt_trainer *par = make_spec(spec, sync_bn, devs, k, weights ? CLT_SPLIT_WEIGHTS : CLT_SPLIT_EQUAL, weights, bucket);
+    clt_trainer *par = make_aligned(spec, sync_bn, devs, k, weights ? CLT_SPLIT_WEIGHTS : CLT_SPLIT_EQUAL, weights,
+                                    bucket, force_align);
+    if (force_align) /* the forced alignment reached every replica's layout */
+        for (int i = 0; i < k; i++)
+            CHECK(clt_net_floats(clt_trainer_net(par, i), CLT_NET_GRADS) > clt_net_floats(ref, CLT_NET_GRADS),
+                  "%s: replica %d laid out with the largest alignment", what, i);
     double l1 = 0, lk = 0;
     int64_t c1 = 0, ck = 0;
     for (int s = 0; s < 3; s++) {
@@ -118,6 +131,12 @@ static void equals_one_device_spec(const char *spec, int sync_bn, const int *dev
     clt_trainer_destroy(par);
     clt_net_destroy(ref);
     clt_device_destroy(dev);
+}
+
+static void equals_one_device_spec(const char *spec, int sync_bn, const int *devs, int k, const float *weights, int b,
+                                   size_t bucket, const char *what)
+{
+    equals_one_device_aligned(spec, sync_bn, devs, k, weights, b, bucket, NULL, what);
 }
 
 static void equals_one_device(const int *devs, int k, const float *weights, int b, size_t bucket, const char *what)
@@ -337,18 +356,56 @@ static void config_errors(const int *devs, int k)
     CHECK_FAIL(clt_trainer_create(&cfg, &t), CLT_ERR_INVALID_ARG, "reserved[3]");
 }
 
-int main(void)
+/* The suite `vendors`: PoCL beside Intel's CPU runtime (two platforms, two
+ * compilers) in one trainer, against the single PoCL device. */
+static int vendors(void)
+{
+    int n = 0, intel = -1, pocl[2] = {-1, -1}, np = 0;
+    CHECK_OK(clt_device_count(&n));
+    for (int i = 0; i < n; i++) {
+        clt_device_info info;
+        CHECK_OK(clt_device_query(i, &info));
+        if (strstr(info.platform, "Intel") && intel < 0) intel = i;
+        else if (strstr(info.platform, "Portable") && np < 2) pocl[np++] = i;
+    }
+    if (intel < 0 || np < 1 || pocl[0] != 0) {
+        fprintf(stderr, "vendors: needs PoCL as device 0 and Intel's OpenCL CPU runtime (tools/setup --intel-cpu)\n");
+        return 77;
+    }
+    int mix[2] = {0, intel}, flipped[2] = {intel, 0};
+    equals_one_device(mix, 2, NULL, 24, 0, "PoCL + Intel, equal");
+    equals_one_device(flipped, 2, (float[]){3, 1}, 23, 300, "Intel + PoCL, 3:1, small buckets");
+    equals_one_device_spec(BN_SPEC, 1, mix, 2, NULL, 24, 0, "PoCL + Intel, synchronised batch norm");
+    equals_one_device_spec(BN_SPEC, 1, mix, 2, (float[]){2, 1}, 21, 0, "PoCL + Intel, sync batch norm, 2:1");
+    bn_replicas(mix, 2);
+    replaced_reduce(mix, 2);
+    if (np == 2) {
+        int three[3] = {0, intel, pocl[1]};
+        equals_one_device(three, 3, (float[]){2, 1, 1}, 21, 100, "PoCL + Intel + PoCL, 2:1:1, small buckets");
+        equals_one_device_spec(BN_SPEC, 1, three, 3, NULL, 30, 0, "PoCL + Intel + PoCL, sync batch norm");
+        bn_replicas(three, 3);
+    }
+    return test_result();
+}
+
+int main(int argc, char **argv)
 {
     alarm(280); /* a hang fails the test instead of blocking the suite */
+    make_data(5);
+    if (argc > 1 && strcmp(argv[1], "--vendors") == 0) return vendors();
     split_sizes();
     int n = test_need_devices(2);
-    make_data(5);
     int two[2] = {0, 1}, three[3] = {0, 1, 2};
     equals_one_device(two, 2, NULL, 24, 0, "2 devices, equal");
     equals_one_device(two, 2, (float[]){1, 3}, 23, 0, "2 devices, 1:3");
     equals_one_device(two, 2, NULL, 1, 0, "2 devices, batch 1 (empty shard)");
     equals_one_device(two, 2, (float[]){0, 1}, 9, 300, "2 devices, all on one, small buckets");
     equals_one_device_spec(BN_SPEC, 1, two, 2, NULL, 24, 0, "2 devices, synchronised batch norm");
+    /* Devices of different base alignments (as NVIDIA's 4096 bits beside
+     * PoCL's 1024) share the largest one's layout. */
+    equals_one_device_aligned(SPEC, 0, two, 2, NULL, 24, 300, (size_t[]){0, 2048}, "2 devices, alignments differ");
+    equals_one_device_aligned(BN_SPEC, 1, two, 2, (float[]){1, 2}, 24, 0, (size_t[]){4096, 0},
+                              "2 devices, alignments differ, sync batch norm");
     equals_one_device_spec(BN_SPEC, 1, two, 2, (float[]){1, 0}, 12, 0, "2 devices, sync batch norm, empty shard");
     bn_replicas(two, 2);
     collectives(2);
