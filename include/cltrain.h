@@ -663,12 +663,14 @@ typedef struct clt_trainer_device_stats {
     int device;          /* cltrain device index */
     int shard;           /* samples in the last step */
     float weight;        /* current split weight (fraction of the batch) */
-    double compute_s;    /* upload, forward and backward until its gradients left the device */
+    double compute_s;    /* upload, forward and backward until the device finished its backward */
     double transfer_s;   /* device-to-host and host-to-device time of the gradients */
     double reduce_s;     /* host summation done by this device's thread */
     double idle_s;       /* waiting for the other devices */
     double step_s;       /* the whole step as this device saw it */
     double samples_per_s;/* smoothed throughput measured for the split */
+    double hidden_s;     /* the part of transfer_s + reduce_s done while the device still ran backward */
+    double exposed_s;    /* step_s - compute_s: transfers, sums, write-back, optimizer after backward */
 } clt_trainer_device_stats;
 /* Writes min(cap, device count) entries. */
 CLT_API clt_status clt_trainer_stats(const clt_trainer *t, clt_trainer_device_stats *stats, int cap);

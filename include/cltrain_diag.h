@@ -40,6 +40,15 @@ CLT_API clt_status clt_device_build_source(clt_device *dev, const char *source,
  * disjoint slices. */
 typedef clt_status (*clt_reduce_fn)(void *user, const float *const *in, int k, float *out,
                                     size_t count, float scale);
+/* Starts (on != 0) or stops recording a trace of the trainer's steps: per
+ * device its compute queue (layers by pass, optimizer), its transfer queue
+ * (bucket reads and write-backs) and its host thread (bucket sums and
+ * write-backs), device times on the host clock. Between steps only. */
+CLT_API clt_status clt_trainer_trace(clt_trainer *t, int on);
+/* Writes the trace recorded so far as Chrome trace-event JSON (Perfetto,
+ * chrome://tracing open it), atomically. */
+CLT_API clt_status clt_trainer_write_trace(const clt_trainer *t, const char *path);
+
 /* Replaces the trainer's local host sum (fn NULL: back to it), e.g. to add a
  * cross-machine stage. Call between steps. */
 CLT_API clt_status clt_trainer_set_reduce(clt_trainer *t, clt_reduce_fn fn, void *user);

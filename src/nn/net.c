@@ -232,6 +232,7 @@ clt_status clt_net_forward_device(clt_net *net, int training, const clt_sync *sy
         if (!l->kind->alias) {
             clt_status s = l->kind->forward(l, net->dev, &pass, n, x, net->act[i]);
             if (s != CLT_OK) return clt_fail_context(s, "forward of layer %d (%s)", i, l->token);
+            if (net->mark) CLT_TRY(net->mark(net->mark_user, i, 0));
         }
         x = net->act[i];
     }
@@ -303,6 +304,7 @@ clt_status clt_net_backward_device(clt_net *net, const clt_sync *sync, float sca
         cl_mem dx = i > net->first_param_layer ? net->dbuf[1 - cur] : NULL;
         clt_status s = l->kind->backward(l, net->dev, &pass, n, x, net->act[i], dy, dx);
         if (s != CLT_OK) return clt_fail_context(s, "backward of layer %d (%s)", i, l->token);
+        if (net->mark) CLT_TRY(net->mark(net->mark_user, i, 1));
         if (ready && i >= net->first_param_layer) CLT_TRY(ready(user, net, i));
         if (dx) {
             cur = 1 - cur;

@@ -48,6 +48,13 @@ size_t clt_net_floats(const clt_net *net, clt_net_buffer b);
  * the event completes, and clt_net_flush starts it. */
 clt_status clt_net_read(const clt_net *net, clt_net_buffer b, clt_span span, float *host, cl_event *done);
 clt_status clt_net_write(clt_net *net, clt_net_buffer b, clt_span span, const float *host, cl_event *done);
+/* As clt_net_read / clt_net_write, enqueued on `queue` (another queue of
+ * the net's context, e.g. a transfer queue beside the compute queue) once
+ * event `after` completed (NULL: at once). */
+clt_status clt_net_read_on(const clt_net *net, cl_command_queue queue, cl_event after, clt_net_buffer b,
+                           clt_span span, float *host, cl_event *done);
+clt_status clt_net_write_on(clt_net *net, cl_command_queue queue, cl_event after, clt_net_buffer b, clt_span span,
+                            const float *host, cl_event *done);
 /* Sends the enqueued work to the device now. */
 clt_status clt_net_flush(clt_net *net);
 
@@ -98,6 +105,11 @@ typedef clt_status (*clt_grads_ready_fn)(void *user, clt_net *net, int layer);
  * set, gradients scaled by `scale`; enqueues everything, reads nothing. */
 clt_status clt_net_backward_device(clt_net *net, const clt_sync *sync, float scale, clt_grads_ready_fn ready,
                                    void *user);
+/* Called after the kernels of net layer `layer` are enqueued, in forward
+ * (pass 0) and backward (pass 1), e.g. to place a profiling marker. */
+typedef clt_status (*clt_layer_mark_fn)(void *user, int layer, int pass);
+/* fn NULL: none (the default). */
+void clt_net_set_layer_mark(clt_net *net, clt_layer_mark_fn fn, void *user);
 /* Reads the stats of the last loss: sum of losses, correct count; a NaN or
  * infinite loss gives CLT_ERR_NUMERIC. Waits for the queue. */
 clt_status clt_net_read_stats(clt_net *net, double *loss_sum, int64_t *correct);

@@ -37,9 +37,10 @@ static clt_status span_mem(const clt_net *net, clt_net_buffer b, clt_span span, 
 }
 
 /* One copy between host memory and a span of buffer b: into `to` when it
- * is not NULL, otherwise from `from`. */
-static clt_status copy(const clt_net *net, clt_net_buffer b, clt_span span, float *to, const float *from,
-                       cl_event *done)
+ * is not NULL, otherwise from `from`; on `queue` (NULL: the net's) after
+ * `after` (NULL: nothing). */
+static clt_status copy(const clt_net *net, cl_command_queue queue, cl_event after, clt_net_buffer b, clt_span span,
+                       float *to, const float *from, cl_event *done)
 {
     const char *op = to ? "clt_net_read" : "clt_net_write";
     if (!to && !from) return clt_fail(CLT_ERR_INVALID_ARG, "%s: host memory is NULL", op);
@@ -47,19 +48,40 @@ static clt_status copy(const clt_net *net, clt_net_buffer b, clt_span span, floa
     CLT_TRY(span_mem(net, b, span, op, &m));
     cl_bool wait = done ? CL_FALSE : CL_TRUE;
     size_t at = span.offset * sizeof(float), bytes = span.count * sizeof(float);
-    cl_int err = to ? clEnqueueReadBuffer(net->dev->queue, m, wait, at, bytes, to, 0, NULL, done)
-                    : clEnqueueWriteBuffer(net->dev->queue, m, wait, at, bytes, from, 0, NULL, done);
+    cl_command_queue q = queue ? queue : net->dev->queue;
+    cl_uint nw = after ? 1 : 0;
+    const cl_event *wl = after ? &after : NULL;
+    cl_int err = to ? clEnqueueReadBuffer(q, m, wait, at, bytes, to, nw, wl, done)
+                    : clEnqueueWriteBuffer(q, m, wait, at, bytes, from, nw, wl, done);
     return err == CL_SUCCESS ? CLT_OK : clt_cl_fail(err, buffer_name(b));
 }
 
 clt_status clt_net_read(const clt_net *net, clt_net_buffer b, clt_span span, float *host, cl_event *done)
 {
-    return copy(net, b, span, host, NULL, done);
+    return copy(net, NULL, NULL, b, span, host, NULL, done);
 }
 
 clt_status clt_net_write(clt_net *net, clt_net_buffer b, clt_span span, const float *host, cl_event *done)
 {
-    return copy(net, b, span, NULL, host, done);
+    return copy(net, NULL, NULL, b, span, NULL, host, done);
+}
+
+clt_status clt_net_read_on(const clt_net *net, cl_command_queue queue, cl_event after, clt_net_buffer b,
+                           clt_span span, float *host, cl_event *done)
+{
+    return copy(net, queue, after, b, span, host, NULL, done);
+}
+
+clt_status clt_net_write_on(clt_net *net, cl_command_queue queue, cl_event after, clt_net_buffer b, clt_span span,
+                            const float *host, cl_event *done)
+{
+    return copy(net, queue, after, b, span, NULL, host, done);
+}
+
+void clt_net_set_layer_mark(clt_net *net, clt_layer_mark_fn fn, void *user)
+{
+    net->mark = fn;
+    net->mark_user = user;
 }
 
 clt_status clt_net_flush(clt_net *net)

@@ -21,6 +21,8 @@ struct clt_net {
     cl_mem labels;        /* int32, cap */
     cl_mem stats;         /* 2 x cap floats: loss, correct */
     float *host_stats;
+    clt_layer_mark_fn mark; /* clt_net_set_layer_mark */
+    void *mark_user;
     int last_n;           /* batch size of the last forward */
     int first_param_layer;/* layers before it need no input gradient */
     int last_training;    /* mode of the last forward */

@@ -47,11 +47,14 @@ static clt_status check_config(const clt_trainer_config *c)
 }
 
 /* Groups parameters (in flat-buffer order: last layer first) into buckets of
- * about bucket_bytes; a bucket ends at a parameter boundary. */
+ * about bucket_bytes; a bucket ends at a parameter boundary. The first is at
+ * most CLT_FIRST_BUCKET_BYTES (as PyTorch DDP's): the last layers' gradients
+ * leave early and the host sum starts while backward goes on. */
 static clt_status plan_buckets(clt_trainer *t)
 {
     const clt_net *net = t->workers[0].net;
     size_t cap = t->cfg.bucket_bytes / sizeof(float);
+    size_t first = CLT_FIRST_BUCKET_BYTES / sizeof(float);
     int np = 0;
     clt_span span;
     int layer;
@@ -64,7 +67,7 @@ static clt_status plan_buckets(clt_trainer *t)
     }
     clt_bucket *cur = NULL;
     for (int i = 0; clt_net_grad_span(net, i, &span, &layer); i++) {
-        if (!cur || cur->span.count >= cap) {
+        if (!cur || cur->span.count >= (t->n_buckets == 1 && first < cap ? first : cap)) {
             cur = &t->buckets[t->n_buckets++];
             cur->span = (clt_span){span.offset, 0};
         }
@@ -171,7 +174,7 @@ static clt_status start(clt_trainer *t, const size_t *force_align)
     CLT_TRY(clt_calloc((void **)&t->reduced, (size_t)t->n_buckets, sizeof(int), "bucket counters"));
     CLT_TRY(clt_calloc((void **)&t->weights, (size_t)k, sizeof(float), "split weights"));
     for (int i = 0; i < k; i++) {
-        CLT_TRY(clt_calloc((void **)&t->workers[i].events, (size_t)t->n_buckets, sizeof(cl_event), "events"));
+        CLT_TRY(clt_pipeline_open(&t->workers[i]));
         float w = c->split == CLT_SPLIT_WEIGHTS ? c->weights[i] : 1.0f;
         if (!(w >= 0) || !isfinite(w))
             return clt_fail(CLT_ERR_INVALID_ARG, "trainer: split weight %d is %g", i, w);
@@ -234,7 +237,8 @@ void clt_trainer_destroy(clt_trainer *t)
         if (t->workers[i].thread_started) pthread_join(t->workers[i].thread, NULL);
     for (int i = 0; i < t->k; i++) {
         clt_worker *w = &t->workers[i];
-        free(w->events);
+        clt_pipeline_close(w);
+        clt_trace_free(&w->trace);
         clt_net_destroy(w->net); /* waits for its queue first */
         clt_device_destroy(w->dev);
     }
@@ -450,6 +454,29 @@ clt_status clt_trainer_stats(const clt_trainer *t, clt_trainer_device_stats *sta
         stats[i].samples_per_s = t->workers[i].ema_sps;
     }
     return CLT_OK;
+}
+
+clt_status clt_trainer_trace(clt_trainer *t, int on)
+{
+    if (!t) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_trace: trainer is NULL");
+    for (int i = 0; i < t->k; i++) {
+        clt_worker *w = &t->workers[i];
+        w->tracing = on != 0;
+        clt_net_set_layer_mark(w->net, on ? clt_pipeline_mark : NULL, w);
+    }
+    return CLT_OK;
+}
+
+clt_status clt_trainer_write_trace(const clt_trainer *t, const char *path)
+{
+    if (!t || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_write_trace: NULL argument");
+    const clt_trace *tr[CLT_MAX_DEVICES];
+    const char *names[CLT_MAX_DEVICES];
+    for (int i = 0; i < t->k; i++) {
+        tr[i] = &t->workers[i].trace;
+        names[i] = t->workers[i].dev->info.name;
+    }
+    return clt_trace_write(path, tr, names, t->k);
 }
 
 void clt_trainer_inject_failure(clt_trainer *t, int slot, int64_t step)

@@ -9,9 +9,13 @@
 #include "cltrain_diag.h"
 #include "core/clock.h"
 #include "nn/net.h"
+#include "parallel/trace.h"
 #include "runtime/device.h"
 
 typedef struct clt_trainer clt_trainer;
+
+/* The first gradient bucket's size cap (later ones: bucket_bytes). */
+#define CLT_FIRST_BUCKET_BYTES ((size_t)1 << 20)
 
 /* A contiguous range of the flat gradient buffer, complete once the
  * backward of layer `min_layer` (and every later layer) is enqueued. */
@@ -20,9 +24,16 @@ typedef struct clt_bucket {
     int min_layer;
 } clt_bucket;
 
+typedef struct clt_worker clt_worker;
+/* What a bucket read's completion callback needs. */
+typedef struct clt_arrival {
+    clt_worker *w;
+    int bucket;
+} clt_arrival;
+
 typedef enum { CMD_NONE, CMD_STEP, CMD_EVAL, CMD_QUIT } clt_command;
 
-typedef struct clt_worker {
+struct clt_worker {
     clt_trainer *t;
     int slot;
     clt_device *dev;
@@ -30,7 +41,18 @@ typedef struct clt_worker {
     pthread_t thread;
     int thread_started;
     float *staging;       /* the net's pinned host staging for its gradients */
+    cl_command_queue xfer; /* the transfer queue beside the device's compute queue */
     cl_event *events;     /* one read event per bucket */
+    cl_event *writes;     /* one write-back event per bucket */
+    clt_arrival *arrivals;
+    cl_event backward_done; /* marker after the whole backward */
+    double backward_end;  /* clt_now() when it completed (its callback) */
+    int backward_ended;
+    int pending;          /* event callbacks still to run (mutex) */
+    int early_sums;       /* buckets of this step summed before this device's backward ended */
+    double hidden_transfer_s, hidden_reduce_s; /* parts of transfer and reduction during backward */
+    int tracing;          /* clt_trainer_trace */
+    clt_trace trace;
     int next_bucket;      /* next bucket to enqueue during backward */
     int off, n;           /* this step's shard */
     double loss;          /* results of the last command */
@@ -41,7 +63,7 @@ typedef struct clt_worker {
     double ema_sps;       /* smoothed samples/s for the auto split */
     int inject_fail_at;   /* tests: fail at this step (0 = never) */
     int64_t bn_round;     /* synchronised batch norm rounds done this step */
-} clt_worker;
+};
 
 struct clt_trainer {
     clt_trainer_config cfg;
@@ -85,6 +107,25 @@ struct clt_trainer {
 
 clt_status clt_reduce_local_sum(void *user, const float *const *in, int k, float *out, size_t count,
                                 float scale);
+/* The per-bucket gradient pipeline of one device (pipeline.c). */
+clt_status clt_pipeline_open(clt_worker *w);
+void clt_pipeline_close(clt_worker *w);
+/* clt_grads_ready_fn: reads every bucket whose layers finished backward. */
+clt_status clt_pipeline_grads_ready(void *user, clt_net *net, int layer);
+/* After the backward is enqueued: the remaining buckets and the marker
+ * whose completion ends this device's compute. */
+clt_status clt_pipeline_end_backward(clt_worker *w);
+/* An empty shard: zero gradients, every bucket arrived at once. */
+void clt_pipeline_no_shard(clt_worker *w);
+/* Sends bucket b of the staging (the reduced sum) back to the device. */
+clt_status clt_pipeline_write_back(clt_worker *w, int b);
+/* clt_layer_mark_fn of a traced net: a marker after each layer. */
+clt_status clt_pipeline_mark(void *user, int layer, int pass);
+/* Makes the compute queue wait for every write-back. */
+clt_status clt_pipeline_before_update(clt_worker *w);
+/* Waits for both queues and every callback, adds up transfer times and
+ * releases the step's events. */
+void clt_pipeline_settle(clt_worker *w);
 /* Worker thread body (worker.c). */
 void *clt_worker_main(void *arg);
 /* Records the first failure and wakes every waiter (mutex held). */

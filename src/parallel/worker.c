@@ -18,41 +18,16 @@ void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char 
     pthread_cond_broadcast(&t->cv);
 }
 
-/* Enqueues the reads of every bucket whose layers have all finished
- * backward (called after each layer with parameters). */
-static clt_status on_grads_ready(void *user, clt_net *net, int layer)
-{
-    clt_worker *w = user;
-    clt_trainer *t = w->t;
-    int first = w->next_bucket;
-    while (w->next_bucket < t->n_buckets && t->buckets[w->next_bucket].min_layer >= layer) {
-        const clt_bucket *b = &t->buckets[w->next_bucket];
-        cl_event *done = &w->events[w->next_bucket];
-        clt_status s = clt_net_read(net, CLT_NET_GRADS, b->span, w->staging + b->span.offset, done);
-        if (s != CLT_OK) return clt_fail_context(s, "read gradient bucket");
-        w->next_bucket++;
-    }
-    if (w->next_bucket > first) CLT_TRY(clt_net_flush(net)); /* start the transfer now */
-    return CLT_OK;
-}
-
-static double event_seconds(cl_event e)
-{
-    cl_ulong a = 0, b = 0;
-    if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL) != CL_SUCCESS ||
-        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL) != CL_SUCCESS || b < a)
-        return 0;
-    return (double)(b - a) * 1e-9;
-}
-
 /* Waits (mutex held) until *counter reaches k or the trainer failed;
- * returns 0 on failure. Adds the wait to the idle time. */
+ * returns 0 on failure. Adds the wait after this device's backward ended
+ * to the idle time. */
 static int wait_count(clt_worker *w, const int *counter)
 {
     clt_trainer *t = w->t;
     double t0 = clt_now();
     while (*counter < t->k && !t->failed) pthread_cond_wait(&t->cv, &t->mu);
-    w->stats.idle_s += clt_now() - t0;
+    /* Waiting while this device still computes is not idle. */
+    if (w->backward_ended) w->stats.idle_s += clt_now() - (w->backward_end > t0 ? w->backward_end : t0);
     return !t->failed;
 }
 
@@ -102,7 +77,7 @@ static clt_status compute_shard(clt_worker *w)
     w->next_bucket = 0;
     w->bn_round = 0;
     if (w->n == 0) {
-        memset(w->staging, 0, t->flat * sizeof(float)); /* an empty shard adds nothing */
+        clt_pipeline_no_shard(w);
         /* as many rounds as the others' layers make (clt_net_sync_plan) */
         for (int r = 0; t->cfg.sync_bn && r < t->sync_rounds; r++) {
             double none = 0;
@@ -115,48 +90,26 @@ static clt_status compute_shard(clt_worker *w)
     CLT_TRY(clt_net_set_input(net, t->images + (size_t)w->off * sample, w->n, &up));
     clReleaseEvent(up); /* the in-order queue runs it before the forward */
     CLT_TRY(clt_net_set_labels(net, t->labels + w->off, w->n));
+    if (w->tracing) CLT_TRY(clt_pipeline_mark(w, -1, 0)); /* the forward's start */
     clt_sync sync = {bn_round, w};
     const clt_sync *hook = t->cfg.sync_bn ? &sync : NULL;
     CLT_TRY(clt_net_forward_device(net, 1, hook, w->n));
-    CLT_TRY(clt_net_backward_device(net, hook, 1.0f, on_grads_ready, w));
-    CLT_TRY(on_grads_ready(w, net, -1)); /* buckets holding no layer's gradients */
-    for (int b = 0; b < t->n_buckets; b++) {
-        cl_int err = clWaitForEvents(1, &w->events[b]);
-        if (err != CL_SUCCESS) return clt_cl_fail(err, "waiting for a gradient bucket");
-    }
-    return CLT_OK;
+    CLT_TRY(clt_net_backward_device(net, hook, 1.0f, clt_pipeline_grads_ready, w));
+    return clt_pipeline_end_backward(w); /* returns while the device still computes */
 }
 
-static void release_events(clt_worker *w)
-{
-    for (int b = 0; b < w->t->n_buckets; b++) {
-        if (w->events[b]) {
-            w->stats.transfer_s += event_seconds(w->events[b]);
-            clReleaseEvent(w->events[b]);
-        }
-        w->events[b] = NULL;
-    }
-}
-
-static clt_status run_step(clt_worker *w)
+/* Bucket by bucket, as soon as every device's copy arrived: this thread's
+ * slice of the sum, then (every slice done) the write-back. */
+static clt_status run_step_body(clt_worker *w)
 {
     clt_trainer *t = w->t;
-    double t0 = clt_now();
-    memset(&w->stats, 0, sizeof w->stats);
-    w->stats.device = w->dev->info.index;
-    w->stats.shard = w->n;
     clt_status s = compute_shard(w);
-    w->stats.compute_s = clt_now() - t0;
-    release_events(w);
-    pthread_mutex_lock(&t->mu);
     if (s != CLT_OK) {
+        pthread_mutex_lock(&t->mu);
         clt_trainer_fail_locked(t, w->slot, s, clt_last_error());
         pthread_mutex_unlock(&t->mu);
         return s;
     }
-    for (int b = 0; b < t->n_buckets; b++) t->arrived[b]++;
-    pthread_cond_broadcast(&t->cv);
-    pthread_mutex_unlock(&t->mu);
 
     float scale = 1.0f / (float)t->batch;
     const float *in[CLT_MAX_DEVICES];
@@ -170,10 +123,19 @@ static clt_status run_step(clt_worker *w)
         size_t lo = bk->span.count * (size_t)w->slot / (size_t)t->k;
         size_t hi = bk->span.count * (size_t)(w->slot + 1) / (size_t)t->k;
         for (int d = 0; d < t->k; d++) in[d] = t->workers[d].staging + bk->span.offset + lo;
+        pthread_mutex_lock(&t->mu);
+        int during = !w->backward_ended;
+        pthread_mutex_unlock(&t->mu);
         double r0 = clt_now();
         s = hi > lo ? t->reduce(t->reduce_user, in, t->k, t->sum + bk->span.offset + lo, hi - lo, scale)
                     : CLT_OK;
         w->stats.reduce_s += clt_now() - r0;
+        double r1 = clt_now();
+        if (during) {
+            w->early_sums++;
+            w->hidden_reduce_s += r1 - r0;
+        }
+        if (w->tracing) clt_trace_add(&w->trace, CLT_TR_SUM, b, r0, r1 - r0);
         pthread_mutex_lock(&t->mu);
         if (s != CLT_OK) {
             clt_trainer_fail_locked(t, w->slot, s, clt_last_error());
@@ -187,15 +149,13 @@ static clt_status run_step(clt_worker *w)
         if (!ok) return CLT_ERR_CANCELLED;
         /* Every slice is summed, so no thread reads the staging any more:
          * reuse it (pinned) as the source of the write back. */
+        double c0 = clt_now();
         memcpy(w->staging + bk->span.offset, t->sum + bk->span.offset, bk->span.count * sizeof(float));
-        cl_event written;
-        s = clt_net_write(w->net, CLT_NET_GRADS, bk->span, w->staging + bk->span.offset, &written);
-        if (s != CLT_OK) {
-            s = clt_fail_context(s, "write reduced gradients");
-            break;
-        }
-        clReleaseEvent(written); /* the optimizer step comes after it in the queue */
+        s = clt_pipeline_write_back(w, b);
+        if (w->tracing) clt_trace_add(&w->trace, CLT_TR_WRITE_BACK, b, c0, clt_now() - c0);
+        if (s != CLT_OK) break;
     }
+    if (s == CLT_OK) s = clt_pipeline_before_update(w);
     if (s == CLT_OK)
         s = clt_net_sgd_step(w->net, t->cfg.lr, t->cfg.momentum, t->cfg.weight_decay);
     w->loss = 0;
@@ -204,12 +164,29 @@ static clt_status run_step(clt_worker *w)
         s = clt_net_read_stats(w->net, &w->loss, &w->correct); /* waits for the queue */
     else if (s == CLT_OK)
         s = clt_device_finish(w->dev);
-    w->stats.step_s = clt_now() - t0;
     if (s != CLT_OK) {
         pthread_mutex_lock(&t->mu);
         clt_trainer_fail_locked(t, w->slot, s, clt_last_error());
         pthread_mutex_unlock(&t->mu);
     }
+    return s;
+}
+
+static clt_status run_step(clt_worker *w)
+{
+    double t0 = clt_now();
+    memset(&w->stats, 0, sizeof w->stats);
+    w->stats.device = w->dev->info.index;
+    w->stats.shard = w->n;
+    w->backward_ended = 0;
+    w->early_sums = 0;
+    w->hidden_transfer_s = w->hidden_reduce_s = 0;
+    clt_status s = run_step_body(w);
+    clt_pipeline_settle(w); /* nothing in flight once the step is reported */
+    w->stats.step_s = clt_now() - t0;
+    w->stats.compute_s = (w->backward_ended ? w->backward_end : clt_now()) - t0;
+    w->stats.hidden_s = w->hidden_transfer_s + w->hidden_reduce_s;
+    w->stats.exposed_s = w->stats.step_s - w->stats.compute_s;
     return s;
 }
 

@@ -39,7 +39,7 @@ check(rc == 0 and '--batch-size' in out and 'default 256' in out, 'train --help 
 # eval and bench train take only the options they read: another one is refused
 # by name, and their --help lists only their own
 EVAL_ONLY = ['--init-from', '--resume', '--data', '--limit-test']
-BENCH_ONLY = ['--steps', '--init']
+BENCH_ONLY = ['--steps', '--init', '--trace']
 TRAIN_ONLY = ['--lr', '--momentum', '--weight-decay', '--epochs', '--seed', '--limit-train', '--no-shuffle',
               '--drop-last', '--log-csv', '--plot', '--export-npz', '--save', '--sync-bn', '--quiet']
 FLAGS = {'--no-shuffle', '--drop-last', '--sync-bn', '--quiet'}
@@ -57,7 +57,8 @@ for cmd, refused in [(['eval'], TRAIN_ONLY + BENCH_ONLY), (['bench', 'train'], T
     listed = {w.split('=')[0] for w in out.split() if w.startswith('--')}
     own = {'eval': ['--model', '--devices', '--split', '--batch-size', '--json', '--init-from', '--resume', '--data',
                     '--limit-test'],
-           'bench train': ['--model', '--devices', '--split', '--batch-size', '--json', '--steps', '--init']}[name]
+           'bench train': ['--model', '--devices', '--split', '--batch-size', '--json', '--steps', '--init',
+                           '--trace']}[name]
     check(rc == 0 and listed == {*own, '--help'}, f'{name} --help lists {sorted(listed)}')
     check('default 256' in out and 'default equal' in out, f'{name} --help documents defaults')
 rc, out, err = run('train', '--help')
@@ -450,5 +451,34 @@ check(rc == 0, f'bench rc {rc}: {err}')
 if rc == 0:
     b = json.loads(out)
     check([r['devices'] for r in b['runs']] == [1, 2] and b['runs'][0]['scaling'] == 1.0, f'bench: {b}')
+    check(b.get('efficiency', 0) > 0 and all('hidden_s' in r and 'exposed_s' in r for r in b['runs']), f'bench efficiency: {b}')
+
+# --trace: Chrome trace-event JSON with a compute-queue, transfer-queue and
+# host-thread track per device, layers by pass and buckets on them
+def trace_ok(path, what):
+    try:
+        ev = json.load(open(path))['traceEvents']
+    except (OSError, ValueError, KeyError) as e:
+        check(False, f'{what}: trace not valid JSON: {e}')
+        return
+    names = {(e['pid'], e['args']['name']) for e in ev if e['ph'] == 'M' and e['name'] == 'thread_name'}
+    cats = {(e['pid'], e['tid'], e['cat']) for e in ev if e['ph'] == 'X'}
+    for d in (0, 1):
+        check({(d, 'compute queue'), (d, 'transfer queue'), (d, 'host thread')} <= names, f'{what}: tracks {names}')
+        check({(d, 0, 'forward'), (d, 0, 'backward'), (d, 0, 'optimizer'), (d, 1, 'read'), (d, 1, 'write'),
+               (d, 2, 'sum')} <= cats, f'{what}: device {d} events {sorted(cats)}')
+    check(all(e['dur'] >= 0 and e['ts'] >= 0 for e in ev if e['ph'] == 'X'), f'{what}: times on one clock')
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    tr = os.path.join(tmp, 'bench.json')
+    rc, out, err = run('bench', 'train', '--devices', '0,1', '--batch-size', '32', '--steps', '2', '--trace', tr)
+    check(rc == 0, f'bench --trace: {rc} {err}')
+    trace_ok(tr, 'bench train --trace')
+    tr = os.path.join(tmp, 'train.json')
+    rc, out, err = run('train', '--devices', '0,1', '--limit-train', '64', '--limit-test', '32', '--batch-size', '32',
+                       '--epochs', '1', '--quiet', '--trace', tr)
+    check(rc == 0, f'train --trace: {rc} {err}')
+    trace_ok(tr, 'train --trace')
 
 finish()

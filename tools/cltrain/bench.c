@@ -8,16 +8,18 @@
 #include "../common/args.h"
 #include "../common/json.h"
 #include "../common/number.h"
+#include "cltrain_diag.h"
 #include "core/clock.h"
 #include "options.h"
 
 typedef struct bench_row {
     int k;
-    double samples_per_s, step_s, compute_s, transfer_s, reduce_s, idle_s;
+    double samples_per_s, step_s, compute_s, transfer_s, reduce_s, idle_s, hidden_s, exposed_s;
 } bench_row;
 
+/* trace: where to write a trace of the timed steps (NULL: none). */
 static int run(const cli_options *o, const int *devs, int k, const float *images, const int32_t *labels,
-               int steps, bench_row *row)
+               int steps, const char *trace, bench_row *row)
 {
     clt_trainer_config cfg;
     clt_trainer_config_default(&cfg);
@@ -38,6 +40,7 @@ static int run(const cli_options *o, const int *devs, int k, const float *images
     row->k = k;
     for (int s = 0; s < 3 && !rc; s++) /* warm-up: first-use compilation, caches */
         if (clt_trainer_step(t, images, labels, b, NULL, NULL) != CLT_OK) rc = 1;
+    if (!rc && trace && clt_trainer_trace(t, 1) != CLT_OK) rc = 1;
     double t0 = clt_now();
     clt_trainer_device_stats st[CLT_MAX_DEVICES];
     for (int s = 0; s < steps && !rc; s++) {
@@ -50,9 +53,12 @@ static int run(const cli_options *o, const int *devs, int k, const float *images
             row->transfer_s += st[i].transfer_s / k;
             row->reduce_s += st[i].reduce_s / k;
             row->idle_s += st[i].idle_s / k;
+            row->hidden_s += st[i].hidden_s / k;
+            row->exposed_s += st[i].exposed_s / k;
         }
     }
     double elapsed = clt_now() - t0;
+    if (!rc && trace && clt_trainer_write_trace(t, trace) != CLT_OK) rc = 1;
     if (rc) {
         fprintf(stderr, "cltrain: bench on %d device(s): %s\n", k, clt_last_error());
         clt_trainer_destroy(t);
@@ -64,6 +70,8 @@ static int run(const cli_options *o, const int *devs, int k, const float *images
     row->transfer_s /= steps;
     row->reduce_s /= steps;
     row->idle_s /= steps;
+    row->hidden_s /= steps;
+    row->exposed_s /= steps;
     clt_trainer_destroy(t);
     return rc;
 }
@@ -79,6 +87,7 @@ static const cli_accept bench_options[] = {
     {O_STEPS, "timed steps per device count, after 3 warm-up steps (default 20, at most 100000)"},
     {O_INIT, NULL},
     {O_JSON, "one JSON object on stdout instead of the table"},
+    {O_TRACE, "a trace of the timed steps on all k devices (Chrome trace-event JSON)"},
     {O_END, NULL},
 };
 
@@ -91,8 +100,11 @@ int cli_bench(int argc, char **argv)
                    "                           [--batch-size N] [--steps N] [--init normal|xavier] [--json]\n"
                    "Samples/s of training steps on the first 1, 2, ..., k devices of the list, the scaling\n"
                    "ratio against one device, and a step's time split into compute (upload, forward,\n"
-                   "backward until the gradients left the device), transfer (gradients device to host\n"
-                   "and back), reduce (host summation) and idle (waiting for the slowest device).\n\n"
+                   "backward until the device finished it), transfer (gradients device to host and back),\n"
+                   "reduce (host summation), idle (waiting for the slowest device), hidden (the part of\n"
+                   "transfer + reduce done during backward) and exposed (step - compute: what the step\n"
+                   "adds after backward). Scaling efficiency: k devices' samples/s / the sum of each\n"
+                   "device's alone (measured too).\n\n"
                    "Usage: cltrain bench ops [--devices LIST|all] [--model lenet|resnet18|all] [--batch-size N]\n"
                    "                         [--repeat N] [--json]\n"
                    "Time per call of every op of LeNet and ResNet-18 at its real shapes, in GFLOP/s or GB/s\n"
@@ -128,31 +140,46 @@ int cli_bench(int argc, char **argv)
     uint32_t r = 1;
     for (size_t i = 0; i < b * 784; i++) r = r * 1664525u + 1013904223u, images[i] = (float)(r >> 8) / 16777216.0f;
     for (size_t i = 0; i < b; i++) labels[i] = (int32_t)(i % 10);
-    bench_row rows[CLT_MAX_DEVICES];
+    bench_row rows[CLT_MAX_DEVICES] = {{0}};
     int done = 0;
     for (int k = 1; k <= n && !rc; k++) {
-        rc = run(&o, devs, k, images, labels, steps, &rows[k - 1]);
+        rc = run(&o, devs, k, images, labels, steps, k == n ? o.trace : NULL, &rows[k - 1]);
         done += !rc;
     }
+    /* Scaling efficiency: k devices against the sum of each alone (the fair
+     * figure for unequal devices); devs[0] alone is rows[0]. */
+    double alone = done == n ? rows[0].samples_per_s : 0;
+    for (int j = 1; j < n && !rc; j++) {
+        bench_row one = {0};
+        rc = run(&o, devs + j, 1, images, labels, steps, NULL, &one);
+        alone += one.samples_per_s;
+    }
+    double efficiency = !rc && n > 1 ? rows[n - 1].samples_per_s / alone : 0;
     if (o.json) {
         printf("{\"model\": ");
         json_string(stdout, o.model);
         printf(", \"batch_size\": %lld, \"steps\": %d, \"runs\": [", (long long)o.batch_size, steps);
         for (int i = 0; i < done; i++)
             printf("%s\n  {\"devices\": %d, \"samples_per_s\": " NUMBER_MACHINE_FMT ", \"scaling\": %.3f, \"step_s\": %.5f, "
-                   "\"compute_s\": %.5f, \"transfer_s\": %.5f, \"reduce_s\": %.5f, \"idle_s\": %.5f}",
+                   "\"compute_s\": %.5f, \"transfer_s\": %.5f, \"reduce_s\": %.5f, \"idle_s\": %.5f, "
+                   "\"hidden_s\": %.5f, \"exposed_s\": %.5f}",
                    i ? "," : "", rows[i].k, rows[i].samples_per_s, rows[i].samples_per_s / rows[0].samples_per_s,
-                   rows[i].step_s, rows[i].compute_s, rows[i].transfer_s, rows[i].reduce_s, rows[i].idle_s);
-        printf("\n]}\n");
+                   rows[i].step_s, rows[i].compute_s, rows[i].transfer_s, rows[i].reduce_s, rows[i].idle_s,
+                   rows[i].hidden_s, rows[i].exposed_s);
+        printf("\n], \"alone_sum_samples_per_s\": %.1f, \"efficiency\": %.4f}\n", alone, efficiency);
     } else {
         printf("model %s, batch %lld, %d timed steps\n", o.model, (long long)o.batch_size, steps);
-        printf("%-8s %12s %8s %10s %10s %10s %10s %10s\n", "devices", "samples/s", "scaling", "step ms", "compute",
-               "transfer", "reduce", "idle");
+        printf("%-8s %12s %8s %10s %10s %10s %10s %10s %10s %10s\n", "devices", "samples/s", "scaling", "step ms",
+               "compute", "transfer", "reduce", "idle", "hidden", "exposed");
         char rate[32];
         for (int i = 0; i < done; i++)
-            printf("%-8d %12s %7.2fx %10.2f %10.2f %10.2f %10.2f %10.2f\n", rows[i].k,
+            printf("%-8d %12s %7.2fx %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", rows[i].k,
                    format_number(rate, sizeof rate, rows[i].samples_per_s), rows[i].samples_per_s / rows[0].samples_per_s, 1e3 * rows[i].step_s, 1e3 * rows[i].compute_s,
-                   1e3 * rows[i].transfer_s, 1e3 * rows[i].reduce_s, 1e3 * rows[i].idle_s);
+                   1e3 * rows[i].transfer_s, 1e3 * rows[i].reduce_s, 1e3 * rows[i].idle_s, 1e3 * rows[i].hidden_s,
+                   1e3 * rows[i].exposed_s);
+        if (efficiency > 0)
+            printf("scaling efficiency: %s samples/s on %d devices / %.0f (each alone, summed) = %.1f%%\n",
+                   format_number(rate, sizeof rate, rows[n - 1].samples_per_s), n, alone, 100 * efficiency);
     }
     free(images);
     free(labels);

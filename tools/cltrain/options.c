@@ -49,6 +49,7 @@ static const cli_row rows[] = {
     {O_DROP, "drop-last", NULL, "drop the last partial batch of each epoch"},
     {O_CSV, "log-csv", "FILE", "append one CSV line per epoch"},
     {O_PLOT, "plot", "FILE.svg", "loss and accuracy curves as an SVG, rewritten each epoch"},
+    {O_TRACE, "trace", "FILE.json", "a trace of the steps (Chrome trace-event JSON: Perfetto, chrome://tracing)"},
     {O_INIT_FROM, "init-from", "FILE.npz", "start from these parameters (PyTorch state_dict names, e.g. 0.weight)"},
     {O_EXPORT, "export-npz", "FILE.npz", "write the parameters at the end (numpy.load reads them)"},
     {O_SAVE, "save", "FILE", "checkpoint at each epoch end, at the end, and on Ctrl-C"},
@@ -153,6 +154,7 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
         case O_QUIET: o->quiet = 1; break;
         case O_CSV: o->log_csv = optarg; break;
         case O_PLOT: o->plot = optarg; break;
+        case O_TRACE: o->trace = optarg; break;
         case O_INIT_FROM: o->init_from = optarg; break;
         case O_EXPORT: o->export_npz = optarg; break;
         case O_SAVE: o->save = optarg; break;

@@ -10,7 +10,7 @@
 enum cli_opt {
     O_MODEL = 256, O_DATA, O_DEVICES, O_SPLIT, O_BATCH, O_LR, O_MOM, O_WD, O_EPOCHS, O_STEPS, O_SEED, O_INIT,
     O_LTRAIN, O_LTEST, O_NOSHUF, O_DROP, O_JSON, O_QUIET, O_CSV, O_PLOT, O_INIT_FROM, O_EXPORT, O_SAVE, O_RESUME,
-    O_SYNC_BN, O_END
+    O_SYNC_BN, O_TRACE, O_END
 };
 #define CLI_GIVEN(o, opt) ((o)->given[(opt) - O_MODEL])
 
@@ -29,6 +29,7 @@ typedef struct cli_options {
     int shuffle, drop_last, json, quiet;
     const char *log_csv;
     const char *plot;
+    const char *trace; /* Chrome trace-event JSON of the steps */
     const char *init_from, *export_npz, *save, *resume;
     int sync_bn;
     unsigned char given[O_END - O_MODEL];

@@ -14,6 +14,7 @@
 #include "options.h"
 #include "outputs.h"
 #include "plot.h"
+#include "cltrain_diag.h"
 #include "runmeta.h"
 
 /* The signal (SIGINT or SIGTERM) that asked to stop: the loop stops after
@@ -245,6 +246,10 @@ int cli_train(int argc, char **argv)
         rc = fail("--resume");
         goto done;
     }
+    if (o.trace && clt_trainer_trace(t, 1) != CLT_OK) {
+        rc = fail("--trace");
+        goto done;
+    }
     clt_batcher_config bc;
     clt_batcher_config_default(&bc);
     bc.batch_size = (int)o.batch_size;
@@ -358,6 +363,7 @@ int cli_train(int argc, char **argv)
         rc = 128 + interrupted; /* as a shell reports a death by that signal: 130, 143 */
     }
 done:
+    if (o.trace && t && clt_trainer_write_trace(t, o.trace) != CLT_OK) rc = rc ? rc : fail("--trace");
     plot_free(&plot);
     clt_batcher_destroy(b);
     clt_trainer_destroy(t);

@@ -1,0 +1,188 @@
+/* The gradient pipeline of one device: bucket reads on a transfer queue of
+ * their own, each waiting on a marker of the compute queue placed right
+ * after the kernels that produce the bucket; an event callback counts the
+ * bucket as arrived the moment its read completes, so the host sums it
+ * while the device still runs backward of earlier layers. Write-backs run
+ * on the transfer queue too; the optimizer step waits for them. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "parallel/trainer.h"
+
+clt_status clt_pipeline_open(clt_worker *w)
+{
+    int n = w->t->n_buckets;
+    cl_int err;
+    w->xfer = clCreateCommandQueue(w->dev->ctx, w->dev->id, CL_QUEUE_PROFILING_ENABLE, &err);
+    if (!w->xfer) return clt_cl_fail(err, "clCreateCommandQueue (transfer queue)");
+    CLT_TRY(clt_calloc((void **)&w->events, (size_t)n, sizeof(cl_event), "events"));
+    CLT_TRY(clt_calloc((void **)&w->writes, (size_t)n, sizeof(cl_event), "events"));
+    CLT_TRY(clt_calloc((void **)&w->arrivals, (size_t)n, sizeof *w->arrivals, "arrivals"));
+    for (int b = 0; b < n; b++) w->arrivals[b] = (clt_arrival){w, b};
+    return CLT_OK;
+}
+
+void clt_pipeline_close(clt_worker *w)
+{
+    if (w->xfer) clReleaseCommandQueue(w->xfer);
+    w->xfer = NULL;
+    free(w->events);
+    free(w->writes);
+    free(w->arrivals);
+}
+
+/* Runs on the OpenCL runtime's thread: no OpenCL call, only the counters. */
+static void CL_CALLBACK on_read_done(cl_event e, cl_int status, void *user)
+{
+    (void)e;
+    clt_arrival *a = user;
+    clt_worker *w = a->w;
+    clt_trainer *t = w->t;
+    pthread_mutex_lock(&t->mu);
+    if (status != CL_COMPLETE) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "reading gradient bucket %d failed (OpenCL status %d)", a->bucket, (int)status);
+        clt_trainer_fail_locked(t, w->slot, CLT_ERR_OPENCL, msg);
+    } else
+        t->arrived[a->bucket]++;
+    w->pending--;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void CL_CALLBACK on_backward_done(cl_event e, cl_int status, void *user)
+{
+    (void)e;
+    (void)status; /* a failure shows in the bucket reads that follow */
+    clt_worker *w = user;
+    clt_trainer *t = w->t;
+    double now = clt_now();
+    pthread_mutex_lock(&t->mu);
+    w->backward_end = now;
+    w->backward_ended = 1;
+    w->pending--;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static clt_status watch(clt_worker *w, cl_event e, void(CL_CALLBACK *fn)(cl_event, cl_int, void *), void *user)
+{
+    pthread_mutex_lock(&w->t->mu);
+    w->pending++;
+    pthread_mutex_unlock(&w->t->mu);
+    cl_int err = clSetEventCallback(e, CL_COMPLETE, fn, user);
+    if (err == CL_SUCCESS) return CLT_OK;
+    pthread_mutex_lock(&w->t->mu);
+    w->pending--;
+    pthread_mutex_unlock(&w->t->mu);
+    return clt_cl_fail(err, "clSetEventCallback");
+}
+
+clt_status clt_pipeline_grads_ready(void *user, clt_net *net, int layer)
+{
+    clt_worker *w = user;
+    clt_trainer *t = w->t;
+    if (w->next_bucket >= t->n_buckets || t->buckets[w->next_bucket].min_layer < layer) return CLT_OK;
+    cl_event produced;
+    CLT_CL(clEnqueueMarkerWithWaitList(w->dev->queue, 0, NULL, &produced), "clEnqueueMarkerWithWaitList");
+    clt_status s = CLT_OK;
+    while (s == CLT_OK && w->next_bucket < t->n_buckets && t->buckets[w->next_bucket].min_layer >= layer) {
+        int b = w->next_bucket;
+        const clt_bucket *bk = &t->buckets[b];
+        s = clt_net_read_on(net, w->xfer, produced, CLT_NET_GRADS, bk->span, w->staging + bk->span.offset,
+                            &w->events[b]);
+        if (s == CLT_OK) s = watch(w, w->events[b], on_read_done, &w->arrivals[b]);
+        if (s != CLT_OK) s = clt_fail_context(s, "read gradient bucket %d", b);
+        w->next_bucket++;
+    }
+    clReleaseEvent(produced);
+    if (s == CLT_OK && clFlush(w->xfer) != CL_SUCCESS) s = clt_fail(CLT_ERR_OPENCL, "clFlush (transfer queue)");
+    if (s == CLT_OK) s = clt_net_flush(net); /* the marker must run for the reads to start */
+    return s;
+}
+
+clt_status clt_pipeline_end_backward(clt_worker *w)
+{
+    CLT_TRY(clt_pipeline_grads_ready(w, w->net, -1)); /* buckets holding no layer's gradients */
+    CLT_CL(clEnqueueMarkerWithWaitList(w->dev->queue, 0, NULL, &w->backward_done), "clEnqueueMarkerWithWaitList");
+    CLT_TRY(watch(w, w->backward_done, on_backward_done, w));
+    return clt_net_flush(w->net);
+}
+
+void clt_pipeline_no_shard(clt_worker *w)
+{
+    clt_trainer *t = w->t;
+    memset(w->staging, 0, t->flat * sizeof(float)); /* an empty shard adds nothing */
+    pthread_mutex_lock(&t->mu);
+    for (int b = 0; b < t->n_buckets; b++) t->arrived[b]++;
+    w->backward_end = clt_now();
+    w->backward_ended = 1;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+clt_status clt_pipeline_write_back(clt_worker *w, int b)
+{
+    const clt_bucket *bk = &w->t->buckets[b];
+    clt_status s = clt_net_write_on(w->net, w->xfer, NULL, CLT_NET_GRADS, bk->span, w->staging + bk->span.offset,
+                                    &w->writes[b]);
+    if (s != CLT_OK) return clt_fail_context(s, "write reduced gradients");
+    if (clFlush(w->xfer) != CL_SUCCESS) return clt_fail(CLT_ERR_OPENCL, "clFlush (transfer queue)");
+    return CLT_OK;
+}
+
+clt_status clt_pipeline_mark(void *user, int layer, int pass)
+{
+    clt_worker *w = user;
+    return clt_trace_mark(&w->trace, w->dev->queue, layer, pass);
+}
+
+clt_status clt_pipeline_before_update(clt_worker *w)
+{
+    CLT_CL(clEnqueueBarrierWithWaitList(w->dev->queue, (cl_uint)w->t->n_buckets, w->writes, NULL),
+           "clEnqueueBarrierWithWaitList (reduced gradients)");
+    /* the trace's optimizer span starts once the write-backs landed */
+    return w->tracing ? clt_pipeline_mark(w, -1, 2) : CLT_OK;
+}
+
+/* Device time of event e (profiling, seconds) and the part of it before
+ * device time `until` (ns; 0: none). */
+static double event_seconds(cl_event e, cl_ulong until, double *before)
+{
+    cl_ulong a = 0, b = 0;
+    if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL) != CL_SUCCESS ||
+        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL) != CL_SUCCESS || b < a)
+        return 0;
+    cl_ulong cut = until < b ? until : b;
+    if (cut > a) *before += (double)(cut - a) * 1e-9;
+    return (double)(b - a) * 1e-9;
+}
+
+void clt_pipeline_settle(clt_worker *w)
+{
+    clt_trainer *t = w->t;
+    if (w->tracing && w->trace.n_marks && clt_pipeline_mark(w, -2, 2) != CLT_OK) w->trace.dropped++;
+    clFinish(w->dev->queue);
+    clFinish(w->xfer);
+    pthread_mutex_lock(&t->mu);
+    while (w->pending > 0) pthread_cond_wait(&t->cv, &t->mu); /* callbacks still to run */
+    pthread_mutex_unlock(&t->mu);
+    cl_ulong bend = 0;
+    if (w->backward_done)
+        clGetEventProfilingInfo(w->backward_done, CL_PROFILING_COMMAND_END, sizeof bend, &bend, NULL);
+    double host_ref = w->backward_done && bend && w->backward_ended ? w->backward_end : -1;
+    if (w->tracing) clt_trace_close_step(&w->trace, bend, host_ref);
+    cl_event *lists[2] = {w->events, w->writes};
+    for (int l = 0; l < 2; l++)
+        for (int b = 0; b < t->n_buckets; b++) {
+            if (!lists[l][b]) continue;
+            if (w->tracing && host_ref >= 0)
+                clt_trace_transfer(&w->trace, l ? CLT_TR_WRITE : CLT_TR_READ, b, lists[l][b], bend, host_ref);
+            w->stats.transfer_s += event_seconds(lists[l][b], bend, &w->hidden_transfer_s);
+            clReleaseEvent(lists[l][b]);
+            lists[l][b] = NULL;
+        }
+    if (w->backward_done) clReleaseEvent(w->backward_done);
+    w->backward_done = NULL;
+}
