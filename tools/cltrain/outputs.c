@@ -94,6 +94,7 @@ int cli_check_outputs(const cli_options *o)
     named_file all[] = {{.opt = "--save", .path = o->save, .output = 1},
                         {.opt = "--export-npz", .path = o->export_npz, .output = 1},
                         {.opt = "--plot", .path = o->plot, .output = 1},
+                        {.opt = "--trace", .path = o->trace, .output = 1},
                         {.opt = "--log-csv", .path = o->log_csv, .output = 1},
                         {.opt = "--resume", .path = o->resume},
                         {.opt = "--init-from", .path = o->init_from}};
