@@ -10,12 +10,30 @@
 #include "core/alloc.h"
 #include "parallel/trainer.h"
 
-clt_status clt_pipeline_open(clt_worker *w)
+clt_status clt_pipeline_use_queue(clt_worker *w, int separate)
 {
-    int n = w->t->n_buckets;
+    if (w->xfer) clReleaseCommandQueue(w->xfer);
+    w->xfer = NULL;
+    if (!separate) {
+        clRetainCommandQueue(w->dev->queue);
+        w->xfer = w->dev->queue;
+        return CLT_OK;
+    }
     cl_int err;
     w->xfer = clCreateCommandQueue(w->dev->ctx, w->dev->id, CL_QUEUE_PROFILING_ENABLE, &err);
     if (!w->xfer) return clt_cl_fail(err, "clCreateCommandQueue (transfer queue)");
+    return CLT_OK;
+}
+
+clt_status clt_pipeline_open(clt_worker *w)
+{
+    int n = w->t->n_buckets;
+    /* A CPU device has no copy engine to overlap, and Intel's CPU runtime
+     * runs a second queue only once the first is idle (measured: every
+     * read after the whole backward): there the reads go in order on the
+     * compute queue, right after their kernels, which still lets the host
+     * sum a bucket during backward. */
+    CLT_TRY(clt_pipeline_use_queue(w, w->dev->info.type != CLT_DEVICE_CPU));
     CLT_TRY(clt_calloc((void **)&w->events, (size_t)n, sizeof(cl_event), "events"));
     CLT_TRY(clt_calloc((void **)&w->writes, (size_t)n, sizeof(cl_event), "events"));
     CLT_TRY(clt_calloc((void **)&w->arrivals, (size_t)n, sizeof *w->arrivals, "arrivals"));

@@ -109,6 +109,9 @@ clt_status clt_reduce_local_sum(void *user, const float *const *in, int k, float
                                 float scale);
 /* The per-bucket gradient pipeline of one device (pipeline.c). */
 clt_status clt_pipeline_open(clt_worker *w);
+/* Bucket transfers on a queue of their own (separate) or on the compute
+ * queue; open picks a separate one except on CPU devices. Between steps. */
+clt_status clt_pipeline_use_queue(clt_worker *w, int separate);
 void clt_pipeline_close(clt_worker *w);
 /* clt_grads_ready_fn: reads every bucket whose layers finished backward. */
 clt_status clt_pipeline_grads_ready(void *user, clt_net *net, int layer);
