@@ -47,7 +47,8 @@ static clt_status check_config(const clt_trainer_config *c)
 }
 
 /* Groups parameters (in flat-buffer order: last layer first) into buckets of
- * about bucket_bytes; a bucket ends at a parameter boundary. The first is at
+ * at most bucket_bytes (or one parameter, when it is larger); a bucket ends
+ * at a parameter boundary. The first is at
  * most CLT_FIRST_BUCKET_BYTES (as PyTorch DDP's): the last layers' gradients
  * leave early and the host sum starts while backward goes on. */
 static clt_status plan_buckets(clt_trainer *t)
@@ -67,7 +68,10 @@ static clt_status plan_buckets(clt_trainer *t)
     }
     clt_bucket *cur = NULL;
     for (int i = 0; clt_net_grad_span(net, i, &span, &layer); i++) {
-        if (!cur || cur->span.count >= (t->n_buckets == 1 && first < cap ? first : cap)) {
+        size_t limit = t->n_buckets == 1 && first < cap ? first : cap;
+        /* a parameter that would overflow a non-empty bucket starts the next
+         * (a huge weight must not ride in the small first bucket) */
+        if (!cur || span.offset + span.count - cur->span.offset > limit) {
             cur = &t->buckets[t->n_buckets++];
             cur->span = (clt_span){span.offset, 0};
         }
