@@ -312,9 +312,14 @@ clt_status clt_net_read_stats(clt_net *net, double *loss_sum, int64_t *correct)
         sum += net->host_stats[2 * i];
         ok += net->host_stats[2 * i + 1] > 0.5f;
     }
-    if (!isfinite(sum))
+    /* Loaded parameters are checked finite: a training loss that is not
+     * diverged; an evaluation has no learning rate to blame. */
+    if (!isfinite(sum) && net->last_training)
         return clt_fail(CLT_ERR_NUMERIC, "the loss is %s (diverged: lower the learning rate?)",
                         isnan(sum) ? "NaN" : "infinite");
+    if (!isfinite(sum))
+        return clt_fail(CLT_ERR_NUMERIC, "the evaluation loss is %s: the parameters or the inputs hold values too "
+                        "large for float32", isnan(sum) ? "NaN" : "infinite");
     if (loss_sum) *loss_sum = sum;
     if (correct) *correct = ok;
     return CLT_OK;
