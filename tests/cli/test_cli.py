@@ -2,8 +2,10 @@
 """cltrain: option checking, a short JSON run on two devices, NaN stop, bench."""
 import json
 import os
+import struct
 import subprocess
 import sys
+import zipfile
 
 CLTRAIN = sys.argv[1]
 
@@ -32,6 +34,11 @@ for args, word in [(['train', '--batch-size', '0'], '--batch-size'),
                    (['bench'], 'train')]:
     rc, out, err = run(*args)
     check(rc == 2 and word in err and len(err.strip().splitlines()) == 1, f'{args}: rc {rc}, stderr {err!r}')
+
+# a huge --model is quoted cut, in one short line
+for cmd in (['train'], ['bench', 'train']):
+    rc, out, err = run(*cmd, '--model', 'conv:4:3,' + 'x' * 100000)
+    check(rc == 2 and len(err) < 600 and '...' in err, f'{cmd} huge --model: rc {rc}, {len(err)} bytes')
 
 rc, out, err = run('train', '--help')
 check(rc == 0 and '--batch-size' in out and 'default 256' in out, 'train --help documents defaults')
@@ -301,6 +308,22 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 1 and 'bad.ck' in err, f'corrupt checkpoint refused: {rc} {err!r}')
     rc, out, err = run('train', '--init-from', P('a.npz'), '--model', 'conv:8:3,flatten,dense:10', '--steps', '1')
     check(rc == 1 and '0.weight' in err and '(8, 1, 3, 3)' in err, f'mismatched --init-from: {rc} {err!r}')
+    # NaN or inf in loaded values: refused naming the entry and the index, never "lower the learning rate"
+    def poisoned(src, dst, entry, value):
+        with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, 'w') as zout:
+            for info in zin.infolist():
+                b = zin.read(info)
+                if info.filename == entry + '.npy':
+                    b = b[:-4] + struct.pack('<f', value)
+                zout.writestr(info.filename, b)
+    poisoned(P('a.npz'), P('nan.npz'), '0.bias', float('nan'))
+    rc, out, err = run('eval', '--init-from', P('nan.npz'), '--limit-test', '64')
+    check(rc == 1 and '"0.bias"' in err and 'NaN at index (19,)' in err and 'learning rate' not in err,
+          f'eval --init-from with NaN: {rc} {err!r}')
+    poisoned(P('a.ck'), P('inf.ck'), 'momentum/7.bias', float('inf'))
+    rc, out, err = run('train', '--resume', P('inf.ck'), '--steps', '9', '--quiet')
+    check(rc == 1 and '"momentum/7.bias"' in err and '+inf at index (127,)' in err,
+          f'--resume with inf: {rc} {err!r}')
     rc, out, err = run('train', '--resume', P('a.ck'), '--seed', '5', '--steps', '9')
     check(rc == 2 and '--seed' in err, f'conflicting --seed on resume: {rc} {err!r}')
     # killing a process while it saves leaves a loadable checkpoint
