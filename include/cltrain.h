@@ -139,6 +139,11 @@ typedef struct clt_device clt_device;
  * CLTRAIN_CONV_* variables are read here, once; a bad value refuses the
  * device (CLT_ERR_INVALID_ARG naming the variable). */
 CLT_API clt_status clt_device_open(int index, clt_device **out);
+/* Gives up the handle clt_device_open returned. Nets and tensors hold a
+ * reference to their device (counted atomically, so any thread may destroy
+ * them): the device stays alive, and they stay usable, until the last of
+ * them is destroyed; then its queue is finished and everything freed. Use
+ * no call on the handle itself after this. NULL-safe. */
 CLT_API void clt_device_destroy(clt_device *dev);
 CLT_API const clt_device_info *clt_device_get_info(const clt_device *dev);
 CLT_API void clt_device_set_log(clt_device *dev, clt_log_fn fn, void *user);

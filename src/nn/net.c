@@ -99,6 +99,7 @@ clt_status clt_net_create(clt_device *dev, const char *spec, int channels, int h
     clt_net *net = calloc(1, sizeof *net);
     if (!net) return clt_fail(CLT_ERR_NO_MEMORY, "net handle");
     net->dev = dev;
+    clt_device_retain(dev); /* released by clt_net_destroy */
     clt_status s = clt_model_parse(spec, channels, height, width, &net->model);
     if (s == CLT_OK)
         s = clt_calloc((void **)&net->act, (size_t)net->model.n_layers, sizeof *net->act, "net buffers");
@@ -156,6 +157,7 @@ void clt_net_destroy(clt_net *net)
     free(net->act);
     free(net->sync_host);
     clt_model_free(&net->model);
+    clt_device_release(net->dev);
     free(net);
 }
 
