@@ -2,6 +2,7 @@
 """cltrain: option checking, a short JSON run on two devices, NaN stop, bench."""
 import json
 import os
+import resource
 import struct
 import subprocess
 import sys
@@ -320,6 +321,33 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run('eval', '--init-from', P('nan.npz'), '--limit-test', '64')
     check(rc == 1 and '"0.bias"' in err and 'NaN at index (19,)' in err and 'learning rate' not in err,
           f'eval --init-from with NaN: {rc} {err!r}')
+    # a zip bomb (256 MiB of zeros in about 250 KB) as a parameter of a checkpoint and of
+    # --init-from: refused from its header, the peak memory no higher than a good file's
+    def bombed(src, dst, entry):
+        head = "{'descr': '<f4', 'fortran_order': False, 'shape': (65536, 1024), }"
+        head = head + ' ' * (117 - len(head)) + '\n'
+        with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, 'w', zipfile.ZIP_DEFLATED) as zout:
+            for info in zin.infolist():
+                if info.filename != entry + '.npy':
+                    zout.writestr(info.filename, zin.read(info))
+                    continue
+                with zout.open(entry + '.npy', 'w', force_zip64=True) as f:
+                    f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(head)) + head.encode())
+                    zero = bytes(1 << 20)
+                    for _ in range(256):
+                        f.write(zero)
+
+    for src, dst, args in ((P('a.ck'), P('bomb.ck'), ['eval', '--resume']),
+                           (P('a.npz'), P('bomb.npz'), ['eval', '--init-from'])):
+        bombed(src, dst, '7.weight')
+        good = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        rc, out, err = run(*args, src, '--limit-test', '64')
+        rc2, out, err2 = run(*args, dst, '--limit-test', '64')
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        check(rc == 0 and rc2 == 1 and '"7.weight"' in err2 and '(65536, 1024)' in err2,
+              f'{args} zip bomb refused: {rc} {rc2} {err2!r}')
+        check(os.path.getsize(dst) < 2 << 20 and peak - good < 128 * 1024,
+              f'{args} zip bomb: {os.path.getsize(dst)} bytes raised the peak memory by {(peak - good) // 1024} MiB')
     poisoned(P('a.ck'), P('inf.ck'), 'momentum/7.bias', float('inf'))
     rc, out, err = run('train', '--resume', P('inf.ck'), '--steps', '9', '--quiet')
     check(rc == 1 and '"momentum/7.bias"' in err and '+inf at index (127,)' in err,
