@@ -235,6 +235,23 @@ static void save_and_load(clt_device *dev)
     unlink(ck2);
 }
 
+/* A non-finite loss: training blames the learning rate, evaluation (which
+ * has none) the values. */
+static void nonfinite_loss(clt_device *dev)
+{
+    clt_net *net;
+    REQUIRE_OK(clt_net_create(dev, "flatten,dense:2", 1, 2, 2, &net));
+    float w[8] = {NAN, 0, 0, 0, 0, 0, 0, 0}, x[4] = {1, 1, 1, 1};
+    REQUIRE_OK(clt_net_param_set(net, "1.weight", w, 8));
+    int32_t label = 0;
+    REQUIRE_OK(clt_net_forward(net, x, 1, 0));
+    CHECK_FAIL(clt_net_loss(net, &label, NULL, NULL), CLT_ERR_NUMERIC, "evaluation loss is NaN");
+    CHECK(!strstr(clt_last_error(), "learning rate"), "evaluation blames the learning rate: %s", clt_last_error());
+    REQUIRE_OK(clt_net_forward(net, x, 1, 1));
+    CHECK_FAIL(clt_net_loss(net, &label, NULL, NULL), CLT_ERR_NUMERIC, "lower the learning rate");
+    clt_net_destroy(net);
+}
+
 static long max_rss_kb(void)
 {
     struct rusage u;
@@ -277,6 +294,7 @@ int main(void)
     REQUIRE_OK(clt_device_open(0, &dev));
     save_and_load(dev);
     bomb(dev);
+    nonfinite_loss(dev);
     clt_device_destroy(dev);
     CHECK(rmdir(dir) == 0, "files left in %s", dir);
     free_paths();
