@@ -139,6 +139,11 @@ typedef struct clt_device clt_device;
  * CLTRAIN_CONV_* variables are read here, once; a bad value refuses the
  * device (CLT_ERR_INVALID_ARG naming the variable). */
 CLT_API clt_status clt_device_open(int index, clt_device **out);
+/* Gives up the handle clt_device_open returned. Nets and tensors hold a
+ * reference to their device (counted atomically, so any thread may destroy
+ * them): the device stays alive, and they stay usable, until the last of
+ * them is destroyed; then its queue is finished and everything freed. Use
+ * no call on the handle itself after this. NULL-safe. */
 CLT_API void clt_device_destroy(clt_device *dev);
 CLT_API const clt_device_info *clt_device_get_info(const clt_device *dev);
 CLT_API void clt_device_set_log(clt_device *dev, clt_log_fn fn, void *user);
@@ -436,7 +441,10 @@ CLT_API clt_status clt_net_save_npz(const clt_net *net, const char *path);
  * numpy.savez / numpy.savez_compressed from a state_dict). Every parameter
  * must be present as float32 of its exact shape, and nothing else may be
  * there: a missing key, an extra key or a shape mismatch is CLT_ERR_FORMAT
- * naming the parameter and both shapes. Everything is checked before any
+ * naming the parameter and both shapes; NaN or an infinity is CLT_ERR_FORMAT
+ * naming the parameter and the first bad index. Each entry's header is
+ * checked before its data is inflated, so a hostile file costs no more
+ * memory than the net's parameters. Everything is checked before any
  * parameter is written, so on error the net is unchanged. Read errors as in
  * clt_npz_read. Momentum buffers are not touched. */
 CLT_API clt_status clt_net_load_npz(clt_net *net, const char *path);
@@ -641,8 +649,8 @@ CLT_API clt_status clt_trainer_broadcast_params(clt_trainer *t);
  * Atomic: a crash or kill during the save leaves the previous file intact. */
 CLT_API clt_status clt_trainer_save_checkpoint(clt_trainer *t, const char *path, const char *meta);
 /* Loads a checkpoint into every replica. A checkpoint of another model or
- * input shape, a corrupt file, or unknown entries give CLT_ERR_FORMAT and
- * change nothing. *meta (may be NULL) receives the saved text or NULL; free
+ * input shape, a corrupt file, unknown entries or non-finite values give
+ * CLT_ERR_FORMAT and change nothing (checked as clt_net_load_npz does). *meta (may be NULL) receives the saved text or NULL; free
  * it with clt_free. */
 CLT_API clt_status clt_trainer_load_checkpoint(clt_trainer *t, const char *path, char **meta);
 /* One optimizer step on n samples (host memory, NCHW floats and int32

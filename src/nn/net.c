@@ -99,6 +99,7 @@ clt_status clt_net_create(clt_device *dev, const char *spec, int channels, int h
     clt_net *net = calloc(1, sizeof *net);
     if (!net) return clt_fail(CLT_ERR_NO_MEMORY, "net handle");
     net->dev = dev;
+    clt_device_retain(dev); /* released by clt_net_destroy */
     clt_status s = clt_model_parse(spec, channels, height, width, &net->model);
     if (s == CLT_OK)
         s = clt_calloc((void **)&net->act, (size_t)net->model.n_layers, sizeof *net->act, "net buffers");
@@ -156,6 +157,7 @@ void clt_net_destroy(clt_net *net)
     free(net->act);
     free(net->sync_host);
     clt_model_free(&net->model);
+    clt_device_release(net->dev);
     free(net);
 }
 
@@ -312,9 +314,14 @@ clt_status clt_net_read_stats(clt_net *net, double *loss_sum, int64_t *correct)
         sum += net->host_stats[2 * i];
         ok += net->host_stats[2 * i + 1] > 0.5f;
     }
-    if (!isfinite(sum))
+    /* Loaded parameters are checked finite: a training loss that is not
+     * diverged; an evaluation has no learning rate to blame. */
+    if (!isfinite(sum) && net->last_training)
         return clt_fail(CLT_ERR_NUMERIC, "the loss is %s (diverged: lower the learning rate?)",
                         isnan(sum) ? "NaN" : "infinite");
+    if (!isfinite(sum))
+        return clt_fail(CLT_ERR_NUMERIC, "the evaluation loss is %s: the parameters or the inputs hold values too "
+                        "large for float32", isnan(sum) ? "NaN" : "infinite");
     if (loss_sum) *loss_sum = sum;
     if (correct) *correct = ok;
     return CLT_OK;

@@ -1,5 +1,6 @@
 /* A net's parameters to and from .npz, by state_dict name. Loading checks
  * every name and shape before the first byte goes to the device. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,41 +107,88 @@ static void list_params(const clt_net *net, char *buf, size_t cap)
     }
 }
 
+/* An entry found for parameter p: float32 of p's shape. */
+static clt_status check_found(const char *path, const char *key, const clt_param *p, const clt_npz_entry *e)
+{
+    char want[200], have[200];
+    clt_npz_shape_str(p->ndim, p->shape, want, sizeof want);
+    if (e->is_bytes)
+        return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" is a byte array ('%s'), the parameter is float32 of shape %s",
+                        path, key, e->dtype, want);
+    if (!same_shape(e, p))
+        return clt_fail(CLT_ERR_FORMAT, "%s: parameter \"%s\" has shape %s in the net but %s in the file", path, key,
+                        want, clt_npz_shape_str(e->ndim, e->shape, have, sizeof have));
+    return CLT_OK;
+}
+
+/* NaN or an infinity in loaded values would train (or evaluate) to a
+ * diverged loss far from its cause: refused here, naming the first. */
+static clt_status check_finite(const char *path, const char *key, const clt_npz_entry *e)
+{
+    for (int64_t i = 0; i < e->numel; i++) {
+        float v = e->data[i];
+        if (isfinite(v)) continue;
+        /* The flat index as an index into the shape, last dimension fastest. */
+        char at[200];
+        int64_t idx[CLT_MAX_DIMS], rest = i;
+        for (int d = e->ndim - 1; d >= 0; d--) {
+            idx[d] = e->shape[d] ? rest % e->shape[d] : 0;
+            rest = e->shape[d] ? rest / e->shape[d] : 0;
+        }
+        clt_npz_shape_str(e->ndim, idx, at, sizeof at);
+        return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" holds %s at index %s (element %lld of %lld): parameters must "
+                        "be finite", path, key, isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf", at, (long long)i,
+                        (long long)e->numel);
+    }
+    return CLT_OK;
+}
+
 clt_status clt_net_npz_check(const clt_npz *npz, const clt_net *net, int momentum, const char *prefix)
 {
     if (!npz || !net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_check: NULL argument");
     if (!prefix) prefix = "";
     const char *path = clt_npz_path(npz);
-    char key[NAME_CAP], want[200], have[200];
+    char key[NAME_CAP], want[200];
     for (int i = 0; i < clt_net_param_count(net); i++) {
         const clt_param *p = clt_net_param_at(net, i);
         if (!included(momentum, p)) continue;
         CLT_TRY(param_key(key, prefix, p));
-        clt_npz_shape_str(p->ndim, p->shape, want, sizeof want);
         const clt_npz_entry *e = clt_npz_get(npz, key);
         if (!e) {
             char list[1024];
             list_entries(npz, list, sizeof list);
             return clt_fail(CLT_ERR_FORMAT, "%s: parameter \"%s\" %s is missing from the file (it holds: %s)", path,
-                            key, want, clt_npz_count(npz) ? list : "nothing");
+                            key, clt_npz_shape_str(p->ndim, p->shape, want, sizeof want),
+                            clt_npz_count(npz) ? list : "nothing");
         }
-        if (e->is_bytes)
-            return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" is a byte array ('%s'), the parameter is float32 of shape %s",
-                            path, key, e->dtype, want);
-        if (!same_shape(e, p))
-            return clt_fail(CLT_ERR_FORMAT, "%s: parameter \"%s\" has shape %s in the net but %s in the file", path,
-                            key, want, clt_npz_shape_str(e->ndim, e->shape, have, sizeof have));
+        CLT_TRY(check_found(path, key, p, e));
+        if (e->data) CLT_TRY(check_finite(path, key, e));
     }
     return CLT_OK;
+}
+
+static const clt_param *param_named(const clt_net *net, int momentum, const char *prefix, const char *name)
+{
+    size_t pl = strlen(prefix);
+    const clt_param *p = strncmp(name, prefix, pl) == 0 ? clt_net_find_param(net, name + pl) : NULL;
+    return p && included(momentum, p) ? p : NULL;
+}
+
+clt_status clt_net_npz_check_entry(const clt_net *net, int momentum, const char *prefix, const char *path,
+                                   const clt_npz_entry *e, int *found)
+{
+    *found = 0;
+    if (!prefix) prefix = "";
+    const clt_param *p = param_named(net, momentum, prefix, e->name);
+    if (!p) return CLT_OK;
+    *found = 1;
+    return check_found(path, e->name, p, e);
 }
 
 int clt_net_npz_is_param(const clt_net *net, int momentum, const char *prefix, const char *name)
 {
     if (!net || !name) return 0;
-    if (!prefix) prefix = "";
-    size_t pl = strlen(prefix);
-    const clt_param *p = strncmp(name, prefix, pl) == 0 ? clt_net_find_param(net, name + pl) : NULL;
-    return p && included(momentum, p);
+    return param_named(net, momentum, prefix ? prefix : "", name) != NULL;
 }
 
 clt_status clt_net_npz_upload(const clt_npz *npz, clt_net *net, int momentum, const char *prefix)
@@ -186,11 +234,23 @@ clt_status clt_net_save_npz(const clt_net *net, const char *path)
     return s;
 }
 
+/* Each entry, from its header alone: a parameter of the net must have its
+ * shape; any other entry stays compressed (refused below, after a missing
+ * parameter, the likelier fault). A hostile file costs no more memory than
+ * the net's own parameters. */
+static clt_status load_filter(void *ctx, const char *path, const clt_npz_entry *e, int *skip)
+{
+    int found;
+    CLT_TRY(clt_net_npz_check_entry(ctx, 0, "", path, e, &found));
+    *skip = !found;
+    return CLT_OK;
+}
+
 clt_status clt_net_load_npz(clt_net *net, const char *path)
 {
     if (!net || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_load_npz: NULL argument");
     clt_npz *npz;
-    CLT_TRY(clt_npz_read(path, &npz));
+    CLT_TRY(clt_npz_read_filtered(path, load_filter, net, &npz));
     clt_status s = clt_net_npz_check(npz, net, 0, "");
     for (int i = 0; s == CLT_OK && i < clt_npz_count(npz); i++) {
         clt_npz_entry e;

@@ -17,9 +17,17 @@
 clt_status clt_net_npz_add(clt_npz_writer *w, const clt_net *net, int momentum, const char *prefix);
 
 /* Checks that the archive holds prefix + name for every parameter of the
- * net, as float32 of the parameter's shape. CLT_ERR_FORMAT naming the file,
- * the entry and both shapes otherwise. Reads nothing from the device. */
+ * net, as float32 of the parameter's shape, all finite. CLT_ERR_FORMAT
+ * naming the file, the entry and both shapes (or the first non-finite
+ * value's index) otherwise. Reads nothing from the device. */
 clt_status clt_net_npz_check(const clt_npz *npz, const clt_net *net, int momentum, const char *prefix);
+
+/* For a filter (io/npz.h), from an entry's header alone: when it is named
+ * prefix + a parameter's name (*found = 1), it must be float32 of the
+ * parameter's shape (CLT_ERR_FORMAT naming `path`, the entry and both
+ * shapes otherwise). *found = 0 and CLT_OK for any other name. */
+clt_status clt_net_npz_check_entry(const clt_net *net, int momentum, const char *prefix, const char *path,
+                                   const clt_npz_entry *e, int *found);
 
 /* 1 when `name` is prefix + the name of a parameter of the net. */
 int clt_net_npz_is_param(const clt_net *net, int momentum, const char *prefix, const char *name);

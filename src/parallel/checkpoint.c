@@ -32,16 +32,48 @@ clt_status clt_trainer_save_checkpoint(clt_trainer *t, const char *path, const c
     return s;
 }
 
+/* Names the checkpoint format knows. */
+static int known_entry(const clt_net *net, const char *name)
+{
+    if (!strcmp(name, KEY_SPEC) || !strcmp(name, KEY_INPUT) || !strcmp(name, KEY_META)) return 1;
+    return clt_net_npz_is_param(net, 0, "", name) || clt_net_npz_is_param(net, 1, "momentum/", name);
+}
+
+static clt_status unknown_entry(const char *path, const char *name)
+{
+    return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" is not part of a checkpoint of this model", path, name);
+}
+
 /* Every entry must be one the checkpoint format knows. */
 static clt_status check_entries(const clt_npz *z, const clt_net *net, const char *path)
 {
     for (int i = 0; i < clt_npz_count(z); i++) {
         clt_npz_entry e;
         CLT_TRY(clt_npz_entry_at(z, i, &e));
-        if (!strcmp(e.name, KEY_SPEC) || !strcmp(e.name, KEY_INPUT) || !strcmp(e.name, KEY_META)) continue;
-        if (clt_net_npz_is_param(net, 0, "", e.name) || clt_net_npz_is_param(net, 1, "momentum/", e.name)) continue;
-        return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" is not part of a checkpoint of this model", path, e.name);
+        if (!known_entry(net, e.name)) return unknown_entry(path, e.name);
     }
+    return CLT_OK;
+}
+
+/* The spec and metadata are short text: a larger entry is no checkpoint. */
+#define TEXT_MAX ((size_t)1 << 20)
+
+/* From an entry's header alone, before its data is inflated: parameters
+ * and momentum of the net's shapes, text of sane size; an unknown entry
+ * stays compressed (check_entries refuses it). So a hostile file costs no
+ * more memory than a valid checkpoint of the model. */
+static clt_status load_filter(void *ctx, const char *path, const clt_npz_entry *e, int *skip)
+{
+    const clt_net *net = ctx;
+    int found;
+    CLT_TRY(clt_net_npz_check_entry(net, 0, "", path, e, &found));
+    if (!found) CLT_TRY(clt_net_npz_check_entry(net, 1, "momentum/", path, e, &found));
+    if (found) return CLT_OK;
+    *skip = !known_entry(net, e->name);
+    if (*skip) return CLT_OK;
+    if (e->nbytes > TEXT_MAX)
+        return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" holds %zu bytes, more than a checkpoint's %zu", path, e->name,
+                        e->nbytes, TEXT_MAX);
     return CLT_OK;
 }
 
@@ -67,7 +99,7 @@ clt_status clt_trainer_load_checkpoint(clt_trainer *t, const char *path, char **
     if (meta) *meta = NULL;
     clt_net *net = clt_trainer_net(t, 0);
     clt_npz *z;
-    CLT_TRY(clt_npz_read(path, &z));
+    CLT_TRY(clt_npz_read_filtered(path, load_filter, net, &z));
     clt_status s = check_model(z, t, net, path);
     if (s == CLT_OK) s = check_entries(z, net, path);
     if (s == CLT_OK) s = clt_net_npz_check(z, net, 0, "");

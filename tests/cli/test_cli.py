@@ -2,8 +2,11 @@
 """cltrain: option checking, a short JSON run on two devices, NaN stop, bench."""
 import json
 import os
+import resource
+import struct
 import subprocess
 import sys
+import zipfile
 
 CLTRAIN = sys.argv[1]
 
@@ -32,6 +35,11 @@ for args, word in [(['train', '--batch-size', '0'], '--batch-size'),
                    (['bench'], 'train')]:
     rc, out, err = run(*args)
     check(rc == 2 and word in err and len(err.strip().splitlines()) == 1, f'{args}: rc {rc}, stderr {err!r}')
+
+# a huge --model is quoted cut, in one short line
+for cmd in (['train'], ['bench', 'train']):
+    rc, out, err = run(*cmd, '--model', 'conv:4:3,' + 'x' * 100000)
+    check(rc == 2 and len(err) < 600 and '...' in err, f'{cmd} huge --model: rc {rc}, {len(err)} bytes')
 
 rc, out, err = run('train', '--help')
 check(rc == 0 and '--batch-size' in out and 'default 256' in out, 'train --help documents defaults')
@@ -301,6 +309,49 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 1 and 'bad.ck' in err, f'corrupt checkpoint refused: {rc} {err!r}')
     rc, out, err = run('train', '--init-from', P('a.npz'), '--model', 'conv:8:3,flatten,dense:10', '--steps', '1')
     check(rc == 1 and '0.weight' in err and '(8, 1, 3, 3)' in err, f'mismatched --init-from: {rc} {err!r}')
+    # NaN or inf in loaded values: refused naming the entry and the index, never "lower the learning rate"
+    def poisoned(src, dst, entry, value):
+        with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, 'w') as zout:
+            for info in zin.infolist():
+                b = zin.read(info)
+                if info.filename == entry + '.npy':
+                    b = b[:-4] + struct.pack('<f', value)
+                zout.writestr(info.filename, b)
+    poisoned(P('a.npz'), P('nan.npz'), '0.bias', float('nan'))
+    rc, out, err = run('eval', '--init-from', P('nan.npz'), '--limit-test', '64')
+    check(rc == 1 and '"0.bias"' in err and 'NaN at index (19,)' in err and 'learning rate' not in err,
+          f'eval --init-from with NaN: {rc} {err!r}')
+    # a zip bomb (256 MiB of zeros in about 250 KB) as a parameter of a checkpoint and of
+    # --init-from: refused from its header, the peak memory no higher than a good file's
+    def bombed(src, dst, entry):
+        head = "{'descr': '<f4', 'fortran_order': False, 'shape': (65536, 1024), }"
+        head = head + ' ' * (117 - len(head)) + '\n'
+        with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, 'w', zipfile.ZIP_DEFLATED) as zout:
+            for info in zin.infolist():
+                if info.filename != entry + '.npy':
+                    zout.writestr(info.filename, zin.read(info))
+                    continue
+                with zout.open(entry + '.npy', 'w', force_zip64=True) as f:
+                    f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(head)) + head.encode())
+                    zero = bytes(1 << 20)
+                    for _ in range(256):
+                        f.write(zero)
+
+    for src, dst, args in ((P('a.ck'), P('bomb.ck'), ['eval', '--resume']),
+                           (P('a.npz'), P('bomb.npz'), ['eval', '--init-from'])):
+        bombed(src, dst, '7.weight')
+        good = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        rc, out, err = run(*args, src, '--limit-test', '64')
+        rc2, out, err2 = run(*args, dst, '--limit-test', '64')
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        check(rc == 0 and rc2 == 1 and '"7.weight"' in err2 and '(65536, 1024)' in err2,
+              f'{args} zip bomb refused: {rc} {rc2} {err2!r}')
+        check(os.path.getsize(dst) < 2 << 20 and peak - good < 128 * 1024,
+              f'{args} zip bomb: {os.path.getsize(dst)} bytes raised the peak memory by {(peak - good) // 1024} MiB')
+    poisoned(P('a.ck'), P('inf.ck'), 'momentum/7.bias', float('inf'))
+    rc, out, err = run('train', '--resume', P('inf.ck'), '--steps', '9', '--quiet')
+    check(rc == 1 and '"momentum/7.bias"' in err and '+inf at index (127,)' in err,
+          f'--resume with inf: {rc} {err!r}')
     rc, out, err = run('train', '--resume', P('a.ck'), '--seed', '5', '--steps', '9')
     check(rc == 2 and '--seed' in err, f'conflicting --seed on resume: {rc} {err!r}')
     # killing a process while it saves leaves a loadable checkpoint

@@ -8,13 +8,26 @@
 
 #include "../common/json.h"
 #include "cltrain.h"
+#include "io/npz.h"
 
 /* A byte entry of the archive as a malloc'd string, NULL if absent. */
 static char *entry_text(const clt_npz *z, const char *name)
 {
     clt_npz_entry e;
-    if (clt_npz_find(z, name, &e) != CLT_OK || !e.is_bytes) return NULL;
+    if (clt_npz_find(z, name, &e) != CLT_OK || !e.is_bytes || !e.bytes) return NULL;
     return strndup((const char *)e.bytes, e.nbytes);
+}
+
+/* Only the spec and the run record are read here (the trainer reads the
+ * rest against the model): other entries, and text larger than any
+ * checkpoint's (then not a checkpoint), stay compressed. */
+static clt_status text_only(void *ctx, const char *path, const clt_npz_entry *e, int *skip)
+{
+    (void)ctx;
+    (void)path;
+    int text = !strcmp(e->name, "__cltrain__/spec") || !strcmp(e->name, "__cltrain__/meta");
+    *skip = !text || e->nbytes > ((size_t)1 << 20);
+    return CLT_OK;
 }
 
 int run_meta_read_checkpoint(const char *path, char **model, run_meta *m)
@@ -22,7 +35,7 @@ int run_meta_read_checkpoint(const char *path, char **model, run_meta *m)
     clt_npz *z = NULL;
     *model = NULL;
     memset(m, 0, sizeof *m);
-    if (clt_npz_read(path, &z) != CLT_OK) {
+    if (clt_npz_read_filtered(path, text_only, NULL, &z) != CLT_OK) {
         fprintf(stderr, "cltrain: --resume: %s\n", clt_last_error());
         return 1;
     }

@@ -101,7 +101,7 @@ int cli_make_trainer(const cli_options *o, const char *model, const char *model_
     int c = shape[0], h = shape[1], w = shape[2];
     if (clt_spec_check(model, c, h, w, NULL, 0) != CLT_OK) {
         if (!model_from) {
-            fprintf(stderr, "cltrain: --model %s: %s\n", model, clt_last_error());
+            fprintf(stderr, "cltrain: --model %.200s%s: %s\n", model, strlen(model) > 200 ? "..." : "", clt_last_error());
             return 2;
         }
         fprintf(stderr, "cltrain: --resume %s: the model recorded in the checkpoint, \"%.200s%s\", is refused: %s\n",
