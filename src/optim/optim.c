@@ -15,12 +15,11 @@ const clt_optim_ops *clt_optim_find(clt_optimizer kind)
     return NULL;
 }
 
-const clt_optim_ops *clt_optim_named(const char *name)
+int clt_optim_named(const char *name)
 {
-    static const clt_optimizer kinds[] = {CLT_OPTIMIZER_SGD, CLT_OPTIMIZER_ADAM, CLT_OPTIMIZER_ADAMW};
-    for (size_t i = 0; name && i < sizeof kinds / sizeof kinds[0]; i++)
-        if (!strcmp(clt_optim_find(kinds[i])->name, name)) return clt_optim_find(kinds[i]);
-    return NULL;
+    for (int k = CLT_OPTIMIZER_SGD; name && k <= CLT_OPTIMIZER_ADAMW; k++)
+        if (!strcmp(clt_optim_find((clt_optimizer)k)->name, name)) return k;
+    return -1;
 }
 
 clt_status clt_optim_check(const clt_optim_settings *s, const char *op)

@@ -35,8 +35,8 @@ typedef struct clt_optim_ops {
 
 /* The table entry of kind; NULL for an unknown kind. */
 const clt_optim_ops *clt_optim_find(clt_optimizer kind);
-/* The table entry of a name ("sgd", "adam", "adamw"); NULL if none. */
-const clt_optim_ops *clt_optim_named(const char *name);
+/* The kind a name ("sgd", "adam", "adamw") names; -1 if none. */
+int clt_optim_named(const char *name);
 /* Checks the kind and its settings. */
 clt_status clt_optim_check(const clt_optim_settings *s, const char *op);
 

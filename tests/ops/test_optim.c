@@ -155,7 +155,7 @@ static void check_settings(void)
     CHECK_FAIL(clt_optim_check(&s, "t"), CLT_ERR_INVALID_ARG, "AdamW weight decay");
     s.kind = (clt_optimizer)7;
     CHECK_FAIL(clt_optim_check(&s, "t"), CLT_ERR_INVALID_ARG, "unknown optimizer 7");
-    CHECK(clt_optim_named("adamw") == clt_optim_find(CLT_OPTIMIZER_ADAMW) && !clt_optim_named("rmsprop"),
+    CHECK(clt_optim_named("adamw") == CLT_OPTIMIZER_ADAMW && clt_optim_named("rmsprop") == -1,
           "optimizer names");
 }
 
