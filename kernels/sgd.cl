@@ -37,8 +37,11 @@ __kernel void sgd_store(__global float *w, __global const float *g, __global flo
     }
 }
 
+/* nesterov != 0: w -= lr (g' + m v), as PyTorch's d_p.add(buf, alpha=m)
+ * (a fused multiply-add). */
 __kernel void sgd_momentum(__global float *w, __global const float *g, __global float *v,
-                           const float lr, const float m, const float wd, const ulong off, const ulong n)
+                           const float lr, const float m, const float wd, const int nesterov, const ulong off,
+                           const ulong n)
 {
     size_t i = get_global_id(0);
     if (i < n) {
@@ -48,23 +51,6 @@ __kernel void sgd_momentum(__global float *w, __global const float *g, __global 
         float vi = m * v[i];
         vi = vi + gp;
         v[i] = vi;
-        w[i] = fma(-lr, vi, p);
-    }
-}
-
-/* Nesterov (m > 0): v = m v + g'; w -= lr (g' + m v), the update as
- * PyTorch's d_p.add(buf, alpha=m) (a fused multiply-add). */
-__kernel void sgd_nesterov(__global float *w, __global const float *g, __global float *v,
-                           const float lr, const float m, const float wd, const ulong off, const ulong n)
-{
-    size_t i = get_global_id(0);
-    if (i < n) {
-        i += off;
-        float p = w[i];
-        float gp = wd != 0.0f ? fma(wd, p, g[i]) : g[i];
-        float vi = m * v[i];
-        vi = vi + gp;
-        v[i] = vi;
-        w[i] = fma(-lr, fma(m, vi, gp), p);
+        w[i] = fma(-lr, nesterov ? fma(m, vi, gp) : vi, p);
     }
 }

@@ -277,7 +277,8 @@ clt_status clt_net_backward_device(clt_net *net, const clt_sync *sync, float sca
     int n = net->last_n;
     cl_mem dy = net->dbuf[0];
     int cur = 0;
-    CLT_TRY(clt_xent_raw(net->dev, n, net->model.classes, logits(net), net->labels, scale, dy, net->stats));
+    CLT_TRY(clt_xent_smooth_raw(net->dev, n, net->model.classes, logits(net), net->labels, net->label_smoothing,
+                                scale, dy, net->stats));
     for (int i = net->model.n_layers - 1; i >= 0; i--) {
         clt_layer *l = &net->model.layers[i];
         if (l->kind->alias) continue; /* the gradient passes through unchanged */

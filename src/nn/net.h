@@ -97,6 +97,9 @@ typedef clt_status (*clt_grads_ready_fn)(void *user, clt_net *net, int layer);
  * set, gradients scaled by `scale`; enqueues everything, reads nothing. */
 clt_status clt_net_backward_device(clt_net *net, const clt_sync *sync, float scale, clt_grads_ready_fn ready,
                                    void *user);
+/* Label smoothing E in [0, 1) of the training loss and its gradient
+ * (backward); evaluation reports the plain cross-entropy. */
+clt_status clt_net_set_label_smoothing(clt_net *net, float e);
 /* Reads the stats of the last loss: sum of losses, correct count; a NaN or
  * infinite loss gives CLT_ERR_NUMERIC. Waits for the queue. */
 clt_status clt_net_read_stats(clt_net *net, double *loss_sum, int64_t *correct);

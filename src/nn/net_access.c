@@ -118,3 +118,11 @@ void clt_net_sync_plan(const clt_net *net, int *rounds, int *most_floats)
     if (rounds) *rounds = net->sync_rounds;
     if (most_floats) *most_floats = net->sync_floats;
 }
+
+clt_status clt_net_set_label_smoothing(clt_net *net, float e)
+{
+    if (!(e >= 0.0f && e < 1.0f))
+        return clt_fail(CLT_ERR_INVALID_ARG, "label smoothing %g must lie in [0, 1)", e);
+    net->label_smoothing = e;
+    return CLT_OK;
+}

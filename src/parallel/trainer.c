@@ -137,6 +137,7 @@ static clt_status open_worker(clt_trainer *t, int slot, int device_index)
      * thread runs (CLBlast's compile cache is not thread-safe). */
     CLT_TRY(clt_device_warmup(w->dev));
     CLT_TRY(clt_net_create(w->dev, t->spec, t->cfg.channels, t->cfg.height, t->cfg.width, &w->net));
+    CLT_TRY(clt_net_set_label_smoothing(w->net, t->cfg.label_smoothing));
     return clt_net_staging(w->net, &w->staging);
 }
 

@@ -228,8 +228,73 @@ static void check_models(const op_env *e)
 
 static void check_fd(const op_env *e) { fd_xent(e->dev); }
 
+/* Per-row losses (stats) and the loss sum of the smoothed launcher. */
+static double smooth_run(clt_device *dev, clt_tensor *tx, clt_tensor *tl, clt_tensor *td, clt_tensor *ts, int n,
+                         int c, float smooth, float *stats)
+{
+    CHECK_OK(clt_xent_smooth_raw(dev, n, c, tx->buf, tl->buf, smooth, 0.5f, td ? td->buf : NULL, ts->buf));
+    CHECK_OK(clt_tensor_download(ts, stats, 2 * n));
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += stats[2 * i];
+    return sum;
+}
+
+/* Label smoothing (PyTorch's definition) against a double reference, and
+ * its gradient against central differences of the loss sum. */
+static void check_smoothing(const op_env *e)
+{
+    clt_device *dev = e->dev;
+    enum { N = 5, C = 7 };
+    const float smooth = 0.1f;
+    float x[N * C], d[N * C], stats[2 * N];
+    int32_t lab[N];
+    ref_misc_fill(x, N * C, &rng, -4, 4);
+    for (int i = 0; i < N; i++) lab[i] = ref_misc_randint(&rng, C);
+    int64_t ls[2] = {N, C}, labs[1] = {N}, ss[1] = {2 * N};
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, x);
+    clt_tensor *tl = ref_misc_tensor(dev, CLT_DTYPE_INT32, 1, labs, lab);
+    clt_tensor *td = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
+    clt_tensor *ts = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, ss, NULL);
+    smooth_run(dev, tx, tl, td, ts, N, C, smooth, stats);
+    CHECK_OK(clt_tensor_download(td, d, N * C));
+    double worst_l = 0, worst_g = 0;
+    for (int i = 0; i < N; i++) {
+        const float *r = x + i * C;
+        double sum = 0, logp_mean = 0;
+        for (int j = 0; j < C; j++) sum += exp((double)r[j]);
+        for (int j = 0; j < C; j++) logp_mean += (r[j] - log(sum)) / C;
+        double nll = -(r[lab[i]] - log(sum));
+        double want = (1 - (double)smooth) * nll + smooth * -logp_mean;
+        worst_l = fmax(worst_l, fabs(stats[2 * i] - want) / (1 + want));
+        for (int j = 0; j < C; j++) {
+            double g = 0.5 * (exp(r[j]) / sum - (j == lab[i] ? 1 - (double)smooth : 0) - smooth / (double)C);
+            worst_g = fmax(worst_g, fabs(d[i * C + j] - g));
+        }
+    }
+    CHECK(worst_l < 1e-5, "smoothed loss: rel err %g", worst_l);
+    CHECK(worst_g < 1e-6, "smoothed gradient: abs err %g", worst_g);
+    /* d(0.5 * loss sum)/dx by central differences */
+    const float h = 1e-2f;
+    double worst = 0;
+    for (int i = 0; i < N * C; i++) {
+        double l[2];
+        for (int side = 0; side < 2; side++) {
+            float keep = x[i];
+            x[i] = keep + (side ? -h : h);
+            CHECK_OK(clt_tensor_upload(tx, x, N * C));
+            x[i] = keep;
+            l[side] = smooth_run(dev, tx, tl, NULL, ts, N, C, smooth, stats);
+        }
+        worst = fmax(worst, fabs(0.5 * (l[0] - l[1]) / (2.0 * h) - d[i]));
+    }
+    CHECK(worst < 1e-3, "smoothed loss finite differences: worst abs err %g", worst);
+    CHECK_FAIL(clt_xent_smooth_raw(dev, N, C, tx->buf, tl->buf, 1.0f, 1.0f, NULL, ts->buf), CLT_ERR_INVALID_ARG,
+               "label smoothing 1");
+    clt_tensor_destroy(tx), clt_tensor_destroy(tl), clt_tensor_destroy(td), clt_tensor_destroy(ts);
+}
+
 static const op_test tests[] = {
     {"shapes", check_shapes},         {"models", check_models}, {"raw", check_raw}, {"finite-differences", check_fd},
-    {"stability", check_stability}, {"errors", check_errors},
+    {"stability", check_stability}, {"errors", check_errors}, {"label-smoothing", check_smoothing},
 };
 OP_HARNESS_MAIN(tests)

@@ -68,6 +68,7 @@ static float *reference(const clt_trainer_config *cfg, int vary, size_t *n)
     REQUIRE_OK(clt_device_open(0, &dev));
     REQUIRE_OK(clt_net_create(dev, SPEC, C, H, W, &net));
     REQUIRE_OK(clt_net_init(net, cfg->seed, cfg->init));
+    REQUIRE_OK(clt_net_set_label_smoothing(net, cfg->label_smoothing));
     clt_optim_settings s = {cfg->optimizer, cfg->lr,   cfg->momentum, cfg->weight_decay,
                             cfg->nesterov,  cfg->beta1, cfg->beta2,   cfg->eps};
     size_t flat = clt_net_floats(net, CLT_NET_GRADS);
@@ -112,11 +113,13 @@ static double max_rel(const float *a, const float *b, size_t n)
     return worst / scale;
 }
 
-static void equals_reference(clt_optimizer kind, float clip, int vary, const int *devs, int k, const char *what)
+static void equals_reference(clt_optimizer kind, float clip, float smooth, int vary, const int *devs, int k,
+                             const char *what)
 {
     clt_trainer_config cfg;
     config_for(&cfg, kind, devs, k);
     cfg.clip_grad_norm = clip;
+    cfg.label_smoothing = smooth;
     size_t nr, nt;
     float *ref = reference(&cfg, vary, &nr);
     clt_trainer *t = NULL;
@@ -200,11 +203,12 @@ int main(void)
     make_data();
     int two[2] = {0, 1};
     for (int k = 1; k <= (n >= 2 ? 2 : 1); k++) {
-        equals_reference(CLT_OPTIMIZER_SGD, 0, 0, two, k, "SGD Nesterov");
-        equals_reference(CLT_OPTIMIZER_ADAM, 0, 1, two, k, "Adam, lr warmup");
-        equals_reference(CLT_OPTIMIZER_ADAMW, 0, 0, two, k, "AdamW");
-        equals_reference(CLT_OPTIMIZER_ADAM, 0.05f, 0, two, k, "Adam, clipped");
-        equals_reference(CLT_OPTIMIZER_SGD, 0.05f, 1, two, k, "SGD Nesterov, clipped, lr warmup");
+        equals_reference(CLT_OPTIMIZER_SGD, 0, 0, 0, two, k, "SGD Nesterov");
+        equals_reference(CLT_OPTIMIZER_ADAM, 0, 0, 1, two, k, "Adam, lr warmup");
+        equals_reference(CLT_OPTIMIZER_ADAMW, 0, 0, 0, two, k, "AdamW");
+        equals_reference(CLT_OPTIMIZER_ADAM, 0.05f, 0, 0, two, k, "Adam, clipped");
+        equals_reference(CLT_OPTIMIZER_SGD, 0.05f, 0, 1, two, k, "SGD Nesterov, clipped, lr warmup");
+        equals_reference(CLT_OPTIMIZER_SGD, 0, 0.2f, 0, two, k, "SGD Nesterov, label smoothing 0.2");
         resume_bit_exact(CLT_OPTIMIZER_ADAM, two, k);
         resume_bit_exact(CLT_OPTIMIZER_SGD, two, k);
     }

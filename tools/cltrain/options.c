@@ -47,6 +47,7 @@ static const cli_row rows[] = {
     {O_BETAS, "betas", "B1,B2", "adam/adamw moment decay rates in [0, 1) (default 0.9,0.999)"},
     {O_EPS, "eps", "E", "adam/adamw denominator term (default 1e-8)"},
     {O_CLIP, "clip-grad-norm", "X", "scale the gradient to global L2 norm at most X (default: no clipping)"},
+    {O_SMOOTH, "label-smoothing", "E", "cross-entropy against (1-E) one-hot + E uniform, in [0, 1) (default 0)"},
     {O_SCHED, "lr-schedule", "constant|step|multistep|cosine", "learning-rate schedule, evaluated every step (default constant)"},
     {O_LR_STEP, "lr-step", "EPOCHS", "step schedule: multiply the rate by --lr-gamma every EPOCHS epochs"},
     {O_MILESTONES, "lr-milestones", "E1,E2,...", "multistep schedule: multiply by --lr-gamma after epochs E1, E2, ..."},
@@ -264,6 +265,7 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
         case O_WARM_STEPS: rc = arg_int(prog, "--warmup-steps", optarg, 1, INT64_MAX / 2, &o->learn.warmup_steps); break;
         case O_WARM_EPOCHS: rc = arg_int(prog, "--warmup-epochs", optarg, 1, 1000000, &o->learn.warmup_epochs); break;
         case O_SCALE_LR: o->learn.scale_lr = 1; break;
+        case O_SMOOTH: rc = arg_float(prog, "--label-smoothing", optarg, 0, 0.999999, &o->learn.label_smoothing); break;
         case 'h': help(cmd, accepts); return -1;
         case ':': return usage_error(prog, "option %s needs a value", argv[optind - 1]);
         default: return usage_error(prog, "unknown option \"%s\" for cltrain %s", argv[optind - 1], cmd);

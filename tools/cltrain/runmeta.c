@@ -59,11 +59,11 @@ static void format_learning(FILE *f, const run_learning *l)
 {
     fprintf(f,
             "\"optimizer\": \"%s\", \"nesterov\": %d, \"beta1\": %.9g, \"beta2\": %.9g, \"eps\": %.9g, "
-            "\"clip_grad_norm\": %.9g, \"lr_schedule\": \"%s\", \"lr_step\": %lld, \"lr_gamma\": %.9g, "
+            "\"clip_grad_norm\": %.9g, \"label_smoothing\": %.9g, \"lr_schedule\": \"%s\", \"lr_step\": %lld, \"lr_gamma\": %.9g, "
             "\"lr_min\": %.9g, \"warmup_steps\": %lld, \"warmup_epochs\": %lld, \"scale_lr\": %d, "
             "\"lr_milestones\": \"",
             clt_optim_find((clt_optimizer)l->optimizer)->name, l->nesterov, l->beta1, l->beta2, l->eps,
-            l->clip_grad_norm, schedule_names[l->lr_schedule], (long long)l->lr_step, l->lr_gamma, l->lr_min,
+            l->clip_grad_norm, l->label_smoothing, schedule_names[l->lr_schedule], (long long)l->lr_step, l->lr_gamma, l->lr_min,
             (long long)l->warmup_steps, (long long)l->warmup_epochs, l->scale_lr);
     for (int i = 0; i < l->n_milestones; i++) fprintf(f, "%s%lld", i ? "," : "", (long long)l->milestones[i]);
     fprintf(f, "\", ");
@@ -195,6 +195,7 @@ static int parse_learning(const char *text, const char *path, run_learning *l)
     if (integer(text, path, "nesterov", 0, 1, &nesterov) || integer(text, path, "scale_lr", 0, 1, &scale) ||
         number(text, path, "beta1", 0, 0.999999, &l->beta1) || number(text, path, "beta2", 0, 0.999999, &l->beta2) ||
         number(text, path, "eps", 0, 1, &l->eps) || number(text, path, "clip_grad_norm", 0, 1e30, &l->clip_grad_norm) ||
+        number(text, path, "label_smoothing", 0, 0.999999, &l->label_smoothing) ||
         integer(text, path, "lr_step", 0, 1000000, &l->lr_step) || number(text, path, "lr_gamma", 0, 1e6, &l->lr_gamma) ||
         number(text, path, "lr_min", 0, 1e6, &l->lr_min) ||
         integer(text, path, "warmup_steps", 0, INT64_MAX / 2, &l->warmup_steps) ||

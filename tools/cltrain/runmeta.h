@@ -11,7 +11,7 @@
 typedef struct run_learning {
     int optimizer;          /* clt_optimizer */
     int nesterov, scale_lr;
-    double beta1, beta2, eps, clip_grad_norm;
+    double beta1, beta2, eps, clip_grad_norm, label_smoothing;
     int lr_schedule;        /* clt_schedule_kind */
     int64_t lr_step, warmup_steps, warmup_epochs;
     int64_t milestones[16];

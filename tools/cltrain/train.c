@@ -152,6 +152,7 @@ int cli_make_trainer(const cli_options *o, const char *model, const char *model_
     cfg.beta2 = (float)o->learn.beta2;
     cfg.eps = (float)o->learn.eps;
     cfg.clip_grad_norm = (float)o->learn.clip_grad_norm;
+    cfg.label_smoothing = (float)o->learn.label_smoothing;
     cfg.seed = (uint64_t)o->seed;
     cfg.init = cli_init_for(o, model);
     cfg.sync_bn = o->sync_bn;
@@ -229,7 +230,7 @@ static int apply_resume(cli_options *o, const char *path, run_meta *m, char **mo
 #define FIELD(opt, first, last) {opt, offsetof(run_learning, first), offsetof(run_learning, last) + sizeof(((run_learning *)0)->last) - offsetof(run_learning, first)}
         FIELD(O_OPTIM, optimizer, optimizer), FIELD(O_NESTEROV, nesterov, nesterov),
         FIELD(O_SCALE_LR, scale_lr, scale_lr), FIELD(O_BETAS, beta1, beta2), FIELD(O_EPS, eps, eps),
-        FIELD(O_CLIP, clip_grad_norm, clip_grad_norm), FIELD(O_SCHED, lr_schedule, lr_schedule),
+        FIELD(O_CLIP, clip_grad_norm, clip_grad_norm), FIELD(O_SMOOTH, label_smoothing, label_smoothing), FIELD(O_SCHED, lr_schedule, lr_schedule),
         FIELD(O_LR_STEP, lr_step, lr_step), FIELD(O_WARM_STEPS, warmup_steps, warmup_steps),
         FIELD(O_WARM_EPOCHS, warmup_epochs, warmup_epochs), FIELD(O_MILESTONES, milestones, n_milestones),
         FIELD(O_GAMMA, lr_gamma, lr_gamma), FIELD(O_LR_MIN, lr_min, lr_min),
