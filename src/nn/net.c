@@ -198,7 +198,7 @@ static clt_status check_n(const clt_net *net, int n, const char *op)
 
 static clt_pass make_pass(clt_net *net, int training, const clt_sync *sync)
 {
-    clt_pass pass = {training, {NULL, NULL}, net->sync_host, &net->sync_done, net->sync_rounds};
+    clt_pass pass = {training, {NULL, NULL}, net->sync_host, &net->sync_done, net->sync_rounds, net->rng};
     if (sync) pass.sync = *sync;
     return pass;
 }

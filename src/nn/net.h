@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "cltrain.h"
+#include "ops/dropout.h"
 #include "optim/optim.h"
 #include "runtime/cl.h"
 
@@ -97,6 +98,10 @@ typedef clt_status (*clt_grads_ready_fn)(void *user, clt_net *net, int layer);
  * set, gradients scaled by `scale`; enqueues everything, reads nothing. */
 clt_status clt_net_backward_device(clt_net *net, const clt_sync *sync, float scale, clt_grads_ready_fn ready,
                                    void *user);
+/* The generator key of the following passes (dropout masks): the run's
+ * seed, the optimizer step and the batch index of this device's first
+ * sample. Default all 0. */
+void clt_net_set_rng(clt_net *net, clt_rng_key key);
 /* Label smoothing E in [0, 1) of the training loss and its gradient
  * (backward); evaluation reports the plain cross-entropy. */
 clt_status clt_net_set_label_smoothing(clt_net *net, float e);

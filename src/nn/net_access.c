@@ -126,3 +126,5 @@ clt_status clt_net_set_label_smoothing(clt_net *net, float e)
     net->label_smoothing = e;
     return CLT_OK;
 }
+
+void clt_net_set_rng(clt_net *net, clt_rng_key key) { net->rng = key; }

@@ -26,6 +26,7 @@ struct clt_net {
     int first_param_layer;/* layers before it need no input gradient */
     int last_training;    /* mode of the last forward */
     float label_smoothing;/* of the training loss (clt_net_set_label_smoothing) */
+    clt_rng_key rng;      /* clt_net_set_rng */
     int sync_rounds;      /* see clt_net_sync_plan */
     int sync_floats;
     float *sync_host;     /* sync_floats: a round's values on the host */

@@ -116,6 +116,8 @@ static clt_status compute_shard(clt_worker *w)
     CLT_TRY(clt_net_set_input(net, t->images + (size_t)w->off * sample, w->n, &up));
     clReleaseEvent(up); /* the in-order queue runs it before the forward */
     CLT_TRY(clt_net_set_labels(net, t->labels + w->off, w->n));
+    /* dropout masks by the sample's place in the whole batch */
+    clt_net_set_rng(net, (clt_rng_key){t->cfg.seed, (uint64_t)t->optim_steps, (uint64_t)w->off});
     clt_sync sync = {bn_round, w};
     const clt_sync *hook = t->cfg.sync_bn ? &sync : NULL;
     CLT_TRY(clt_net_forward_device(net, 1, hook, w->n));

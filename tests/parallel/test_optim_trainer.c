@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../data/idx_write.h"
 #include "check.h"
 #include "io/npz.h"
 #include "parallel/trainer.h"
@@ -106,6 +107,12 @@ static void run(clt_trainer *t, int from, int to, int vary)
     }
 }
 
+typedef struct trainer_run {
+    float *params;
+    size_t n;
+    double loss, acc;
+} trainer_run;
+
 static double max_rel(const float *a, const float *b, size_t n)
 {
     double worst = 0, scale = 1e-12;
@@ -179,6 +186,56 @@ static void resume_bit_exact(clt_optimizer kind, const int *devs, int k)
     unlink(path);
 }
 
+/* Dropout whose mask follows the sample, not the device: 3 steps at p 0.5
+ * on 2 devices (equal and 1:3 splits) equal them on one device; the masks
+ * matter (p 0 gives other parameters); evaluation is the identity, the same
+ * twice and on any number of devices. */
+static trainer_run dropout_run(const char *spec, const int *devs, int k, const float *weights)
+{
+    clt_trainer_config cfg;
+    config_for(&cfg, CLT_OPTIMIZER_SGD, devs, k);
+    cfg.spec = spec;
+    cfg.split = weights ? CLT_SPLIT_WEIGHTS : CLT_SPLIT_EQUAL;
+    cfg.weights = weights;
+    clt_trainer *t = NULL;
+    REQUIRE_OK(clt_trainer_create(&cfg, &t));
+    run(t, 0, 3, 0);
+    trainer_run r = {NULL, 0, 0, 0};
+    r.params = params(clt_trainer_net(t, 0), &r.n);
+    char dir[256];
+    tw_mkdtemp(dir, sizeof dir, "dropout");
+    tw_write_dataset(dir, 0, 8, 40, H, W);
+    clt_dataset *ds = NULL;
+    REQUIRE_OK(clt_dataset_load(dir, CLT_SUBSET_TEST, 0, &ds));
+    double loss2, acc2;
+    CHECK_OK(clt_trainer_evaluate(t, ds, 7, &r.loss, &r.acc));
+    CHECK_OK(clt_trainer_evaluate(t, ds, 5, &loss2, &acc2));
+    CHECK(fabs(loss2 - r.loss) < 1e-6 * fabs(r.loss) && acc2 == r.acc, "%s: evaluation not deterministic (%g, %g)",
+          spec, r.loss, loss2);
+    clt_dataset_destroy(ds);
+    tw_rmtree(dir);
+    clt_trainer_destroy(t);
+    return r;
+}
+
+static void dropout_split(const int *devs, int n)
+{
+    const char *spec = "conv:4:3,relu,maxpool:2,flatten,dropout:0.5,dense:16,tanh,dense:10";
+    trainer_run one = dropout_run(spec, devs, 1, NULL);
+    trainer_run none = dropout_run("conv:4:3,relu,maxpool:2,flatten,dropout:0,dense:16,tanh,dense:10", devs, 1, NULL);
+    CHECK(max_rel(one.params, none.params, one.n) > 1e-3, "dropout 0.5 changed nothing (%g)",
+          max_rel(one.params, none.params, one.n));
+    for (int w = 0; n >= 2 && w < 2; w++) {
+        trainer_run two = dropout_run(spec, devs, 2, w ? (const float[]){1, 3} : NULL);
+        CHECK(two.n == one.n && max_rel(two.params, one.params, one.n) < 2e-5,
+              "dropout: 2 devices (%s) differ from 1 by %g", w ? "1:3" : "equal", max_rel(two.params, one.params, one.n));
+        CHECK(fabs(two.loss - one.loss) < 1e-5 * fabs(one.loss) && two.acc == one.acc,
+              "dropout: evaluation on 2 devices %g/%g, on 1 %g/%g", two.loss, two.acc, one.loss, one.acc);
+        free(two.params);
+    }
+    free(one.params), free(none.params);
+}
+
 static void config_errors(void)
 {
     clt_trainer_config cfg;
@@ -212,5 +269,6 @@ int main(void)
         resume_bit_exact(CLT_OPTIMIZER_ADAM, two, k);
         resume_bit_exact(CLT_OPTIMIZER_SGD, two, k);
     }
+    dropout_split(two, n);
     return test_result();
 }
