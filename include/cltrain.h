@@ -631,8 +631,9 @@ typedef struct clt_trainer_config {
     unsigned char reserved[36];
 } clt_trainer_config;
 
-/* Defaults: lenet on 1x28x28, default devices, equal split, lr 0.2, no
- * momentum or weight decay, seed 0, normal init, 25 MB buckets. Always
+/* Defaults: lenet on 1x28x28, default devices, equal split, SGD with lr
+ * 0.2, no momentum or weight decay (Adam's betas 0.9, 0.999, eps 1e-8), no
+ * clipping or label smoothing, seed 0, normal init, 25 MB buckets. Always
  * start from it: clt_trainer_create refuses a config whose reserved bytes
  * are not zero. */
 CLT_API void clt_trainer_config_default(clt_trainer_config *cfg);

@@ -490,6 +490,10 @@ with tempfile.TemporaryDirectory() as tmp:
                          '--quiet', '--export-npz', P('b.npz'))
     check(rc == 0 and rc2 == 0 and open(P('a.npz'), 'rb').read() == open(P('b.npz'), 'rb').read(),
           f'Adam + warmup + cosine resumed mid-warmup ends bit-identical: {err} {err2}')
+    # --scale-lr: the rate times the devices; --warmup-epochs 2 of 5 steps each
+    rc, out, err = run('train', '--devices', '0,1', '--limit-train', '320', '--limit-test', '64', '--batch-size', '64',
+                       '--lr', '0.01', '--scale-lr', '--warmup-epochs', '2', '--epochs', '1', '--json')
+    check(rc == 0 and abs(json.loads(out)['lr'] - 0.02 * 5 / 10) < 1e-9, f'--scale-lr with warmup: {rc} {out} {err}')
     rc, out, err = run('eval', '--resume', P('b.ck'), '--limit-test', '64', '--json')
     check(rc == 0 and 'test_acc' in out, f'eval of an Adam checkpoint: {rc} {err}')
     rc, out, err = run('train', '--resume', P('b.ck'), '--optimizer', 'sgd', '--steps', '4', '--quiet', '--limit-test', '64')
