@@ -118,6 +118,9 @@ static clt_status check_optimizer(const clt_npz *z, const clt_trainer *t, const 
     } else if (*slots && t->optim.kind != CLT_OPTIMIZER_SGD) {
         return clt_fail(CLT_ERR_FORMAT, "%s: Adam state without %s (the step count)", path, KEY_STEP);
     }
+    /* Adam starting from no state (an SGD run's checkpoint without
+     * momentum) starts its bias correction afresh, as a new optimizer. */
+    if (!*slots && t->optim.kind != CLT_OPTIMIZER_SGD) *steps = 0;
     return CLT_OK;
 }
 

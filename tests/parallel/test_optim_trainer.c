@@ -180,6 +180,18 @@ static void resume_bit_exact(clt_optimizer kind, const int *devs, int k)
         CHECK_FAIL(clt_trainer_load_checkpoint(other, path, NULL), CLT_ERR_FORMAT, "holds adam state",
                    "optimizer is sgd");
         clt_trainer_destroy(other);
+        /* SGD without momentum keeps no state: Adam loads its parameters
+         * and starts its bias correction afresh */
+        sgd.momentum = 0, sgd.nesterov = 0;
+        REQUIRE_OK(clt_trainer_create(&sgd, &other));
+        run(other, 0, 2, 0);
+        CHECK_OK(clt_trainer_save_checkpoint(other, path, NULL));
+        clt_trainer_destroy(other);
+        REQUIRE_OK(clt_trainer_create(&cfg, &other));
+        CHECK_OK(clt_trainer_load_checkpoint(other, path, NULL));
+        CHECK(clt_trainer_optimizer_steps(other) == 0, "Adam from a stateless checkpoint at step %lld",
+              (long long)clt_trainer_optimizer_steps(other));
+        clt_trainer_destroy(other);
     }
     free(a), free(b);
     clt_trainer_destroy(whole), clt_trainer_destroy(first), clt_trainer_destroy(second);
