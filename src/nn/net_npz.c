@@ -19,22 +19,31 @@ static clt_status param_key(char *buf, const char *prefix, const clt_param *p)
     return CLT_OK;
 }
 
-/* Where parameter p lives: the state_dict (momentum = 0) takes parameters
- * and running statistics; momentum (1) only parameters. */
-static cl_mem source_of(const clt_net *net, int momentum, const clt_param *p)
+/* Where parameter p lives: the state_dict (which = 0) takes parameters
+ * and running statistics; an optimizer slot (which = 1 + slot) only
+ * parameters. */
+static cl_mem source_of(const clt_net *net, int which, const clt_param *p)
 {
-    if (momentum) return p->is_buffer ? NULL : net->vel;
+    if (which) return p->is_buffer ? NULL : clt_net_buffer_mem(net, CLT_NET_SLOT0 + which - 1);
     return clt_net_buffer_mem(net, p->is_buffer ? CLT_NET_STATE : CLT_NET_PARAMS);
 }
 
-static int included(int momentum, const clt_param *p) { return !(momentum && p->is_buffer); }
+static int included(int which, const clt_param *p) { return !(which && p->is_buffer); }
 
-clt_status clt_net_npz_add(clt_npz_writer *w, const clt_net *net, int momentum, const char *prefix)
+/* A slot to move must exist. */
+static clt_status need_slot(const clt_net *net, int which, const char *op)
+{
+    if (which < 0 || which > CLT_OPTIM_SLOTS || (which && !clt_net_buffer_mem(net, CLT_NET_SLOT0 + which - 1)))
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: the net has no optimizer state slot %d", op, which - 1);
+    return CLT_OK;
+}
+
+clt_status clt_net_npz_add(clt_npz_writer *w, const clt_net *net, int which, const char *prefix)
 {
     if (!w || !net)
         return clt_npz_writer_fail(w, clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_add: NULL argument"));
-    if (momentum && !net->vel)
-        return clt_npz_writer_fail(w, clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_add: the net has no momentum"));
+    clt_status slot_ok = need_slot(net, which, "clt_net_npz_add");
+    if (slot_ok != CLT_OK) return clt_npz_writer_fail(w, slot_ok);
     if (!prefix) prefix = "";
     int n = clt_net_param_count(net);
     int64_t most = 1;
@@ -47,10 +56,10 @@ clt_status clt_net_npz_add(clt_npz_writer *w, const clt_net *net, int momentum, 
     char key[NAME_CAP];
     for (int i = 0; i < n && s == CLT_OK; i++) {
         const clt_param *p = clt_net_param_at(net, i);
-        if (!included(momentum, p)) continue;
+        if (!included(which, p)) continue;
         s = param_key(key, prefix, p);
         if (s != CLT_OK) break;
-        cl_int err = clEnqueueReadBuffer(net->dev->queue, source_of(net, momentum, p), CL_TRUE, p->offset * sizeof(float),
+        cl_int err = clEnqueueReadBuffer(net->dev->queue, source_of(net, which, p), CL_TRUE, p->offset * sizeof(float),
                                          (size_t)p->numel * sizeof(float), host, 0, NULL, NULL);
         if (err != CL_SUCCESS) {
             s = clt_cl_fail(err, "reading a parameter buffer");
@@ -143,7 +152,7 @@ static clt_status check_finite(const char *path, const char *key, const clt_npz_
     return CLT_OK;
 }
 
-clt_status clt_net_npz_check(const clt_npz *npz, const clt_net *net, int momentum, const char *prefix)
+clt_status clt_net_npz_check(const clt_npz *npz, const clt_net *net, int which, const char *prefix)
 {
     if (!npz || !net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_check: NULL argument");
     if (!prefix) prefix = "";
@@ -151,7 +160,7 @@ clt_status clt_net_npz_check(const clt_npz *npz, const clt_net *net, int momentu
     char key[NAME_CAP], want[200];
     for (int i = 0; i < clt_net_param_count(net); i++) {
         const clt_param *p = clt_net_param_at(net, i);
-        if (!included(momentum, p)) continue;
+        if (!included(which, p)) continue;
         CLT_TRY(param_key(key, prefix, p));
         const clt_npz_entry *e = clt_npz_get(npz, key);
         if (!e) {
@@ -167,41 +176,40 @@ clt_status clt_net_npz_check(const clt_npz *npz, const clt_net *net, int momentu
     return CLT_OK;
 }
 
-static const clt_param *param_named(const clt_net *net, int momentum, const char *prefix, const char *name)
+static const clt_param *param_named(const clt_net *net, int which, const char *prefix, const char *name)
 {
     size_t pl = strlen(prefix);
     const clt_param *p = strncmp(name, prefix, pl) == 0 ? clt_net_find_param(net, name + pl) : NULL;
-    return p && included(momentum, p) ? p : NULL;
+    return p && included(which, p) ? p : NULL;
 }
 
-clt_status clt_net_npz_check_entry(const clt_net *net, int momentum, const char *prefix, const char *path,
+clt_status clt_net_npz_check_entry(const clt_net *net, int which, const char *prefix, const char *path,
                                    const clt_npz_entry *e, int *found)
 {
     *found = 0;
     if (!prefix) prefix = "";
-    const clt_param *p = param_named(net, momentum, prefix, e->name);
+    const clt_param *p = param_named(net, which, prefix, e->name);
     if (!p) return CLT_OK;
     *found = 1;
     return check_found(path, e->name, p, e);
 }
 
-int clt_net_npz_is_param(const clt_net *net, int momentum, const char *prefix, const char *name)
+int clt_net_npz_is_param(const clt_net *net, int which, const char *prefix, const char *name)
 {
     if (!net || !name) return 0;
-    return param_named(net, momentum, prefix ? prefix : "", name) != NULL;
+    return param_named(net, which, prefix ? prefix : "", name) != NULL;
 }
 
-clt_status clt_net_npz_upload(const clt_npz *npz, clt_net *net, int momentum, const char *prefix)
+clt_status clt_net_npz_upload(const clt_npz *npz, clt_net *net, int which, const char *prefix)
 {
     if (!npz || !net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_upload: NULL argument");
-    if (momentum && !net->vel)
-        return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_upload: the net's momentum buffer is not allocated");
+    CLT_TRY(need_slot(net, which, "clt_net_npz_upload"));
     if (!prefix) prefix = "";
     char key[NAME_CAP];
     int n = clt_net_param_count(net);
     for (int i = 0; i < n; i++) {
         const clt_param *p = clt_net_param_at(net, i);
-        if (!included(momentum, p)) continue;
+        if (!included(which, p)) continue;
         CLT_TRY(param_key(key, prefix, p));
         const clt_npz_entry *e = clt_npz_get(npz, key);
         if (!e || e->is_bytes || e->numel != p->numel)
@@ -211,10 +219,10 @@ clt_status clt_net_npz_upload(const clt_npz *npz, clt_net *net, int momentum, co
     cl_int err = CL_SUCCESS;
     for (int i = 0; i < n && err == CL_SUCCESS; i++) {
         const clt_param *p = clt_net_param_at(net, i);
-        if (!included(momentum, p)) continue;
+        if (!included(which, p)) continue;
         if (param_key(key, prefix, p) != CLT_OK) break;
         const clt_npz_entry *e = clt_npz_get(npz, key);
-        err = clEnqueueWriteBuffer(net->dev->queue, source_of(net, momentum, p), CL_FALSE, p->offset * sizeof(float),
+        err = clEnqueueWriteBuffer(net->dev->queue, source_of(net, which, p), CL_FALSE, p->offset * sizeof(float),
                                    (size_t)p->numel * sizeof(float), e->data, 0, NULL, NULL);
     }
     cl_int fin = clFinish(net->dev->queue);

@@ -1,6 +1,7 @@
 /* The model spec grammar of DESIGN.md: kind[:arg[:arg]] separated by commas. */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ static const token_kind token_kinds[] = {
     {"gap", &clt_layer_gap, 0},
     {"bn", &clt_layer_bn, 0},
     {"res", &clt_layer_res, 0},
+    {"dropout", &clt_layer_dropout, 0},
 };
 
 static const struct {
@@ -85,7 +87,7 @@ static clt_status parse_token(char *tok, int index, clt_layer *l)
     if (!tk) {
         return clt_fail(CLT_ERR_SPEC,
                         "layer %d: unknown layer kind \"%s\" (known: conv, maxpool, avgpool, relu, "
-                        "sigmoid, tanh, flatten, dense, gap, bn, res; builtins: lenet, lenet-max, resnet18)",
+                        "sigmoid, tanh, flatten, dense, gap, bn, res, dropout; builtins: lenet, lenet-max, resnet18)",
                         index, kind);
     }
     l->kind = tk->kind;
@@ -98,6 +100,15 @@ static clt_status parse_token(char *tok, int index, clt_layer *l)
         a = trim(a);
         char *end;
         errno = 0;
+        if (l->kind == &clt_layer_dropout) { /* dropout:P, a real number */
+            double d = strtod(a, &end);
+            if (!a[0] || *end || errno || !isfinite(d))
+                return clt_fail(CLT_ERR_SPEC, "layer %d (%s): argument \"%s\" is not a number", index, kind, a);
+            if (l->nargs == CLT_LAYER_MAX_ARGS)
+                return clt_fail(CLT_ERR_SPEC, "layer %d (%s): too many arguments", index, kind);
+            l->fargs[l->nargs++] = (float)d;
+            continue;
+        }
         long v = strtol(a, &end, 10);
         if (!a[0] || *end)
             return clt_fail(CLT_ERR_SPEC, "layer %d (%s): argument \"%.40s%s\" is not an integer", index, kind, a,

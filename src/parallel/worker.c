@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "optim/clip.h"
 #include "parallel/trainer.h"
 
 void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char *msg)
@@ -115,6 +116,8 @@ static clt_status compute_shard(clt_worker *w)
     CLT_TRY(clt_net_set_input(net, t->images + (size_t)w->off * sample, w->n, &up));
     clReleaseEvent(up); /* the in-order queue runs it before the forward */
     CLT_TRY(clt_net_set_labels(net, t->labels + w->off, w->n));
+    /* dropout masks by the sample's place in the whole batch */
+    clt_net_set_rng(net, (clt_rng_key){t->cfg.seed, (uint64_t)t->optim_steps, (uint64_t)w->off});
     clt_sync sync = {bn_round, w};
     const clt_sync *hook = t->cfg.sync_bn ? &sync : NULL;
     CLT_TRY(clt_net_forward_device(net, 1, hook, w->n));
@@ -136,6 +139,22 @@ static void release_events(clt_worker *w)
         }
         w->events[b] = NULL;
     }
+}
+
+/* Writes the reduced gradients of bucket bk, times `factor`, to the device
+ * (through the staging: every slice of the bucket is summed, so no thread
+ * reads it any more). */
+static clt_status write_bucket(clt_worker *w, const clt_bucket *bk, float factor)
+{
+    float *to = w->staging + bk->span.offset;
+    const float *from = w->t->sum + bk->span.offset;
+    if (factor == 1.0f) memcpy(to, from, bk->span.count * sizeof(float));
+    else for (size_t i = 0; i < bk->span.count; i++) to[i] = from[i] * factor;
+    cl_event written;
+    clt_status s = clt_net_write(w->net, CLT_NET_GRADS, bk->span, to, &written);
+    if (s != CLT_OK) return clt_fail_context(s, "write reduced gradients");
+    clReleaseEvent(written); /* the optimizer step comes after it in the queue */
+    return CLT_OK;
 }
 
 static clt_status run_step(clt_worker *w)
@@ -185,19 +204,15 @@ static clt_status run_step(clt_worker *w)
         ok = wait_count(w, &t->reduced[b]);
         pthread_mutex_unlock(&t->mu);
         if (!ok) return CLT_ERR_CANCELLED;
-        /* Every slice is summed, so no thread reads the staging any more:
-         * reuse it (pinned) as the source of the write back. */
-        memcpy(w->staging + bk->span.offset, t->sum + bk->span.offset, bk->span.count * sizeof(float));
-        cl_event written;
-        s = clt_net_write(w->net, CLT_NET_GRADS, bk->span, w->staging + bk->span.offset, &written);
-        if (s != CLT_OK) {
-            s = clt_fail_context(s, "write reduced gradients");
-            break;
-        }
-        clReleaseEvent(written); /* the optimizer step comes after it in the queue */
+        /* Clipping needs the norm of every bucket: it writes them all below. */
+        if (t->cfg.clip_grad_norm == 0 && (s = write_bucket(w, bk, 1.0f)) != CLT_OK) break;
     }
-    if (s == CLT_OK)
-        s = clt_net_sgd_step(w->net, t->cfg.lr, t->cfg.momentum, t->cfg.weight_decay);
+    if (s == CLT_OK && t->cfg.clip_grad_norm > 0) {
+        /* every thread computes the same factor from the same sums */
+        float factor = clt_clip_factor(clt_grad_norm(t->sum, t->flat), t->cfg.clip_grad_norm);
+        for (int b = 0; b < t->n_buckets && s == CLT_OK; b++) s = write_bucket(w, &t->buckets[b], factor);
+    }
+    if (s == CLT_OK) s = clt_net_optim_update(w->net, &t->optim, t->optim_steps, (clt_span){0, t->flat});
     w->loss = 0;
     w->correct = 0;
     if (s == CLT_OK && w->n > 0)

@@ -430,12 +430,12 @@ with tempfile.TemporaryDirectory() as tmp:
                     data = head + b'\n' + text
                 zout.writestr(info, data)
 
-    rewrite_entry(P('end.ck'), P('v99.ck'), '__cltrain__/meta', lambda t: t.replace('"version": 2', '"version": 99'))
+    rewrite_entry(P('end.ck'), P('v99.ck'), '__cltrain__/meta', lambda t: t.replace('"version": 3', '"version": 99'))
     for cmd in (['train', '--resume', P('v99.ck')], ['eval', '--resume', P('v99.ck')]):
         rc, out, err = run(*cmd, '--limit-test', '16')
-        check(rc == 1 and 'v99.ck' in err and '99' in err and 'version 2' in err, f'{cmd[0]} newer record: {rc} {err!r}')
+        check(rc == 1 and 'v99.ck' in err and '99' in err and 'version 3' in err, f'{cmd[0]} newer record: {rc} {err!r}')
     import re as _re
-    v1 = lambda t: _re.sub(r', "target_epochs": \d+, "target_steps": \d+', '', t.replace('"version": 2', '"version": 1'))
+    v1 = lambda t: _re.sub(r', "target_epochs": \d+, "target_steps": \d+', '', t.replace('"version": 3', '"version": 1'))
     rewrite_entry(P('end.ck'), P('v1.ck'), '__cltrain__/meta', v1)
     rc, out, err = run('train', '--resume', P('v1.ck'), '--limit-test', '16', '--json', '--steps', '42')
     lines = [json.loads(l) for l in out.splitlines() if l.strip()]
@@ -501,5 +501,53 @@ check(rc == 0, f'bench rc {rc}: {err}')
 if rc == 0:
     b = json.loads(out)
     check([r['devices'] for r in b['runs']] == [1, 2] and b['runs'][0]['scaling'] == 1.0, f'bench: {b}')
+
+# optimizers and schedules: usage errors name the option; Adam with a
+# warmup + cosine schedule resumes mid-warmup bit for bit on two devices; the
+# lr is in the JSON and CSV; eval loads an Adam checkpoint
+for args, word in [(['train', '--optimizer', 'rmsprop'], 'rmsprop'),
+                   (['train', '--betas', '0.9'], 'need two'),
+                   (['train', '--optimizer', 'adam', '--betas', '0.9,1'], '[0, 1)'),
+                   (['train', '--betas', '0.9,0.99'], 'adam or adamw'),
+                   (['train', '--optimizer', 'adamw', '--momentum', '0.9'], '--momentum applies to --optimizer sgd'),
+                   (['train', '--nesterov'], '--nesterov needs --momentum'),
+                   (['train', '--eps', '-1', '--optimizer', 'adam'], '--eps'),
+                   (['train', '--clip-grad-norm', '0'], '--clip-grad-norm'),
+                   (['train', '--label-smoothing', '1'], '--label-smoothing'),
+                   (['train', '--model', 'conv:4:3,flatten,dropout:1.5,dense:10'], 'dropout probability 1.5'),
+                   (['train', '--model', 'conv:4:3,flatten,dropout:x,dense:10'], 'not a number'),
+                   (['train', '--lr-schedule', 'linear'], 'linear'),
+                   (['train', '--lr-schedule', 'step'], 'needs --lr-step'),
+                   (['train', '--lr-milestones', '2,1', '--lr-schedule', 'multistep'], 'must increase'),
+                   (['train', '--lr-min', '0.1'], 'applies to --lr-schedule cosine'),
+                   (['train', '--lr-gamma', '0.5', '--lr-schedule', 'cosine'], '--lr-gamma'),
+                   (['train', '--lr-schedule', 'cosine', '--lr', '0.1', '--lr-min', '0.2'], 'above --lr'),
+                   (['train', '--warmup-steps', '2', '--warmup-epochs', '1'], 'exclude each other')]:
+    rc, out, err = run(*args)
+    check(rc == 2 and word in err and len(err.strip().splitlines()) == 1, f'{args}: rc {rc}, stderr {err!r}')
+with tempfile.TemporaryDirectory() as tmp:
+    P = lambda name: os.path.join(tmp, name)
+    common = ['--devices', '0,1', '--limit-train', '320', '--limit-test', '64', '--batch-size', '64',
+              '--optimizer', 'adam', '--lr', '0.002', '--weight-decay', '1e-3', '--lr-schedule', 'cosine',
+              '--warmup-steps', '6', '--lr-min', '1e-4', '--clip-grad-norm', '5', '--init', 'xavier']
+    rc, out, err = run('train', *common, '--steps', '10', '--export-npz', P('a.npz'), '--json', '--log-csv', P('a.csv'))
+    lines = [json.loads(x) for x in out.splitlines()] if rc == 0 else []
+    check(rc == 0 and len(lines) == 2 and abs(lines[0]['lr'] - 0.002 * 5 / 6) < 1e-9, f'adam run, lr in JSON: {rc} {out} {err}')
+    csv = open(P('a.csv')).read().splitlines() if rc == 0 else []
+    check(len(csv) == 3 and csv[0].endswith(',lr') and abs(float(csv[1].split(',')[-1]) - 0.002 * 5 / 6) < 1e-9,
+          f'lr in the CSV: {csv}')
+    rc, out, err = run('train', *common, '--steps', '3', '--save', P('b.ck'), '--quiet')
+    rc2, out, err2 = run('train', '--devices', '0,1', '--resume', P('b.ck'), '--steps', '10', '--limit-test', '64',
+                         '--quiet', '--export-npz', P('b.npz'))
+    check(rc == 0 and rc2 == 0 and open(P('a.npz'), 'rb').read() == open(P('b.npz'), 'rb').read(),
+          f'Adam + warmup + cosine resumed mid-warmup ends bit-identical: {err} {err2}')
+    # --scale-lr: the rate times the devices; --warmup-epochs 2 of 5 steps each
+    rc, out, err = run('train', '--devices', '0,1', '--limit-train', '320', '--limit-test', '64', '--batch-size', '64',
+                       '--lr', '0.01', '--scale-lr', '--warmup-epochs', '2', '--epochs', '1', '--json')
+    check(rc == 0 and abs(json.loads(out)['lr'] - 0.02 * 5 / 10) < 1e-9, f'--scale-lr with warmup: {rc} {out} {err}')
+    rc, out, err = run('eval', '--resume', P('b.ck'), '--limit-test', '64', '--json')
+    check(rc == 0 and 'test_acc' in out, f'eval of an Adam checkpoint: {rc} {err}')
+    rc, out, err = run('train', '--resume', P('b.ck'), '--optimizer', 'sgd', '--steps', '4', '--quiet', '--limit-test', '64')
+    check(rc == 1 and 'holds adam state' in err, f'resuming Adam state with sgd refused: {rc} {err!r}')
 
 finish()

@@ -174,11 +174,11 @@ static void save_and_load(clt_device *dev)
     clt_net *am = NULL;
     REQUIRE_OK(clt_net_create(clt_net_device(a), "lenet", 1, 28, 28, &am));
     REQUIRE_OK(clt_net_load_npz(am, path));
-    REQUIRE_OK(clt_net_ensure_momentum(am));
-    CHECK(clEnqueueCopyBuffer(am->dev->queue, am->params, am->vel, 0, 0, am->flat * sizeof(float), 0, NULL, NULL) ==
+    REQUIRE_OK(clt_net_ensure_slots(am, 1));
+    CHECK(clEnqueueCopyBuffer(am->dev->queue, am->params, am->slot[0], 0, 0, am->flat * sizeof(float), 0, NULL, NULL) ==
               CL_SUCCESS && clFinish(am->dev->queue) == CL_SUCCESS, "copy parameters into momentum");
     REQUIRE_OK(clt_npz_writer_create(ck, 0, &w));
-    CHECK_FAIL(clt_net_npz_add(w, a, 1, "momentum/"), CLT_ERR_INVALID_ARG, "no momentum");
+    CHECK_FAIL(clt_net_npz_add(w, a, 1, "momentum/"), CLT_ERR_INVALID_ARG, "no optimizer state slot 0");
     clt_npz_writer_destroy(w);
     REQUIRE_OK(clt_npz_writer_create(ck, 0, &w));
     CHECK_OK(clt_net_npz_add(w, a, 0, ""));
@@ -196,8 +196,8 @@ static void save_and_load(clt_device *dev)
     CHECK(!clt_net_npz_is_param(b, 1, "momentum/", "7.bias"), "7.bias lacks the prefix");
     CHECK(!clt_net_npz_is_param(b, 0, "", "__cltrain__"), "__cltrain__ is no parameter");
     CHECK(clt_npz_get(z, "__cltrain__") && clt_npz_get(z, "__cltrain__")->is_bytes, "metadata entry");
-    CHECK_FAIL(clt_net_npz_upload(z, b, 1, "momentum/"), CLT_ERR_INVALID_ARG, "not allocated");
-    REQUIRE_OK(clt_net_ensure_momentum(b));
+    CHECK_FAIL(clt_net_npz_upload(z, b, 1, "momentum/"), CLT_ERR_INVALID_ARG, "no optimizer state slot 0");
+    REQUIRE_OK(clt_net_ensure_slots(b, 1));
     CHECK_OK(clt_net_npz_upload(z, b, 1, "momentum/"));
     clt_npz_destroy(z);
     CHECK_FAIL(clt_net_load_npz(b, ck), CLT_ERR_FORMAT, "momentum/", "not a parameter");
@@ -222,7 +222,7 @@ static void save_and_load(clt_device *dev)
     free(pa);
     clt_npz_destroy(z);
     REQUIRE_OK(clt_npz_writer_create(ck2, 0, &w));
-    CHECK_FAIL(clt_net_npz_add(w, a, 1, "m/"), CLT_ERR_INVALID_ARG, "no momentum");
+    CHECK_FAIL(clt_net_npz_add(w, a, 1, "m/"), CLT_ERR_INVALID_ARG, "no optimizer state slot 0");
     CHECK_FAIL(clt_npz_writer_commit(w), CLT_ERR_INVALID_ARG, "earlier call");
     clt_npz_writer_destroy(w);
     clt_net_destroy(am);
