@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang in build-fuzz/ and runs the IDX
-# reader's for a bounded time on the seed corpus in fuzz/corpus.
+# Builds the libFuzzer targets with clang in build-fuzz/ and runs each for a
+# bounded time on its seed corpus: the IDX reader's on fuzz/corpus, the
+# .npz/.npy reader's on fuzz/corpus_npz.
 # Usage: fuzz/run.sh [SECONDS]   (default 20)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -13,5 +14,6 @@ fi
 if [ ! -f build-fuzz/build.ninja ]; then
   CC=clang meson setup build-fuzz -Dfuzz=enabled -Dtests=false --buildtype=debugoptimized
 fi
-ninja -C build-fuzz fuzz/fuzz_idx
+ninja -C build-fuzz fuzz/fuzz_idx fuzz/fuzz_npz
 fuzz/run_target.sh build-fuzz/fuzz/fuzz_idx fuzz/corpus build-fuzz/fuzz-idx-work "$secs"
+fuzz/run_target.sh build-fuzz/fuzz/fuzz_npz fuzz/corpus_npz build-fuzz/fuzz-npz-work "$secs"

@@ -139,6 +139,11 @@ typedef struct clt_device clt_device;
  * CLTRAIN_CONV_* variables are read here, once; a bad value refuses the
  * device (CLT_ERR_INVALID_ARG naming the variable). */
 CLT_API clt_status clt_device_open(int index, clt_device **out);
+/* Gives up the handle clt_device_open returned. Nets and tensors hold a
+ * reference to their device (counted atomically, so any thread may destroy
+ * them): the device stays alive, and they stay usable, until the last of
+ * them is destroyed; then its queue is finished and everything freed. Use
+ * no call on the handle itself after this. NULL-safe. */
 CLT_API void clt_device_destroy(clt_device *dev);
 CLT_API const clt_device_info *clt_device_get_info(const clt_device *dev);
 CLT_API void clt_device_set_log(clt_device *dev, clt_log_fn fn, void *user);
@@ -436,7 +441,10 @@ CLT_API clt_status clt_net_save_npz(const clt_net *net, const char *path);
  * numpy.savez / numpy.savez_compressed from a state_dict). Every parameter
  * must be present as float32 of its exact shape, and nothing else may be
  * there: a missing key, an extra key or a shape mismatch is CLT_ERR_FORMAT
- * naming the parameter and both shapes. Everything is checked before any
+ * naming the parameter and both shapes; NaN or an infinity is CLT_ERR_FORMAT
+ * naming the parameter and the first bad index. Each entry's header is
+ * checked before its data is inflated, so a hostile file costs no more
+ * memory than the net's parameters. Everything is checked before any
  * parameter is written, so on error the net is unchanged. Read errors as in
  * clt_npz_read. Momentum buffers are not touched. */
 CLT_API clt_status clt_net_load_npz(clt_net *net, const char *path);
@@ -596,6 +604,13 @@ typedef enum clt_split_policy {
     CLT_SPLIT_AUTO = 2     /* proportional to measured samples/s, re-measured as it runs */
 } clt_split_policy;
 
+/* The optimizer a trainer applies (PyTorch's semantics and defaults). */
+typedef enum clt_optimizer {
+    CLT_OPTIMIZER_SGD = 0,  /* torch.optim.SGD: momentum, weight_decay, nesterov */
+    CLT_OPTIMIZER_ADAM = 1, /* torch.optim.Adam: betas, eps, weight_decay added to the gradient (L2) */
+    CLT_OPTIMIZER_ADAMW = 2 /* torch.optim.AdamW: betas, eps, decoupled decay w -= lr * weight_decay * w */
+} clt_optimizer;
+
 typedef struct clt_trainer_config {
     const char *spec;          /* model spec or builtin name */
     int channels, height, width;
@@ -613,13 +628,20 @@ typedef struct clt_trainer_config {
                                 * running statistics averaged over devices after each step */
     clt_log_fn log;            /* optional log hook for every device */
     void *log_user;
+    clt_optimizer optimizer;   /* default SGD (lr, momentum, weight_decay as above) */
+    int nesterov;              /* SGD: 1 for Nesterov momentum (needs momentum > 0) */
+    float beta1, beta2, eps;   /* Adam, AdamW (defaults 0.9, 0.999, 1e-8); the library's default
+                                * weight_decay is 0 for AdamW too (PyTorch's is 0.01) */
+    float clip_grad_norm;      /* > 0: scale the reduced gradient to at most this global L2 norm */
+    float label_smoothing;     /* softmax cross-entropy with label smoothing E in [0, 1) */
     /* Zero (clt_trainer_config_default sets it). Later versions add fields
      * here, with 0 as their default, so the struct keeps its size. */
-    unsigned char reserved[64];
+    unsigned char reserved[36];
 } clt_trainer_config;
 
-/* Defaults: lenet on 1x28x28, default devices, equal split, lr 0.2, no
- * momentum or weight decay, seed 0, normal init, 25 MB buckets. Always
+/* Defaults: lenet on 1x28x28, default devices, equal split, SGD with lr
+ * 0.2, no momentum or weight decay (Adam's betas 0.9, 0.999, eps 1e-8), no
+ * clipping or label smoothing, seed 0, normal init, 25 MB buckets. Always
  * start from it: clt_trainer_create refuses a config whose reserved bytes
  * are not zero. */
 CLT_API void clt_trainer_config_default(clt_trainer_config *cfg);
@@ -632,17 +654,19 @@ CLT_API int clt_trainer_device_count(const clt_trainer *t);
  * parameters on one replica only breaks the replicas' agreement: use
  * clt_trainer_broadcast_params afterwards. */
 CLT_API clt_net *clt_trainer_net(clt_trainer *t, int i);
-/* Copies replica 0's parameters, momentum and running statistics to every
+/* Copies replica 0's parameters, optimizer state and running statistics to every
  * other replica. */
 CLT_API clt_status clt_trainer_broadcast_params(clt_trainer *t);
 /* Writes a checkpoint: an .npz (NumPy reads it) with the state_dict, the
- * SGD momentum as "momentum/<name>", the model spec and input shape, and
+ * optimizer's state (SGD momentum as "momentum/<name>", Adam's as
+ * "adam/m/<name>" and "adam/v/<name>") and its step count, the model spec
+ * and input shape, and
  * `meta` (caller's text, e.g. JSON with epoch and step; may be NULL).
  * Atomic: a crash or kill during the save leaves the previous file intact. */
 CLT_API clt_status clt_trainer_save_checkpoint(clt_trainer *t, const char *path, const char *meta);
 /* Loads a checkpoint into every replica. A checkpoint of another model or
- * input shape, a corrupt file, or unknown entries give CLT_ERR_FORMAT and
- * change nothing. *meta (may be NULL) receives the saved text or NULL; free
+ * input shape, a corrupt file, unknown entries or non-finite values give
+ * CLT_ERR_FORMAT and change nothing (checked as clt_net_load_npz does). *meta (may be NULL) receives the saved text or NULL; free
  * it with clt_free. */
 CLT_API clt_status clt_trainer_load_checkpoint(clt_trainer *t, const char *path, char **meta);
 /* One optimizer step on n samples (host memory, NCHW floats and int32
@@ -657,6 +681,14 @@ CLT_API clt_status clt_trainer_evaluate(clt_trainer *t, const clt_dataset *ds, i
 /* Compares a checksum of every replica's parameters; CLT_ERR_INTERNAL naming
  * the first replica that differs from replica 0. */
 CLT_API clt_status clt_trainer_check_replicas(clt_trainer *t);
+
+/* Sets the learning rate of the following steps (a schedule calls it
+ * before each step); the other settings stay. CLT_ERR_INVALID_ARG for a
+ * negative or non-finite lr. */
+CLT_API clt_status clt_trainer_set_lr(clt_trainer *t, float lr);
+/* Optimizer steps made so far, counting those of a loaded checkpoint (Adam's
+ * bias correction uses it). */
+CLT_API int64_t clt_trainer_optimizer_steps(const clt_trainer *t);
 
 /* Per-device figures of the last step (times in seconds). */
 typedef struct clt_trainer_device_stats {

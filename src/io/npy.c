@@ -210,8 +210,14 @@ static clt_status check_descr(clt_npy_info *info)
 
 clt_status clt_npy_parse(const uint8_t *p, size_t n, clt_npy_info *info)
 {
+    return clt_npy_parse_header(p, n, n, info);
+}
+
+clt_status clt_npy_parse_header(const uint8_t *p, size_t avail, size_t n, clt_npy_info *info)
+{
     memset(info, 0, sizeof *info);
-    if (n < 10 || memcmp(p, npy_magic, sizeof npy_magic) != 0)
+    if (avail > n) avail = n;
+    if (n < 10 || avail < 10 || memcmp(p, npy_magic, sizeof npy_magic) != 0)
         return clt_fail(CLT_ERR_FORMAT, "not a .npy array (%s)",
                         n < 10 ? "shorter than the 10-byte preamble" : "the magic bytes \\x93NUMPY are missing");
     unsigned major = p[6], minor = p[7];
@@ -220,7 +226,7 @@ clt_status clt_npy_parse(const uint8_t *p, size_t n, clt_npy_info *info)
         hlen = zip_le16(p + 8);
         start = 10;
     } else if ((major == 2 || major == 3) && minor == 0) {
-        if (n < 12) return clt_fail(CLT_ERR_FORMAT, ".npy version %u.0 preamble is truncated", major);
+        if (n < 12 || avail < 12) return clt_fail(CLT_ERR_FORMAT, ".npy version %u.0 preamble is truncated", major);
         uint32_t h = zip_le32(p + 8);
         if ((uint64_t)h > (uint64_t)(n - 12))
             return clt_fail(CLT_ERR_FORMAT, ".npy header length %" PRIu32 " runs past the end of the %zu bytes", h, n);
@@ -231,6 +237,9 @@ clt_status clt_npy_parse(const uint8_t *p, size_t n, clt_npy_info *info)
     }
     if (hlen > n - start)
         return clt_fail(CLT_ERR_FORMAT, ".npy header length %zu runs past the end of the %zu bytes", hlen, n);
+    if (hlen > avail - start)
+        return clt_fail(CLT_ERR_FORMAT, ".npy header length %zu is more than the %zu bytes read for it (NumPy itself "
+                        "reads at most 10000)", hlen, avail - start);
 
     cursor c = {(const char *)p + start, (const char *)p + start + hlen};
     if (!eat(&c, '{')) return bad_header(&c, "expected a dict '{'");

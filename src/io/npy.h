@@ -33,6 +33,15 @@ typedef struct clt_npy_info {
  * problem only (the caller adds the file and entry). */
 clt_status clt_npy_parse(const uint8_t *p, size_t n, clt_npy_info *info);
 
+/* The same checks when only the first `avail` of the n bytes are at hand
+ * (an entry not yet inflated): the header must lie within them; the data's
+ * size is checked against n. Reads no byte past avail. */
+clt_status clt_npy_parse_header(const uint8_t *p, size_t avail, size_t n, clt_npy_info *info);
+
+/* Bytes to read before parsing a header: more than any header NumPy reads
+ * (it refuses headers over 10000 bytes). */
+#define CLT_NPY_PREFIX_MAX 16384
+
 /* Writes the version 1.0 preamble and header for an array of `descr` ("<f4"
  * or "|u1") and shape into buf (CLT_NPY_HEADER_MAX bytes); returns its
  * length, a multiple of 64 as NumPy aligns it. ndim <= CLT_MAX_DIMS. */

@@ -14,6 +14,24 @@
  * or "<memory>"). The bytes are not kept. Same checks as clt_npz_read. */
 clt_status clt_npz_read_memory(const uint8_t *data, size_t n, const char *label, clt_npz **out);
 
+/* Said of each entry once its .npy header is read, before its data is
+ * inflated (e->data and e->bytes are NULL, the rest is set; `path` is the
+ * archive's path or label): CLT_OK reads the data; CLT_OK with *skip = 1
+ * leaves it unread (the entry stays listed with NULL data and bytes, its
+ * CRC unchecked); any other status refuses the file with the filter's
+ * detail. How a caller that knows the shapes to expect bounds the memory a
+ * hostile file can take. */
+typedef clt_status (*clt_npz_filter)(void *ctx, const char *path, const clt_npz_entry *e, int *skip);
+typedef struct clt_npz_filter_spec {
+    clt_npz_filter fn; /* NULL: every entry is read */
+    void *ctx;
+} clt_npz_filter_spec;
+
+/* clt_npz_read and clt_npz_read_memory with a filter (fn may be NULL). */
+clt_status clt_npz_read_filtered(const char *path, clt_npz_filter fn, void *ctx, clt_npz **out);
+clt_status clt_npz_read_memory_filtered(const uint8_t *data, size_t n, const char *label, clt_npz_filter fn,
+                                        void *ctx, clt_npz **out);
+
 /* The entry named `name` (without ".npy"), or NULL; sets no error detail.
  * The pointer lives as long as the archive. */
 const clt_npz_entry *clt_npz_get(const clt_npz *npz, const char *name);

@@ -1,6 +1,8 @@
 /* .npz reading: the whole file is read into memory, its zip container is
  * checked and taken apart (zip_read.h), and every entry must be a .npy
- * array that parses strictly (npy.c). */
+ * array that parses strictly (npy.c). An entry's header is checked (and
+ * shown to the caller's filter) before its data is inflated, so memory
+ * follows what the headers declare and the caller accepts. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,34 +51,85 @@ static int by_name(const void *a, const void *b)
     return strcmp((*(struct npz_item *const *)a)->name, (*(struct npz_item *const *)b)->name);
 }
 
-/* The entry's array: its data (CRC checked) parsed as .npy. */
-static clt_status read_entry(const clt_zip_reader *r, const clt_zip_entry *z, struct npz_item *it)
+/* Reads the n data bytes that follow the header into a new buffer that
+ * grows with what really comes out, not with what the header claims: the
+ * `have` bytes already read (the rest of the prefix) come first. */
+static clt_status read_data(clt_zip_stream *zs, const uint8_t *have, size_t nhave, size_t n, uint8_t **out)
 {
-    uint8_t *buf;
-    CLT_TRY(clt_zip_extract(r, z, &buf));
-    clt_npy_info info;
-    clt_status s = clt_npy_parse(buf, (size_t)z->usize, &info);
-    if (s != CLT_OK) {
-        free(buf);
-        char name[300];
-        return clt_fail_context(s, "%s: entry \"%s\"", r->label,
-                                clt_zip_printable(z->name, z->name_len, name, sizeof name));
+    size_t cap = n < ((size_t)1 << 20) ? n : (size_t)1 << 20;
+    if (cap < nhave) cap = nhave;
+    uint8_t *buf = malloc(cap ? cap : 1);
+    if (!buf) return clt_zip_fail(zs->r, zs->it, CLT_ERR_NO_MEMORY, "cannot allocate %zu bytes", cap);
+    if (nhave) memcpy(buf, have, nhave);
+    for (size_t done = nhave; done < n;) {
+        if (done == cap) {
+            size_t ncap = cap > n / 2 ? n : cap * 2;
+            uint8_t *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                return clt_zip_fail(zs->r, zs->it, CLT_ERR_NO_MEMORY, "cannot allocate %zu bytes", ncap);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t k = cap - done;
+        clt_status s = clt_zip_stream_read(zs, buf + done, k);
+        if (s != CLT_OK) {
+            free(buf);
+            return s;
+        }
+        done += k;
     }
-    /* The data moves to the start of the (malloc-aligned) buffer. */
-    memmove(buf, buf + info.data_offset, info.nbytes);
-    if (!info.is_bytes && !zip_host_is_le()) zip_swap32(buf, (size_t)info.numel);
-    it->buf = buf;
-    memcpy(it->dtype, info.descr, sizeof it->dtype);
+    *out = buf;
+    return CLT_OK;
+}
+
+static void fill_entry(struct npz_item *it, const clt_npy_info *info)
+{
+    memcpy(it->dtype, info->descr, sizeof it->dtype);
     clt_npz_entry *e = &it->e;
     e->name = it->name;
     e->dtype = it->dtype;
-    e->is_bytes = info.is_bytes;
-    e->ndim = info.ndim;
-    memcpy(e->shape, info.shape, sizeof e->shape);
-    e->numel = info.numel;
-    e->data = info.is_bytes ? NULL : (const float *)(const void *)buf;
-    e->bytes = buf;
-    e->nbytes = info.nbytes;
+    e->is_bytes = info->is_bytes;
+    e->ndim = info->ndim;
+    memcpy(e->shape, info->shape, sizeof e->shape);
+    e->numel = info->numel;
+    e->nbytes = info->nbytes;
+}
+
+/* The entry's array: its .npy header is inflated and checked first (and
+ * shown to the filter), then exactly the data it declares. */
+static clt_status read_entry(const clt_zip_reader *r, const clt_zip_entry *z, const clt_npz_filter_spec *fs,
+                             struct npz_item *it)
+{
+    uint8_t head[CLT_NPY_PREFIX_MAX];
+    size_t k = z->usize < sizeof head ? (size_t)z->usize : sizeof head;
+    clt_zip_stream zs;
+    clt_status s = clt_zip_stream_open(&zs, r, z);
+    if (s == CLT_OK) s = clt_zip_stream_read(&zs, head, k);
+    clt_npy_info info;
+    if (s == CLT_OK) {
+        s = clt_npy_parse_header(head, k, (size_t)z->usize, &info);
+        if (s != CLT_OK) {
+            char name[300];
+            s = clt_fail_context(s, "%s: entry \"%s\"", r->label, clt_zip_printable(z->name, z->name_len, name, sizeof name));
+        }
+    }
+    int skip = 0;
+    if (s == CLT_OK) fill_entry(it, &info);
+    if (s == CLT_OK && fs && fs->fn) s = fs->fn(fs->ctx, r->label, &it->e, &skip);
+    uint8_t *buf = NULL;
+    if (s == CLT_OK && !skip) s = read_data(&zs, head + info.data_offset, k - info.data_offset, info.nbytes, &buf);
+    if (s == CLT_OK && !skip) s = clt_zip_stream_finish(&zs);
+    clt_zip_stream_close(&zs);
+    if (s != CLT_OK || skip) {
+        free(buf);
+        return s;
+    }
+    if (!info.is_bytes && !zip_host_is_le()) zip_swap32(buf, (size_t)info.numel);
+    it->buf = buf;
+    it->e.data = info.is_bytes ? NULL : (const float *)(const void *)buf;
+    it->e.bytes = buf;
     return CLT_OK;
 }
 
@@ -95,7 +148,8 @@ void clt_npz_destroy(clt_npz *npz)
 
 /* Checks in a fixed order (directory, names, duplicates, local headers,
  * data), so a file with several faults always gets the same report. */
-static clt_status read_entries(const clt_zip_reader *r, const clt_zip_dir *d, clt_npz *z, clt_zip_entry *zips)
+static clt_status read_entries(const clt_zip_reader *r, const clt_zip_dir *d, clt_npz *z, clt_zip_entry *zips,
+                               const clt_npz_filter_spec *fs)
 {
     int n = z->n;
     CLT_TRY(clt_zip_read_directory(r, d, zips));
@@ -107,11 +161,11 @@ static clt_status read_entries(const clt_zip_reader *r, const clt_zip_dir *d, cl
             return clt_zip_fail(r, &zips[z->sorted[i] - z->items], CLT_ERR_FORMAT,
                                 "the name appears twice in the archive");
     CLT_TRY(clt_zip_read_locals(r, d, zips, n));
-    for (int i = 0; i < n; i++) CLT_TRY(read_entry(r, &zips[i], &z->items[i]));
+    for (int i = 0; i < n; i++) CLT_TRY(read_entry(r, &zips[i], fs, &z->items[i]));
     return CLT_OK;
 }
 
-static clt_status read_archive(const clt_zip_reader *r, clt_npz *z)
+static clt_status read_archive(const clt_zip_reader *r, clt_npz *z, const clt_npz_filter_spec *fs)
 {
     clt_zip_dir d = {0, 0, 0, 0};
     CLT_TRY(clt_zip_find_directory(r, &d));
@@ -125,13 +179,19 @@ static clt_status read_archive(const clt_zip_reader *r, clt_npz *z)
         s = clt_fail(CLT_ERR_NO_MEMORY, "%s: cannot allocate %d entries", r->label, n);
     if (s == CLT_OK) {
         z->n = n;
-        s = read_entries(r, &d, z, zips);
+        s = read_entries(r, &d, z, zips, fs);
     }
     free(zips);
     return s;
 }
 
 clt_status clt_npz_read_memory(const uint8_t *data, size_t n, const char *label, clt_npz **out)
+{
+    return clt_npz_read_memory_filtered(data, n, label, NULL, NULL, out);
+}
+
+clt_status clt_npz_read_memory_filtered(const uint8_t *data, size_t n, const char *label, clt_npz_filter fn,
+                                        void *ctx, clt_npz **out)
 {
     if (!out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_read: out is NULL");
     *out = NULL;
@@ -142,7 +202,8 @@ clt_status clt_npz_read_memory(const uint8_t *data, size_t n, const char *label,
     clt_status s = clt_strdup(&z->path, label);
     if (s == CLT_OK) {
         clt_zip_reader r = {data ? data : (const uint8_t *)"", n, label};
-        s = read_archive(&r, z);
+        clt_npz_filter_spec fs = {fn, ctx};
+        s = read_archive(&r, z, &fs);
     }
     if (s != CLT_OK) {
         clt_npz_destroy(z);
@@ -152,14 +213,16 @@ clt_status clt_npz_read_memory(const uint8_t *data, size_t n, const char *label,
     return CLT_OK;
 }
 
-clt_status clt_npz_read(const char *path, clt_npz **out)
+clt_status clt_npz_read(const char *path, clt_npz **out) { return clt_npz_read_filtered(path, NULL, NULL, out); }
+
+clt_status clt_npz_read_filtered(const char *path, clt_npz_filter fn, void *ctx, clt_npz **out)
 {
     if (out) *out = NULL;
     if (!path || !out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_read: NULL argument");
     unsigned char *data;
     size_t n;
     CLT_TRY(clt_read_file(path, &data, &n));
-    clt_status s = clt_npz_read_memory(data, n, path, out);
+    clt_status s = clt_npz_read_memory_filtered(data, n, path, fn, ctx, out);
     free(data);
     return s;
 }

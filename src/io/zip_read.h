@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <zlib.h>
+
 #include "core/error.h"
 
 /* The archive's bytes (all of the file) and its name for error details. */
@@ -42,9 +44,25 @@ clt_status clt_zip_read_directory(const clt_zip_reader *r, const clt_zip_dir *d,
 /* Checks the n entries' local headers against the directory, sets their
  * data_start, and refuses entries whose bytes overlap. */
 clt_status clt_zip_read_locals(const clt_zip_reader *r, const clt_zip_dir *d, clt_zip_entry *entries, int n);
-/* The entry's data, exactly usize bytes (inflated or copied) with a
- * matching CRC-32, in a new malloc'd buffer (*out, free it). */
-clt_status clt_zip_extract(const clt_zip_reader *r, const clt_zip_entry *it, uint8_t **out);
+/* An entry's data, read in pieces (zip_inflate.c): open, read exactly the
+ * bytes asked (never past the declared usize), finish once all usize bytes
+ * are out (checks that the stream ends there and the CRC-32), close always
+ * (also after a failure). A file can thus be refused on what its first
+ * bytes declare before the rest is inflated. */
+typedef struct clt_zip_stream {
+    const clt_zip_reader *r;
+    const clt_zip_entry *it;
+    z_stream zs;
+    int inflating, ended; /* deflate: zlib started; its stream end seen */
+    const uint8_t *in;    /* next byte not yet given to zlib (stored: the data) */
+    uint64_t in_left, out;
+    uint32_t crc;         /* over the bytes out so far */
+} clt_zip_stream;
+
+clt_status clt_zip_stream_open(clt_zip_stream *s, const clt_zip_reader *r, const clt_zip_entry *it);
+clt_status clt_zip_stream_read(clt_zip_stream *s, uint8_t *dst, size_t n);
+clt_status clt_zip_stream_finish(clt_zip_stream *s);
+void clt_zip_stream_close(clt_zip_stream *s);
 
 /* A name from the file, safe to print: control bytes, quotes and
  * backslashes escaped, long names cut. Returns buf. */

@@ -5,6 +5,7 @@
 #define CLT_NN_LAYER_H
 
 #include "nn/net.h"
+#include "ops/dropout.h"
 #include "runtime/device.h"
 
 #define CLT_LAYER_MAX_ARGS 4
@@ -44,6 +45,7 @@ typedef struct clt_pass {
     float *sync_host;     /* room for the net's largest round */
     int *sync_done;       /* rounds made so far in this forward + backward */
     int sync_rounds;      /* rounds the net's layers declare */
+    clt_rng_key rng;      /* the random generator's key (dropout) */
 } clt_pass;
 
 /* One synchronisation round on `count` floats of `partial`: reads them,
@@ -83,6 +85,7 @@ struct clt_layer {
     int index;            /* position in the spec */
     char prefix[48];      /* parameter name prefix: the index, or NAME= from the spec */
     int args[CLT_LAYER_MAX_ARGS];
+    float fargs[CLT_LAYER_MAX_ARGS]; /* dropout's argument, a real number */
     int nargs;
     clt_shape in, out;
     int n_params;
@@ -124,5 +127,6 @@ extern const clt_layer_kind clt_layer_dense;
 extern const clt_layer_kind clt_layer_gap;
 extern const clt_layer_kind clt_layer_bn;
 extern const clt_layer_kind clt_layer_res;
+extern const clt_layer_kind clt_layer_dropout;
 
 #endif

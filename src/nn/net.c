@@ -7,7 +7,6 @@
 
 #include "core/alloc.h"
 #include "ops/loss.h"
-#include "optim/sgd.h"
 
 static clt_status make_buffer(clt_device *dev, size_t bytes, const char *what, cl_mem *out)
 {
@@ -116,6 +115,7 @@ clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channel
     clt_net *net = calloc(1, sizeof *net);
     if (!net) return clt_fail(CLT_ERR_NO_MEMORY, "net handle");
     net->dev = dev;
+    clt_device_retain(dev); /* released by clt_net_destroy */
     clt_status s = clt_model_parse(spec, channels, height, width, &net->model);
     if (s == CLT_OK)
         s = clt_calloc((void **)&net->act, (size_t)net->model.n_layers, sizeof *net->act, "net buffers");
@@ -169,10 +169,11 @@ void clt_net_destroy(clt_net *net)
     release(&net->params);
     release(&net->grads);
     release(&net->state);
-    release(&net->vel);
+    for (int i = 0; i < CLT_OPTIM_SLOTS; i++) release(&net->slot[i]);
     free(net->act);
     free(net->sync_host);
     clt_model_free(&net->model);
+    clt_device_release(net->dev);
     free(net);
 }
 
@@ -216,7 +217,7 @@ static clt_status check_n(const clt_net *net, int n, const char *op)
 
 static clt_pass make_pass(clt_net *net, int training, const clt_sync *sync)
 {
-    clt_pass pass = {training, {NULL, NULL}, net->sync_host, &net->sync_done, net->sync_rounds};
+    clt_pass pass = {training, {NULL, NULL}, net->sync_host, &net->sync_done, net->sync_rounds, net->rng};
     if (sync) pass.sync = *sync;
     return pass;
 }
@@ -296,7 +297,8 @@ clt_status clt_net_backward_device(clt_net *net, const clt_sync *sync, float sca
     int n = net->last_n;
     cl_mem dy = net->dbuf[0];
     int cur = 0;
-    CLT_TRY(clt_xent_raw(net->dev, n, net->model.classes, logits(net), net->labels, scale, dy, net->stats));
+    CLT_TRY(clt_xent_smooth_raw(net->dev, n, net->model.classes, logits(net), net->labels, net->label_smoothing,
+                                scale, dy, net->stats));
     for (int i = net->model.n_layers - 1; i >= 0; i--) {
         clt_layer *l = &net->model.layers[i];
         if (l->kind->alias) continue; /* the gradient passes through unchanged */
@@ -331,9 +333,14 @@ clt_status clt_net_read_stats(clt_net *net, double *loss_sum, int64_t *correct)
         sum += net->host_stats[2 * i];
         ok += net->host_stats[2 * i + 1] > 0.5f;
     }
-    if (!isfinite(sum))
+    /* Loaded parameters are checked finite: a training loss that is not
+     * diverged; an evaluation has no learning rate to blame. */
+    if (!isfinite(sum) && net->last_training)
         return clt_fail(CLT_ERR_NUMERIC, "the loss is %s (diverged: lower the learning rate?)",
                         isnan(sum) ? "NaN" : "infinite");
+    if (!isfinite(sum))
+        return clt_fail(CLT_ERR_NUMERIC, "the evaluation loss is %s: the parameters or the inputs hold values too "
+                        "large for float32", isnan(sum) ? "NaN" : "infinite");
     if (loss_sum) *loss_sum = sum;
     if (correct) *correct = ok;
     return CLT_OK;
@@ -362,26 +369,46 @@ clt_status clt_net_loss(clt_net *net, const int32_t *labels, double *loss_sum, i
     return clt_net_read_stats(net, loss_sum, correct);
 }
 
-int clt_net_has_momentum(const clt_net *net) { return net->vel != NULL; }
-
-clt_status clt_net_ensure_momentum(clt_net *net)
+int clt_net_slots(const clt_net *net)
 {
-    if (net->vel) return CLT_OK;
-    size_t bytes = net->flat * sizeof(float);
-    CLT_TRY(make_buffer(net->dev, bytes, "momentum buffer", &net->vel));
-    return zero(net->dev, net->vel, bytes);
+    int n = 0;
+    while (n < CLT_OPTIM_SLOTS && net->slot[n]) n++;
+    return n;
 }
 
-clt_status clt_net_reset_momentum(clt_net *net)
+clt_status clt_net_ensure_slots(clt_net *net, int n)
 {
-    return net->vel ? zero(net->dev, net->vel, net->flat * sizeof(float)) : CLT_OK;
+    if (n > CLT_OPTIM_SLOTS)
+        return clt_fail(CLT_ERR_INTERNAL, "%d optimizer state slots (at most %d)", n, CLT_OPTIM_SLOTS);
+    size_t bytes = net->flat * sizeof(float);
+    for (int i = clt_net_slots(net); i < n; i++) {
+        CLT_TRY(make_buffer(net->dev, bytes, "optimizer state", &net->slot[i]));
+        CLT_TRY(zero(net->dev, net->slot[i], bytes));
+    }
+    return CLT_OK;
+}
+
+clt_status clt_net_reset_slots(clt_net *net)
+{
+    for (int i = 0; i < clt_net_slots(net); i++) CLT_TRY(zero(net->dev, net->slot[i], net->flat * sizeof(float)));
+    return CLT_OK;
+}
+
+clt_status clt_net_optim_update(clt_net *net, const clt_optim_settings *s, int64_t step, clt_span span)
+{
+    const clt_optim_ops *ops = clt_optim_find(s->kind);
+    if (!ops) return clt_optim_check(s, "clt_net_optim_update");
+    if (span.offset > net->flat || span.count > net->flat - span.offset)
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_optim_update: floats [%zu, +%zu) outside the %zu parameters",
+                        span.offset, span.count, net->flat);
+    CLT_TRY(clt_net_ensure_slots(net, ops->slots(s)));
+    return ops->update(net->dev, s, step, span.offset, span.count, net->params, net->grads, net->slot);
 }
 
 clt_status clt_net_sgd_step(clt_net *net, float lr, float momentum, float weight_decay)
 {
     if (!net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_sgd_step: net is NULL");
-    CLT_TRY(clt_sgd_check("clt_net_sgd_step", lr, momentum, weight_decay));
-    if (momentum > 0) CLT_TRY(clt_net_ensure_momentum(net));
-    return clt_sgd_raw(net->dev, net->flat, net->params, net->grads, momentum > 0 ? net->vel : NULL, lr,
-                       momentum, weight_decay);
+    clt_optim_settings s = {.kind = CLT_OPTIMIZER_SGD, .lr = lr, .momentum = momentum, .weight_decay = weight_decay};
+    CLT_TRY(clt_optim_check(&s, "clt_net_sgd_step"));
+    return clt_net_optim_update(net, &s, 1, (clt_span){0, net->flat});
 }

@@ -3,10 +3,11 @@
  * these calls, on top of the public clt_net_* calls in cltrain.h. The
  * struct and nn's own helpers are in net_impl.h, for nn/ only.
  *
- * A net keeps four flat float buffers. Parameters, their gradients and
- * their momentum share one layout, last layer first, so that gradients
- * become ready in buffer order during backward; the state (batch-norm
- * running statistics) has a buffer of its own. Offsets and counts are in
+ * A net keeps flat float buffers. Parameters, their gradients and the
+ * optimizer's state slots (SGD's momentum; Adam's m and v) share one
+ * layout, last layer first, so that gradients become ready in buffer order
+ * during backward; the state (batch-norm running statistics) has a buffer
+ * of its own. Offsets and counts are in
  * floats. Transfers run on the net's device queue, in order with its
  * kernels. */
 #ifndef CLT_NN_NET_H
@@ -16,13 +17,16 @@
 #include <stdint.h>
 
 #include "cltrain.h"
+#include "ops/dropout.h"
+#include "optim/optim.h"
 #include "runtime/cl.h"
 
 typedef enum clt_net_buffer {
     CLT_NET_PARAMS,
     CLT_NET_GRADS,
-    CLT_NET_MOMENTUM, /* exists once clt_net_ensure_momentum ran */
-    CLT_NET_STATE
+    CLT_NET_STATE,
+    CLT_NET_SLOT0 /* optimizer state slot i is CLT_NET_SLOT0 + i (i < CLT_OPTIM_SLOTS),
+                   * there once clt_net_ensure_slots made it */
 } clt_net_buffer;
 
 /* Floats [offset, offset + count) of one buffer. */
@@ -39,7 +43,7 @@ size_t clt_net_base_align(const clt_device *dev);
 clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channels, int height, int width,
                                   size_t align_bytes, clt_net **out);
 
-/* Floats in buffer b (momentum: as many as the parameters). */
+/* Floats in buffer b (a state slot: as many as the parameters). */
 size_t clt_net_floats(const clt_net *net, clt_net_buffer b);
 
 /* Copy a span of buffer b to or from host memory. done == NULL: return
@@ -68,11 +72,16 @@ clt_status clt_net_staging(clt_net *net, float **out);
  * backward writes it. 0 once i passes the last, 1 otherwise. */
 int clt_net_grad_span(const clt_net *net, int i, clt_span *span, int *layer);
 
-int clt_net_has_momentum(const clt_net *net);
-/* Allocates the zeroed momentum buffer if there is none yet. */
-clt_status clt_net_ensure_momentum(clt_net *net);
-/* Zeroes the momentum buffer, if there is one. */
-clt_status clt_net_reset_momentum(clt_net *net);
+/* Optimizer state slots allocated (0 .. CLT_OPTIM_SLOTS). */
+int clt_net_slots(const clt_net *net);
+/* Allocates zeroed slots until there are n. */
+clt_status clt_net_ensure_slots(clt_net *net, int n);
+/* Zeroes every allocated slot. */
+clt_status clt_net_reset_slots(clt_net *net);
+/* Update number `step` (1 for the first) of the optimizer over a span of
+ * the parameters with the gradients in the net's gradient buffer, making
+ * the slots it needs; enqueued on the net's queue. */
+clt_status clt_net_optim_update(clt_net *net, const clt_optim_settings *s, int64_t step, clt_span span);
 
 /* Synchronised batch norm across replicas. The hook replaces `count`
  * floats of `values` (this device's partial sums) with their sum over
@@ -110,6 +119,13 @@ clt_status clt_net_backward_device(clt_net *net, const clt_sync *sync, float sca
 typedef clt_status (*clt_layer_mark_fn)(void *user, int layer, int pass);
 /* fn NULL: none (the default). */
 void clt_net_set_layer_mark(clt_net *net, clt_layer_mark_fn fn, void *user);
+/* The generator key of the following passes (dropout masks): the run's
+ * seed, the optimizer step and the batch index of this device's first
+ * sample. Default all 0. */
+void clt_net_set_rng(clt_net *net, clt_rng_key key);
+/* Label smoothing E in [0, 1) of the training loss and its gradient
+ * (backward); evaluation reports the plain cross-entropy. */
+clt_status clt_net_set_label_smoothing(clt_net *net, float e);
 /* Reads the stats of the last loss: sum of losses, correct count; a NaN or
  * infinite loss gives CLT_ERR_NUMERIC. Waits for the queue. */
 clt_status clt_net_read_stats(clt_net *net, double *loss_sum, int64_t *correct);

@@ -12,16 +12,18 @@ cl_mem clt_net_buffer_mem(const clt_net *net, clt_net_buffer b)
     switch (b) {
     case CLT_NET_PARAMS: return net->params;
     case CLT_NET_GRADS: return net->grads;
-    case CLT_NET_MOMENTUM: return net->vel;
     case CLT_NET_STATE: return net->state;
+    default: break;
     }
-    return NULL;
+    int i = (int)b - (int)CLT_NET_SLOT0;
+    return i >= 0 && i < CLT_OPTIM_SLOTS ? net->slot[i] : NULL;
 }
 
 static const char *buffer_name(clt_net_buffer b)
 {
-    static const char *const names[] = {"parameters", "gradients", "momentum", "state"};
-    return b >= CLT_NET_PARAMS && b <= CLT_NET_STATE ? names[b] : "?";
+    static const char *const names[] = {"parameters", "gradients", "state", "optimizer slot 0", "optimizer slot 1"};
+    _Static_assert(sizeof names / sizeof names[0] == CLT_NET_SLOT0 + CLT_OPTIM_SLOTS, "one name per buffer");
+    return b >= CLT_NET_PARAMS && b < CLT_NET_SLOT0 + CLT_OPTIM_SLOTS ? names[b] : "?";
 }
 
 /* The buffer behind b, once the span is known to lie inside it. */
@@ -138,3 +140,13 @@ void clt_net_sync_plan(const clt_net *net, int *rounds, int *most_floats)
     if (rounds) *rounds = net->sync_rounds;
     if (most_floats) *most_floats = net->sync_floats;
 }
+
+clt_status clt_net_set_label_smoothing(clt_net *net, float e)
+{
+    if (!(e >= 0.0f && e < 1.0f))
+        return clt_fail(CLT_ERR_INVALID_ARG, "label smoothing %g must lie in [0, 1)", e);
+    net->label_smoothing = e;
+    return CLT_OK;
+}
+
+void clt_net_set_rng(clt_net *net, clt_rng_key key) { net->rng = key; }

@@ -1,5 +1,5 @@
 /* The net's insides, for nn/ only (other rooms use net.h): a model on one
- * device with flat parameter, gradient, momentum and state buffers (layout
+ * device with flat parameter, gradient, optimizer state and batch-norm state buffers (layout
  * in net.h), activation buffers sized on demand, and host memory for
  * transfers. */
 #ifndef CLT_NN_NET_IMPL_H
@@ -11,9 +11,10 @@
 struct clt_net {
     clt_device *dev;
     clt_model model;
-    size_t flat;          /* floats in the parameter, gradient and momentum buffers */
+    size_t flat;          /* floats in the parameter, gradient and slot buffers */
     size_t flat_state;    /* floats in the state buffer */
-    cl_mem params, grads, vel, state;
+    cl_mem params, grads, state;
+    cl_mem slot[CLT_OPTIM_SLOTS]; /* optimizer state, NULL until made */
     int cap;              /* batch capacity of the buffers below */
     cl_mem input;         /* cap x input sample */
     cl_mem *act;          /* layer outputs (aliases for flatten) */
@@ -26,6 +27,8 @@ struct clt_net {
     int last_n;           /* batch size of the last forward */
     int first_param_layer;/* layers before it need no input gradient */
     int last_training;    /* mode of the last forward */
+    float label_smoothing;/* of the training loss (clt_net_set_label_smoothing) */
+    clt_rng_key rng;      /* clt_net_set_rng */
     int sync_rounds;      /* see clt_net_sync_plan */
     int sync_floats;
     float *sync_host;     /* sync_floats: a round's values on the host */
@@ -38,7 +41,7 @@ struct clt_net {
 clt_status clt_net_reserve(clt_net *net, int n);
 /* Loss only (labels set): enqueues the stats kernel. */
 clt_status clt_net_loss_device(clt_net *net);
-/* The device buffer behind b; NULL for momentum not yet allocated. */
+/* The device buffer behind b; NULL for a slot not yet allocated. */
 cl_mem clt_net_buffer_mem(const clt_net *net, clt_net_buffer b);
 /* Releases the pinned staging (net destruction). */
 void clt_net_release_staging(clt_net *net);

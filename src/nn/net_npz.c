@@ -1,5 +1,6 @@
 /* A net's parameters to and from .npz, by state_dict name. Loading checks
  * every name and shape before the first byte goes to the device. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,22 +19,31 @@ static clt_status param_key(char *buf, const char *prefix, const clt_param *p)
     return CLT_OK;
 }
 
-/* Where parameter p lives: the state_dict (momentum = 0) takes parameters
- * and running statistics; momentum (1) only parameters. */
-static cl_mem source_of(const clt_net *net, int momentum, const clt_param *p)
+/* Where parameter p lives: the state_dict (which = 0) takes parameters
+ * and running statistics; an optimizer slot (which = 1 + slot) only
+ * parameters. */
+static cl_mem source_of(const clt_net *net, int which, const clt_param *p)
 {
-    if (momentum) return p->is_buffer ? NULL : net->vel;
+    if (which) return p->is_buffer ? NULL : clt_net_buffer_mem(net, CLT_NET_SLOT0 + which - 1);
     return clt_net_buffer_mem(net, p->is_buffer ? CLT_NET_STATE : CLT_NET_PARAMS);
 }
 
-static int included(int momentum, const clt_param *p) { return !(momentum && p->is_buffer); }
+static int included(int which, const clt_param *p) { return !(which && p->is_buffer); }
 
-clt_status clt_net_npz_add(clt_npz_writer *w, const clt_net *net, int momentum, const char *prefix)
+/* A slot to move must exist. */
+static clt_status need_slot(const clt_net *net, int which, const char *op)
+{
+    if (which < 0 || which > CLT_OPTIM_SLOTS || (which && !clt_net_buffer_mem(net, CLT_NET_SLOT0 + which - 1)))
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: the net has no optimizer state slot %d", op, which - 1);
+    return CLT_OK;
+}
+
+clt_status clt_net_npz_add(clt_npz_writer *w, const clt_net *net, int which, const char *prefix)
 {
     if (!w || !net)
         return clt_npz_writer_fail(w, clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_add: NULL argument"));
-    if (momentum && !net->vel)
-        return clt_npz_writer_fail(w, clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_add: the net has no momentum"));
+    clt_status slot_ok = need_slot(net, which, "clt_net_npz_add");
+    if (slot_ok != CLT_OK) return clt_npz_writer_fail(w, slot_ok);
     if (!prefix) prefix = "";
     int n = clt_net_param_count(net);
     int64_t most = 1;
@@ -46,10 +56,10 @@ clt_status clt_net_npz_add(clt_npz_writer *w, const clt_net *net, int momentum, 
     char key[NAME_CAP];
     for (int i = 0; i < n && s == CLT_OK; i++) {
         const clt_param *p = clt_net_param_at(net, i);
-        if (!included(momentum, p)) continue;
+        if (!included(which, p)) continue;
         s = param_key(key, prefix, p);
         if (s != CLT_OK) break;
-        cl_int err = clEnqueueReadBuffer(net->dev->queue, source_of(net, momentum, p), CL_TRUE, p->offset * sizeof(float),
+        cl_int err = clEnqueueReadBuffer(net->dev->queue, source_of(net, which, p), CL_TRUE, p->offset * sizeof(float),
                                          (size_t)p->numel * sizeof(float), host, 0, NULL, NULL);
         if (err != CL_SUCCESS) {
             s = clt_cl_fail(err, "reading a parameter buffer");
@@ -106,54 +116,100 @@ static void list_params(const clt_net *net, char *buf, size_t cap)
     }
 }
 
-clt_status clt_net_npz_check(const clt_npz *npz, const clt_net *net, int momentum, const char *prefix)
+/* An entry found for parameter p: float32 of p's shape. */
+static clt_status check_found(const char *path, const char *key, const clt_param *p, const clt_npz_entry *e)
+{
+    char want[200], have[200];
+    clt_npz_shape_str(p->ndim, p->shape, want, sizeof want);
+    if (e->is_bytes)
+        return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" is a byte array ('%s'), the parameter is float32 of shape %s",
+                        path, key, e->dtype, want);
+    if (!same_shape(e, p))
+        return clt_fail(CLT_ERR_FORMAT, "%s: parameter \"%s\" has shape %s in the net but %s in the file", path, key,
+                        want, clt_npz_shape_str(e->ndim, e->shape, have, sizeof have));
+    return CLT_OK;
+}
+
+/* NaN or an infinity in loaded values would train (or evaluate) to a
+ * diverged loss far from its cause: refused here, naming the first. */
+static clt_status check_finite(const char *path, const char *key, const clt_npz_entry *e)
+{
+    for (int64_t i = 0; i < e->numel; i++) {
+        float v = e->data[i];
+        if (isfinite(v)) continue;
+        /* The flat index as an index into the shape, last dimension fastest. */
+        char at[200];
+        int64_t idx[CLT_MAX_DIMS], rest = i;
+        for (int d = e->ndim - 1; d >= 0; d--) {
+            idx[d] = e->shape[d] ? rest % e->shape[d] : 0;
+            rest = e->shape[d] ? rest / e->shape[d] : 0;
+        }
+        clt_npz_shape_str(e->ndim, idx, at, sizeof at);
+        return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" holds %s at index %s (element %lld of %lld): parameters must "
+                        "be finite", path, key, isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf", at, (long long)i,
+                        (long long)e->numel);
+    }
+    return CLT_OK;
+}
+
+clt_status clt_net_npz_check(const clt_npz *npz, const clt_net *net, int which, const char *prefix)
 {
     if (!npz || !net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_check: NULL argument");
     if (!prefix) prefix = "";
     const char *path = clt_npz_path(npz);
-    char key[NAME_CAP], want[200], have[200];
+    char key[NAME_CAP], want[200];
     for (int i = 0; i < clt_net_param_count(net); i++) {
         const clt_param *p = clt_net_param_at(net, i);
-        if (!included(momentum, p)) continue;
+        if (!included(which, p)) continue;
         CLT_TRY(param_key(key, prefix, p));
-        clt_npz_shape_str(p->ndim, p->shape, want, sizeof want);
         const clt_npz_entry *e = clt_npz_get(npz, key);
         if (!e) {
             char list[1024];
             list_entries(npz, list, sizeof list);
             return clt_fail(CLT_ERR_FORMAT, "%s: parameter \"%s\" %s is missing from the file (it holds: %s)", path,
-                            key, want, clt_npz_count(npz) ? list : "nothing");
+                            key, clt_npz_shape_str(p->ndim, p->shape, want, sizeof want),
+                            clt_npz_count(npz) ? list : "nothing");
         }
-        if (e->is_bytes)
-            return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" is a byte array ('%s'), the parameter is float32 of shape %s",
-                            path, key, e->dtype, want);
-        if (!same_shape(e, p))
-            return clt_fail(CLT_ERR_FORMAT, "%s: parameter \"%s\" has shape %s in the net but %s in the file", path,
-                            key, want, clt_npz_shape_str(e->ndim, e->shape, have, sizeof have));
+        CLT_TRY(check_found(path, key, p, e));
+        if (e->data) CLT_TRY(check_finite(path, key, e));
     }
     return CLT_OK;
 }
 
-int clt_net_npz_is_param(const clt_net *net, int momentum, const char *prefix, const char *name)
+static const clt_param *param_named(const clt_net *net, int which, const char *prefix, const char *name)
 {
-    if (!net || !name) return 0;
-    if (!prefix) prefix = "";
     size_t pl = strlen(prefix);
     const clt_param *p = strncmp(name, prefix, pl) == 0 ? clt_net_find_param(net, name + pl) : NULL;
-    return p && included(momentum, p);
+    return p && included(which, p) ? p : NULL;
 }
 
-clt_status clt_net_npz_upload(const clt_npz *npz, clt_net *net, int momentum, const char *prefix)
+clt_status clt_net_npz_check_entry(const clt_net *net, int which, const char *prefix, const char *path,
+                                   const clt_npz_entry *e, int *found)
+{
+    *found = 0;
+    if (!prefix) prefix = "";
+    const clt_param *p = param_named(net, which, prefix, e->name);
+    if (!p) return CLT_OK;
+    *found = 1;
+    return check_found(path, e->name, p, e);
+}
+
+int clt_net_npz_is_param(const clt_net *net, int which, const char *prefix, const char *name)
+{
+    if (!net || !name) return 0;
+    return param_named(net, which, prefix ? prefix : "", name) != NULL;
+}
+
+clt_status clt_net_npz_upload(const clt_npz *npz, clt_net *net, int which, const char *prefix)
 {
     if (!npz || !net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_upload: NULL argument");
-    if (momentum && !net->vel)
-        return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_npz_upload: the net's momentum buffer is not allocated");
+    CLT_TRY(need_slot(net, which, "clt_net_npz_upload"));
     if (!prefix) prefix = "";
     char key[NAME_CAP];
     int n = clt_net_param_count(net);
     for (int i = 0; i < n; i++) {
         const clt_param *p = clt_net_param_at(net, i);
-        if (!included(momentum, p)) continue;
+        if (!included(which, p)) continue;
         CLT_TRY(param_key(key, prefix, p));
         const clt_npz_entry *e = clt_npz_get(npz, key);
         if (!e || e->is_bytes || e->numel != p->numel)
@@ -163,10 +219,10 @@ clt_status clt_net_npz_upload(const clt_npz *npz, clt_net *net, int momentum, co
     cl_int err = CL_SUCCESS;
     for (int i = 0; i < n && err == CL_SUCCESS; i++) {
         const clt_param *p = clt_net_param_at(net, i);
-        if (!included(momentum, p)) continue;
+        if (!included(which, p)) continue;
         if (param_key(key, prefix, p) != CLT_OK) break;
         const clt_npz_entry *e = clt_npz_get(npz, key);
-        err = clEnqueueWriteBuffer(net->dev->queue, source_of(net, momentum, p), CL_FALSE, p->offset * sizeof(float),
+        err = clEnqueueWriteBuffer(net->dev->queue, source_of(net, which, p), CL_FALSE, p->offset * sizeof(float),
                                    (size_t)p->numel * sizeof(float), e->data, 0, NULL, NULL);
     }
     cl_int fin = clFinish(net->dev->queue);
@@ -186,11 +242,23 @@ clt_status clt_net_save_npz(const clt_net *net, const char *path)
     return s;
 }
 
+/* Each entry, from its header alone: a parameter of the net must have its
+ * shape; any other entry stays compressed (refused below, after a missing
+ * parameter, the likelier fault). A hostile file costs no more memory than
+ * the net's own parameters. */
+static clt_status load_filter(void *ctx, const char *path, const clt_npz_entry *e, int *skip)
+{
+    int found;
+    CLT_TRY(clt_net_npz_check_entry(ctx, 0, "", path, e, &found));
+    *skip = !found;
+    return CLT_OK;
+}
+
 clt_status clt_net_load_npz(clt_net *net, const char *path)
 {
     if (!net || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_load_npz: NULL argument");
     clt_npz *npz;
-    CLT_TRY(clt_npz_read(path, &npz));
+    CLT_TRY(clt_npz_read_filtered(path, load_filter, net, &npz));
     clt_status s = clt_net_npz_check(npz, net, 0, "");
     for (int i = 0; s == CLT_OK && i < clt_npz_count(npz); i++) {
         clt_npz_entry e;

@@ -113,7 +113,7 @@ clt_status clt_net_init(clt_net *net, uint64_t seed, clt_init scheme)
             st = clt_tensor_init_normal(&view, s, 0.0f, 0.01f);
         if (st != CLT_OK) return clt_fail_context(st, "initialising %s", p->name);
     }
-    return clt_net_reset_momentum(net);
+    return clt_net_reset_slots(net);
 }
 
 clt_device *clt_net_device(const clt_net *net) { return net ? net->dev : NULL; }

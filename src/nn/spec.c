@@ -1,6 +1,7 @@
 /* The model spec grammar of DESIGN.md: kind[:arg[:arg]] separated by commas. */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ static const token_kind token_kinds[] = {
     {"gap", &clt_layer_gap, 0},
     {"bn", &clt_layer_bn, 0},
     {"res", &clt_layer_res, 0},
+    {"dropout", &clt_layer_dropout, 0},
 };
 
 static const struct {
@@ -47,6 +49,9 @@ const char *clt_model_builtin(const char *name)
     return NULL;
 }
 
+/* Layer arguments are sizes and counts: far below int's range. */
+#define ARG_MAX_ABS 1000000
+
 static char *trim(char *s)
 {
     while (isspace((unsigned char)*s)) s++;
@@ -66,8 +71,8 @@ static clt_status parse_token(char *tok, int index, clt_layer *l)
         char *name = trim(tok);
         size_t len = strlen(name);
         if (len == 0 || len >= sizeof l->prefix || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != len)
-            return clt_fail(CLT_ERR_SPEC, "layer %d: name \"%s\" must be 1..%zu letters, digits, '_' or '.'", index,
-                            name, sizeof l->prefix - 1);
+            return clt_fail(CLT_ERR_SPEC, "layer %d: name \"%.40s%s\" must be 1..%zu letters, digits, '_' or '.'",
+                            index, name, len > 40 ? "..." : "", sizeof l->prefix - 1);
         memcpy(l->prefix, name, len + 1);
         tok = eq + 1;
     }
@@ -75,13 +80,14 @@ static clt_status parse_token(char *tok, int index, clt_layer *l)
     if (colon) *colon = 0;
     char *kind = trim(tok);
     if (!kind[0]) return clt_fail(CLT_ERR_SPEC, "layer %d: empty layer (two commas in a row?)", index);
+    if (strlen(kind) > 40) memcpy(kind + 37, "...", 4); /* no kind is that long: cut for the messages */
     const token_kind *tk = NULL;
     for (size_t i = 0; i < sizeof token_kinds / sizeof token_kinds[0]; i++)
         if (strcmp(token_kinds[i].token, kind) == 0) tk = &token_kinds[i];
     if (!tk) {
         return clt_fail(CLT_ERR_SPEC,
                         "layer %d: unknown layer kind \"%s\" (known: conv, maxpool, avgpool, relu, "
-                        "sigmoid, tanh, flatten, dense, gap, bn, res; builtins: lenet, lenet-max, resnet18)",
+                        "sigmoid, tanh, flatten, dense, gap, bn, res, dropout; builtins: lenet, lenet-max, resnet18)",
                         index, kind);
     }
     l->kind = tk->kind;
@@ -94,13 +100,44 @@ static clt_status parse_token(char *tok, int index, clt_layer *l)
         a = trim(a);
         char *end;
         errno = 0;
+        if (l->kind == &clt_layer_dropout) { /* dropout:P, a real number */
+            double d = strtod(a, &end);
+            if (!a[0] || *end || errno || !isfinite(d))
+                return clt_fail(CLT_ERR_SPEC, "layer %d (%s): argument \"%s\" is not a number", index, kind, a);
+            if (l->nargs == CLT_LAYER_MAX_ARGS)
+                return clt_fail(CLT_ERR_SPEC, "layer %d (%s): too many arguments", index, kind);
+            l->fargs[l->nargs++] = (float)d;
+            continue;
+        }
         long v = strtol(a, &end, 10);
-        if (!a[0] || *end || errno || v < -1000000 || v > 1000000)
-            return clt_fail(CLT_ERR_SPEC, "layer %d (%s): argument \"%s\" is not an integer", index, kind, a);
+        if (!a[0] || *end)
+            return clt_fail(CLT_ERR_SPEC, "layer %d (%s): argument \"%.40s%s\" is not an integer", index, kind, a,
+                            strlen(a) > 40 ? "..." : "");
+        if (errno || v < -ARG_MAX_ABS || v > ARG_MAX_ABS)
+            return clt_fail(CLT_ERR_SPEC, "layer %d (%s): argument %.40s%s is out of range (%d .. %d)", index, kind, a,
+                            strlen(a) > 40 ? "..." : "", -ARG_MAX_ABS, ARG_MAX_ABS);
         if (l->nargs == CLT_LAYER_MAX_ARGS)
             return clt_fail(CLT_ERR_SPEC, "layer %d (%s): too many arguments", index, kind);
         l->args[l->nargs++] = (int)v;
     }
+    return CLT_OK;
+}
+
+/* A NAME= prefix can give a parameter the name another layer's parameter
+ * has (a=res:4 makes a.conv1.weight, as a.conv1=conv:... does): the
+ * state_dict would hold one of them only. */
+static clt_status check_param_names(const clt_model *m, int i)
+{
+    const clt_layer *l = &m->layers[i];
+    for (int p = 0; p < l->n_params; p++)
+        for (int j = 0; j < i; j++)
+            for (int q = 0; q < m->layers[j].n_params; q++)
+                if (strcmp(l->params[p].name, m->layers[j].params[q].name) == 0)
+                    return clt_fail(CLT_ERR_SPEC,
+                                    "layer %d (%s=%s) and layer %d (%s=%s) both have a parameter named \"%s\": "
+                                    "rename one (NAME=kind)",
+                                    j, m->layers[j].prefix, m->layers[j].token, i, l->prefix, l->token,
+                                    l->params[p].name);
     return CLT_OK;
 }
 
@@ -143,6 +180,7 @@ clt_status clt_model_parse(const char *spec, int c, int h, int w, clt_model *out
             shape = l->out;
             out->n_layers = i + 1;
         }
+        if (s == CLT_OK) s = check_param_names(out, i);
         cursor = comma ? comma + 1 : cursor + strlen(cursor);
     }
     free(text);

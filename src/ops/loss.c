@@ -14,6 +14,14 @@
 clt_status clt_xent_raw(clt_device *dev, int n, int classes, cl_mem logits, cl_mem labels,
                         float scale, cl_mem dlogits, cl_mem stats)
 {
+    return clt_xent_smooth_raw(dev, n, classes, logits, labels, 0.0f, scale, dlogits, stats);
+}
+
+clt_status clt_xent_smooth_raw(clt_device *dev, int n, int classes, cl_mem logits, cl_mem labels, float smooth,
+                               float scale, cl_mem dlogits, cl_mem stats)
+{
+    if (!(smooth >= 0.0f && smooth < 1.0f))
+        return clt_fail(CLT_ERR_INVALID_ARG, "softmax cross-entropy: label smoothing %g outside [0, 1)", smooth);
     if (n < 1 || classes < 1 || (int64_t)n * classes > INT_MAX)
         return clt_fail(CLT_ERR_SHAPE, "softmax cross-entropy: %d rows of %d classes", n, classes);
     if (!dlogits && !stats) return CLT_OK;
@@ -21,7 +29,7 @@ clt_status clt_xent_raw(clt_device *dev, int n, int classes, cl_mem logits, cl_m
     return clt_launch_1d(dev, "loss", "loss_xent", (size_t)n,
                          CLT_ARGS(CLT_ARG(logits), CLT_ARG(labels), CLT_ARG(dlogits), CLT_ARG(stats),
                                   CLT_ARG(scale), CLT_ARG(n), CLT_ARG(classes), CLT_ARG(want_grad),
-                                  CLT_ARG(want_stats)));
+                                  CLT_ARG(want_stats), CLT_ARG(smooth)));
 }
 
 /* logits (n, classes) float32, labels (n) int32 on one device. */

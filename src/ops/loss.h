@@ -12,5 +12,10 @@
  * stats may be NULL when only dlogits is wanted. */
 clt_status clt_xent_raw(clt_device *dev, int n, int classes, cl_mem logits, cl_mem labels,
                         float scale, cl_mem dlogits, cl_mem stats);
+/* The same with label smoothing E in [0, 1) (PyTorch's definition):
+ * loss = (1 - E) nll + E mean over classes of -log p; dlogits = scale *
+ * (softmax - (1 - E) onehot - E / classes). E = 0 is clt_xent_raw. */
+clt_status clt_xent_smooth_raw(clt_device *dev, int n, int classes, cl_mem logits, cl_mem labels, float smooth,
+                               float scale, cl_mem dlogits, cl_mem stats);
 
 #endif

@@ -1,8 +1,10 @@
-/* SGD step (kernels/sgd.cl), PyTorch semantics, one pass over w, g (and v). */
+/* SGD step (kernels/sgd.cl), PyTorch semantics, one pass over w, g (and v):
+ * torch.optim.SGD(lr, momentum, weight_decay, nesterov). */
 #include "optim/sgd.h"
 
 #include <math.h>
 
+#include "optim/optim.h"
 #include "runtime/launch.h"
 #include "tensor/tensor.h"
 
@@ -17,23 +19,50 @@ clt_status clt_sgd_check(const char *op, float lr, float momentum, float weight_
     return CLT_OK;
 }
 
-clt_status clt_sgd_raw(clt_device *dev, size_t count, cl_mem w, cl_mem g, cl_mem v, float lr,
-                       float momentum, float weight_decay)
+/* Floats [off, off + count) of w, g and v (NULL when unused). */
+static clt_status sgd_launch(clt_device *dev, size_t off, size_t count, cl_mem w, cl_mem g, cl_mem v, float lr,
+                             float momentum, float weight_decay, int nesterov)
 {
-    cl_ulong n = count;
+    cl_ulong o = off, n = count;
     if (momentum != 0.0f) {
         if (!v) return clt_fail(CLT_ERR_INVALID_ARG, "sgd: momentum %g needs a velocity buffer", momentum);
         return clt_launch_1d(dev, "sgd", "sgd_momentum", count,
                              CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(v), CLT_ARG(lr), CLT_ARG(momentum),
-                                      CLT_ARG(weight_decay), CLT_ARG(n)));
+                                      CLT_ARG(weight_decay), CLT_ARG(nesterov), CLT_ARG(o), CLT_ARG(n)));
     }
     if (v)
         return clt_launch_1d(dev, "sgd", "sgd_store", count,
-                             CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(v), CLT_ARG(lr),
-                                      CLT_ARG(weight_decay), CLT_ARG(n)));
+                             CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(v), CLT_ARG(lr), CLT_ARG(weight_decay),
+                                      CLT_ARG(o), CLT_ARG(n)));
     return clt_launch_1d(dev, "sgd", "sgd_plain", count,
-                         CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(lr), CLT_ARG(weight_decay), CLT_ARG(n)));
+                         CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(lr), CLT_ARG(weight_decay), CLT_ARG(o), CLT_ARG(n)));
 }
+
+clt_status clt_sgd_raw(clt_device *dev, size_t count, cl_mem w, cl_mem g, cl_mem v, float lr,
+                       float momentum, float weight_decay)
+{
+    return sgd_launch(dev, 0, count, w, g, v, lr, momentum, weight_decay, 0);
+}
+
+static int sgd_slots(const clt_optim_settings *s) { return s->momentum > 0 ? 1 : 0; }
+
+static clt_status sgd_settings_check(const clt_optim_settings *s, const char *op)
+{
+    CLT_TRY(clt_sgd_check(op, s->lr, s->momentum, s->weight_decay));
+    if (s->nesterov && !(s->momentum > 0)) /* as torch.optim.SGD refuses it */
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: Nesterov momentum needs a momentum > 0 (it is %g)", op, s->momentum);
+    return CLT_OK;
+}
+
+static clt_status sgd_update(clt_device *dev, const clt_optim_settings *s, int64_t step, size_t offset, size_t count,
+                             cl_mem w, cl_mem g, const cl_mem *slots)
+{
+    (void)step;
+    return sgd_launch(dev, offset, count, w, g, s->momentum > 0 ? slots[0] : NULL, s->lr, s->momentum,
+                      s->weight_decay, s->nesterov);
+}
+
+const clt_optim_ops clt_optim_sgd = {"sgd", {"momentum/", NULL}, sgd_slots, sgd_settings_check, sgd_update};
 
 clt_status clt_sgd_step(clt_tensor *param, const clt_tensor *grad, clt_tensor *velocity, float lr,
                         float momentum, float weight_decay)

@@ -9,7 +9,6 @@
 #include "core/alloc.h"
 #include "core/config.h"
 #include "core/hash.h"
-#include "optim/sgd.h"
 
 
 void clt_trainer_config_default(clt_trainer_config *cfg)
@@ -21,8 +20,17 @@ void clt_trainer_config_default(clt_trainer_config *cfg)
     cfg->height = cfg->width = 28;
     cfg->split = CLT_SPLIT_EQUAL;
     cfg->lr = 0.2f;
+    cfg->beta1 = 0.9f;
+    cfg->beta2 = 0.999f;
+    cfg->eps = 1e-8f;
     cfg->init = CLT_INIT_NORMAL;
     cfg->bucket_bytes = 25u << 20;
+}
+
+static clt_optim_settings optim_settings(const clt_trainer_config *c)
+{
+    return (clt_optim_settings){c->optimizer, c->lr,    c->momentum, c->weight_decay,
+                                c->nesterov,  c->beta1, c->beta2,    c->eps};
 }
 
 static clt_status check_config(const clt_trainer_config *c)
@@ -40,7 +48,13 @@ static clt_status check_config(const clt_trainer_config *c)
         if (s != CLT_OK) return clt_fail_context(s, "trainer");
     }
     CLT_TRY(clt_config_check_reserved(c->reserved, sizeof c->reserved, "clt_trainer_create"));
-    CLT_TRY(clt_sgd_check("trainer", c->lr, c->momentum, c->weight_decay));
+    clt_optim_settings os = optim_settings(c);
+    CLT_TRY(clt_optim_check(&os, "trainer"));
+    if (!isfinite(c->clip_grad_norm) || c->clip_grad_norm < 0)
+        return clt_fail(CLT_ERR_INVALID_ARG, "trainer: clip_grad_norm %g must be finite and >= 0 (0: no clipping)",
+                        c->clip_grad_norm);
+    if (!(c->label_smoothing >= 0 && c->label_smoothing < 1))
+        return clt_fail(CLT_ERR_INVALID_ARG, "trainer: label_smoothing %g must lie in [0, 1)", c->label_smoothing);
     if (c->bucket_bytes < 4) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: bucket of %zu bytes", c->bucket_bytes);
     if (c->check_every < 0) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: check_every %d", c->check_every);
     return CLT_OK;
@@ -144,6 +158,7 @@ static clt_status create_nets(clt_trainer *t, const size_t *force_align)
     for (int i = 0; i < t->k; i++) {
         clt_worker *w = &t->workers[i];
         CLT_TRY(clt_net_create_aligned(w->dev, t->spec, t->cfg.channels, t->cfg.height, t->cfg.width, align, &w->net));
+        CLT_TRY(clt_net_set_label_smoothing(w->net, t->cfg.label_smoothing));
         CLT_TRY(clt_net_staging(w->net, &w->staging));
     }
     return CLT_OK;
@@ -213,6 +228,7 @@ clt_status clt_trainer_create_aligned(const clt_trainer_config *cfg, const size_
     clt_trainer *t = calloc(1, sizeof *t);
     if (!t) return clt_fail(CLT_ERR_NO_MEMORY, "trainer");
     t->cfg = *cfg;
+    t->optim = optim_settings(cfg);
     t->reduce = clt_reduce_local_sum;
     clt_status s = clt_strdup(&t->spec, cfg->spec);
     if (s == CLT_OK) s = start(t, force_align);
@@ -275,6 +291,18 @@ clt_status clt_trainer_set_reduce(clt_trainer *t, clt_reduce_fn fn, void *user)
     return CLT_OK;
 }
 
+clt_status clt_trainer_set_lr(clt_trainer *t, float lr)
+{
+    if (!t) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_set_lr: trainer is NULL");
+    if (!isfinite(lr) || lr < 0)
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_set_lr: learning rate %g must be finite and >= 0", lr);
+    t->cfg.lr = lr;
+    t->optim.lr = lr;
+    return CLT_OK;
+}
+
+int64_t clt_trainer_optimizer_steps(const clt_trainer *t) { return t ? t->optim_steps : 0; }
+
 clt_net *clt_trainer_net(clt_trainer *t, int i) { return t && i >= 0 && i < t->k ? t->workers[i].net : NULL; }
 
 clt_status clt_trainer_broadcast_params(clt_trainer *t)
@@ -284,16 +312,17 @@ clt_status clt_trainer_broadcast_params(clt_trainer *t)
     size_t flat = clt_net_floats(src, CLT_NET_PARAMS), flat_state = clt_net_floats(src, CLT_NET_STATE);
     float *host;
     CLT_TRY(clt_aligned_alloc((void **)&host, flat > flat_state ? flat : flat_state, sizeof(float), "broadcast"));
-    static const clt_net_buffer what[] = {CLT_NET_PARAMS, CLT_NET_MOMENTUM, CLT_NET_STATE};
+    /* parameters, state, then the optimizer slots replica 0 has */
+    int n = CLT_NET_SLOT0 + clt_net_slots(src);
     clt_status s = CLT_OK;
-    for (int w = 0; w < 3 && s == CLT_OK; w++) {
-        if (what[w] == CLT_NET_MOMENTUM && !clt_net_has_momentum(src)) continue; /* none yet */
-        clt_span whole = {0, clt_net_floats(src, what[w])};
-        s = clt_net_read(src, what[w], whole, host, NULL);
+    for (int w = CLT_NET_PARAMS; w < n && s == CLT_OK; w++) {
+        if (w == CLT_NET_GRADS) continue;
+        clt_span whole = {0, clt_net_floats(src, (clt_net_buffer)w)};
+        s = clt_net_read(src, (clt_net_buffer)w, whole, host, NULL);
         for (int i = 1; i < t->k && s == CLT_OK; i++) {
             clt_net *dst = t->workers[i].net;
-            if (what[w] == CLT_NET_MOMENTUM) s = clt_net_ensure_momentum(dst);
-            if (s == CLT_OK) s = clt_net_write(dst, what[w], whole, host, NULL);
+            s = clt_net_ensure_slots(dst, n - CLT_NET_SLOT0);
+            if (s == CLT_OK) s = clt_net_write(dst, (clt_net_buffer)w, whole, host, NULL);
         }
     }
     clt_aligned_free(host);
@@ -376,6 +405,7 @@ clt_status clt_trainer_step(clt_trainer *t, const float *images, const int32_t *
     t->labels = labels;
     t->batch = n;
     t->steps++;
+    t->optim_steps++;
     CLT_TRY(run_command(t, CMD_STEP));
     clt_status avg = average_state(t);
     if (avg != CLT_OK) {

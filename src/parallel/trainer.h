@@ -95,6 +95,8 @@ struct clt_trainer {
     const clt_dataset *eval_ds;
     int eval_batch;
     int64_t steps;
+    clt_optim_settings optim; /* from cfg; lr as clt_trainer_set_lr left it */
+    int64_t optim_steps;  /* optimizer steps, a loaded checkpoint's included (the running one counts) */
     /* synchronised batch norm: per-device contributions of the current
      * round, double-buffered by round parity */
     int sync_rounds;      /* per step (clt_net_sync_plan); 0: no layer uses batch statistics */

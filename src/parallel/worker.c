@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "optim/clip.h"
 #include "parallel/trainer.h"
 
 void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char *msg)
@@ -91,11 +92,29 @@ static clt_status compute_shard(clt_worker *w)
     clReleaseEvent(up); /* the in-order queue runs it before the forward */
     CLT_TRY(clt_net_set_labels(net, t->labels + w->off, w->n));
     if (w->tracing) CLT_TRY(clt_pipeline_mark(w, -1, 0)); /* the forward's start */
+    /* dropout masks by the sample's place in the whole batch */
+    clt_net_set_rng(net, (clt_rng_key){t->cfg.seed, (uint64_t)t->optim_steps, (uint64_t)w->off});
     clt_sync sync = {bn_round, w};
     const clt_sync *hook = t->cfg.sync_bn ? &sync : NULL;
     CLT_TRY(clt_net_forward_device(net, 1, hook, w->n));
     CLT_TRY(clt_net_backward_device(net, hook, 1.0f, clt_pipeline_grads_ready, w));
     return clt_pipeline_end_backward(w); /* returns while the device still computes */
+}
+
+/* Writes the reduced gradients of bucket b, times `factor`, to the device
+ * through the staging (every slice of the bucket is summed, so no thread
+ * reads it any more) on the transfer queue. */
+static clt_status write_bucket(clt_worker *w, int b, float factor)
+{
+    const clt_bucket *bk = &w->t->buckets[b];
+    double c0 = clt_now();
+    float *to = w->staging + bk->span.offset;
+    const float *from = w->t->sum + bk->span.offset;
+    if (factor == 1.0f) memcpy(to, from, bk->span.count * sizeof(float));
+    else for (size_t i = 0; i < bk->span.count; i++) to[i] = from[i] * factor;
+    clt_status s = clt_pipeline_write_back(w, b);
+    if (w->tracing) clt_trace_add(&w->trace, CLT_TR_WRITE_BACK, b, c0, clt_now() - c0);
+    return s;
 }
 
 /* Bucket by bucket, as soon as every device's copy arrived: this thread's
@@ -147,17 +166,16 @@ static clt_status run_step_body(clt_worker *w)
         ok = wait_count(w, &t->reduced[b]);
         pthread_mutex_unlock(&t->mu);
         if (!ok) return CLT_ERR_CANCELLED;
-        /* Every slice is summed, so no thread reads the staging any more:
-         * reuse it (pinned) as the source of the write back. */
-        double c0 = clt_now();
-        memcpy(w->staging + bk->span.offset, t->sum + bk->span.offset, bk->span.count * sizeof(float));
-        s = clt_pipeline_write_back(w, b);
-        if (w->tracing) clt_trace_add(&w->trace, CLT_TR_WRITE_BACK, b, c0, clt_now() - c0);
-        if (s != CLT_OK) break;
+        /* Clipping needs the norm of every bucket: it writes them all below. */
+        if (t->cfg.clip_grad_norm == 0 && (s = write_bucket(w, b, 1.0f)) != CLT_OK) break;
+    }
+    if (s == CLT_OK && t->cfg.clip_grad_norm > 0) {
+        /* every thread computes the same factor from the same sums */
+        float factor = clt_clip_factor(clt_grad_norm(t->sum, t->flat), t->cfg.clip_grad_norm);
+        for (int b = 0; b < t->n_buckets && s == CLT_OK; b++) s = write_bucket(w, b, factor);
     }
     if (s == CLT_OK) s = clt_pipeline_before_update(w);
-    if (s == CLT_OK)
-        s = clt_net_sgd_step(w->net, t->cfg.lr, t->cfg.momentum, t->cfg.weight_decay);
+    if (s == CLT_OK) s = clt_net_optim_update(w->net, &t->optim, t->optim_steps, (clt_span){0, t->flat});
     w->loss = 0;
     w->correct = 0;
     if (s == CLT_OK && w->n > 0)

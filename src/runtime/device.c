@@ -30,6 +30,7 @@ clt_status clt_device_open(int index, clt_device **out)
 
     clt_device *dev = calloc(1, sizeof *dev);
     if (!dev) return clt_fail(CLT_ERR_NO_MEMORY, "opening device %d", index);
+    atomic_init(&dev->refs, 1);
     dev->programs = calloc((size_t)(clt_kernel_source_count > 0 ? clt_kernel_source_count : 1),
                            sizeof *dev->programs);
     if (!dev->programs) {
@@ -64,9 +65,17 @@ clt_status clt_device_open(int index, clt_device **out)
     return CLT_OK;
 }
 
-void clt_device_destroy(clt_device *dev)
+void clt_device_destroy(clt_device *dev) { clt_device_release(dev); }
+
+void clt_device_retain(clt_device *dev)
 {
-    if (!dev) return;
+    if (dev) atomic_fetch_add_explicit(&dev->refs, 1, memory_order_relaxed);
+}
+
+void clt_device_release(clt_device *dev)
+{
+    /* acq_rel: every holder's last use happens before the free. */
+    if (!dev || atomic_fetch_sub_explicit(&dev->refs, 1, memory_order_acq_rel) != 1) return;
     if (dev->queue) clFinish(dev->queue);
     if (dev->scratch) clReleaseMemObject(dev->scratch);
     for (int i = 0; i < dev->n_kernels; i++) clReleaseKernel(dev->kernels[i].kernel);

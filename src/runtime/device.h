@@ -2,6 +2,8 @@
 #ifndef CLT_RUNTIME_DEVICE_H
 #define CLT_RUNTIME_DEVICE_H
 
+#include <stdatomic.h>
+
 #include "cltrain_diag.h"
 #include "core/error.h"
 #include "runtime/cl.h"
@@ -26,6 +28,7 @@ typedef struct clt_kernel_slot {
 } clt_kernel_slot;
 
 struct clt_device {
+    atomic_int refs;          /* the caller's handle + one per net and tensor on it */
     clt_device_info info;
     cl_platform_id platform;
     cl_device_id id;
@@ -45,6 +48,12 @@ struct clt_device {
     clt_device_settings settings;
     unsigned settings_version; /* counts clt_device_set_settings calls (plans check it) */
 };
+
+/* A net or tensor keeps its device alive: retain when it takes the device,
+ * release when it is destroyed. The last release (clt_device_destroy
+ * included) finishes the queue and frees the device. Thread-safe. */
+void clt_device_retain(clt_device *dev);
+void clt_device_release(clt_device *dev);
 
 /* printf-style log through the device's hook (no-op without one). */
 void clt_device_log(const clt_device *dev, int level, const char *fmt, ...) CLT_PRINTF(3, 4);

@@ -61,6 +61,7 @@ clt_status clt_tensor_create(clt_device *dev, clt_dtype dtype, int ndim, const i
     clt_tensor *t = calloc(1, sizeof *t);
     if (!t) return clt_fail(CLT_ERR_NO_MEMORY, "tensor handle");
     t->dev = dev;
+    clt_device_retain(dev);
     t->dtype = dtype;
     t->ndim = ndim;
     memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
@@ -89,6 +90,7 @@ void clt_tensor_destroy(clt_tensor *t)
 {
     if (!t) return;
     if (t->buf) clReleaseMemObject(t->buf);
+    clt_device_release(t->dev);
     free(t);
 }
 

@@ -2,8 +2,11 @@
 """cltrain: option checking, a short JSON run on two devices, NaN stop, bench."""
 import json
 import os
+import resource
+import struct
 import subprocess
 import sys
+import zipfile
 
 CLTRAIN = sys.argv[1]
 
@@ -32,6 +35,11 @@ for args, word in [(['train', '--batch-size', '0'], '--batch-size'),
                    (['bench'], 'train')]:
     rc, out, err = run(*args)
     check(rc == 2 and word in err and len(err.strip().splitlines()) == 1, f'{args}: rc {rc}, stderr {err!r}')
+
+# a huge --model is quoted cut, in one short line
+for cmd in (['train'], ['bench', 'train']):
+    rc, out, err = run(*cmd, '--model', 'conv:4:3,' + 'x' * 100000)
+    check(rc == 2 and len(err) < 600 and '...' in err, f'{cmd} huge --model: rc {rc}, {len(err)} bytes')
 
 rc, out, err = run('train', '--help')
 check(rc == 0 and '--batch-size' in out and 'default 256' in out, 'train --help documents defaults')
@@ -302,6 +310,49 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 1 and 'bad.ck' in err, f'corrupt checkpoint refused: {rc} {err!r}')
     rc, out, err = run('train', '--init-from', P('a.npz'), '--model', 'conv:8:3,flatten,dense:10', '--steps', '1')
     check(rc == 1 and '0.weight' in err and '(8, 1, 3, 3)' in err, f'mismatched --init-from: {rc} {err!r}')
+    # NaN or inf in loaded values: refused naming the entry and the index, never "lower the learning rate"
+    def poisoned(src, dst, entry, value):
+        with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, 'w') as zout:
+            for info in zin.infolist():
+                b = zin.read(info)
+                if info.filename == entry + '.npy':
+                    b = b[:-4] + struct.pack('<f', value)
+                zout.writestr(info.filename, b)
+    poisoned(P('a.npz'), P('nan.npz'), '0.bias', float('nan'))
+    rc, out, err = run('eval', '--init-from', P('nan.npz'), '--limit-test', '64')
+    check(rc == 1 and '"0.bias"' in err and 'NaN at index (19,)' in err and 'learning rate' not in err,
+          f'eval --init-from with NaN: {rc} {err!r}')
+    # a zip bomb (256 MiB of zeros in about 250 KB) as a parameter of a checkpoint and of
+    # --init-from: refused from its header, the peak memory no higher than a good file's
+    def bombed(src, dst, entry):
+        head = "{'descr': '<f4', 'fortran_order': False, 'shape': (65536, 1024), }"
+        head = head + ' ' * (117 - len(head)) + '\n'
+        with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, 'w', zipfile.ZIP_DEFLATED) as zout:
+            for info in zin.infolist():
+                if info.filename != entry + '.npy':
+                    zout.writestr(info.filename, zin.read(info))
+                    continue
+                with zout.open(entry + '.npy', 'w', force_zip64=True) as f:
+                    f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(head)) + head.encode())
+                    zero = bytes(1 << 20)
+                    for _ in range(256):
+                        f.write(zero)
+
+    for src, dst, args in ((P('a.ck'), P('bomb.ck'), ['eval', '--resume']),
+                           (P('a.npz'), P('bomb.npz'), ['eval', '--init-from'])):
+        bombed(src, dst, '7.weight')
+        good = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        rc, out, err = run(*args, src, '--limit-test', '64')
+        rc2, out, err2 = run(*args, dst, '--limit-test', '64')
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        check(rc == 0 and rc2 == 1 and '"7.weight"' in err2 and '(65536, 1024)' in err2,
+              f'{args} zip bomb refused: {rc} {rc2} {err2!r}')
+        check(os.path.getsize(dst) < 2 << 20 and peak - good < 128 * 1024,
+              f'{args} zip bomb: {os.path.getsize(dst)} bytes raised the peak memory by {(peak - good) // 1024} MiB')
+    poisoned(P('a.ck'), P('inf.ck'), 'momentum/7.bias', float('inf'))
+    rc, out, err = run('train', '--resume', P('inf.ck'), '--steps', '9', '--quiet')
+    check(rc == 1 and '"momentum/7.bias"' in err and '+inf at index (127,)' in err,
+          f'--resume with inf: {rc} {err!r}')
     rc, out, err = run('train', '--resume', P('a.ck'), '--seed', '5', '--steps', '9')
     check(rc == 2 and '--seed' in err, f'conflicting --seed on resume: {rc} {err!r}')
     # killing a process while it saves leaves a loadable checkpoint
@@ -380,12 +431,12 @@ with tempfile.TemporaryDirectory() as tmp:
                     data = head + b'\n' + text
                 zout.writestr(info, data)
 
-    rewrite_entry(P('end.ck'), P('v99.ck'), '__cltrain__/meta', lambda t: t.replace('"version": 2', '"version": 99'))
+    rewrite_entry(P('end.ck'), P('v99.ck'), '__cltrain__/meta', lambda t: t.replace('"version": 3', '"version": 99'))
     for cmd in (['train', '--resume', P('v99.ck')], ['eval', '--resume', P('v99.ck')]):
         rc, out, err = run(*cmd, '--limit-test', '16')
-        check(rc == 1 and 'v99.ck' in err and '99' in err and 'version 2' in err, f'{cmd[0]} newer record: {rc} {err!r}')
+        check(rc == 1 and 'v99.ck' in err and '99' in err and 'version 3' in err, f'{cmd[0]} newer record: {rc} {err!r}')
     import re as _re
-    v1 = lambda t: _re.sub(r', "target_epochs": \d+, "target_steps": \d+', '', t.replace('"version": 2', '"version": 1'))
+    v1 = lambda t: _re.sub(r', "target_epochs": \d+, "target_steps": \d+', '', t.replace('"version": 3', '"version": 1'))
     rewrite_entry(P('end.ck'), P('v1.ck'), '__cltrain__/meta', v1)
     rc, out, err = run('train', '--resume', P('v1.ck'), '--limit-test', '16', '--json', '--steps', '42')
     lines = [json.loads(l) for l in out.splitlines() if l.strip()]
@@ -480,5 +531,53 @@ with tempfile.TemporaryDirectory() as tmp:
                        '--epochs', '1', '--quiet', '--trace', tr)
     check(rc == 0, f'train --trace: {rc} {err}')
     trace_ok(tr, 'train --trace')
+
+# optimizers and schedules: usage errors name the option; Adam with a
+# warmup + cosine schedule resumes mid-warmup bit for bit on two devices; the
+# lr is in the JSON and CSV; eval loads an Adam checkpoint
+for args, word in [(['train', '--optimizer', 'rmsprop'], 'rmsprop'),
+                   (['train', '--betas', '0.9'], 'need two'),
+                   (['train', '--optimizer', 'adam', '--betas', '0.9,1'], '[0, 1)'),
+                   (['train', '--betas', '0.9,0.99'], 'adam or adamw'),
+                   (['train', '--optimizer', 'adamw', '--momentum', '0.9'], '--momentum applies to --optimizer sgd'),
+                   (['train', '--nesterov'], '--nesterov needs --momentum'),
+                   (['train', '--eps', '-1', '--optimizer', 'adam'], '--eps'),
+                   (['train', '--clip-grad-norm', '0'], '--clip-grad-norm'),
+                   (['train', '--label-smoothing', '1'], '--label-smoothing'),
+                   (['train', '--model', 'conv:4:3,flatten,dropout:1.5,dense:10'], 'dropout probability 1.5'),
+                   (['train', '--model', 'conv:4:3,flatten,dropout:x,dense:10'], 'not a number'),
+                   (['train', '--lr-schedule', 'linear'], 'linear'),
+                   (['train', '--lr-schedule', 'step'], 'needs --lr-step'),
+                   (['train', '--lr-milestones', '2,1', '--lr-schedule', 'multistep'], 'must increase'),
+                   (['train', '--lr-min', '0.1'], 'applies to --lr-schedule cosine'),
+                   (['train', '--lr-gamma', '0.5', '--lr-schedule', 'cosine'], '--lr-gamma'),
+                   (['train', '--lr-schedule', 'cosine', '--lr', '0.1', '--lr-min', '0.2'], 'above --lr'),
+                   (['train', '--warmup-steps', '2', '--warmup-epochs', '1'], 'exclude each other')]:
+    rc, out, err = run(*args)
+    check(rc == 2 and word in err and len(err.strip().splitlines()) == 1, f'{args}: rc {rc}, stderr {err!r}')
+with tempfile.TemporaryDirectory() as tmp:
+    P = lambda name: os.path.join(tmp, name)
+    common = ['--devices', '0,1', '--limit-train', '320', '--limit-test', '64', '--batch-size', '64',
+              '--optimizer', 'adam', '--lr', '0.002', '--weight-decay', '1e-3', '--lr-schedule', 'cosine',
+              '--warmup-steps', '6', '--lr-min', '1e-4', '--clip-grad-norm', '5', '--init', 'xavier']
+    rc, out, err = run('train', *common, '--steps', '10', '--export-npz', P('a.npz'), '--json', '--log-csv', P('a.csv'))
+    lines = [json.loads(x) for x in out.splitlines()] if rc == 0 else []
+    check(rc == 0 and len(lines) == 2 and abs(lines[0]['lr'] - 0.002 * 5 / 6) < 1e-9, f'adam run, lr in JSON: {rc} {out} {err}')
+    csv = open(P('a.csv')).read().splitlines() if rc == 0 else []
+    check(len(csv) == 3 and csv[0].endswith(',lr') and abs(float(csv[1].split(',')[-1]) - 0.002 * 5 / 6) < 1e-9,
+          f'lr in the CSV: {csv}')
+    rc, out, err = run('train', *common, '--steps', '3', '--save', P('b.ck'), '--quiet')
+    rc2, out, err2 = run('train', '--devices', '0,1', '--resume', P('b.ck'), '--steps', '10', '--limit-test', '64',
+                         '--quiet', '--export-npz', P('b.npz'))
+    check(rc == 0 and rc2 == 0 and open(P('a.npz'), 'rb').read() == open(P('b.npz'), 'rb').read(),
+          f'Adam + warmup + cosine resumed mid-warmup ends bit-identical: {err} {err2}')
+    # --scale-lr: the rate times the devices; --warmup-epochs 2 of 5 steps each
+    rc, out, err = run('train', '--devices', '0,1', '--limit-train', '320', '--limit-test', '64', '--batch-size', '64',
+                       '--lr', '0.01', '--scale-lr', '--warmup-epochs', '2', '--epochs', '1', '--json')
+    check(rc == 0 and abs(json.loads(out)['lr'] - 0.02 * 5 / 10) < 1e-9, f'--scale-lr with warmup: {rc} {out} {err}')
+    rc, out, err = run('eval', '--resume', P('b.ck'), '--limit-test', '64', '--json')
+    check(rc == 0 and 'test_acc' in out, f'eval of an Adam checkpoint: {rc} {err}')
+    rc, out, err = run('train', '--resume', P('b.ck'), '--optimizer', 'sgd', '--steps', '4', '--quiet', '--limit-test', '64')
+    check(rc == 1 and 'holds adam state' in err, f'resuming Adam state with sgd refused: {rc} {err!r}')
 
 finish()

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Numerics contract: cltrain's training steps equal PyTorch's on the same
-weights and data (LeNet, and a net with batch norm, on one and two devices).
+weights and data (LeNet, and a net with batch norm, on one and two devices;
+LeNet with SGD+Nesterov, Adam, AdamW, and Adam with a warmup + cosine
+schedule, gradient clipping and label smoothing).
 Needs PyTorch: runs under $CLTRAIN_TORCH_PYTHON (a python that has torch) or
 the current python; skipped (exit 77) when neither has it."""
+import math
 import os
 import subprocess
 import sys
@@ -59,9 +62,43 @@ NETS = {
     'resnet18': (ResNet18, 1),
 }
 
+def lr_cosine(lr, lr_min, warmup, total):
+    """cltrain's schedule (src/optim/schedule.h), one epoch of one step each."""
+    def at(i):
+        t = min(max(i - warmup, 0), total - warmup)
+        v = lr_min + (lr - lr_min) * (1 + math.cos(math.pi * t / (total - warmup))) / 2
+        return v * (i + 1) / warmup if i < warmup else v
+    return at
+
+
+# (model spec, cltrain options, torch optimizer, lr per step or None, label
+# smoothing, clip norm, steps). Adam moves every element by about lr
+# whatever its gradient's size, and an element whose gradient is near or
+# below eps moves by lr * g / eps: float32 gradient errors that SGD scales
+# down by the gradient's size reach Adam's weights amplified, and the next
+# steps' gradients carry them on. Measured with Adam + L2 on LeNet: 2.3e-4
+# of the change after 4 steps in conv1 (PyTorch float32: 1e-5), where the
+# worst element's first gradient is within 2.2e-6 of float64's. The Adam
+# cases allow 1e-3 of the change beside 10x PyTorch float32's error.
+SGD = ['--lr', '0.1', '--momentum', '0.9', '--weight-decay', '1e-3']
+CASES = [(spec, SGD, lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=1e-3), None, 0, 0, steps)
+         for spec, (make, steps) in NETS.items()]
+CASES += [
+    ('lenet', SGD + ['--nesterov'],
+     lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=1e-3, nesterov=True), None, 0, 0, 4),
+    ('lenet', ['--optimizer', 'adam', '--lr', '1e-3', '--weight-decay', '1e-3', '--betas', '0.9,0.99', '--eps', '1e-7'],
+     lambda ps: torch.optim.Adam(ps, lr=1e-3, betas=(0.9, 0.99), eps=1e-7, weight_decay=1e-3), None, 0, 0, 4),
+    ('lenet', ['--optimizer', 'adamw', '--lr', '1e-3'],  # PyTorch's default decay 0.01
+     lambda ps: torch.optim.AdamW(ps, lr=1e-3), None, 0, 0, 4),
+    ('lenet', ['--optimizer', 'adam', '--lr', '2e-3', '--lr-schedule', 'cosine', '--lr-min', '1e-4',
+               '--warmup-steps', '2', '--clip-grad-norm', '0.5', '--label-smoothing', '0.1'],
+     lambda ps: torch.optim.Adam(ps, lr=2e-3), lr_cosine(2e-3, 1e-4, 2, 5), 0.1, 0.5, 5),
+]
+
 torch.manual_seed(0)
 with tempfile.TemporaryDirectory() as tmp:
-    for spec, (make, steps) in NETS.items():
+    for spec, args, make_opt, lr_at, smooth, clip, steps in CASES:
+        make = NETS[spec][0]
         net = make()
         with torch.no_grad():  # non-trivial biases and scales
             for name, p in net.named_parameters():
@@ -76,22 +113,27 @@ with tempfile.TemporaryDirectory() as tmp:
             twin = make().to(dtype)
             twin.load_state_dict({k: v.detach().clone().to(dtype) if v.is_floating_point() else v.detach().clone()
                                   for k, v in net.state_dict().items()}, strict=True)
-            opt = torch.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-3)
+            opt = make_opt(twin.parameters())
             twin.train()
             for step in range(steps):
+                if lr_at:
+                    for g in opt.param_groups:
+                        g['lr'] = lr_at(step)
                 opt.zero_grad()
-                nn.CrossEntropyLoss()(twin(X.to(dtype)), Y).backward()
+                nn.CrossEntropyLoss(label_smoothing=smooth)(twin(X.to(dtype)), Y).backward()
+                if clip:
+                    nn.utils.clip_grad_norm_(twin.parameters(), clip)
                 opt.step()
             return {k: v.detach().double().numpy() for k, v in twin.state_dict().items() if 'num_batches' not in k}
         want, f32 = train(torch.float64), train(torch.float32)
+        slack = 1e-3 if 'adam' in args or 'adamw' in args else 1e-4
         for devices in ('0', '0,1'):
             out = os.path.join(tmp, 'after.npz')
             p = subprocess.run([CLTRAIN, 'train', '--model', spec, '--devices', devices, '--sync-bn',
                                 '--limit-train', str(B), '--limit-test', '16', '--batch-size', str(B), '--steps', str(steps),
-                                '--no-shuffle', '--init-from', init, '--export-npz', out, '--lr', '0.1',
-                                '--momentum', '0.9', '--weight-decay', '1e-3', '--quiet'],
+                                '--no-shuffle', '--init-from', init, '--export-npz', out, '--quiet', *args],
                                capture_output=True, text=True)
-            check(p.returncode == 0, f'{spec} on {devices}: {p.stderr}')
+            check(p.returncode == 0, f'{spec} {args} on {devices}: {p.stderr}')
             if p.returncode:
                 continue
             got = np.load(out)
@@ -106,9 +148,10 @@ with tempfile.TemporaryDirectory() as tmp:
                 err = np.abs(got[k] - want[k]).max() / moved
                 ref = np.abs(f32[k] - want[k]).max() / moved
                 worst = max(worst, err / max(ref, 1e-5))
-                check(err <= 10 * ref + 1e-4,
-                      f'{spec} on devices {devices}: {k} is off by {err:.2e} of its change (PyTorch float32: {ref:.2e})')
-            print(f'{spec} on devices {devices}: {len(want)} tensors match PyTorch after {steps} SGD steps '
-                  f'(worst error {worst:.1f}x PyTorch float32\'s)')
+                check(err <= 10 * ref + slack,
+                      f'{spec} {args} on devices {devices}: {k} is off by {err:.2e} of its change '
+                      f'(PyTorch float32: {ref:.2e})')
+            print(f'{spec} ({" ".join(args)}) on devices {devices}: {len(want)} tensors match PyTorch after {steps} '
+                  f'steps (worst error {worst:.1f}x PyTorch float32\'s)')
 
 finish()

@@ -44,21 +44,50 @@ static void u64(buf *b, uint64_t v)
     u32(b, v >> 32);
 }
 
-static uint8_t *raw_deflate(const uint8_t *d, size_t n, size_t *out_n)
+/* Raw deflate of d[0..n) then `zeros` zero bytes, the zeros fed from a
+ * small buffer so a bomb never has to be held uncompressed. */
+static uint8_t *raw_deflate(const uint8_t *d, size_t n, uint64_t zeros, size_t *out_n)
 {
+    static const uint8_t zero[1 << 16];
     z_stream zs;
     memset(&zs, 0, sizeof zs);
-    if (deflateInit2(&zs, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) exit(1);
-    size_t cap = deflateBound(&zs, (uLong)n) + 16;
-    uint8_t *out = malloc(cap);
+    if (deflateInit2(&zs, zeros ? 1 : 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) exit(1);
+    buf out = {0};
+    uint8_t chunk[1 << 16];
     zs.next_in = (Bytef *)(uintptr_t)d;
     zs.avail_in = (uInt)n;
-    zs.next_out = out;
-    zs.avail_out = (uInt)cap;
-    if (deflate(&zs, Z_FINISH) != Z_STREAM_END) exit(1);
-    *out_n = cap - zs.avail_out;
+    int flush = Z_NO_FLUSH;
+    for (;;) {
+        if (zs.avail_in == 0) {
+            size_t k = zeros < sizeof zero ? (size_t)zeros : sizeof zero;
+            zeros -= k;
+            zs.next_in = (Bytef *)(uintptr_t)zero;
+            zs.avail_in = (uInt)k;
+            if (!zeros) flush = Z_FINISH;
+        }
+        zs.next_out = chunk;
+        zs.avail_out = sizeof chunk;
+        int ret = deflate(&zs, flush);
+        put(&out, chunk, sizeof chunk - zs.avail_out);
+        if (ret == Z_STREAM_END) break;
+        if (ret != Z_OK && ret != Z_BUF_ERROR) exit(1);
+    }
     deflateEnd(&zs);
-    return out;
+    *out_n = out.n;
+    return out.p;
+}
+
+/* CRC-32 of d[0..n) then `zeros` zero bytes. */
+static uint32_t crc_with_zeros(const uint8_t *d, size_t n, uint64_t zeros)
+{
+    static const uint8_t zero[1 << 16];
+    uLong c = crc32(0L, d, (uInt)n);
+    while (zeros) {
+        size_t k = zeros < sizeof zero ? (size_t)zeros : sizeof zero;
+        c = crc32(c, zero, (uInt)k);
+        zeros -= k;
+    }
+    return (uint32_t)c;
 }
 
 uint8_t *zb_build(const zb_entry *entries, int n, const zb_options *opt, size_t *size)
@@ -75,12 +104,12 @@ uint8_t *zb_build(const zb_entry *entries, int n, const zb_options *opt, size_t 
         uint8_t *comp = NULL;
         const uint8_t *body = e->data;
         if (e->method == 8) {
-            comp = raw_deflate(e->data, e->n, &cn);
+            comp = raw_deflate(e->data, e->n, e->zeros, &cn);
             body = comp;
         }
-        crcs[i] = (uint32_t)crc32(0L, e->data, (uInt)e->n) ^ e->crc_xor;
+        crcs[i] = crc_with_zeros(e->data, e->n, e->zeros) ^ e->crc_xor;
         csz[i] = cn + e->trailing;
-        uint64_t usize = (uint64_t)((int64_t)e->n + e->usize_delta);
+        uint64_t usize = (uint64_t)((int64_t)(e->n + e->zeros) + e->usize_delta);
         const char *lname = e->local_name ? e->local_name : e->name;
         unsigned flags = e->flags | (e->descriptor ? 8u : 0u);
         lho[i] = b.n;
@@ -123,7 +152,7 @@ uint8_t *zb_build(const zb_entry *entries, int n, const zb_options *opt, size_t 
     uint64_t cd_offset = b.n;
     for (int i = 0; i < n; i++) {
         const zb_entry *e = &entries[i];
-        uint64_t usize = (uint64_t)((int64_t)e->n + e->usize_delta);
+        uint64_t usize = (uint64_t)((int64_t)(e->n + e->zeros) + e->usize_delta);
         uint64_t cs = (uint64_t)((int64_t)csz[i] + e->csize_delta_cd);
         uint64_t off = (uint64_t)((int64_t)lho[i] + e->lho_delta);
         unsigned flags = e->flags | (e->descriptor ? 8u : 0u);

@@ -24,6 +24,7 @@ typedef struct zb_entry {
     int64_t lho_delta;      /* added to the local header offset in the central directory */
     const char *local_name; /* name in the local header (NULL: name) */
     size_t trailing;        /* garbage bytes after the compressed data, counted in its size */
+    uint64_t zeros;         /* deflate only: zero bytes after data, never held uncompressed (zip bombs) */
 } zb_entry;
 
 typedef struct zb_options {

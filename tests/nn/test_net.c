@@ -39,12 +39,30 @@ static void spec_errors(void)
         {"bad name=conv:2:3,flatten,dense:2", "must be 1..", CLT_ERR_SPEC},
         {"", "layer 0: empty", CLT_ERR_SPEC},
         {"flatten,dense:10,avgpool:2", "image input", CLT_ERR_SPEC},
+        /* A NAME= prefix that makes another layer's parameter names. */
+        {"a=res:4,a.conv1=conv:4:3,flatten,dense:2",
+         "layer 0 (a=res) and layer 1 (a.conv1=conv) both have a parameter named \"a.conv1.weight\"", CLT_ERR_SPEC},
+        {"a.conv1=conv:4:3,a=res:4,flatten,dense:2", "layer 0 (a.conv1=conv) and layer 1 (a=res)", CLT_ERR_SPEC},
+        {"flatten,dense:1000000000", "argument 1000000000 is out of range (-1000000 .. 1000000)", CLT_ERR_SPEC},
+        {"flatten,dense:99999999999999999999999", "out of range", CLT_ERR_SPEC},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         clt_status s = clt_spec_check(bad[i].spec, 1, 28, 28, NULL, 0);
         CHECK(s == bad[i].status, "spec \"%s\" gave %s", bad[i].spec, clt_status_name(s));
         CHECK(strstr(clt_last_error(), bad[i].needle) != NULL, "spec \"%s\": message \"%s\" lacks \"%s\"",
               bad[i].spec, clt_last_error(), bad[i].needle);
+    }
+    /* A huge token is quoted cut, not whole. */
+    static char huge[100000];
+    for (int k = 0; k < 3; k++) {
+        static const char *const form[3] = {"conv:4:3,%s,flatten,dense:2", "%s=relu,flatten,dense:2",
+                                            "flatten,dense:%s"};
+        char token[90000];
+        memset(token, k == 2 ? '1' : 'x', sizeof token - 1);
+        token[sizeof token - 1] = 0;
+        snprintf(huge, sizeof huge, form[k], token);
+        CHECK(clt_spec_check(huge, 1, 28, 28, NULL, 0) == CLT_ERR_SPEC && strlen(clt_last_error()) < 400,
+              "huge token %d: %zu-byte message", k, strlen(clt_last_error()));
     }
     char summary[2048];
     CHECK_OK(clt_spec_check("lenet", 1, 28, 28, summary, sizeof summary));

@@ -6,6 +6,7 @@
  * entries, the momentum buffer). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -14,6 +15,7 @@
 #include "io/npz.h"
 #include "nn/net_impl.h"
 #include "nn/net_npz.h"
+#include "zipbuild.h"
 
 /* All parameters of a net, concatenated in spec order. */
 static float *params_of(const clt_net *net, size_t *total)
@@ -41,8 +43,8 @@ static int same_params(const clt_net *a, const clt_net *b)
 }
 
 /* Writes net's parameters, with one of them changed as `how` says:
- * 0 left out, 1 reshaped to `shape`, 2 as bytes; plus an extra entry when
- * extra is set. */
+ * 0 left out, 1 reshaped to `shape`, 2 as bytes, 3 with NaN at element 7,
+ * 4 with -inf at element 0; plus an extra entry when extra is set. */
 static void write_variant(const clt_net *net, const char *path, const char *victim, int how, int ndim,
                           const int64_t *shape, const char *extra)
 {
@@ -55,6 +57,9 @@ static void write_variant(const clt_net *net, const char *path, const char *vict
         if (victim && strcmp(p->name, victim) == 0) {
             if (how == 1) REQUIRE_OK(clt_npz_writer_add_f32(w, p->name, ndim, shape, v));
             if (how == 2) REQUIRE_OK(clt_npz_writer_add_bytes(w, p->name, v, (size_t)p->numel * 4));
+            if (how == 3) v[7] = NAN;
+            if (how == 4) v[0] = -INFINITY;
+            if (how >= 3) REQUIRE_OK(clt_npz_writer_add_f32(w, p->name, p->ndim, p->shape, v));
         } else {
             REQUIRE_OK(clt_npz_writer_add_f32(w, p->name, p->ndim, p->shape, v));
         }
@@ -131,6 +136,12 @@ static void save_and_load(clt_device *dev)
     CHECK_FAIL(clt_net_load_npz(b, bad), CLT_ERR_FORMAT, "\"0.bias\"", "byte array", "(20,)");
     write_variant(a, bad, "0.bias", 2, 0, NULL, "momentum/0.bias");
     CHECK_FAIL(clt_net_load_npz(b, bad), CLT_ERR_FORMAT, "\"0.bias\"");
+    /* Non-finite values: the entry and the first bad index. */
+    write_variant(a, bad, "3.weight", 3, 0, NULL, NULL);
+    CHECK_FAIL(clt_net_load_npz(b, bad), CLT_ERR_FORMAT, bad, "\"3.weight\"", "NaN at index (0, 0, 1, 2)",
+               "element 7 of 25000", "finite");
+    write_variant(a, bad, "7.bias", 4, 0, NULL, NULL);
+    CHECK_FAIL(clt_net_load_npz(b, bad), CLT_ERR_FORMAT, "\"7.bias\"", "-inf at index (0,)");
 
     /* A corrupt copy of a good file: one data byte flipped. */
     unsigned char *data;
@@ -163,11 +174,11 @@ static void save_and_load(clt_device *dev)
     clt_net *am = NULL;
     REQUIRE_OK(clt_net_create(clt_net_device(a), "lenet", 1, 28, 28, &am));
     REQUIRE_OK(clt_net_load_npz(am, path));
-    REQUIRE_OK(clt_net_ensure_momentum(am));
-    CHECK(clEnqueueCopyBuffer(am->dev->queue, am->params, am->vel, 0, 0, am->flat * sizeof(float), 0, NULL, NULL) ==
+    REQUIRE_OK(clt_net_ensure_slots(am, 1));
+    CHECK(clEnqueueCopyBuffer(am->dev->queue, am->params, am->slot[0], 0, 0, am->flat * sizeof(float), 0, NULL, NULL) ==
               CL_SUCCESS && clFinish(am->dev->queue) == CL_SUCCESS, "copy parameters into momentum");
     REQUIRE_OK(clt_npz_writer_create(ck, 0, &w));
-    CHECK_FAIL(clt_net_npz_add(w, a, 1, "momentum/"), CLT_ERR_INVALID_ARG, "no momentum");
+    CHECK_FAIL(clt_net_npz_add(w, a, 1, "momentum/"), CLT_ERR_INVALID_ARG, "no optimizer state slot 0");
     clt_npz_writer_destroy(w);
     REQUIRE_OK(clt_npz_writer_create(ck, 0, &w));
     CHECK_OK(clt_net_npz_add(w, a, 0, ""));
@@ -185,8 +196,8 @@ static void save_and_load(clt_device *dev)
     CHECK(!clt_net_npz_is_param(b, 1, "momentum/", "7.bias"), "7.bias lacks the prefix");
     CHECK(!clt_net_npz_is_param(b, 0, "", "__cltrain__"), "__cltrain__ is no parameter");
     CHECK(clt_npz_get(z, "__cltrain__") && clt_npz_get(z, "__cltrain__")->is_bytes, "metadata entry");
-    CHECK_FAIL(clt_net_npz_upload(z, b, 1, "momentum/"), CLT_ERR_INVALID_ARG, "not allocated");
-    REQUIRE_OK(clt_net_ensure_momentum(b));
+    CHECK_FAIL(clt_net_npz_upload(z, b, 1, "momentum/"), CLT_ERR_INVALID_ARG, "no optimizer state slot 0");
+    REQUIRE_OK(clt_net_ensure_slots(b, 1));
     CHECK_OK(clt_net_npz_upload(z, b, 1, "momentum/"));
     clt_npz_destroy(z);
     CHECK_FAIL(clt_net_load_npz(b, ck), CLT_ERR_FORMAT, "momentum/", "not a parameter");
@@ -211,7 +222,7 @@ static void save_and_load(clt_device *dev)
     free(pa);
     clt_npz_destroy(z);
     REQUIRE_OK(clt_npz_writer_create(ck2, 0, &w));
-    CHECK_FAIL(clt_net_npz_add(w, a, 1, "m/"), CLT_ERR_INVALID_ARG, "no momentum");
+    CHECK_FAIL(clt_net_npz_add(w, a, 1, "m/"), CLT_ERR_INVALID_ARG, "no optimizer state slot 0");
     CHECK_FAIL(clt_npz_writer_commit(w), CLT_ERR_INVALID_ARG, "earlier call");
     clt_npz_writer_destroy(w);
     clt_net_destroy(am);
@@ -222,6 +233,52 @@ static void save_and_load(clt_device *dev)
     unlink(bad);
     unlink(ck);
     unlink(ck2);
+}
+
+/* A non-finite loss: training blames the learning rate, evaluation (which
+ * has none) the values. */
+static void nonfinite_loss(clt_device *dev)
+{
+    clt_net *net;
+    REQUIRE_OK(clt_net_create(dev, "flatten,dense:2", 1, 2, 2, &net));
+    float w[8] = {NAN, 0, 0, 0, 0, 0, 0, 0}, x[4] = {1, 1, 1, 1};
+    REQUIRE_OK(clt_net_param_set(net, "1.weight", w, 8));
+    int32_t label = 0;
+    REQUIRE_OK(clt_net_forward(net, x, 1, 0));
+    CHECK_FAIL(clt_net_loss(net, &label, NULL, NULL), CLT_ERR_NUMERIC, "evaluation loss is NaN");
+    CHECK(!strstr(clt_last_error(), "learning rate"), "evaluation blames the learning rate: %s", clt_last_error());
+    REQUIRE_OK(clt_net_forward(net, x, 1, 1));
+    CHECK_FAIL(clt_net_loss(net, &label, NULL, NULL), CLT_ERR_NUMERIC, "lower the learning rate");
+    clt_net_destroy(net);
+}
+
+static long max_rss_kb(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_maxrss : 0;
+}
+
+/* A 256 MiB zip bomb (about 250 KB) under a parameter's name is refused
+ * from its header, before it is inflated: the peak memory barely moves. */
+static void bomb(clt_device *dev)
+{
+    clt_net *net;
+    REQUIRE_OK(clt_net_create(dev, "lenet", 1, 28, 28, &net));
+    size_t hn;
+    uint8_t *hdr = zb_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (65536, 1024), }", 0, NULL, 0, &hn);
+    zb_entry e = {.name = "0.weight.npy", .data = hdr, .n = hn, .method = 8, .zeros = (uint64_t)256 << 20};
+    size_t zn;
+    uint8_t *zip = zb_build(&e, 1, NULL, &zn);
+    const char *path = path_of("bomb.npz");
+    zb_write_file(path, zip, zn);
+    long before = max_rss_kb();
+    CHECK_FAIL(clt_net_load_npz(net, path), CLT_ERR_FORMAT, "\"0.weight\"", "(65536, 1024) in the file");
+    long grew = max_rss_kb() - before;
+    CHECK(grew < 64 * 1024, "refusing a %zu-byte bomb raised the peak memory by %ld KiB", zn, grew);
+    unlink(path);
+    free(zip);
+    free(hdr);
+    clt_net_destroy(net);
 }
 
 int main(void)
@@ -236,6 +293,8 @@ int main(void)
     clt_device *dev;
     REQUIRE_OK(clt_device_open(0, &dev));
     save_and_load(dev);
+    bomb(dev);
+    nonfinite_loss(dev);
     clt_device_destroy(dev);
     CHECK(rmdir(dir) == 0, "files left in %s", dir);
     free_paths();

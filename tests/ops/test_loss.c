@@ -84,6 +84,36 @@ static void check_raw(const op_env *e)
     clt_tensor_destroy(tx), clt_tensor_destroy(tl), clt_tensor_destroy(td), clt_tensor_destroy(ts);
 }
 
+/* A loss of the logits in tx (labels and settings in ctx). */
+typedef double (*loss_of)(clt_tensor *tx, void *ctx);
+
+/* The worst |d(factor * loss)/dx_i by central differences (step h) - g_i|
+ * over the n logits x (uploaded to tx as they are perturbed). */
+static double fd_worst(clt_tensor *tx, float *x, int n, const float *g, double factor, loss_of loss, void *ctx)
+{
+    const float h = 1e-2f;
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        double l[2];
+        for (int side = 0; side < 2; side++) {
+            float keep = x[i];
+            x[i] = keep + (side ? -h : h);
+            CHECK_OK(clt_tensor_upload(tx, x, n));
+            x[i] = keep;
+            l[side] = loss(tx, ctx);
+        }
+        worst = fmax(worst, fabs(factor * (l[0] - l[1]) / (2.0 * h) - g[i]));
+    }
+    return worst;
+}
+
+static double forward_sum(clt_tensor *tx, void *labels)
+{
+    double sum = 0;
+    CHECK_OK(clt_softmax_xent_forward(tx, labels, &sum, NULL));
+    return sum;
+}
+
 /* d(loss sum)/dlogits from the backward (scale 1) against central
  * differences of the device forward's double sum. */
 static void fd_xent(clt_device *dev)
@@ -99,20 +129,7 @@ static void fd_xent(clt_device *dev)
     clt_tensor *td = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
     CHECK_OK(clt_softmax_xent_backward(tx, tl, 1.0f, td));
     CHECK_OK(clt_tensor_download(td, g, N * C));
-    const float eps = 1e-2f;
-    double worst = 0;
-    for (int i = 0; i < N * C; i++) {
-        double l[2];
-        for (int side = 0; side < 2; side++) {
-            float keep = x[i];
-            x[i] = keep + (side ? -eps : eps);
-            CHECK_OK(clt_tensor_upload(tx, x, N * C));
-            x[i] = keep;
-            CHECK_OK(clt_softmax_xent_forward(tx, tl, &l[side], NULL));
-        }
-        double err = fabs((l[0] - l[1]) / (2.0 * eps) - g[i]);
-        if (err > worst) worst = err;
-    }
+    double worst = fd_worst(tx, x, N * C, g, 1.0, forward_sum, tl);
     CHECK(worst < 1e-3, "xent finite differences: worst abs err %g", worst);
     clt_tensor_destroy(tx), clt_tensor_destroy(tl), clt_tensor_destroy(td);
 }
@@ -228,8 +245,71 @@ static void check_models(const op_env *e)
 
 static void check_fd(const op_env *e) { fd_xent(e->dev); }
 
+typedef struct smooth_case {
+    clt_tensor *tl, *ts;
+    int n, c;
+    float smooth;
+    float stats[64];
+} smooth_case;
+
+/* The loss sum of the smoothed launcher (per-row losses in k->stats). */
+static double smooth_sum(clt_tensor *tx, void *ctx)
+{
+    smooth_case *k = ctx;
+    CHECK_OK(clt_xent_smooth_raw(tx->dev, k->n, k->c, tx->buf, k->tl->buf, k->smooth, 0.5f, NULL, k->ts->buf));
+    CHECK_OK(clt_tensor_download(k->ts, k->stats, 2 * k->n));
+    double sum = 0;
+    for (int i = 0; i < k->n; i++) sum += k->stats[2 * i];
+    return sum;
+}
+
+/* Label smoothing (PyTorch's definition) against a double reference, and
+ * its gradient against central differences of the loss sum. */
+static void check_smoothing(const op_env *e)
+{
+    clt_device *dev = e->dev;
+    enum { N = 5, C = 7 };
+    const float smooth = 0.1f;
+    float x[N * C], d[N * C];
+    int32_t lab[N];
+    ref_misc_fill(x, N * C, &rng, -4, 4);
+    for (int i = 0; i < N; i++) lab[i] = ref_misc_randint(&rng, C);
+    int64_t ls[2] = {N, C}, labs[1] = {N}, ss[1] = {2 * N};
+    clt_tensor *tx = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, x);
+    clt_tensor *tl = ref_misc_tensor(dev, CLT_DTYPE_INT32, 1, labs, lab);
+    clt_tensor *td = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 2, ls, NULL);
+    clt_tensor *ts = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, ss, NULL);
+    smooth_case k = {tl, ts, N, C, smooth, {0}};
+    const float *stats = k.stats;
+    smooth_sum(tx, &k);
+    CHECK_OK(clt_xent_smooth_raw(dev, N, C, tx->buf, tl->buf, smooth, 0.5f, td->buf, ts->buf));
+    CHECK_OK(clt_tensor_download(td, d, N * C));
+    double worst_l = 0, worst_g = 0;
+    for (int i = 0; i < N; i++) {
+        const float *r = x + i * C;
+        double sum = 0, logp_mean = 0;
+        for (int j = 0; j < C; j++) sum += exp((double)r[j]);
+        for (int j = 0; j < C; j++) logp_mean += (r[j] - log(sum)) / C;
+        double nll = -(r[lab[i]] - log(sum));
+        double want = (1 - (double)smooth) * nll + smooth * -logp_mean;
+        worst_l = fmax(worst_l, fabs(stats[2 * i] - want) / (1 + want));
+        for (int j = 0; j < C; j++) {
+            double g = 0.5 * (exp(r[j]) / sum - (j == lab[i] ? 1 - (double)smooth : 0) - smooth / (double)C);
+            worst_g = fmax(worst_g, fabs(d[i * C + j] - g));
+        }
+    }
+    CHECK(worst_l < 1e-5, "smoothed loss: rel err %g", worst_l);
+    CHECK(worst_g < 1e-6, "smoothed gradient: abs err %g", worst_g);
+    /* d(0.5 * loss sum)/dx by central differences */
+    double worst = fd_worst(tx, x, N * C, d, 0.5, smooth_sum, &k);
+    CHECK(worst < 1e-3, "smoothed loss finite differences: worst abs err %g", worst);
+    CHECK_FAIL(clt_xent_smooth_raw(dev, N, C, tx->buf, tl->buf, 1.0f, 1.0f, NULL, ts->buf), CLT_ERR_INVALID_ARG,
+               "label smoothing 1");
+    clt_tensor_destroy(tx), clt_tensor_destroy(tl), clt_tensor_destroy(td), clt_tensor_destroy(ts);
+}
+
 static const op_test tests[] = {
     {"shapes", check_shapes},         {"models", check_models}, {"raw", check_raw}, {"finite-differences", check_fd},
-    {"stability", check_stability}, {"errors", check_errors},
+    {"stability", check_stability}, {"errors", check_errors}, {"label-smoothing", check_smoothing},
 };
 OP_HARNESS_MAIN(tests)

@@ -21,5 +21,8 @@ int main(void) {
     return 0;
 }
 C
-cc "$dest/app.c" -o "$dest/app" $flags
+# A sanitizer build's library needs the sanitizer runtime in the app too.
+san=
+if ldd "$build"/libcltrain.so 2>/dev/null | grep -q libasan; then san=-fsanitize=address,undefined; fi
+cc $san "$dest/app.c" -o "$dest/app" $flags
 LD_LIBRARY_PATH="$dest$prefix/lib/$(basename "$(dirname "$pc")")" "$dest/app"

@@ -126,7 +126,8 @@ int cli_bench(int argc, char **argv)
     if (o.steps > 100000) return usage_error("cltrain", "--steps %lld: at most 100000 timed steps", (long long)o.steps);
     int steps = o.steps ? (int)o.steps : 20;
     if (clt_spec_check(o.model, 1, 28, 28, NULL, 0) != CLT_OK) {
-        fprintf(stderr, "cltrain: --model %s: %s\n", o.model, clt_last_error());
+        fprintf(stderr, "cltrain: --model %.200s%s: %s\n", o.model, strlen(o.model) > 200 ? "..." : "",
+                clt_last_error());
         return 2;
     }
     size_t b = (size_t)o.batch_size;

@@ -38,6 +38,8 @@ int cli_eval(int argc, char **argv)
     run_meta meta = {0};
     /* the checkpoint names its model */
     if (o.resume && run_meta_read_checkpoint(o.resume, &model, &meta)) return 1;
+    if (o.resume) /* the trainer the checkpoint came from: its optimizer state loads */
+        o.learn = meta.learn, o.momentum = meta.momentum, o.weight_decay = meta.weight_decay;
     int devs[CLT_MAX_DEVICES], n_devs = 0;
     clt_dataset *test = NULL;
     clt_trainer *t = NULL;

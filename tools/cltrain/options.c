@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "../common/args.h"
+#include "optim/optim.h"
+#include "optim/schedule.h"
 
 void cli_options_default(cli_options *o)
 {
@@ -18,6 +20,7 @@ void cli_options_default(cli_options *o)
     o->lr = 0.2;
     o->init = CLT_INIT_NORMAL;
     o->shuffle = 1;
+    run_learning_default(&o->learn);
 }
 
 /* One row per option, in --help order: it drives getopt, --help and which
@@ -38,7 +41,21 @@ static const cli_row rows[] = {
     {O_BATCH, "batch-size", "N", "samples per optimizer step over all devices (default 256)"},
     {O_LR, "lr", "X", "learning rate (default 0.2)"},
     {O_MOM, "momentum", "X", "SGD momentum (default 0)"},
-    {O_WD, "weight-decay", "X", "L2 weight decay (default 0)"},
+    {O_WD, "weight-decay", "X", "weight decay: L2 for sgd and adam, decoupled for adamw\n(default 0; adamw 0.01)"},
+    {O_OPTIM, "optimizer", "sgd|adam|adamw", "optimizer, PyTorch's semantics (default sgd)"},
+    {O_NESTEROV, "nesterov", NULL, "Nesterov momentum (sgd with --momentum > 0)"},
+    {O_BETAS, "betas", "B1,B2", "adam/adamw moment decay rates in [0, 1) (default 0.9,0.999)"},
+    {O_EPS, "eps", "E", "adam/adamw denominator term (default 1e-8)"},
+    {O_CLIP, "clip-grad-norm", "X", "scale the gradient to global L2 norm at most X (default: no clipping)"},
+    {O_SMOOTH, "label-smoothing", "E", "cross-entropy against (1-E) one-hot + E uniform, in [0, 1) (default 0)"},
+    {O_SCHED, "lr-schedule", "constant|step|multistep|cosine", "learning-rate schedule, evaluated every step (default constant)"},
+    {O_LR_STEP, "lr-step", "EPOCHS", "step schedule: multiply the rate by --lr-gamma every EPOCHS epochs"},
+    {O_MILESTONES, "lr-milestones", "E1,E2,...", "multistep schedule: multiply by --lr-gamma after epochs E1, E2, ..."},
+    {O_GAMMA, "lr-gamma", "G", "step and multistep decay factor (default 0.1)"},
+    {O_LR_MIN, "lr-min", "X", "cosine schedule: the rate at the last step (default 0)"},
+    {O_WARM_STEPS, "warmup-steps", "N", "linear warmup: step i of the first N runs at (i+1)/N of the rate"},
+    {O_WARM_EPOCHS, "warmup-epochs", "N", "linear warmup over the first N epochs"},
+    {O_SCALE_LR, "scale-lr", NULL, "linear scaling rule: --lr (and --lr-min) times the number of devices"},
     {O_EPOCHS, "epochs", "N", "epochs (default 10)"},
     {O_STEPS, "steps", "N", "stop after N optimizer steps in total (overrides --epochs)"},
     {O_SEED, "seed", "N", "initialisation and shuffling seed (default 0)"},
@@ -101,6 +118,76 @@ static void help(const char *cmd, const cli_accept *accepts)
     printf("  %-*s%s\n", HELP_COLUMN - 2, "-h, --help", "this help");
 }
 
+/* --betas B1,B2: two numbers in [0, 1). */
+static int arg_betas(const char *prog, const char *text, double *b1, double *b2)
+{
+    float b[3];
+    int n = 0;
+    if (arg_floats(prog, "--betas", text, b, 3, &n)) return 2;
+    if (n != 2) return usage_error(prog, "--betas: \"%s\" gives %d value%s, need two: B1,B2", text, n, n == 1 ? "" : "s");
+    if (!(b[0] < 1) || !(b[1] < 1)) return usage_error(prog, "--betas: %s: each must lie in [0, 1)", text);
+    *b1 = b[0], *b2 = b[1];
+    return 0;
+}
+
+/* --lr-milestones E1,E2,...: increasing epochs >= 1. */
+static int arg_milestones(const char *prog, const char *text, int64_t *list, int *n)
+{
+    *n = 0;
+    char buf[512];
+    if (strlen(text) >= sizeof buf) return usage_error(prog, "--lr-milestones: list too long");
+    strcpy(buf, text);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n == CLT_SCHEDULE_MILESTONES)
+            return usage_error(prog, "--lr-milestones: more than %d milestones", CLT_SCHEDULE_MILESTONES);
+        if (arg_int(prog, "--lr-milestones", tok, 1, 1000000, &list[*n])) return 2;
+        if (*n && list[*n] <= list[*n - 1])
+            return usage_error(prog, "--lr-milestones: %lld does not come after %lld (epochs must increase)",
+                               (long long)list[*n], (long long)list[*n - 1]);
+        (*n)++;
+    }
+    if (*n == 0) return usage_error(prog, "--lr-milestones: \"%s\" names no epoch", text);
+    return 0;
+}
+
+int cli_check_learning(cli_options *o)
+{
+    const char *prog = "cltrain";
+    int sgd = o->learn.optimizer == CLT_OPTIMIZER_SGD;
+    const char *name = clt_optim_find(o->learn.optimizer)->name;
+    if (!sgd && (o->momentum > 0 || o->learn.nesterov))
+        return usage_error(prog, "%s applies to --optimizer sgd, not %s (it has --betas)",
+                           o->momentum > 0 ? "--momentum" : "--nesterov", name);
+    if (o->learn.nesterov && !(o->momentum > 0)) return usage_error(prog, "--nesterov needs --momentum > 0");
+    if (sgd && (CLI_GIVEN(o, O_BETAS) || CLI_GIVEN(o, O_EPS)))
+        return usage_error(prog, "%s applies to --optimizer adam or adamw, not sgd",
+                           CLI_GIVEN(o, O_BETAS) ? "--betas" : "--eps");
+    if (o->learn.optimizer == CLT_OPTIMIZER_ADAMW && !CLI_GIVEN(o, O_WD) && !o->resume) o->weight_decay = 0.01;
+    static const struct {
+        int opt, schedule;
+        const char *name;
+    } only[] = {{O_LR_STEP, CLT_SCHEDULE_STEP, "--lr-step"},
+                {O_MILESTONES, CLT_SCHEDULE_MULTISTEP, "--lr-milestones"},
+                {O_LR_MIN, CLT_SCHEDULE_COSINE, "--lr-min"}};
+    static const char *const names[] = {"constant", "step", "multistep", "cosine"};
+    for (size_t i = 0; i < sizeof only / sizeof only[0]; i++) {
+        if (CLI_GIVEN(o, only[i].opt) && o->learn.lr_schedule != only[i].schedule)
+            return usage_error(prog, "%s applies to --lr-schedule %s, not %s", only[i].name, names[only[i].schedule],
+                               names[o->learn.lr_schedule]);
+    }
+    if (CLI_GIVEN(o, O_GAMMA) && o->learn.lr_schedule != CLT_SCHEDULE_STEP && o->learn.lr_schedule != CLT_SCHEDULE_MULTISTEP)
+        return usage_error(prog, "--lr-gamma applies to --lr-schedule step or multistep, not %s", names[o->learn.lr_schedule]);
+    if (o->learn.lr_schedule == CLT_SCHEDULE_STEP && o->learn.lr_step < 1)
+        return usage_error(prog, "--lr-schedule step needs --lr-step EPOCHS");
+    if (o->learn.lr_schedule == CLT_SCHEDULE_MULTISTEP && o->learn.n_milestones < 1)
+        return usage_error(prog, "--lr-schedule multistep needs --lr-milestones E1,E2,...");
+    if (o->learn.lr_schedule == CLT_SCHEDULE_COSINE && o->learn.lr_min > o->lr)
+        return usage_error(prog, "--lr-min %g is above --lr %g", o->learn.lr_min, o->lr);
+    if (o->learn.warmup_steps && o->learn.warmup_epochs)
+        return usage_error(prog, "--warmup-steps and --warmup-epochs exclude each other");
+    return 0;
+}
+
 int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int argc, char **argv)
 {
     struct option longs[N_ROWS + 2];
@@ -160,6 +247,27 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
         case O_SAVE: o->save = optarg; break;
         case O_RESUME: o->resume = optarg; break;
         case O_SYNC_BN: o->sync_bn = 1; break;
+        case O_OPTIM:
+            if (clt_optim_named(optarg) < 0) rc = usage_error(prog, "--optimizer: \"%s\" is not sgd, adam or adamw", optarg);
+            else o->learn.optimizer = (clt_optimizer)clt_optim_named(optarg);
+            break;
+        case O_NESTEROV: o->learn.nesterov = 1; break;
+        case O_BETAS: rc = arg_betas(prog, optarg, &o->learn.beta1, &o->learn.beta2); break;
+        case O_EPS: rc = arg_float(prog, "--eps", optarg, 0, 1, &o->learn.eps); break;
+        case O_CLIP: rc = arg_float(prog, "--clip-grad-norm", optarg, 1e-30, 1e30, &o->learn.clip_grad_norm); break;
+        case O_SCHED:
+            o->learn.lr_schedule = clt_schedule_named(optarg);
+            if (o->learn.lr_schedule < 0)
+                rc = usage_error(prog, "--lr-schedule: \"%s\" is not constant, step, multistep or cosine", optarg);
+            break;
+        case O_LR_STEP: rc = arg_int(prog, "--lr-step", optarg, 1, 1000000, &o->learn.lr_step); break;
+        case O_MILESTONES: rc = arg_milestones(prog, optarg, o->learn.milestones, &o->learn.n_milestones); break;
+        case O_GAMMA: rc = arg_float(prog, "--lr-gamma", optarg, 1e-30, 1e6, &o->learn.lr_gamma); break;
+        case O_LR_MIN: rc = arg_float(prog, "--lr-min", optarg, 0, 1e6, &o->learn.lr_min); break;
+        case O_WARM_STEPS: rc = arg_int(prog, "--warmup-steps", optarg, 1, INT64_MAX / 2, &o->learn.warmup_steps); break;
+        case O_WARM_EPOCHS: rc = arg_int(prog, "--warmup-epochs", optarg, 1, 1000000, &o->learn.warmup_epochs); break;
+        case O_SCALE_LR: o->learn.scale_lr = 1; break;
+        case O_SMOOTH: rc = arg_float(prog, "--label-smoothing", optarg, 0, 0.999999, &o->learn.label_smoothing); break;
         case 'h': help(cmd, accepts); return -1;
         case ':': return usage_error(prog, "option %s needs a value", argv[optind - 1]);
         default: return usage_error(prog, "unknown option \"%s\" for cltrain %s", argv[optind - 1], cmd);

@@ -5,12 +5,14 @@
 #include <stdint.h>
 
 #include "cltrain.h"
+#include "runmeta.h"
 
 /* Long options; `given` records which ones the command line set. */
 enum cli_opt {
     O_MODEL = 256, O_DATA, O_DEVICES, O_SPLIT, O_BATCH, O_LR, O_MOM, O_WD, O_EPOCHS, O_STEPS, O_SEED, O_INIT,
     O_LTRAIN, O_LTEST, O_NOSHUF, O_DROP, O_JSON, O_QUIET, O_CSV, O_PLOT, O_INIT_FROM, O_EXPORT, O_SAVE, O_RESUME,
-    O_SYNC_BN, O_TRACE, O_END
+    O_SYNC_BN, O_OPTIM, O_NESTEROV, O_BETAS, O_EPS, O_CLIP, O_SCHED, O_LR_STEP, O_MILESTONES, O_GAMMA, O_LR_MIN,
+    O_WARM_STEPS, O_WARM_EPOCHS, O_SCALE_LR, O_SMOOTH, O_TRACE, O_END
 };
 #define CLI_GIVEN(o, opt) ((o)->given[(opt) - O_MODEL])
 
@@ -32,6 +34,7 @@ typedef struct cli_options {
     const char *trace; /* Chrome trace-event JSON of the steps */
     const char *init_from, *export_npz, *save, *resume;
     int sync_bn;
+    run_learning learn;     /* optimizer, clipping, schedule (cli_check_learning) */
     unsigned char given[O_END - O_MODEL];
 } cli_options;
 
@@ -48,6 +51,10 @@ void cli_options_default(cli_options *o);
  * error, and --help lists only these. Returns 0, 2 on a usage error, or -1
  * when --help was printed. `cmd` names the command for messages. */
 int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int argc, char **argv);
+/* The optimizer and schedule options fit together (after --resume merged
+ * the checkpoint's); AdamW's weight decay defaults to PyTorch's 0.01.
+ * Returns 0 or 2 after a usage message. */
+int cli_check_learning(cli_options *o);
 /* The device list to use: the given one, all devices, or the default. */
 int cli_resolve_devices(const cli_options *o, int *list, int *n);
 

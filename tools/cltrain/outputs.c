@@ -28,6 +28,7 @@ FILE *cli_open_append(const char *opt, const char *path)
     if (fd < 0) why = strerror(errno);
     else if (fstat(fd, &st) != 0) why = strerror(errno);
     else if (!S_ISREG(st.st_mode)) why = clt_file_kind(st.st_mode);
+    if (!why) lseek(fd, 0, SEEK_END); /* so that ftell tells an empty file (a CSV header) */
     FILE *f = why ? NULL : fdopen(fd, "a");
     if (!f) {
         if (fd >= 0) close(fd);

@@ -8,13 +8,28 @@
 
 #include "../common/json.h"
 #include "cltrain.h"
+#include "io/npz.h"
+#include "optim/optim.h"
+#include "optim/schedule.h"
 
 /* A byte entry of the archive as a malloc'd string, NULL if absent. */
 static char *entry_text(const clt_npz *z, const char *name)
 {
     clt_npz_entry e;
-    if (clt_npz_find(z, name, &e) != CLT_OK || !e.is_bytes) return NULL;
+    if (clt_npz_find(z, name, &e) != CLT_OK || !e.is_bytes || !e.bytes) return NULL;
     return strndup((const char *)e.bytes, e.nbytes);
+}
+
+/* Only the spec and the run record are read here (the trainer reads the
+ * rest against the model): other entries, and text larger than any
+ * checkpoint's (then not a checkpoint), stay compressed. */
+static clt_status text_only(void *ctx, const char *path, const clt_npz_entry *e, int *skip)
+{
+    (void)ctx;
+    (void)path;
+    int text = !strcmp(e->name, "__cltrain__/spec") || !strcmp(e->name, "__cltrain__/meta");
+    *skip = !text || e->nbytes > ((size_t)1 << 20);
+    return CLT_OK;
 }
 
 int run_meta_read_checkpoint(const char *path, char **model, run_meta *m)
@@ -22,7 +37,7 @@ int run_meta_read_checkpoint(const char *path, char **model, run_meta *m)
     clt_npz *z = NULL;
     *model = NULL;
     memset(m, 0, sizeof *m);
-    if (clt_npz_read(path, &z) != CLT_OK) {
+    if (clt_npz_read_filtered(path, text_only, NULL, &z) != CLT_OK) {
         fprintf(stderr, "cltrain: --resume: %s\n", clt_last_error());
         return 1;
     }
@@ -40,6 +55,33 @@ int run_meta_read_checkpoint(const char *path, char **model, run_meta *m)
     return rc;
 }
 
+void run_learning_default(run_learning *l)
+{
+    memset(l, 0, sizeof *l);
+    l->optimizer = CLT_OPTIMIZER_SGD;
+    l->beta1 = 0.9;
+    l->beta2 = 0.999;
+    l->eps = 1e-8;
+    l->lr_gamma = 0.1;
+    l->lr_schedule = CLT_SCHEDULE_CONSTANT;
+}
+
+static const char *const schedule_names[] = {"constant", "step", "multistep", "cosine"};
+
+static void format_learning(FILE *f, const run_learning *l)
+{
+    fprintf(f,
+            "\"optimizer\": \"%s\", \"nesterov\": %d, \"beta1\": %.9g, \"beta2\": %.9g, \"eps\": %.9g, "
+            "\"clip_grad_norm\": %.9g, \"label_smoothing\": %.9g, \"lr_schedule\": \"%s\", \"lr_step\": %lld, \"lr_gamma\": %.9g, "
+            "\"lr_min\": %.9g, \"warmup_steps\": %lld, \"warmup_epochs\": %lld, \"scale_lr\": %d, "
+            "\"lr_milestones\": \"",
+            clt_optim_find((clt_optimizer)l->optimizer)->name, l->nesterov, l->beta1, l->beta2, l->eps,
+            l->clip_grad_norm, l->label_smoothing, schedule_names[l->lr_schedule], (long long)l->lr_step, l->lr_gamma, l->lr_min,
+            (long long)l->warmup_steps, (long long)l->warmup_epochs, l->scale_lr);
+    for (int i = 0; i < l->n_milestones; i++) fprintf(f, "%s%lld", i ? "," : "", (long long)l->milestones[i]);
+    fprintf(f, "\", ");
+}
+
 char *run_meta_format(const run_meta *m)
 {
     char *text = NULL;
@@ -50,10 +92,12 @@ char *run_meta_format(const run_meta *m)
             "{\"format\": \"cltrain-run\", \"version\": %d, \"epoch\": %lld, \"batch\": %lld, \"steps\": %lld, "
             "\"seed\": %lld, \"batch_size\": %lld, \"limit_train\": %lld, \"shuffle\": %d, \"drop_last\": %d, "
             "\"lr\": %.9g, \"momentum\": %.9g, \"weight_decay\": %.9g, \"target_epochs\": %lld, "
-            "\"target_steps\": %lld, \"data\": ",
+            "\"target_steps\": %lld, ",
             RUN_META_VERSION, (long long)m->epoch, (long long)m->batch, (long long)m->steps, (long long)m->seed,
             (long long)m->batch_size, (long long)m->limit_train, m->shuffle, m->drop_last, m->lr, m->momentum,
             m->weight_decay, (long long)m->target_epochs, (long long)m->target_steps);
+    format_learning(f, &m->learn);
+    fputs("\"data\": ", f);
     json_string(f, m->data ? m->data : "");
     fputc('}', f);
     if (fclose(f) != 0) {
@@ -144,9 +188,51 @@ static char *string_of(const char *text, const char *key)
     return out;
 }
 
+/* A name among `names` (a JSON string value); its index or -1. */
+static int name_of(const char *text, const char *key, const char *const *names, int n)
+{
+    char *v = string_of(text, key);
+    int found = -1;
+    for (int i = 0; v && i < n; i++)
+        if (!strcmp(v, names[i])) found = i;
+    free(v);
+    return found;
+}
+
+static int parse_learning(const char *text, const char *path, run_learning *l)
+{
+    static const char *const optimizers[] = {"sgd", "adam", "adamw"};
+    int64_t nesterov, scale;
+    if ((l->optimizer = name_of(text, "optimizer", optimizers, 3)) < 0) return bad(path, "optimizer");
+    if ((l->lr_schedule = name_of(text, "lr_schedule", schedule_names, 4)) < 0) return bad(path, "lr_schedule");
+    if (integer(text, path, "nesterov", 0, 1, &nesterov) || integer(text, path, "scale_lr", 0, 1, &scale) ||
+        number(text, path, "beta1", 0, 0.999999, &l->beta1) || number(text, path, "beta2", 0, 0.999999, &l->beta2) ||
+        number(text, path, "eps", 0, 1, &l->eps) || number(text, path, "clip_grad_norm", 0, 1e30, &l->clip_grad_norm) ||
+        number(text, path, "label_smoothing", 0, 0.999999, &l->label_smoothing) ||
+        integer(text, path, "lr_step", 0, 1000000, &l->lr_step) || number(text, path, "lr_gamma", 0, 1e6, &l->lr_gamma) ||
+        number(text, path, "lr_min", 0, 1e6, &l->lr_min) ||
+        integer(text, path, "warmup_steps", 0, INT64_MAX / 2, &l->warmup_steps) ||
+        integer(text, path, "warmup_epochs", 0, 1000000, &l->warmup_epochs))
+        return 1;
+    l->nesterov = (int)nesterov, l->scale_lr = (int)scale;
+    char *list = string_of(text, "lr_milestones");
+    if (!list) return bad(path, "lr_milestones");
+    int ok = 1;
+    for (char *at = list; ok && *at;) {
+        char *end;
+        long long v = strtoll(at, &end, 10);
+        ok = end != at && v >= 1 && l->n_milestones < 16 && (!*end || *end == ',');
+        if (ok) l->milestones[l->n_milestones++] = v;
+        at = *end ? end + 1 : end;
+    }
+    free(list);
+    return ok ? 0 : bad(path, "lr_milestones");
+}
+
 int run_meta_parse(const char *text, const char *path, run_meta *m)
 {
     memset(m, 0, sizeof *m);
+    run_learning_default(&m->learn);
     const char *fmt = value_of(text, "format");
     if (!fmt || strncmp(fmt, "\"cltrain-run\"", 13) != 0) {
         fprintf(stderr, "cltrain: %s: checkpoint metadata is not a cltrain run record\n", path);
@@ -173,6 +259,7 @@ int run_meta_parse(const char *text, const char *path, run_meta *m)
                          integer(text, path, "target_steps", 0, INT64_MAX / 2, &m->target_steps)))
         return 1;
     if (version >= 2 && !m->target_epochs == !m->target_steps) return bad(path, "target_epochs\" or \"target_steps");
+    if (version >= 3 && parse_learning(text, path, &m->learn)) return 1;
     m->shuffle = (int)shuffle;
     m->drop_last = (int)drop;
     m->data = string_of(text, "data");

@@ -6,6 +6,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The optimizer, clipping and learning-rate schedule of a run (version 3
+ * on; older records hold SGD's lr, momentum and weight decay only). */
+typedef struct run_learning {
+    int optimizer;          /* clt_optimizer */
+    int nesterov, scale_lr;
+    double beta1, beta2, eps, clip_grad_norm, label_smoothing;
+    int lr_schedule;        /* clt_schedule_kind */
+    int64_t lr_step, warmup_steps, warmup_epochs;
+    int64_t milestones[16];
+    int n_milestones;
+    double lr_gamma, lr_min;
+} run_learning;
+
+/* The defaults: SGD, betas 0.9, 0.999, eps 1e-8, constant rate, gamma 0.1. */
+void run_learning_default(run_learning *l);
+
 typedef struct run_meta {
     int64_t epoch;       /* 1-based epoch to continue in */
     int64_t batch;       /* index of the next batch in that epoch */
@@ -17,10 +33,11 @@ typedef struct run_meta {
     /* Version 2 on: where the run ends (one of the two, the other 0; both
      * 0 in a version 1 record). */
     int64_t target_epochs, target_steps;
+    run_learning learn;
 } run_meta;
 
 /* The run record version this cltrain writes; it reads this one and older. */
-#define RUN_META_VERSION 2
+#define RUN_META_VERSION 3
 
 /* Reads a checkpoint's model spec (malloc'd) and its run record (parsed
  * into m; free m->data); 0, or 1 after a message naming the file. */

@@ -2,6 +2,7 @@
  * with checkpoints, resume, .npz import/export and reports. */
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "../common/json.h"
 #include "../common/number.h"
 #include "core/clock.h"
+#include "optim/schedule.h"
 #include "options.h"
 #include "outputs.h"
 #include "plot.h"
@@ -29,6 +31,7 @@ static void on_stop_signal(int sig)
 typedef struct epoch_report {
     int64_t epoch, steps;
     double loss, train_acc, test_acc, seconds, samples_per_s;
+    double lr; /* of the epoch's last step */
 } epoch_report;
 
 static void device_names(FILE *f, const int *devs, int n, int json)
@@ -50,16 +53,16 @@ static void report(const cli_options *o, const epoch_report *r, const int *devs,
 {
     if (o->json) {
         printf("{\"epoch\": %lld, \"steps\": %lld, \"loss\": %.6f, \"train_acc\": %.6f, \"test_acc\": %.6f, "
-               "\"seconds\": %.4f, \"samples_per_s\": " NUMBER_MACHINE_FMT ", \"devices\": [",
+               "\"seconds\": %.4f, \"samples_per_s\": " NUMBER_MACHINE_FMT ", \"lr\": %.9g, \"devices\": [",
                (long long)r->epoch, (long long)r->steps, r->loss, r->train_acc, r->test_acc, r->seconds,
-               r->samples_per_s);
+               r->samples_per_s, r->lr);
         device_names(stdout, devs, n, 1);
         printf("]}\n");
     } else if (!o->quiet) {
         char rate[32], secs[32];
-        printf("epoch %lld: loss %.4f, train acc %.4f, test acc %.4f, %s s/epoch, %s samples/s on [",
-               (long long)r->epoch, r->loss, r->train_acc, r->test_acc, format_number(secs, sizeof secs, r->seconds),
-               format_number(rate, sizeof rate, r->samples_per_s));
+        printf("epoch %lld: loss %.4f, train acc %.4f, test acc %.4f, lr %.4g, %s s/epoch, %s samples/s on [",
+               (long long)r->epoch, r->loss, r->train_acc, r->test_acc, r->lr,
+               format_number(secs, sizeof secs, r->seconds), format_number(rate, sizeof rate, r->samples_per_s));
         device_names(stdout, devs, n, 0);
         printf("]\n");
     }
@@ -70,9 +73,9 @@ static int append_csv(const char *path, const epoch_report *r)
 {
     FILE *f = cli_open_append("--log-csv", path);
     if (!f) return 1;
-    if (ftell(f) == 0) fprintf(f, "epoch,steps,loss,train_acc,test_acc,seconds,samples_per_s\n");
-    fprintf(f, "%lld,%lld,%.6f,%.6f,%.6f,%.4f," NUMBER_MACHINE_FMT "\n", (long long)r->epoch, (long long)r->steps, r->loss,
-            r->train_acc, r->test_acc, r->seconds, r->samples_per_s);
+    if (ftell(f) == 0) fprintf(f, "epoch,steps,loss,train_acc,test_acc,seconds,samples_per_s,lr\n");
+    fprintf(f, "%lld,%lld,%.6f,%.6f,%.6f,%.4f," NUMBER_MACHINE_FMT ",%.9g\n", (long long)r->epoch, (long long)r->steps,
+            r->loss, r->train_acc, r->test_acc, r->seconds, r->samples_per_s, r->lr);
     int bad = ferror(f);
     bad |= fclose(f) != 0;
     if (bad) fprintf(stderr, "cltrain: --log-csv %s: write failed\n", path);
@@ -90,6 +93,30 @@ static void progress(int64_t done, int64_t total, double loss, double sps, doubl
     fflush(stdout);
 }
 
+/* The run's schedule: --lr (times the devices with --scale-lr), the
+ * warmup in steps, cosine over the whole run. 0 or 2 after a message. */
+static int make_schedule(const cli_options *o, int64_t per_epoch, int n_devs, clt_schedule *s)
+{
+    const run_learning *l = &o->learn;
+    double scale = l->scale_lr ? n_devs : 1;
+    memset(s, 0, sizeof *s);
+    s->kind = (clt_schedule_kind)l->lr_schedule;
+    s->lr = o->lr * scale;
+    s->lr_min = l->lr_min * scale;
+    s->gamma = l->lr_gamma;
+    s->step_epochs = l->lr_step;
+    s->n_milestones = l->n_milestones;
+    memcpy(s->milestones, l->milestones, sizeof s->milestones);
+    s->steps_per_epoch = per_epoch;
+    s->warmup_steps = l->warmup_steps ? l->warmup_steps : l->warmup_epochs * per_epoch;
+    s->total_steps = o->steps ? o->steps : o->epochs * per_epoch;
+    if (clt_schedule_check(s) != CLT_OK) {
+        fprintf(stderr, "cltrain: --lr-schedule: %s\n", clt_last_error());
+        return 2;
+    }
+    return 0;
+}
+
 static int fail(const char *what)
 {
     fprintf(stderr, "cltrain: %s: %s\n", what, clt_last_error());
@@ -102,7 +129,7 @@ int cli_make_trainer(const cli_options *o, const char *model, const char *model_
     int c = shape[0], h = shape[1], w = shape[2];
     if (clt_spec_check(model, c, h, w, NULL, 0) != CLT_OK) {
         if (!model_from) {
-            fprintf(stderr, "cltrain: --model %s: %s\n", model, clt_last_error());
+            fprintf(stderr, "cltrain: --model %.200s%s: %s\n", model, strlen(model) > 200 ? "..." : "", clt_last_error());
             return 2;
         }
         fprintf(stderr, "cltrain: --resume %s: the model recorded in the checkpoint, \"%.200s%s\", is refused: %s\n",
@@ -120,6 +147,13 @@ int cli_make_trainer(const cli_options *o, const char *model, const char *model_
     cfg.lr = (float)o->lr;
     cfg.momentum = (float)o->momentum;
     cfg.weight_decay = (float)o->weight_decay;
+    cfg.optimizer = (clt_optimizer)o->learn.optimizer;
+    cfg.nesterov = o->learn.nesterov;
+    cfg.beta1 = (float)o->learn.beta1;
+    cfg.beta2 = (float)o->learn.beta2;
+    cfg.eps = (float)o->learn.eps;
+    cfg.clip_grad_norm = (float)o->learn.clip_grad_norm;
+    cfg.label_smoothing = (float)o->learn.label_smoothing;
     cfg.seed = (uint64_t)o->seed;
     cfg.init = cli_init_for(o, model);
     cfg.sync_bn = o->sync_bn;
@@ -188,6 +222,24 @@ static int apply_resume(cli_options *o, const char *path, run_meta *m, char **mo
     if (!CLI_GIVEN(o, O_MOM)) o->momentum = m->momentum;
     if (!CLI_GIVEN(o, O_WD)) o->weight_decay = m->weight_decay;
     if (!CLI_GIVEN(o, O_DATA)) o->data = m->data;
+    /* the optimizer and schedule options the command line does not set:
+     * the checkpoint's (fields of run_learning, by option) */
+    static const struct {
+        int opt;
+        size_t offset, size;
+    } learned[] = {
+#define FIELD(opt, first, last) {opt, offsetof(run_learning, first), offsetof(run_learning, last) + sizeof(((run_learning *)0)->last) - offsetof(run_learning, first)}
+        FIELD(O_OPTIM, optimizer, optimizer), FIELD(O_NESTEROV, nesterov, nesterov),
+        FIELD(O_SCALE_LR, scale_lr, scale_lr), FIELD(O_BETAS, beta1, beta2), FIELD(O_EPS, eps, eps),
+        FIELD(O_CLIP, clip_grad_norm, clip_grad_norm), FIELD(O_SMOOTH, label_smoothing, label_smoothing), FIELD(O_SCHED, lr_schedule, lr_schedule),
+        FIELD(O_LR_STEP, lr_step, lr_step), FIELD(O_WARM_STEPS, warmup_steps, warmup_steps),
+        FIELD(O_WARM_EPOCHS, warmup_epochs, warmup_epochs), FIELD(O_MILESTONES, milestones, n_milestones),
+        FIELD(O_GAMMA, lr_gamma, lr_gamma), FIELD(O_LR_MIN, lr_min, lr_min),
+#undef FIELD
+    };
+    for (size_t i = 0; i < sizeof learned / sizeof learned[0]; i++)
+        if (!CLI_GIVEN(o, learned[i].opt))
+            memcpy((char *)&o->learn + learned[i].offset, (const char *)&m->learn + learned[i].offset, learned[i].size);
     apply_target(o, path, m);
     return 0;
 }
@@ -196,7 +248,7 @@ static int save_checkpoint(clt_trainer *t, const cli_options *o, int64_t epoch, 
 {
     run_meta m = {epoch, batch, steps, o->seed, o->batch_size, o->limit_train, o->shuffle, o->drop_last,
                   o->lr, o->momentum, o->weight_decay, (char *)o->data,
-                  o->steps ? 0 : o->epochs, o->steps};
+                  o->steps ? 0 : o->epochs, o->steps, o->learn};
     char *text = run_meta_format(&m);
     if (!text) {
         fprintf(stderr, "cltrain: --save %s: out of memory\n", o->save);
@@ -221,6 +273,11 @@ int cli_train(int argc, char **argv)
     run_meta start = {.epoch = 1};
     char *resumed_model = NULL;
     if (o.resume && (rc = apply_resume(&o, o.resume, &start, &resumed_model))) {
+        free(resumed_model);
+        free(start.data);
+        return rc;
+    }
+    if ((rc = cli_check_learning(&o))) {
         free(resumed_model);
         free(start.data);
         return rc;
@@ -277,6 +334,9 @@ int cli_train(int argc, char **argv)
         rc = 1;
         goto done;
     }
+    clt_schedule sched;
+    if ((rc = make_schedule(&o, per_epoch, n_devs, &sched))) goto done;
+    double lr = clt_schedule_lr(&sched, start.steps);
     /* resuming a finished run trains nothing, and says so */
     int finished = o.resume && (o.steps ? start.steps >= o.steps : start.epoch > o.epochs);
     if (finished) {
@@ -314,7 +374,9 @@ int cli_train(int argc, char **argv)
             if (batch.count == 0) break;
             double l;
             int64_t k;
-            clt_status s = clt_trainer_step(t, batch.images, batch.labels, batch.count, &l, &k);
+            lr = clt_schedule_lr(&sched, total_steps);
+            clt_status s = clt_trainer_set_lr(t, (float)lr);
+            if (s == CLT_OK) s = clt_trainer_step(t, batch.images, batch.labels, batch.count, &l, &k);
             total_steps++;
             if (s != CLT_OK) {
                 fprintf(stderr, "cltrain: epoch %lld, step %lld: %s%s%s\n", (long long)e, (long long)total_steps,
@@ -333,7 +395,7 @@ int cli_train(int argc, char **argv)
         if (tty) printf("\r%*s\r", 100, "");
         if (rc) break;
         if (seen > 0) {
-            epoch_report r = {e, total_steps, loss / (double)seen, (double)correct / (double)seen, 0, clt_now() - t0, 0};
+            epoch_report r = {e, total_steps, loss / (double)seen, (double)correct / (double)seen, 0, clt_now() - t0, 0, lr};
             r.samples_per_s = (double)seen / r.seconds;
             if (clt_trainer_evaluate(t, test, (int)o.batch_size, NULL, &r.test_acc) != CLT_OK) {
                 rc = fail("evaluating the test set");

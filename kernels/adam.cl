@@ -1,0 +1,32 @@
+/* Adam and AdamW, PyTorch semantics (torch.optim.Adam / AdamW, single
+ * tensor path), over floats [off, off + n) of w, g, m and v:
+ *   AdamW: w *= 1 - lr wd (decay); Adam: g' = g + wd w (L2)
+ *   m = lerp(m, g', 1 - b1);  v = b2 v + (1 - b2) g' g'
+ *   w -= step_size * m / (sqrt(v) / bc2_sqrt + eps)
+ * with step_size = lr / (1 - b1^t) and bc2_sqrt = sqrt(1 - b2^t) computed
+ * on the host in double as PyTorch does. No contraction is left to the
+ * compiler, so every conforming device computes the same bits. */
+#pragma OPENCL FP_CONTRACT OFF
+
+__kernel void adam_step(__global float *w, __global const float *g, __global float *m, __global float *v,
+                        const float step_size, const float bc2_sqrt, const float c1, const float b2,
+                        const float c2, const float eps, const float wd, const float decay, const ulong off,
+                        const ulong n)
+{
+    size_t i = get_global_id(0);
+    if (i < n) {
+        i += off;
+        float p = w[i];
+        if (decay != 1.0f) p = p * decay; /* AdamW: param.mul_(1 - lr * wd) */
+        float gp = wd != 0.0f ? fma(wd, p, g[i]) : g[i];
+        float mi = m[i];
+        /* torch.lerp(m, g', c1) */
+        mi = fabs(c1) < 0.5f ? fma(c1, gp - mi, mi) : gp - (gp - mi) * (1.0f - c1);
+        float vi = v[i] * b2;
+        vi = vi + (c2 * gp) * gp;
+        m[i] = mi;
+        v[i] = vi;
+        float denom = sqrt(vi) / bc2_sqrt + eps;
+        w[i] = p + (-step_size) * (mi / denom);
+    }
+}
