@@ -3,7 +3,8 @@
  * after the kernels that produce the bucket; an event callback counts the
  * bucket as arrived the moment its read completes, so the host sums it
  * while the device still runs backward of earlier layers. Write-backs run
- * on the transfer queue too; the optimizer step waits for them. */
+ * on the transfer queue too; the optimizer step waits for them. Tracing
+ * hooks in here too (clt_trainer_trace). */
 #include <stdio.h>
 #include <string.h>
 
@@ -203,4 +204,27 @@ void clt_pipeline_settle(clt_worker *w)
         }
     if (w->backward_done) clReleaseEvent(w->backward_done);
     w->backward_done = NULL;
+}
+
+clt_status clt_trainer_trace(clt_trainer *t, int on)
+{
+    if (!t) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_trace: trainer is NULL");
+    for (int i = 0; i < t->k; i++) {
+        clt_worker *w = &t->workers[i];
+        w->tracing = on != 0;
+        clt_net_set_layer_mark(w->net, on ? clt_pipeline_mark : NULL, w);
+    }
+    return CLT_OK;
+}
+
+clt_status clt_trainer_write_trace(const clt_trainer *t, const char *path)
+{
+    if (!t || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_write_trace: NULL argument");
+    const clt_trace *tr[CLT_MAX_DEVICES];
+    const char *names[CLT_MAX_DEVICES];
+    for (int i = 0; i < t->k; i++) {
+        tr[i] = &t->workers[i].trace;
+        names[i] = t->workers[i].dev->info.name;
+    }
+    return clt_trace_write(path, tr, names, t->k);
 }

@@ -490,29 +490,6 @@ clt_status clt_trainer_stats(const clt_trainer *t, clt_trainer_device_stats *sta
     return CLT_OK;
 }
 
-clt_status clt_trainer_trace(clt_trainer *t, int on)
-{
-    if (!t) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_trace: trainer is NULL");
-    for (int i = 0; i < t->k; i++) {
-        clt_worker *w = &t->workers[i];
-        w->tracing = on != 0;
-        clt_net_set_layer_mark(w->net, on ? clt_pipeline_mark : NULL, w);
-    }
-    return CLT_OK;
-}
-
-clt_status clt_trainer_write_trace(const clt_trainer *t, const char *path)
-{
-    if (!t || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_write_trace: NULL argument");
-    const clt_trace *tr[CLT_MAX_DEVICES];
-    const char *names[CLT_MAX_DEVICES];
-    for (int i = 0; i < t->k; i++) {
-        tr[i] = &t->workers[i].trace;
-        names[i] = t->workers[i].dev->info.name;
-    }
-    return clt_trace_write(path, tr, names, t->k);
-}
-
 void clt_trainer_inject_failure(clt_trainer *t, int slot, int64_t step)
 {
     if (t && slot >= 0 && slot < t->k) t->workers[slot].inject_fail_at = (int)step;
