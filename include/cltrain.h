@@ -636,7 +636,7 @@ typedef struct clt_trainer_config {
     float label_smoothing;     /* softmax cross-entropy with label smoothing E in [0, 1) */
     /* Zero (clt_trainer_config_default sets it). Later versions add fields
      * here, with 0 as their default, so the struct keeps its size. */
-    unsigned char reserved[36];
+    unsigned char reserved[64];
 } clt_trainer_config;
 
 /* Defaults: lenet on 1x28x28, default devices, equal split, SGD with lr
