@@ -189,6 +189,9 @@ static clt_status start(clt_trainer *t, const size_t *force_align)
     CLT_TRY(plan_buckets(t));
     CLT_TRY(plan_batch_norm(t));
     CLT_TRY(clt_aligned_alloc((void **)&t->sum, t->flat, sizeof(float), "reduced gradients"));
+    /* Alignment padding between buckets is never summed: zero, it adds
+     * nothing to the clipping norm taken over the whole buffer. */
+    memset(t->sum, 0, t->flat * sizeof(float));
     CLT_TRY(clt_calloc((void **)&t->arrived, (size_t)t->n_buckets, sizeof(int), "bucket counters"));
     CLT_TRY(clt_calloc((void **)&t->reduced, (size_t)t->n_buckets, sizeof(int), "bucket counters"));
     CLT_TRY(clt_calloc((void **)&t->weights, (size_t)k, sizeof(float), "split weights"));
