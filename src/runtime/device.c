@@ -52,14 +52,16 @@ clt_status clt_device_open(int index, clt_device **out)
     dev->ctx = clCreateContext(props, 1, &f.device, NULL, NULL, &err);
     if (!dev->ctx) {
         clt_cl_fail(err, "clCreateContext");
-        clt_device_destroy(dev);
-        return clt_fail_context(CLT_ERR_OPENCL, "device %d (%s)", index, dev->info.name);
+        clt_status e = clt_fail_context(CLT_ERR_OPENCL, "device %d (%s)", index, dev->info.name);
+        clt_device_destroy(dev); /* frees dev: the message is made first */
+        return e;
     }
     dev->queue = clCreateCommandQueue(dev->ctx, f.device, CL_QUEUE_PROFILING_ENABLE, &err);
     if (!dev->queue) {
-        clt_status e = clt_cl_fail(err, "clCreateCommandQueue");
+        clt_status e = clt_fail_context(clt_cl_fail(err, "clCreateCommandQueue"), "device %d (%s)", index,
+                                        dev->info.name);
         clt_device_destroy(dev);
-        return clt_fail_context(e, "device %d (%s)", index, dev->info.name);
+        return e;
     }
     *out = dev;
     return CLT_OK;
@@ -140,7 +142,7 @@ static clt_status ensure_program(clt_device *dev, int p)
         return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_KERNEL_DIR=\"%s\": path too long", dir);
     unsigned char *src;
     size_t n;
-    clt_status s = clt_read_file(path, &src, &n);
+    clt_status s = clt_read_file(path, 0, &src, &n);
     if (s != CLT_OK) return clt_fail_context(s, "CLTRAIN_KERNEL_DIR");
     s = clt_program_build(dev, path, (const char *)src, n, program_options, &dev->programs[p]);
     free(src);

@@ -61,7 +61,6 @@ clt_status clt_tensor_create(clt_device *dev, clt_dtype dtype, int ndim, const i
     clt_tensor *t = calloc(1, sizeof *t);
     if (!t) return clt_fail(CLT_ERR_NO_MEMORY, "tensor handle");
     t->dev = dev;
-    clt_device_retain(dev);
     t->dtype = dtype;
     t->ndim = ndim;
     memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
@@ -77,6 +76,7 @@ clt_status clt_tensor_create(clt_device *dev, clt_dtype dtype, int ndim, const i
                                     : CLT_ERR_OPENCL,
                                 "tensor of %zu bytes on device %d", bytes, dev->info.index);
     }
+    clt_device_retain(dev); /* from here on clt_tensor_destroy releases it */
     clt_status s = clt_tensor_fill(t, 0.0f);
     if (s != CLT_OK) {
         clt_tensor_destroy(t);
