@@ -248,7 +248,8 @@ CLT_API clt_status clt_softmax_xent_backward(const clt_tensor *logits, const clt
                                              float scale, clt_tensor *dlogits);
 
 /* SGD as PyTorch: g' = g + wd*w; v = m*v + g' (v = g' when m = 0, and
- * `velocity` may then be NULL); w -= lr * v. */
+ * `velocity` may then be NULL); w -= lr * v. lr >= 0, 0 <= m < 1 and
+ * wd >= 0, as the trainer requires (CLT_ERR_INVALID_ARG otherwise). */
 CLT_API clt_status clt_sgd_step(clt_tensor *param, const clt_tensor *grad, clt_tensor *velocity,
                                 float lr, float momentum, float weight_decay);
 

@@ -10,12 +10,13 @@
 
 clt_status clt_sgd_check(const char *op, float lr, float momentum, float weight_decay)
 {
-    if (!isfinite(lr) || lr < 0 || !isfinite(momentum) || momentum < 0 || momentum >= 1 ||
-        !isfinite(weight_decay) || weight_decay < 0)
-        return clt_fail(CLT_ERR_INVALID_ARG,
-                        "%s: SGD settings lr %g, momentum %g, weight decay %g: need lr >= 0, 0 <= momentum < 1, "
-                        "weight decay >= 0",
-                        op, lr, momentum, weight_decay);
+    /* PyTorch refuses negative values too. */
+    if (!isfinite(lr) || lr < 0)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: learning rate %g must be finite and >= 0", op, lr);
+    if (!isfinite(momentum) || momentum < 0 || momentum >= 1)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: momentum %g must be in [0, 1)", op, momentum);
+    if (!isfinite(weight_decay) || weight_decay < 0)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: weight decay %g must be finite and >= 0", op, weight_decay);
     return CLT_OK;
 }
 
@@ -73,13 +74,7 @@ clt_status clt_sgd_step(clt_tensor *param, const clt_tensor *grad, clt_tensor *v
     CLT_TRY(clt_tensor_expect(grad, op, "grad", CLT_DTYPE_FLOAT32, param->ndim, param->shape));
     if (velocity)
         CLT_TRY(clt_tensor_expect(velocity, op, "velocity", CLT_DTYPE_FLOAT32, param->ndim, param->shape));
-    /* PyTorch refuses negative values too. */
-    if (!isfinite(lr) || lr < 0)
-        return clt_fail(CLT_ERR_INVALID_ARG, "%s: learning rate %g must be finite and >= 0", op, lr);
-    if (!isfinite(momentum) || momentum < 0)
-        return clt_fail(CLT_ERR_INVALID_ARG, "%s: momentum %g must be finite and >= 0", op, momentum);
-    if (!isfinite(weight_decay) || weight_decay < 0)
-        return clt_fail(CLT_ERR_INVALID_ARG, "%s: weight decay %g must be finite and >= 0", op, weight_decay);
+    CLT_TRY(clt_sgd_check(op, lr, momentum, weight_decay));
     if (momentum != 0.0f && !velocity)
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: velocity is NULL but momentum is %g (only momentum 0 runs without one)",
                         op, momentum);
