@@ -27,39 +27,21 @@ clt_status clt_gemm(clt_device *dev, bool trans_a, bool trans_b, size_t m, size_
     return CLT_OK;
 }
 
-clt_status clt_gemm_batched(clt_device *dev, bool trans_a, bool trans_b, size_t m, size_t n,
-                            size_t k, float alpha, cl_mem a, size_t a_off, size_t lda,
-                            size_t a_stride, cl_mem b, size_t b_off, size_t ldb, size_t b_stride,
-                            float beta, cl_mem c, size_t c_off, size_t ldc, size_t c_stride,
-                            size_t batch)
-{
-    if (m == 0 || n == 0 || batch == 0) return CLT_OK;
-    CLBlastStatusCode st = CLBlastSgemmStridedBatched(
-        CLBlastLayoutRowMajor, trans_a ? CLBlastTransposeYes : CLBlastTransposeNo,
-        trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, alpha, a, a_off, lda, a_stride,
-        b, b_off, ldb, b_stride, beta, c, c_off, ldc, c_stride, batch, &dev->queue, NULL);
-    if (st != CLBlastSuccess) return clblast_fail(dev, st, "batched SGEMM");
-    return CLT_OK;
-}
-
 clt_status clt_gemm_warmup(clt_device *dev)
 {
     if (dev->gemm_ready) return CLT_OK;
     /* Touch every transpose combination the layers use so CLBlast compiles
      * its kernels now, from this thread, not later from a worker. */
     cl_int err;
-    const size_t n = 4;
-    cl_mem buf = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, 6 * n * n * sizeof(float), NULL, &err);
+    enum { n = 4 };
+    cl_mem buf = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, sizeof(float[3 * n * n]), NULL, &err);
     if (!buf) return clt_cl_fail(err, "clCreateBuffer (GEMM warm-up)");
-    float zeros[96] = {0};
+    float zeros[3 * n * n] = {0};
     err = clEnqueueWriteBuffer(dev->queue, buf, CL_TRUE, 0, sizeof zeros, zeros, 0, NULL, NULL);
     clt_status s = err == CL_SUCCESS ? CLT_OK : clt_cl_fail(err, "clEnqueueWriteBuffer (GEMM warm-up)");
     for (int t = 0; t < 4 && s == CLT_OK; t++)
         s = clt_gemm(dev, t & 1, t >> 1, n, n, n, 1.0f, buf, 0, n, buf, n * n, n, 0.0f, buf,
                      2 * n * n, n);
-    if (s == CLT_OK)
-        s = clt_gemm_batched(dev, false, false, n, n, n, 1.0f, buf, 0, n, n * n, buf, 2 * n * n, n, n * n, 0.0f,
-                             buf, 4 * n * n, n, n * n, 2);
     if (s == CLT_OK) s = clt_device_finish(dev);
     clReleaseMemObject(buf);
     if (s == CLT_OK) dev->gemm_ready = 1;
