@@ -221,7 +221,7 @@ static int parse_learning(const char *text, const char *path, run_learning *l)
     for (char *at = list; ok && *at;) {
         char *end;
         long long v = strtoll(at, &end, 10);
-        ok = end != at && v >= 1 && l->n_milestones < 16 && (!*end || *end == ',');
+        ok = end != at && v >= 1 && l->n_milestones < CLT_SCHEDULE_MILESTONES && (!*end || *end == ',');
         if (ok) l->milestones[l->n_milestones++] = v;
         at = *end ? end + 1 : end;
     }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "optim/schedule.h"
+
 /* The optimizer, clipping and learning-rate schedule of a run (version 3
  * on; older records hold SGD's lr, momentum and weight decay only). */
 typedef struct run_learning {
@@ -14,7 +16,7 @@ typedef struct run_learning {
     double beta1, beta2, eps, clip_grad_norm, label_smoothing;
     int lr_schedule;        /* clt_schedule_kind */
     int64_t lr_step, warmup_steps, warmup_epochs;
-    int64_t milestones[16];
+    int64_t milestones[CLT_SCHEDULE_MILESTONES];
     int n_milestones;
     double lr_gamma, lr_min;
 } run_learning;
