@@ -14,8 +14,7 @@
 clt_status clt_atomic_open(clt_atomic_file *af, const char *path)
 {
     memset(af, 0, sizeof *af);
-    int exists;
-    CLT_TRY(clt_atomic_target(path, af->path, &exists));
+    CLT_TRY(clt_atomic_target(path, af->path, NULL));
     clt_atomic_clean_stale(af->path);
     /* pid, handle address and clock make the name unique; O_EXCL and a
      * retry guard against the rare collision. The pid comes first: the
@@ -98,7 +97,7 @@ clt_status clt_write_file_atomic(const char *path, const void *data, size_t n)
     return s;
 }
 
-clt_status clt_read_file(const char *path, unsigned char **data, size_t *n)
+clt_status clt_read_file(const char *path, size_t max_bytes, unsigned char **data, size_t *n)
 {
     *data = NULL;
     *n = 0;
@@ -110,6 +109,9 @@ clt_status clt_read_file(const char *path, unsigned char **data, size_t *n)
     clt_status s = CLT_OK;
     if (fstat(fd, &st) != 0) s = clt_fail(CLT_ERR_IO, "%s: %s", path, strerror(errno));
     else if (!S_ISREG(st.st_mode)) s = clt_fail(CLT_ERR_IO, "%s is %s, not a regular file", path, clt_file_kind(st.st_mode));
+    else if ((uint64_t)st.st_size >= SIZE_MAX || (max_bytes && (uint64_t)st.st_size > max_bytes))
+        s = clt_fail(CLT_ERR_FORMAT, "%s: file too large (%llu bytes; at most %zu)", path,
+                     (unsigned long long)st.st_size, max_bytes ? max_bytes : SIZE_MAX - 1);
     if (s != CLT_OK) {
         close(fd);
         return s;
@@ -128,11 +130,12 @@ clt_status clt_read_file(const char *path, unsigned char **data, size_t *n)
         return clt_fail(CLT_ERR_NO_MEMORY, "%s: cannot allocate %zu bytes", path, size);
     }
     size_t got = fread(buf, 1, size, f);
-    int rerr = ferror(f);
+    int rerr = ferror(f), more = !rerr && got == size && fgetc(f) != EOF;
     fclose(f);
-    if (got != size || rerr) {
+    if (got != size || rerr || more) {
         free(buf);
-        return clt_fail(CLT_ERR_IO, "%s: read failed (%zu of %zu bytes)", path, got, size);
+        return more ? clt_fail(CLT_ERR_IO, "%s: file changed size while being read", path)
+                    : clt_fail(CLT_ERR_IO, "%s: read failed (%zu of %zu bytes)", path, got, size);
     }
     buf[size] = 0;
     *data = buf;

@@ -25,7 +25,7 @@ typedef struct clt_atomic_file {
 } clt_atomic_file;
 
 /* The file an atomic write to `path` replaces, links followed (at most 40),
- * into out[CLT_PATH_CAP]; *exists tells whether it exists. Refuses an empty
+ * into out[CLT_PATH_CAP]; *exists (when not NULL) tells whether it exists. Refuses an empty
  * path, a target that is not a regular file, and a missing parent
  * directory, naming the path. */
 clt_status clt_atomic_target(const char *path, char *out, int *exists);
@@ -39,8 +39,11 @@ void clt_atomic_abort(clt_atomic_file *af);
 /* Whole-file helper. */
 clt_status clt_write_file_atomic(const char *path, const void *data, size_t n);
 /* Reads a whole regular file into a malloc'd buffer (NUL-terminated beyond
- * *n). Anything else (FIFO, device, directory) is refused without blocking. */
-clt_status clt_read_file(const char *path, unsigned char **data, size_t *n);
+ * *n). Anything else (FIFO, device, directory) is refused without blocking;
+ * a file of more than max_bytes (0: no limit) is CLT_ERR_FORMAT "file too
+ * large" before anything is allocated; a file that changes size while it is
+ * read is CLT_ERR_IO. */
+clt_status clt_read_file(const char *path, size_t max_bytes, unsigned char **data, size_t *n);
 /* mkdir -p */
 clt_status clt_mkdir_p(const char *path);
 /* "a FIFO", "a directory", ... for a st_mode that is not a regular file. */

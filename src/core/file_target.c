@@ -53,7 +53,7 @@ clt_status clt_atomic_target(const char *path, char *out, int *exists)
             if (!base[0]) return clt_fail(CLT_ERR_INVALID_ARG, "%s: names a directory, not a file", path);
             if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
                 return clt_fail(CLT_ERR_IO, "%s: directory %s does not exist", path, dir);
-            *exists = 0;
+            if (exists) *exists = 0;
             break;
         }
         if (S_ISLNK(st.st_mode)) {
@@ -75,7 +75,7 @@ clt_status clt_atomic_target(const char *path, char *out, int *exists)
             return clt_fail(CLT_ERR_INVALID_ARG, "%s leads to %s, which is %s, not a regular file: refusing to replace it",
                             path, cur, clt_file_kind(st.st_mode));
         }
-        *exists = 1;
+        if (exists) *exists = 1;
         break;
     }
     strcpy(out, cur);

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -225,20 +224,11 @@ clt_status clt_idx_parse_memory(const uint8_t *src, size_t n, const char *label,
 static clt_status read_whole(const char *path, uint8_t **data, size_t *n)
 {
     const uint64_t max_file = CLT_IDX_MAX_BYTES + CLT_IDX_MAX_BYTES / 1024 + 4096;
-    struct stat st;
-    /* the size is checked before anything is allocated; clt_read_file then
-     * opens without blocking and refuses a FIFO or a device, which would
-     * otherwise wait for a writer forever */
-    int too_large = stat(path, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_file;
-    if (!too_large) CLT_TRY(clt_read_file(path, data, n));
-    if (too_large || *n > max_file) {
-        uint64_t size = too_large ? (uint64_t)st.st_size : *n;
-        if (!too_large) free(*data);
-        *data = NULL;
-        return clt_fail(CLT_ERR_FORMAT, "%s: file too large (%" PRIu64 " bytes): IDX data above 4 GiB is refused", path,
-                        size);
-    }
-    return CLT_OK;
+    /* the size is checked before anything is allocated, and a FIFO or a
+     * device is refused without waiting for a writer */
+    clt_status s = clt_read_file(path, (size_t)max_file, data, n);
+    if (s == CLT_ERR_FORMAT) return clt_fail_context(s, "IDX data above 4 GiB is refused");
+    return s;
 }
 
 clt_status clt_idx_read(const char *path, clt_idx **out)

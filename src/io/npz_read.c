@@ -221,7 +221,7 @@ clt_status clt_npz_read_filtered(const char *path, clt_npz_filter fn, void *ctx,
     if (!path || !out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_npz_read: NULL argument");
     unsigned char *data;
     size_t n;
-    CLT_TRY(clt_read_file(path, &data, &n));
+    CLT_TRY(clt_read_file(path, 0, &data, &n));
     clt_status s = clt_npz_read_memory_filtered(data, n, path, fn, ctx, out);
     free(data);
     return s;

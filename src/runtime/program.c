@@ -98,7 +98,7 @@ static int cache_load(clt_device *dev, const char *label, const char *key, const
 {
     unsigned char *data;
     size_t size;
-    if (clt_read_file(path, &data, &size) != CLT_OK) {
+    if (clt_read_file(path, 0, &data, &size) != CLT_OK) {
         clt_clear_error();
         return 0;
     }

@@ -154,7 +154,7 @@ static void round_trip(int compress)
     /* The same bytes through memory, and the output is deterministic. */
     unsigned char *data;
     size_t size;
-    REQUIRE_OK(clt_read_file(path, &data, &size));
+    REQUIRE_OK(clt_read_file(path, 0, &data, &size));
     CHECK_OK(clt_npz_read_memory(data, size, "mem", &z));
     CHECK(clt_npz_count(z) == n, "memory read: count %d", clt_npz_count(z));
     clt_npz_destroy(z);
@@ -170,7 +170,7 @@ static void round_trip(int compress)
     clt_npz_writer_destroy(wr);
     unsigned char *data2;
     size_t size2;
-    REQUIRE_OK(clt_read_file(again, &data2, &size2));
+    REQUIRE_OK(clt_read_file(again, 0, &data2, &size2));
     CHECK(size == size2 && memcmp(data, data2, size) == 0, "two writes of the same arrays differ");
     if (compress) {
         struct stat st;
@@ -249,7 +249,7 @@ static void writer_errors(void)
 
     unsigned char *data;
     size_t size;
-    REQUIRE_OK(clt_read_file(target, &data, &size));
+    REQUIRE_OK(clt_read_file(target, 0, &data, &size));
     CHECK(size == 12 && memcmp(data, "old contents", 12) == 0, "a failed writer changed the target");
     free(data);
     CHECK(files_in_dir() == 1, "temporary files left behind: %d files", files_in_dir());
@@ -740,7 +740,7 @@ static void truncations_and_flips(void)
         clt_npz_writer_destroy(w);
         unsigned char *data;
         size_t size;
-        REQUIRE_OK(clt_read_file(path, &data, &size));
+        REQUIRE_OK(clt_read_file(path, 0, &data, &size));
         damage(compress ? "writer, deflate" : "writer, stored", data, size);
         free(data);
         unlink(path);

@@ -146,7 +146,7 @@ static void save_and_load(clt_device *dev)
     /* A corrupt copy of a good file: one data byte flipped. */
     unsigned char *data;
     size_t size;
-    REQUIRE_OK(clt_read_file(path, &data, &size));
+    REQUIRE_OK(clt_read_file(path, 0, &data, &size));
     data[size / 2] ^= 0x40;
     REQUIRE_OK(clt_write_file_atomic(bad, data, size));
     CHECK_FAIL(clt_net_load_npz(b, bad), CLT_ERR_FORMAT, bad, "CRC-32");

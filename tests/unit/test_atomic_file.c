@@ -44,7 +44,7 @@ int main(void)
     CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), "the link was replaced");
     unsigned char *data;
     size_t n;
-    CHECK_OK(clt_read_file(real, &data, &n));
+    CHECK_OK(clt_read_file(real, 0, &data, &n));
     CHECK(n == 4 && memcmp(data, "new!", 4) == 0, "the target holds %zu bytes", n);
     free(data);
 
@@ -62,7 +62,7 @@ int main(void)
           "missing directory: %s", clt_last_error());
 
     /* reading a FIFO fails at once instead of waiting for a writer */
-    CHECK(clt_read_file(fifo, &data, &n) != CLT_OK && strstr(clt_last_error(), "FIFO"), "read FIFO: %s",
+    CHECK(clt_read_file(fifo, 0, &data, &n) != CLT_OK && strstr(clt_last_error(), "FIFO"), "read FIFO: %s",
           clt_last_error());
 
     /* a dead writer's temporary goes on the next save; a live one's, and
