@@ -174,7 +174,7 @@ static void draw(FILE *f, const plot_data *d, const double *smooth)
     double unit = by_epoch ? (double)d->steps_per_epoch : 1;
     axis x = nice_axis(0, (double)last_step / unit, 8);
     if (by_epoch && x.step < 1) x = (axis){0, ceil((double)last_step / unit - 1e-9), 1, 0};
-    int show_steps = smooth && d->n_epochs <= FEW_EPOCHS && d->n_steps > 1;
+    int show_steps = smooth != NULL; /* plot_write_svg smooths only what is shown */
     double lmax = 0, amin = 1, amax = 0;
     for (int i = 0; i < d->n_epochs; i++) {
         const plot_point *p = &d->epochs[i];
@@ -221,8 +221,10 @@ int plot_write_svg(const char *path, const plot_data *d)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    double *smooth = smoothed(d);
-    if (!f || !smooth) {
+    /* the step curve is drawn under few epochs only: smooth it only then */
+    int steps_shown = d->n_epochs <= FEW_EPOCHS && d->n_steps > 1;
+    double *smooth = steps_shown ? smoothed(d) : NULL;
+    if (!f || (steps_shown && !smooth)) {
         if (f) fclose(f);
         free(text);
         free(smooth);
