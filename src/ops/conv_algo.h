@@ -87,7 +87,10 @@ static inline size_t clt_conv_round_up(size_t v, size_t m) { return (v + m - 1) 
 size_t clt_conv_group_x(const clt_device *dev, size_t blocks);
 /* Work-items that keep every compute unit busy (16 per unit). */
 size_t clt_conv_items_wanted(const clt_device *dev);
-/* Whether a work buffer of `bytes` can exist on dev (within its settings' budget). */
+/* Bytes of work buffer a convolution may use on dev: the settings' budget,
+ * else the device's largest allocation, at most default_cap. */
+size_t clt_conv_budget(const clt_device *dev, size_t default_cap);
+/* Whether a work buffer of `bytes` can exist on dev (within that budget). */
 int clt_conv_fits(const clt_device *dev, size_t bytes);
 /* Register block height for `ch` channels: the variant (4, 8, 10) that
  * pads the fewest channels, 8 on a tie. */

@@ -1,6 +1,8 @@
 /* What the convolution algorithms share: work-group and block sizes, the
  * work-buffer check, and the two kernels of kernels/conv.cl (the bias
  * gradient and the fixed-order sum of per-chunk partials). */
+#include <stdint.h>
+
 #include "ops/conv_algo.h"
 #include "runtime/launch.h"
 
@@ -15,12 +17,15 @@ size_t clt_conv_items_wanted(const clt_device *dev)
     return (size_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) * 16;
 }
 
-int clt_conv_fits(const clt_device *dev, size_t bytes)
+size_t clt_conv_budget(const clt_device *dev, size_t default_cap)
 {
-    size_t cap = dev->settings.conv_budget;
-    if (cap) return bytes <= cap;
-    return dev->info.max_alloc_bytes <= 0 || bytes <= (size_t)dev->info.max_alloc_bytes;
+    if (dev->settings.conv_budget) return dev->settings.conv_budget;
+    if (dev->info.max_alloc_bytes > 0 && (size_t)dev->info.max_alloc_bytes < default_cap)
+        return (size_t)dev->info.max_alloc_bytes;
+    return default_cap;
 }
+
+int clt_conv_fits(const clt_device *dev, size_t bytes) { return bytes <= clt_conv_budget(dev, SIZE_MAX); }
 
 int clt_conv_pick_rm(int ch)
 {

@@ -22,12 +22,7 @@ static int gemm_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passes
 {
     (void)passes;
     const clt_conv_geom *g = &plan->g;
-    size_t budget = dev->settings.conv_budget;
-    if (!budget) {
-        budget = (size_t)512 << 20;
-        if (dev->info.max_alloc_bytes > 0 && (size_t)dev->info.max_alloc_bytes < budget)
-            budget = (size_t)dev->info.max_alloc_bytes;
-    }
+    size_t budget = clt_conv_budget(dev, (size_t)512 << 20);
     size_t p = (size_t)g->oh * g->ow, ckk = (size_t)g->c * g->k * g->k;
     size_t per_image = (ckk + (size_t)g->co) * p, floats = budget / sizeof(float);
     size_t nb = per_image ? floats / per_image : (size_t)g->n;
