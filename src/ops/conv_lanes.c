@@ -36,7 +36,7 @@ static size_t up(size_t v, size_t m) { return clt_conv_round_up(v, m); }
  * / 4x6 / 6x4 / 5x5): LeNet conv2 4.45 / 4.54 / 4.12 / 3.73, R18 128 14x14
  * 50.5 / 43.8 / 45.1 / 42.9, 512 4x4 52.2 / 46.0 / 46.9 / 44.7. The
  * device settings (CLTRAIN_CONV_BWDW) may force one; the tests run each. */
-static const int bwdw_blocks[][2] = {{5, 5}, {4, 6}, {6, 4}, {5, 4}, {4, 5}, {4, 4}};
+static const int bwdw_blocks[][2] = CLT_CONV_BWDW_BLOCKS;
 
 static void pick_bwdw_block(const clt_device *dev, int c, int co, int *wa, int *wb)
 {

@@ -10,6 +10,10 @@
 
 /* Convolution algorithm choice (CLTRAIN_CONV_ALGO). */
 enum { CLT_CONV_ALGO_AUTO, CLT_CONV_ALGO_LANES, CLT_CONV_ALGO_GEMM };
+/* The register blocks A x B of the lanes backward-weights kernels
+ * (conv_lanes_bwd_weights_<A>_<B> in kernels/conv_lanes.cl): the ones
+ * settings may force, and the ones ops/conv_lanes.c chooses among. */
+#define CLT_CONV_BWDW_BLOCKS {{5, 5}, {4, 6}, {6, 4}, {5, 4}, {4, 5}, {4, 4}}
 
 /* A device's tuning settings, in plain values: runtime/ reads and checks
  * them, each op interprets its own. Zero is the default everywhere. */

@@ -9,11 +9,18 @@
 
 #include "runtime/device.h"
 
-/* The register blocks of the lanes backward-weights kernels
- * (conv_lanes_bwd_weights_<A>_<B> in kernels/conv_lanes.cl). */
-static const int bwdw_blocks[][2] = {{5, 5}, {4, 6}, {6, 4}, {5, 4}, {4, 5}, {4, 4}};
+static const int bwdw_blocks[][2] = CLT_CONV_BWDW_BLOCKS;
 #define N_BWDW_BLOCKS (sizeof bwdw_blocks / sizeof bwdw_blocks[0])
-#define BWDW_EXPECTED "expected 5x5, 4x6, 6x4, 5x4, 4x5 or 4x4"
+
+/* "expected 5x5, 4x6, ... or 4x4", from the table. */
+static const char *bwdw_expected(char *buf, size_t cap)
+{
+    size_t len = (size_t)snprintf(buf, cap, "expected");
+    for (size_t i = 0; i < N_BWDW_BLOCKS && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%dx%d", i == 0 ? " " : i + 1 < N_BWDW_BLOCKS ? ", " : " or ",
+                                bwdw_blocks[i][0], bwdw_blocks[i][1]);
+    return buf;
+}
 
 static int bwdw_known(int a, int b)
 {
@@ -53,7 +60,8 @@ static clt_status parse_bwdw(const char *e, clt_device_settings *s)
             return CLT_OK;
         }
     }
-    return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_BWDW=\"%s\": " BWDW_EXPECTED, e);
+    char want[96];
+    return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_BWDW=\"%s\": %s", e, bwdw_expected(want, sizeof want));
 }
 
 clt_status clt_device_settings_from_env(clt_device_settings *s)
@@ -82,11 +90,11 @@ clt_status clt_device_set_settings(clt_device *dev, const clt_device_settings *s
                         "clt_device_set_settings: conv_algo %d (CLTRAIN_CONV_ALGO): "
                         "expected auto, lanes or gemm",
                         s->conv_algo);
+    char want[96];
     if ((s->conv_bwdw_a || s->conv_bwdw_b) && !bwdw_known(s->conv_bwdw_a, s->conv_bwdw_b))
         return clt_fail(CLT_ERR_INVALID_ARG,
-                        "clt_device_set_settings: backward-weights block %dx%d (CLTRAIN_CONV_BWDW): "
-                        BWDW_EXPECTED,
-                        s->conv_bwdw_a, s->conv_bwdw_b);
+                        "clt_device_set_settings: backward-weights block %dx%d (CLTRAIN_CONV_BWDW): %s",
+                        s->conv_bwdw_a, s->conv_bwdw_b, bwdw_expected(want, sizeof want));
     dev->settings = *s;
     dev->settings_version++;
     return CLT_OK;
