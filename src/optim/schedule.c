@@ -63,10 +63,14 @@ double clt_schedule_lr(const clt_schedule *s, int64_t step)
     return lr;
 }
 
+static const char *const schedule_names[] = {"constant", "step", "multistep", "cosine"};
+#define N_SCHEDULES (int)(sizeof schedule_names / sizeof schedule_names[0])
+
+const char *clt_schedule_name(int kind) { return kind >= 0 && kind < N_SCHEDULES ? schedule_names[kind] : "?"; }
+
 int clt_schedule_named(const char *name)
 {
-    static const char *const names[] = {"constant", "step", "multistep", "cosine"};
-    for (int i = 0; name && i < 4; i++)
-        if (!strcmp(names[i], name)) return i;
+    for (int i = 0; name && i < N_SCHEDULES; i++)
+        if (!strcmp(schedule_names[i], name)) return i;
     return -1;
 }

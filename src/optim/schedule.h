@@ -41,5 +41,7 @@ clt_status clt_schedule_check(const clt_schedule *s);
 double clt_schedule_lr(const clt_schedule *s, int64_t step);
 /* The kind a name ("constant", "step", "multistep", "cosine") names; -1 if none. */
 int clt_schedule_named(const char *name);
+/* The name of a kind ("cosine"); "?" for an unknown one. */
+const char *clt_schedule_name(int kind);
 
 #endif

@@ -169,14 +169,13 @@ int cli_check_learning(cli_options *o)
     } only[] = {{O_LR_STEP, CLT_SCHEDULE_STEP, "--lr-step"},
                 {O_MILESTONES, CLT_SCHEDULE_MULTISTEP, "--lr-milestones"},
                 {O_LR_MIN, CLT_SCHEDULE_COSINE, "--lr-min"}};
-    static const char *const names[] = {"constant", "step", "multistep", "cosine"};
     for (size_t i = 0; i < sizeof only / sizeof only[0]; i++) {
         if (CLI_GIVEN(o, only[i].opt) && o->learn.lr_schedule != only[i].schedule)
-            return usage_error(prog, "%s applies to --lr-schedule %s, not %s", only[i].name, names[only[i].schedule],
-                               names[o->learn.lr_schedule]);
+            return usage_error(prog, "%s applies to --lr-schedule %s, not %s", only[i].name, clt_schedule_name(only[i].schedule),
+                               clt_schedule_name(o->learn.lr_schedule));
     }
     if (CLI_GIVEN(o, O_GAMMA) && o->learn.lr_schedule != CLT_SCHEDULE_STEP && o->learn.lr_schedule != CLT_SCHEDULE_MULTISTEP)
-        return usage_error(prog, "--lr-gamma applies to --lr-schedule step or multistep, not %s", names[o->learn.lr_schedule]);
+        return usage_error(prog, "--lr-gamma applies to --lr-schedule step or multistep, not %s", clt_schedule_name(o->learn.lr_schedule));
     if (o->learn.lr_schedule == CLT_SCHEDULE_STEP && o->learn.lr_step < 1)
         return usage_error(prog, "--lr-schedule step needs --lr-step EPOCHS");
     if (o->learn.lr_schedule == CLT_SCHEDULE_MULTISTEP && o->learn.n_milestones < 1)

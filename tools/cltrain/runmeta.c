@@ -66,8 +66,6 @@ void run_learning_default(run_learning *l)
     l->lr_schedule = CLT_SCHEDULE_CONSTANT;
 }
 
-static const char *const schedule_names[] = {"constant", "step", "multistep", "cosine"};
-
 static void format_learning(FILE *f, const run_learning *l)
 {
     fprintf(f,
@@ -76,7 +74,7 @@ static void format_learning(FILE *f, const run_learning *l)
             "\"lr_min\": %.9g, \"warmup_steps\": %lld, \"warmup_epochs\": %lld, \"scale_lr\": %d, "
             "\"lr_milestones\": \"",
             clt_optim_find((clt_optimizer)l->optimizer)->name, l->nesterov, l->beta1, l->beta2, l->eps,
-            l->clip_grad_norm, l->label_smoothing, schedule_names[l->lr_schedule], (long long)l->lr_step, l->lr_gamma, l->lr_min,
+            l->clip_grad_norm, l->label_smoothing, clt_schedule_name(l->lr_schedule), (long long)l->lr_step, l->lr_gamma, l->lr_min,
             (long long)l->warmup_steps, (long long)l->warmup_epochs, l->scale_lr);
     for (int i = 0; i < l->n_milestones; i++) fprintf(f, "%s%lld", i ? "," : "", (long long)l->milestones[i]);
     fprintf(f, "\", ");
@@ -188,23 +186,20 @@ static char *string_of(const char *text, const char *key)
     return out;
 }
 
-/* A name among `names` (a JSON string value); its index or -1. */
-static int name_of(const char *text, const char *key, const char *const *names, int n)
+/* The index a name-lookup gives the JSON string value of key; -1 if none. */
+static int name_of(const char *text, const char *key, int (*named)(const char *))
 {
     char *v = string_of(text, key);
-    int found = -1;
-    for (int i = 0; v && i < n; i++)
-        if (!strcmp(v, names[i])) found = i;
+    int found = named(v);
     free(v);
     return found;
 }
 
 static int parse_learning(const char *text, const char *path, run_learning *l)
 {
-    static const char *const optimizers[] = {"sgd", "adam", "adamw"};
     int64_t nesterov, scale;
-    if ((l->optimizer = name_of(text, "optimizer", optimizers, 3)) < 0) return bad(path, "optimizer");
-    if ((l->lr_schedule = name_of(text, "lr_schedule", schedule_names, 4)) < 0) return bad(path, "lr_schedule");
+    if ((l->optimizer = name_of(text, "optimizer", clt_optim_named)) < 0) return bad(path, "optimizer");
+    if ((l->lr_schedule = name_of(text, "lr_schedule", clt_schedule_named)) < 0) return bad(path, "lr_schedule");
     if (integer(text, path, "nesterov", 0, 1, &nesterov) || integer(text, path, "scale_lr", 0, 1, &scale) ||
         number(text, path, "beta1", 0, 0.999999, &l->beta1) || number(text, path, "beta2", 0, 0.999999, &l->beta2) ||
         number(text, path, "eps", 0, 1, &l->eps) || number(text, path, "clip_grad_norm", 0, 1e30, &l->clip_grad_norm) ||
