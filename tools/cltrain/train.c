@@ -223,23 +223,26 @@ static int apply_resume(cli_options *o, const char *path, run_meta *m, char **mo
     if (!CLI_GIVEN(o, O_WD)) o->weight_decay = m->weight_decay;
     if (!CLI_GIVEN(o, O_DATA)) o->data = m->data;
     /* the optimizer and schedule options the command line does not set:
-     * the checkpoint's (fields of run_learning, by option) */
-    static const struct {
-        int opt;
-        size_t offset, size;
-    } learned[] = {
-#define FIELD(opt, first, last) {opt, offsetof(run_learning, first), offsetof(run_learning, last) + sizeof(((run_learning *)0)->last) - offsetof(run_learning, first)}
-        FIELD(O_OPTIM, optimizer, optimizer), FIELD(O_NESTEROV, nesterov, nesterov),
-        FIELD(O_SCALE_LR, scale_lr, scale_lr), FIELD(O_BETAS, beta1, beta2), FIELD(O_EPS, eps, eps),
-        FIELD(O_CLIP, clip_grad_norm, clip_grad_norm), FIELD(O_SMOOTH, label_smoothing, label_smoothing), FIELD(O_SCHED, lr_schedule, lr_schedule),
-        FIELD(O_LR_STEP, lr_step, lr_step), FIELD(O_WARM_STEPS, warmup_steps, warmup_steps),
-        FIELD(O_WARM_EPOCHS, warmup_epochs, warmup_epochs), FIELD(O_MILESTONES, milestones, n_milestones),
-        FIELD(O_GAMMA, lr_gamma, lr_gamma), FIELD(O_LR_MIN, lr_min, lr_min),
-#undef FIELD
-    };
-    for (size_t i = 0; i < sizeof learned / sizeof learned[0]; i++)
-        if (!CLI_GIVEN(o, learned[i].opt))
-            memcpy((char *)&o->learn + learned[i].offset, (const char *)&m->learn + learned[i].offset, learned[i].size);
+     * the checkpoint's */
+    run_learning *l = &o->learn;
+    const run_learning *c = &m->learn;
+    if (!CLI_GIVEN(o, O_OPTIM)) l->optimizer = c->optimizer;
+    if (!CLI_GIVEN(o, O_NESTEROV)) l->nesterov = c->nesterov;
+    if (!CLI_GIVEN(o, O_SCALE_LR)) l->scale_lr = c->scale_lr;
+    if (!CLI_GIVEN(o, O_BETAS)) l->beta1 = c->beta1, l->beta2 = c->beta2;
+    if (!CLI_GIVEN(o, O_EPS)) l->eps = c->eps;
+    if (!CLI_GIVEN(o, O_CLIP)) l->clip_grad_norm = c->clip_grad_norm;
+    if (!CLI_GIVEN(o, O_SMOOTH)) l->label_smoothing = c->label_smoothing;
+    if (!CLI_GIVEN(o, O_SCHED)) l->lr_schedule = c->lr_schedule;
+    if (!CLI_GIVEN(o, O_LR_STEP)) l->lr_step = c->lr_step;
+    if (!CLI_GIVEN(o, O_WARM_STEPS)) l->warmup_steps = c->warmup_steps;
+    if (!CLI_GIVEN(o, O_WARM_EPOCHS)) l->warmup_epochs = c->warmup_epochs;
+    if (!CLI_GIVEN(o, O_MILESTONES)) {
+        memcpy(l->milestones, c->milestones, sizeof l->milestones);
+        l->n_milestones = c->n_milestones;
+    }
+    if (!CLI_GIVEN(o, O_GAMMA)) l->lr_gamma = c->lr_gamma;
+    if (!CLI_GIVEN(o, O_LR_MIN)) l->lr_min = c->lr_min;
     apply_target(o, path, m);
     return 0;
 }
