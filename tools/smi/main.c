@@ -301,7 +301,7 @@ static void fit(char *cell, int max)
     strcpy(cell + end, "...");
 }
 
-static void print_table(const clt_device_info *devs, int n, const char *loader, const char *loader_ver)
+static int print_table(const clt_device_info *devs, int n, const char *loader, const char *loader_ver)
 {
     time_t now = time(NULL);
     char when[64];
@@ -320,7 +320,10 @@ static void print_table(const clt_device_info *devs, int n, const char *loader, 
     static const char *head[COLS] = {"#", "Name", "Vendor / Platform", "Type", "Memory total / free",
                                      "CUs", "Clock", "Bus-Id"};
     char(*cells)[COLS][CELL] = calloc((size_t)n + 1, sizeof *cells);
-    if (!cells) return;
+    if (!cells) {
+        fprintf(stderr, "cltrain-smi: out of memory for the table\n");
+        return 1;
+    }
     int w[COLS] = {0};
     for (int j = 0; j < COLS; j++) snprintf(cells[0][j], CELL, "%s", head[j]);
     for (int i = 0; i < n; i++) {
@@ -349,6 +352,7 @@ static void print_table(const clt_device_info *devs, int n, const char *loader, 
     for (int i = 1; i <= n; i++) row(w, cells[i]);
     rule(w, '-');
     free(cells);
+    return 0;
 }
 
 static int report(const options *o)
@@ -384,6 +388,7 @@ static int report(const options *o)
         m++;
     }
     char loader[128], loader_ver[128];
+    int rc = 0;
     clt_icd_loader_info(loader, sizeof loader, loader_ver, sizeof loader_ver);
     if (n == 0 && o->mode != OUT_JSON && o->mode != OUT_CSV) {
         printf("No OpenCL devices found. Install a driver (on Debian, pocl-opencl-icd gives a CPU device),\n"
@@ -391,7 +396,7 @@ static int report(const options *o)
                getenv("CLTRAIN_DEVICES") ? getenv("CLTRAIN_DEVICES") : "");
     } else {
         switch (o->mode) {
-        case OUT_TABLE: print_table(devs, m, loader, loader_ver); break;
+        case OUT_TABLE: rc = print_table(devs, m, loader, loader_ver); break;
         case OUT_LIST: print_list(devs, m); break;
         case OUT_CSV: print_csv(o, devs, m); break;
         case OUT_JSON: print_json(devs, m, loader, loader_ver); break;
@@ -399,7 +404,7 @@ static int report(const options *o)
     }
     free(devs);
     fflush(stdout);
-    return 0;
+    return rc;
 }
 
 int main(int argc, char **argv)
