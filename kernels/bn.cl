@@ -49,13 +49,15 @@
 
 #define BN_ARGS_ROWS const int n, const int C, const int hw, const int S, const int chunks
 
-/* Runs the statements for each unit u of this work-item, sample after
- * sample; base is the offset of the plane (sample s, channel c). */
-#define BN_FOR_UNITS(...)                                                                          \
+/* BN_UNITS_BEGIN statements BN_UNITS_END runs the statements for each unit
+ * u of this work-item, sample after sample; base is the offset of the plane
+ * (sample s, channel c). A pair, not a variadic macro: OpenCL C forbids
+ * those (NVIDIA's compiler refuses them). */
+#define BN_UNITS_BEGIN                                                                             \
     for (int s = s0; s < s1; s++) {                                                                \
         const size_t base = ((size_t)s * C + c) * hw;                                              \
-        for (int u = lane; u < hu; u += lx) {                                                      \
-            __VA_ARGS__                                                                            \
+        for (int u = lane; u < hu; u += lx) {
+#define BN_UNITS_END                                                                               \
         }                                                                                          \
     }
 
@@ -74,7 +76,11 @@
         BN_ROW_HEAD(VEC)                                                                           \
         const float sh = shift[shift_off + c];                                                     \
         T a1 = 0.0f, a2 = 0.0f;                                                                    \
-        BN_FOR_UNITS(T v = bn_vload##VEC(u, x + base) - sh; a1 += v; a2 += v * v;)                 \
+        BN_UNITS_BEGIN                                                                             \
+            T v = bn_vload##VEC(u, x + base) - sh;                                                 \
+            a1 += v;                                                                               \
+            a2 += v * v;                                                                           \
+        BN_UNITS_END                                                                               \
         BN_PART_STORE(bn_hsum##VEC(a1), bn_hsum##VEC(a2))                                          \
     }                                                                                              \
                                                                                                    \
@@ -86,8 +92,11 @@
         BN_ROW_HEAD(VEC)                                                                           \
         const float mean = mean_invstd[mi_off + c];                                                \
         T a1 = 0.0f, a2 = 0.0f;                                                                    \
-        BN_FOR_UNITS(T d = bn_vload##VEC(u, dy + base); a1 += d;                                   \
-                     a2 += d * (bn_vload##VEC(u, x + base) - mean);)                               \
+        BN_UNITS_BEGIN                                                                             \
+            T d = bn_vload##VEC(u, dy + base);                                                     \
+            a1 += d;                                                                               \
+            a2 += d * (bn_vload##VEC(u, x + base) - mean);                                         \
+        BN_UNITS_END                                                                               \
         BN_PART_STORE(bn_hsum##VEC(a1), bn_hsum##VEC(a2) * mean_invstd[mi_off + C + c])            \
     }                                                                                              \
                                                                                                    \
@@ -102,8 +111,9 @@
         const float mean = mean_invstd[mi_off + c];                                                \
         const float scale = mean_invstd[mi_off + C + c] * (has_gamma ? gamma[c] : 1.0f);           \
         const float shift = has_beta ? beta[c] : 0.0f;                                             \
-        BN_FOR_UNITS(bn_vstore##VEC((bn_vload##VEC(u, x + base) - mean) * scale + shift, u,        \
-                                    y + base);)                                                    \
+        BN_UNITS_BEGIN                                                                             \
+            bn_vstore##VEC((bn_vload##VEC(u, x + base) - mean) * scale + shift, u, y + base);      \
+        BN_UNITS_END                                                                               \
     }                                                                                              \
                                                                                                    \
     /* Training backward: dx = gamma * invstd * (dy - B1/M - xhat * B2/M) with bstats =            \
@@ -120,8 +130,10 @@
         const float k = invstd * (has_gamma ? gamma[c] : 1.0f);                                    \
         const float mdy = bstats[bs_off + c] * inv_count;                                          \
         const float mdx = bstats[bs_off + C + c] * inv_count * invstd; /* mean(dy xhat) invstd */  \
-        BN_FOR_UNITS(T d = bn_vload##VEC(u, dy + base), xv = bn_vload##VEC(u, x + base);           \
-                     bn_vstore##VEC(k * (d - mdy - (xv - mean) * mdx), u, dx + base);)             \
+        BN_UNITS_BEGIN                                                                             \
+            T d = bn_vload##VEC(u, dy + base), xv = bn_vload##VEC(u, x + base);                    \
+            bn_vstore##VEC(k * (d - mdy - (xv - mean) * mdx), u, dx + base);                       \
+        BN_UNITS_END                                                                               \
     }                                                                                              \
                                                                                                    \
     /* Backward with the statistics held fixed (inference): dx = gamma * invstd * dy. */           \
@@ -132,7 +144,9 @@
     {                                                                                              \
         BN_ROW_HEAD(VEC)                                                                           \
         const float k = mean_invstd[mi_off + C + c] * (has_gamma ? gamma[c] : 1.0f);               \
-        BN_FOR_UNITS(bn_vstore##VEC(k * bn_vload##VEC(u, dy + base), u, dx + base);)               \
+        BN_UNITS_BEGIN                                                                             \
+            bn_vstore##VEC(k * bn_vload##VEC(u, dy + base), u, dx + base);                         \
+        BN_UNITS_END                                                                               \
     }
 
 BN_KERNELS(, 1, float)

@@ -49,6 +49,7 @@ typedef struct clt_conv_direct_params {
 typedef struct clt_conv_gemm_params {
     int nb;           /* images per chunk */
     size_t col_elems; /* floats of the im2col matrix of one chunk */
+    int splits;       /* slices of K = images*p in the weight-gradient GEMM */
 } clt_conv_gemm_params;
 
 typedef struct clt_conv_algo clt_conv_algo;

@@ -15,6 +15,32 @@ static unsigned gemm_supports(const clt_conv_geom *g, unsigned open)
     return open;
 }
 
+/* The weight gradient is a co x ckk matrix, often a few GEMM tiles, summed
+ * over a K of images*p (100k for ResNet-18's 28x28 layers at batch 128):
+ * one GEMM keeps a handful of a GPU's units busy (it ran at 1-5% of cuDNN's
+ * speed on an H100). Split-K: slices of K, each at least 256 long, run as a
+ * strided batch into partial matrices, summed in a fixed order; about four
+ * 32x32 tiles per compute unit. Chosen by shape and unit count, so CPUs
+ * (few units) split only the smallest outputs, LeNet's conv1 say. */
+static int gemm_splits(const clt_device *dev, const clt_conv_geom *g, size_t q)
+{
+    size_t ckk = (size_t)g->c * g->k * g->k;
+    size_t tiles = (((size_t)g->co + 31) / 32) * ((ckk + 31) / 32);
+    size_t want = (4 * (size_t)dev->info.compute_units + tiles - 1) / tiles;
+    size_t most = q / 256;
+    if (want > most) want = most;
+    if (want > 256) want = 256;
+    return want < 1 ? 1 : (int)want;
+}
+
+/* Floats of the (co, images*p) matrix of a chunk. */
+static size_t gemm_mat_elems(const clt_conv_plan *plan)
+{
+    const clt_conv_geom *g = &plan->g;
+    return clt_conv_round_up((size_t)g->co * g->oh * g->ow * (size_t)plan->gemm.nb,
+                             CLT_CONV_ALIGN_FLOATS);
+}
+
 /* Images per chunk: the im2col matrix and the (co, images*p) result of a
  * chunk fit the work-buffer budget: the device's settings, else its largest
  * allocation, at most 512 MiB. */
@@ -30,15 +56,48 @@ static int gemm_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passes
     if (nb > (size_t)g->n) nb = (size_t)g->n;
     plan->gemm.nb = (int)nb;
     plan->gemm.col_elems = clt_conv_round_up(ckk * p * nb, CLT_CONV_ALIGN_FLOATS);
+    /* the partial matrices share the budget: fewer slices where it is tight */
+    size_t used = plan->gemm.col_elems + gemm_mat_elems(plan), dw_elems = (size_t)g->co * ckk;
+    size_t splits = (size_t)gemm_splits(dev, g, p * nb), room = floats > used ? floats - used : 0;
+    if (splits * dw_elems > room) splits = room / dw_elems;
+    plan->gemm.splits = splits > 1 ? (int)splits : 1;
     return 1;
 }
 
-/* The work buffer: the im2col matrix, then a (co, images*p) matrix. */
-static clt_status gemm_scratch(clt_device *dev, const clt_conv_plan *plan, cl_mem *scratch)
+/* The work buffer: the im2col matrix, the (co, images*p) matrix, then (split
+ * weight gradient) the partial co x ckk matrices. */
+static clt_status gemm_scratch(clt_device *dev, const clt_conv_plan *plan, int with_parts,
+                               cl_mem *scratch)
 {
     const clt_conv_geom *g = &plan->g;
-    size_t mat = (size_t)g->co * g->oh * g->ow * (size_t)plan->gemm.nb;
-    return clt_device_scratch(dev, (plan->gemm.col_elems + mat) * sizeof(float), scratch);
+    size_t parts = with_parts && plan->gemm.splits > 1
+                       ? (size_t)plan->gemm.splits * g->co * g->c * g->k * g->k
+                       : 0;
+    return clt_device_scratch(dev, (plan->gemm.col_elems + gemm_mat_elems(plan) + parts) * sizeof(float),
+                              scratch);
+}
+
+/* The weight gradient of one chunk: dw (co x ckk) (+)= dyt (co x q) col^T
+ * directly, or (split) into the partial matrices at part_off, slice s of K
+ * into partial s; a remainder of K joins the last slice. */
+static clt_status gemm_dw_chunk(clt_device *dev, const clt_conv_plan *plan, size_t q, int first,
+                                cl_mem scratch, cl_ulong col_off, cl_ulong dyt_off, cl_mem dw,
+                                cl_ulong part_off)
+{
+    const clt_conv_geom *g = &plan->g;
+    size_t ckk = (size_t)g->c * g->k * g->k, co = (size_t)g->co, S = (size_t)plan->gemm.splits;
+    float beta = first ? 0.0f : 1.0f;
+    if (S == 1)
+        return clt_gemm(dev, false, true, co, ckk, q, 1.0f, scratch, dyt_off, q, scratch, col_off,
+                        q, beta, dw, 0, ckk);
+    size_t ks = q / S, done = ks * S;
+    if (ks > 0)
+        CLT_TRY(clt_gemm_batched(dev, false, true, co, ckk, ks, 1.0f, scratch, dyt_off, q, ks,
+                                 scratch, col_off, q, ks, beta, scratch, part_off, ckk, co * ckk, S));
+    if (done == q) return CLT_OK;
+    /* the first chunk is at least 256 * S long, so ks > 0 there: beta 1 */
+    return clt_gemm(dev, false, true, co, ckk, q - done, 1.0f, scratch, dyt_off + done, q, scratch,
+                    col_off + done, q, 1.0f, scratch, part_off + (S - 1) * co * ckk, ckk);
 }
 
 static clt_status im2col(clt_device *dev, const clt_conv_geom *g, cl_mem x, int n0, int nb,
@@ -59,7 +118,7 @@ static clt_status gemm_forward(clt_device *dev, const clt_conv_plan *plan, cl_me
     size_t p = (size_t)g->oh * g->ow, ckk = (size_t)g->c * g->k * g->k;
     int nb = plan->gemm.nb, P = (int)p;
     cl_mem scratch;
-    CLT_TRY(gemm_scratch(dev, plan, &scratch));
+    CLT_TRY(gemm_scratch(dev, plan, 0, &scratch));
     cl_ulong col_off = 0, yt_off = plan->gemm.col_elems;
     int has_bias = b != NULL;
     cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
@@ -87,8 +146,9 @@ static clt_status gemm_backward(clt_device *dev, const clt_conv_plan *plan, cl_m
     size_t p = (size_t)g->oh * g->ow, ckk = (size_t)g->c * g->k * g->k;
     int nb = plan->gemm.nb, P = (int)p;
     cl_mem scratch;
-    CLT_TRY(gemm_scratch(dev, plan, &scratch));
+    CLT_TRY(gemm_scratch(dev, plan, dw != NULL, &scratch));
     cl_ulong col_off = 0, dyt_off = plan->gemm.col_elems;
+    cl_ulong part_off = dyt_off + gemm_mat_elems(plan);
     for (int n0 = 0; n0 < g->n; n0 += nb) {
         int cnt = g->n - n0 < nb ? g->n - n0 : nb;
         size_t q = (size_t)cnt * p;
@@ -96,10 +156,9 @@ static clt_status gemm_backward(clt_device *dev, const clt_conv_plan *plan, cl_m
                               CLT_ARGS(CLT_ARG(g->co), CLT_ARG(P), CLT_ARG(n0), CLT_ARG(cnt),
                                        CLT_ARG(dy), CLT_ARG(scratch), CLT_ARG(dyt_off))));
         if (dw) {
-            /* dw (co x ckk) (+)= dyt (co x q) col^T; chunks add in order. */
+            /* chunks add in order */
             CLT_TRY(im2col(dev, g, x, n0, cnt, scratch, col_off));
-            CLT_TRY(clt_gemm(dev, false, true, (size_t)g->co, ckk, q, 1.0f, scratch, dyt_off, q,
-                             scratch, col_off, q, n0 == 0 ? 0.0f : 1.0f, dw, 0, ckk));
+            CLT_TRY(gemm_dw_chunk(dev, plan, q, n0 == 0, scratch, col_off, dyt_off, dw, part_off));
         }
         if (dx) {
             /* dcol (ckk x q) = w^T dyt, then the gather col2im. */
@@ -114,6 +173,8 @@ static clt_status gemm_backward(clt_device *dev, const clt_conv_plan *plan, cl_m
                                            CLT_ARG(dx))));
         }
     }
+    if (dw && plan->gemm.splits > 1)
+        return clt_conv_sum_chunks(dev, g->co * (int)ckk, plan->gemm.splits, scratch, part_off, dw);
     return CLT_OK;
 }
 

@@ -27,6 +27,24 @@ clt_status clt_gemm(clt_device *dev, bool trans_a, bool trans_b, size_t m, size_
     return CLT_OK;
 }
 
+clt_status clt_gemm_batched(clt_device *dev, bool trans_a, bool trans_b, size_t m, size_t n,
+                            size_t k, float alpha, cl_mem a, size_t a_off, size_t lda,
+                            size_t a_stride, cl_mem b, size_t b_off, size_t ldb, size_t b_stride,
+                            float beta, cl_mem c, size_t c_off, size_t ldc, size_t c_stride,
+                            size_t batches)
+{
+    if (m == 0 || n == 0 || batches == 0) return CLT_OK;
+    if (batches == 1)
+        return clt_gemm(dev, trans_a, trans_b, m, n, k, alpha, a, a_off, lda, b, b_off, ldb, beta,
+                        c, c_off, ldc);
+    CLBlastStatusCode st = CLBlastSgemmStridedBatched(
+        CLBlastLayoutRowMajor, trans_a ? CLBlastTransposeYes : CLBlastTransposeNo,
+        trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, alpha, a, a_off, lda, a_stride,
+        b, b_off, ldb, b_stride, beta, c, c_off, ldc, c_stride, batches, &dev->queue, NULL);
+    if (st != CLBlastSuccess) return clblast_fail(dev, st, "batched SGEMM");
+    return CLT_OK;
+}
+
 clt_status clt_gemm_warmup(clt_device *dev)
 {
     if (dev->gemm_ready) return CLT_OK;

@@ -12,6 +12,13 @@
 clt_status clt_gemm(clt_device *dev, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
                     float alpha, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off,
                     size_t ldb, float beta, cl_mem c, size_t c_off, size_t ldc);
+/* `batches` independent GEMMs of one shape; batch i's A, B and C start
+ * i * stride floats after the offsets. */
+clt_status clt_gemm_batched(clt_device *dev, bool trans_a, bool trans_b, size_t m, size_t n,
+                            size_t k, float alpha, cl_mem a, size_t a_off, size_t lda,
+                            size_t a_stride, cl_mem b, size_t b_off, size_t ldb, size_t b_stride,
+                            float beta, cl_mem c, size_t c_off, size_t ldc, size_t c_stride,
+                            size_t batches);
 /* Compiles CLBlast's kernels for this device (one thread at a time). */
 clt_status clt_gemm_warmup(clt_device *dev);
 

@@ -19,6 +19,14 @@ def run(*args, timeout=600):
     return p.returncode, p.stdout, p.stderr
 
 
+# Most checks train on two devices (POCL_DEVICES gives two on a CPU).
+smi = subprocess.run([os.path.join(os.environ['CLTRAIN_BUILD_ROOT'], 'tools', 'smi', 'cltrain-smi'), '--json'],
+                     capture_output=True, text=True, timeout=60)
+if smi.returncode != 0 or len(json.loads(smi.stdout)['devices']) < 2:
+    print(f'skip: needs two OpenCL devices: {smi.stdout or smi.stderr}')
+    sys.exit(77)
+
+
 # usage errors: exit 2 and one line naming the problem
 for args, word in [(['train', '--batch-size', '0'], '--batch-size'),
                    (['train', '--lr', 'fast'], '--lr'),

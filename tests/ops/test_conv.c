@@ -20,6 +20,7 @@
 
 #include "op_harness.h"
 #include "ops/conv.h"
+#include "ops/conv_algo.h"
 #include "runtime/device.h"
 #include "tensor/tensor.h"
 #include "ref_conv.h"
@@ -458,6 +459,34 @@ static void test_budget(void)
     clt_device_destroy(dev);
 }
 
+/* The gemm weight gradient split along K (a tiny co x ckk output over a
+ * long images*p): slices with a remainder, alone and over chunks of images
+ * whose last chunk is shorter (budget for about four images). */
+static void test_split_k(void)
+{
+    clt_device *dev = NULL;
+    REQUIRE_OK(clt_device_open(0, &dev));
+    clt_device_settings s = *clt_device_get_settings(dev);
+    s.conv_algo = CLT_CONV_ALGO_GEMM;
+    REQUIRE_OK(clt_device_set_settings(dev, &s));
+    clt_conv_geom g;
+    clt_conv_plan *plan = NULL;
+    REQUIRE_OK(clt_conv_geom_init(&g, 33, 1, 28, 28, 2, 3, 1, 0));
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
+    CHECK(plan->gemm.splits > 1 && (size_t)g.n * 676 % (size_t)plan->gemm.splits != 0,
+          "split-K with a remainder: %d slices of %d", plan->gemm.splits, g.n * 676);
+    run_case(dev, 33, 1, 28, 28, 2, 3, 1, 0);
+    s.conv_budget = 140000;
+    REQUIRE_OK(clt_device_set_settings(dev, &s));
+    REQUIRE_OK(clt_conv_geom_init(&g, 9, 1, 28, 28, 2, 3, 1, 0));
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
+    CHECK(plan->gemm.splits > 1 && plan->gemm.nb < 9 && 9 % plan->gemm.nb != 0,
+          "split-K over chunks: %d slices, %d images per chunk", plan->gemm.splits, plan->gemm.nb);
+    clt_conv_plan_destroy(plan);
+    run_case(dev, 9, 1, 28, 28, 2, 3, 1, 0);
+    clt_device_destroy(dev);
+}
+
 /* The plan: the algorithm per pass (direct for a first layer's forward and
  * backward-weights on a lanes device, lanes for the rest, gemm when the
  * settings say so or nothing else fits), results through a kept plan, and
@@ -592,6 +621,11 @@ static void run_budget(const op_env *e)
     (void)e;
     test_budget();
 }
+static void run_split_k(const op_env *e)
+{
+    (void)e;
+    test_split_k();
+}
 static void run_errors(const op_env *e) { test_errors(e->dev, e->dev1); }
 static void run_plan(const op_env *e) { test_plan(e->dev, e->dev1); }
 static void run_settings_env(const op_env *e)
@@ -603,6 +637,6 @@ static void run_settings_env(const op_env *e)
 static const op_test tests[] = {
     {"shapes", run_shapes},           {"models", run_models},               {"bwdw-blocks", run_bwdw_blocks},
     {"finite-differences", run_fd},   {"deterministic", run_deterministic}, {"budget", run_budget},
-    {"plan", run_plan},               {"errors", run_errors},               {"settings-env", run_settings_env},
+    {"split-k", run_split_k},         {"plan", run_plan},               {"errors", run_errors},               {"settings-env", run_settings_env},
 };
 OP_HARNESS_MAIN(tests)

@@ -25,4 +25,4 @@ C
 san=
 if ldd "$build"/libcltrain.so 2>/dev/null | grep -q libasan; then san=-fsanitize=address,undefined; fi
 cc $san "$dest/app.c" -o "$dest/app" $flags
-LD_LIBRARY_PATH="$dest$prefix/lib/$(basename "$(dirname "$pc")")" "$dest/app"
+LD_LIBRARY_PATH="$dest$prefix/lib/$(basename "$(dirname "$pc")")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$dest/app"

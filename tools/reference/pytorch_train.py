@@ -33,10 +33,18 @@ ap.add_argument('--init', choices=('normal', 'xavier'), help='default: xavier fo
 ap.add_argument('--limit-train', type=int, help='use the first N training samples')
 ap.add_argument('--limit-test', type=int, help='use the first N test samples')
 ap.add_argument('--threads', type=int, default=os.cpu_count())
+ap.add_argument('--device', default='cpu', help="torch device: cpu (default) or cuda (cuDNN's default algorithm choice)")
+ap.add_argument('--fp32', action='store_true', help='no TF32 tensor cores on a GPU (PyTorch allows them in convolutions)')
 a = ap.parse_args()
 if min(a.batch_size, a.epochs, a.threads, a.limit_train or 1, a.limit_test or 1) < 1 or not a.lr > 0:
     ap.error('--batch-size, --epochs, --threads, --limit-* and --lr must be positive')
 
+try:
+    dev = torch.device(a.device)
+    torch.empty(1, device=dev)
+except (RuntimeError, AssertionError) as e:
+    ap.error(f'--device {a.device}: {e}')
+torch.backends.cudnn.allow_tf32 = not a.fp32
 torch.manual_seed(a.seed)
 torch.set_num_threads(a.threads)
 net = BUILTINS[a.model]()
@@ -58,13 +66,14 @@ def load(split, limit):
 
 
 (xtr, ytr), (xte, yte) = load('train', a.limit_train), load('t10k', a.limit_test)
+net, xtr, ytr, xte, yte = net.to(dev), xtr.to(dev), ytr.to(dev), xte.to(dev), yte.to(dev)
 opt = torch.optim.SGD(net.parameters(), lr=a.lr)
 loss_fn = nn.CrossEntropyLoss()
 steps = 0
 for epoch in range(1, a.epochs + 1):
     net.train()
     t0, total, correct, seen = time.time(), 0.0, 0, 0
-    perm = torch.randperm(len(xtr))
+    perm = torch.randperm(len(xtr)).to(dev)
     for i in range(0, len(xtr), a.batch_size):
         b = perm[i:i + a.batch_size]
         out = net(xtr[b])
@@ -76,6 +85,8 @@ for epoch in range(1, a.epochs + 1):
         total += loss.item() * len(b)
         correct += (out.argmax(1) == ytr[b]).sum().item()
         seen += len(b)
+    if dev.type == 'cuda':
+        torch.cuda.synchronize()
     seconds = time.time() - t0
     net.eval()
     with torch.no_grad():
@@ -83,4 +94,4 @@ for epoch in range(1, a.epochs + 1):
     print(json.dumps({'epoch': epoch, 'steps': steps, 'loss': round(total / seen, 6), 'train_acc': round(correct / seen, 6),
                       'test_acc': round(right / len(xte), 6), 'seconds': round(seconds, 4),
                       'samples_per_s': round(seen / seconds, 1), 'framework': f'pytorch {torch.__version__}',
-                      'threads': a.threads}), flush=True)
+                      'device': a.device, 'tf32': not a.fp32 and a.device != 'cpu', 'threads': a.threads}), flush=True)
