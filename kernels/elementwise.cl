@@ -6,6 +6,12 @@ __kernel void elementwise_scale(__global float *x, const float a, const int n)
     if (i < n) x[i] *= a;
 }
 
+__kernel void elementwise_scale_at(__global float *x, const ulong off, const float a, const int n)
+{
+    int i = get_global_id(0);
+    if (i < n) x[off + i] *= a;
+}
+
 /* Residual connection: y = a + b (y may be a or b). */
 __kernel void elementwise_add(__global const float *a, __global const float *b, __global float *y,
                               const ulong n)

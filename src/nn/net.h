@@ -61,6 +61,8 @@ clt_status clt_net_write_on(clt_net *net, cl_command_queue queue, cl_event after
                             const float *host, cl_event *done);
 /* Sends the enqueued work to the device now. */
 clt_status clt_net_flush(clt_net *net);
+/* Enqueues span *= a on the device, on the net's queue. */
+clt_status clt_net_scale(clt_net *net, clt_net_buffer b, clt_span span, float a);
 
 /* Host memory for gradient transfers: clt_net_floats(net, CLT_NET_GRADS)
  * floats, pinned where the runtime can (CL_MEM_ALLOC_HOST_PTR, mapped),

@@ -1,6 +1,7 @@
 /* What other rooms may do with a net's device buffers (net.h): sizes,
  * spans, transfers, pinned staging, gradient order and the sync plan. */
 #include "nn/net_impl.h"
+#include "ops/elementwise.h"
 
 size_t clt_net_floats(const clt_net *net, clt_net_buffer b)
 {
@@ -84,6 +85,13 @@ void clt_net_set_layer_mark(clt_net *net, clt_layer_mark_fn fn, void *user)
 {
     net->mark = fn;
     net->mark_user = user;
+}
+
+clt_status clt_net_scale(clt_net *net, clt_net_buffer b, clt_span span, float a)
+{
+    cl_mem m;
+    CLT_TRY(span_mem(net, b, span, "clt_net_scale", &m));
+    return clt_scale_raw(net->dev, m, span.offset, span.count, a);
 }
 
 clt_status clt_net_flush(clt_net *net)

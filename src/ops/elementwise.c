@@ -2,6 +2,8 @@
  * tensor call makes. */
 #include "ops/elementwise.h"
 
+#include <limits.h>
+
 #include "runtime/launch.h"
 #include "tensor/tensor.h"
 
@@ -13,6 +15,18 @@ clt_status clt_add_raw(clt_device *dev, size_t count, cl_mem a, cl_mem b, cl_mem
     cl_ulong n = count;
     return clt_launch_1d(dev, "elementwise", "elementwise_add", count,
                          CLT_ARGS(CLT_ARG(a), CLT_ARG(b), CLT_ARG(y), CLT_ARG(n)));
+}
+
+clt_status clt_scale_raw(clt_device *dev, cl_mem x, size_t offset, size_t count, float a)
+{
+    if (count == 0) return CLT_OK;
+    if (!x) return clt_fail(CLT_ERR_INVALID_ARG, "clt_scale_raw: buffer is NULL");
+    if (count > INT_MAX || offset > (size_t)1 << 40)
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_scale_raw: %zu floats at %zu: too many", count, offset);
+    cl_ulong off = offset;
+    int n = (int)count;
+    return clt_launch_1d(dev, "elementwise", "elementwise_scale_at", count,
+                         CLT_ARGS(CLT_ARG(x), CLT_ARG(off), CLT_ARG(a), CLT_ARG(n)));
 }
 
 clt_status clt_elementwise_check(const char *op, int count, const clt_tensor *const *t,

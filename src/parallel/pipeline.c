@@ -102,6 +102,7 @@ clt_status clt_pipeline_grads_ready(void *user, clt_net *net, int layer)
 {
     clt_worker *w = user;
     clt_trainer *t = w->t;
+    if (clt_trainer_local_step(t)) return CLT_OK;
     if (w->next_bucket >= t->n_buckets || t->buckets[w->next_bucket].min_layer < layer) return CLT_OK;
     cl_event produced;
     CLT_CL(clEnqueueMarkerWithWaitList(w->dev->queue, 0, NULL, &produced), "clEnqueueMarkerWithWaitList");
@@ -125,7 +126,9 @@ clt_status clt_pipeline_end_backward(clt_worker *w)
 {
     CLT_TRY(clt_pipeline_grads_ready(w, w->net, -1)); /* buckets holding no layer's gradients */
     CLT_CL(clEnqueueMarkerWithWaitList(w->dev->queue, 0, NULL, &w->backward_done), "clEnqueueMarkerWithWaitList");
-    CLT_TRY(watch(w, w->backward_done, on_backward_done, w));
+    /* A local step waits for nothing, and NVIDIA's runtime calls event
+     * callbacks late: its end is taken when the queue is done instead. */
+    if (!clt_trainer_local_step(w->t)) CLT_TRY(watch(w, w->backward_done, on_backward_done, w));
     return clt_net_flush(w->net);
 }
 

@@ -131,8 +131,10 @@ static clt_status run_step_body(clt_worker *w)
     }
 
     float scale = 1.0f / (float)t->batch;
+    int local = clt_trainer_local_step(t);
+    if (local) s = clt_net_scale(w->net, CLT_NET_GRADS, (clt_span){0, t->flat}, scale);
     const float *in[CLT_MAX_DEVICES];
-    for (int b = 0; b < t->n_buckets; b++) {
+    for (int b = 0; b < t->n_buckets && !local; b++) {
         const clt_bucket *bk = &t->buckets[b];
         pthread_mutex_lock(&t->mu);
         int ok = wait_count(w, &t->arrived[b]);
@@ -169,12 +171,12 @@ static clt_status run_step_body(clt_worker *w)
         /* Clipping needs the norm of every bucket: it writes them all below. */
         if (t->cfg.clip_grad_norm == 0 && (s = write_bucket(w, b, 1.0f)) != CLT_OK) break;
     }
-    if (s == CLT_OK && t->cfg.clip_grad_norm > 0) {
+    if (s == CLT_OK && !local && t->cfg.clip_grad_norm > 0) {
         /* every thread computes the same factor from the same sums */
         float factor = clt_clip_factor(clt_grad_norm(t->sum, t->flat), t->cfg.clip_grad_norm);
         for (int b = 0; b < t->n_buckets && s == CLT_OK; b++) s = write_bucket(w, b, factor);
     }
-    if (s == CLT_OK) s = clt_pipeline_before_update(w);
+    if (s == CLT_OK) s = local ? (w->tracing ? clt_pipeline_mark(w, -1, 2) : CLT_OK) : clt_pipeline_before_update(w);
     if (s == CLT_OK) s = clt_net_optim_update(w->net, &t->optim, t->optim_steps, (clt_span){0, t->flat});
     w->loss = 0;
     w->correct = 0;
@@ -182,6 +184,12 @@ static clt_status run_step_body(clt_worker *w)
         s = clt_net_read_stats(w->net, &w->loss, &w->correct); /* waits for the queue */
     else if (s == CLT_OK)
         s = clt_device_finish(w->dev);
+    if (local) {
+        pthread_mutex_lock(&t->mu);
+        w->backward_end = clt_now();
+        w->backward_ended = 1;
+        pthread_mutex_unlock(&t->mu);
+    }
     if (s != CLT_OK) {
         pthread_mutex_lock(&t->mu);
         clt_trainer_fail_locked(t, w->slot, s, clt_last_error());
