@@ -25,12 +25,6 @@ typedef struct clt_bucket {
 } clt_bucket;
 
 typedef struct clt_worker clt_worker;
-/* What a bucket read's completion callback needs. */
-typedef struct clt_arrival {
-    clt_worker *w;
-    int bucket;
-} clt_arrival;
-
 typedef enum { CMD_NONE, CMD_STEP, CMD_EVAL, CMD_QUIT } clt_command;
 
 struct clt_worker {
@@ -44,11 +38,11 @@ struct clt_worker {
     cl_command_queue xfer; /* the transfer queue beside the device's compute queue */
     cl_event *events;     /* one read event per bucket */
     cl_event *writes;     /* one write-back event per bucket */
-    clt_arrival *arrivals;
+    cl_event step_start;  /* marker before the step's upload */
+    double step_t0;       /* clt_now() when it was enqueued */
     cl_event backward_done; /* marker after the whole backward */
-    double backward_end;  /* clt_now() when it completed (its callback) */
+    double backward_end;  /* when it completed: seen by polling, exact (profiling) at settle */
     int backward_ended;
-    int pending;          /* event callbacks still to run (mutex) */
     int early_sums;       /* buckets of this step summed before this device's backward ended */
     double hidden_transfer_s, hidden_reduce_s; /* parts of transfer and reduction during backward */
     int tracing;          /* clt_trainer_trace */
@@ -119,6 +113,13 @@ static inline int clt_trainer_local_step(const clt_trainer *t)
 }
 /* The per-bucket gradient pipeline of one device (pipeline.c). */
 clt_status clt_pipeline_open(clt_worker *w);
+/* Before the step's first command: the marker that times it. */
+clt_status clt_pipeline_begin(clt_worker *w);
+/* Waits for this device's read of bucket b and counts it arrived (or
+ * records the failure). */
+clt_status clt_pipeline_await(clt_worker *w, int b);
+/* Marks the backward ended if its marker completed (a non-blocking look). */
+void clt_pipeline_poll_backward(clt_worker *w);
 /* Bucket transfers on a queue of their own (separate) or on the compute
  * queue; open picks a separate one except on CPU devices. Between steps. */
 clt_status clt_pipeline_use_queue(clt_worker *w, int separate);
@@ -136,8 +137,8 @@ clt_status clt_pipeline_write_back(clt_worker *w, int b);
 clt_status clt_pipeline_mark(void *user, int layer, int pass);
 /* Makes the compute queue wait for every write-back. */
 clt_status clt_pipeline_before_update(clt_worker *w);
-/* Waits for both queues and every callback, adds up transfer times and
- * releases the step's events. */
+/* Waits for both queues, takes the backward's end from the profiling of
+ * its markers, adds up transfer times and releases the step's events. */
 void clt_pipeline_settle(clt_worker *w);
 /* Worker thread body (worker.c). */
 void *clt_worker_main(void *arg);

@@ -77,6 +77,7 @@ static clt_status compute_shard(clt_worker *w)
         return clt_fail(CLT_ERR_DEVICE_LOST, "injected failure (test) at step %lld", (long long)t->steps);
     w->next_bucket = 0;
     w->bn_round = 0;
+    CLT_TRY(clt_pipeline_begin(w));
     if (w->n == 0) {
         clt_pipeline_no_shard(w);
         /* as many rounds as the others' layers make (clt_net_sync_plan) */
@@ -136,6 +137,8 @@ static clt_status run_step_body(clt_worker *w)
     const float *in[CLT_MAX_DEVICES];
     for (int b = 0; b < t->n_buckets && !local; b++) {
         const clt_bucket *bk = &t->buckets[b];
+        if (w->n > 0 && (s = clt_pipeline_await(w, b)) != CLT_OK) return s;
+        clt_pipeline_poll_backward(w);
         pthread_mutex_lock(&t->mu);
         int ok = wait_count(w, &t->arrived[b]);
         pthread_mutex_unlock(&t->mu);
@@ -144,9 +147,8 @@ static clt_status run_step_body(clt_worker *w)
         size_t lo = bk->span.count * (size_t)w->slot / (size_t)t->k;
         size_t hi = bk->span.count * (size_t)(w->slot + 1) / (size_t)t->k;
         for (int d = 0; d < t->k; d++) in[d] = t->workers[d].staging + bk->span.offset + lo;
-        pthread_mutex_lock(&t->mu);
+        clt_pipeline_poll_backward(w);
         int during = !w->backward_ended;
-        pthread_mutex_unlock(&t->mu);
         double r0 = clt_now();
         s = hi > lo ? t->reduce(t->reduce_user, in, t->k, t->sum + bk->span.offset + lo, hi - lo, scale)
                     : CLT_OK;
@@ -184,12 +186,6 @@ static clt_status run_step_body(clt_worker *w)
         s = clt_net_read_stats(w->net, &w->loss, &w->correct); /* waits for the queue */
     else if (s == CLT_OK)
         s = clt_device_finish(w->dev);
-    if (local) {
-        pthread_mutex_lock(&t->mu);
-        w->backward_end = clt_now();
-        w->backward_ended = 1;
-        pthread_mutex_unlock(&t->mu);
-    }
     if (s != CLT_OK) {
         pthread_mutex_lock(&t->mu);
         clt_trainer_fail_locked(t, w->slot, s, clt_last_error());
