@@ -635,9 +635,17 @@ typedef struct clt_trainer_config {
                                 * weight_decay is 0 for AdamW too (PyTorch's is 0.01) */
     float clip_grad_norm;      /* > 0: scale the reduced gradient to at most this global L2 norm */
     float label_smoothing;     /* softmax cross-entropy with label smoothing E in [0, 1) */
+    /* NULL: this process alone. Else a pointer to an MPI_Comm (kept opaque
+     * so this header needs no mpi.h) whose every process creates a trainer
+     * with the same settings, MPI initialised with MPI_THREAD_SERIALIZED
+     * or more. The processes' devices form one list in rank order; every
+     * step gets the same whole batch on every process, each device runs
+     * its shard of it, and one allreduce per gradient bucket joins the
+     * processes' sums: N processes train as one with all their devices. */
+    void *mpi_comm;
     /* Zero (clt_trainer_config_default sets it). Later versions add fields
      * here, with 0 as their default, so the struct keeps its size. */
-    unsigned char reserved[64];
+    unsigned char reserved[64 - sizeof(void *)];
 } clt_trainer_config;
 
 /* Defaults: lenet on 1x28x28, default devices, equal split, SGD with lr

@@ -57,6 +57,9 @@ static clt_status check_config(const clt_trainer_config *c)
         return clt_fail(CLT_ERR_INVALID_ARG, "trainer: label_smoothing %g must lie in [0, 1)", c->label_smoothing);
     if (c->bucket_bytes < 4) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: bucket of %zu bytes", c->bucket_bytes);
     if (c->check_every < 0) return clt_fail(CLT_ERR_INVALID_ARG, "trainer: check_every %d", c->check_every);
+    if (c->mpi_comm && c->split == CLT_SPLIT_AUTO)
+        return clt_fail(CLT_ERR_INVALID_ARG, "trainer: the auto split works within one process; across MPI "
+                                             "processes split equally or by weights");
     return CLT_OK;
 }
 
@@ -108,6 +111,7 @@ static clt_status plan_batch_norm(clt_trainer *t)
         CLT_TRY(clt_calloc((void **)&t->bn_len[p], (size_t)t->k, sizeof(int), "batch norm"));
         CLT_TRY(clt_calloc((void **)&t->bn_count[p], (size_t)t->k, sizeof(double), "batch norm"));
     }
+    if (t->cl) CLT_TRY(clt_calloc((void **)&t->bn_x, (size_t)t->bn_cap, sizeof(float), "batch norm"));
     return CLT_OK;
 }
 
@@ -116,7 +120,8 @@ static clt_status plan_batch_norm(clt_trainer *t)
 static clt_status average_state(clt_trainer *t)
 {
     size_t n = clt_net_floats(t->workers[0].net, CLT_NET_STATE);
-    if (t->k == 1 || t->sync_rounds == 0 || t->cfg.sync_bn) return CLT_OK;
+    int all_devices = t->cl ? clt_cluster_devices(t->cl) : t->k;
+    if (all_devices == 1 || t->sync_rounds == 0 || t->cfg.sync_bn) return CLT_OK;
     float *all;
     CLT_TRY(clt_aligned_alloc((void **)&all, n * ((size_t)t->k + 1), sizeof(float), "state average"));
     const float *in[CLT_MAX_DEVICES];
@@ -127,7 +132,13 @@ static clt_status average_state(clt_trainer *t)
         in[i] = mine;
         s = clt_net_read(t->workers[i].net, CLT_NET_STATE, whole, mine, NULL);
     }
-    if (s == CLT_OK) s = clt_reduce_local_sum(NULL, in, t->k, all, n, 1.0f / (float)t->k);
+    if (s == CLT_OK && !t->cl) s = clt_reduce_local_sum(NULL, in, t->k, all, n, 1.0f / (float)t->k);
+    if (s == CLT_OK && t->cl) { /* this process's sum, everyone's, then the mean */
+        s = clt_reduce_local_sum(NULL, in, t->k, all, n, 1.0f);
+        if (s == CLT_OK) s = clt_cluster_sum_floats(t->cl, all, n);
+        float inv = 1.0f / (float)all_devices;
+        for (size_t i = 0; s == CLT_OK && i < n; i++) all[i] *= inv;
+    }
     for (int i = 0; i < t->k && s == CLT_OK; i++) s = clt_net_write(t->workers[i].net, CLT_NET_STATE, whole, all, NULL);
     clt_aligned_free(all);
     return s;
@@ -187,7 +198,6 @@ static clt_status start(clt_trainer *t, const size_t *force_align)
     CLT_TRY(create_nets(t, force_align));
     t->flat = clt_net_floats(t->workers[0].net, CLT_NET_GRADS);
     CLT_TRY(plan_buckets(t));
-    CLT_TRY(plan_batch_norm(t));
     CLT_TRY(clt_aligned_alloc((void **)&t->sum, t->flat, sizeof(float), "reduced gradients"));
     /* Alignment padding between buckets is never summed: zero, it adds
      * nothing to the clipping norm taken over the whole buffer. */
@@ -202,8 +212,10 @@ static clt_status start(clt_trainer *t, const size_t *force_align)
             return clt_fail(CLT_ERR_INVALID_ARG, "trainer: split weight %d is %g", i, w);
         t->weights[i] = w;
     }
+    if (c->mpi_comm) CLT_TRY(clt_cluster_open(c->mpi_comm, k, t->weights, &t->cl));
+    CLT_TRY(plan_batch_norm(t));
     CLT_TRY(clt_net_init(t->workers[0].net, c->seed, c->init));
-    CLT_TRY(clt_trainer_broadcast_params(t));
+    CLT_TRY(clt_trainer_broadcast_params(t)); /* process 0's, with MPI */
     if (pthread_mutex_init(&t->mu, NULL) != 0) return clt_fail(CLT_ERR_INTERNAL, "trainer: mutex");
     if (pthread_cond_init(&t->cv, NULL) != 0) {
         pthread_mutex_destroy(&t->mu);
@@ -280,6 +292,8 @@ void clt_trainer_destroy(clt_trainer *t)
         free(t->bn_len[p]);
         free(t->bn_count[p]);
     }
+    free(t->bn_x);
+    clt_cluster_close(t->cl);
     free(t->spec);
     free(t);
 }
@@ -322,7 +336,10 @@ clt_status clt_trainer_broadcast_params(clt_trainer *t)
         if (w == CLT_NET_GRADS) continue;
         clt_span whole = {0, clt_net_floats(src, (clt_net_buffer)w)};
         s = clt_net_read(src, (clt_net_buffer)w, whole, host, NULL);
-        for (int i = 1; i < t->k && s == CLT_OK; i++) {
+        /* with MPI, process 0's replica 0 is everyone's (same slots on all:
+         * every process loads the same checkpoint) */
+        if (s == CLT_OK && t->cl) s = clt_cluster_broadcast(t->cl, host, whole.count);
+        for (int i = t->cl ? 0 : 1; i < t->k && s == CLT_OK; i++) {
             clt_net *dst = t->workers[i].net;
             s = clt_net_ensure_slots(dst, n - CLT_NET_SLOT0);
             if (s == CLT_OK) s = clt_net_write(dst, (clt_net_buffer)w, whole, host, NULL);
@@ -341,6 +358,8 @@ static clt_status run_command(clt_trainer *t, clt_command cmd)
     memset(t->arrived, 0, (size_t)t->n_buckets * sizeof(int));
     memset(t->reduced, 0, (size_t)t->n_buckets * sizeof(int));
     t->bn_arrivals = 0;
+    t->bn_crossed = 0;
+    t->crossed = 0;
     t->generation++;
     pthread_cond_broadcast(&t->cv);
     while (t->done < t->k) pthread_cond_wait(&t->cv, &t->mu);
@@ -350,17 +369,24 @@ static clt_status run_command(clt_trainer *t, clt_command cmd)
     return CLT_OK;
 }
 
+/* Shards of n samples over every device (every process's, with MPI: each
+ * process computes the same list and takes its own devices' part). */
 static clt_status assign_shards(clt_trainer *t, int n, int training)
 {
-    int sizes[CLT_MAX_DEVICES];
-    CLT_TRY(clt_split_sizes(n, t->k, t->cfg.split == CLT_SPLIT_EQUAL ? NULL : t->weights, sizes));
+    int sizes[CLT_MAX_DEVICES * 8];
+    int all = t->cl ? clt_cluster_devices(t->cl) : t->k, first = t->cl ? clt_cluster_first(t->cl) : 0;
+    if (all > (int)(sizeof sizes / sizeof sizes[0]))
+        return clt_fail(CLT_ERR_INVALID_ARG, "trainer: %d devices over all processes (at most %d)", all,
+                        (int)(sizeof sizes / sizeof sizes[0]));
+    const float *weights = t->cfg.split == CLT_SPLIT_EQUAL ? NULL : t->cl ? clt_cluster_weights(t->cl) : t->weights;
+    CLT_TRY(clt_split_sizes(n, all, weights, sizes));
     /* Batch norm on a shard's own statistics needs two samples (one value
      * per channel has no variance): a lone sample joins the largest shard. */
     if (training && t->sync_rounds && !t->cfg.sync_bn && n >= 2) {
-        for (int i = 0; i < t->k; i++) {
+        for (int i = 0; i < all; i++) {
             if (sizes[i] != 1) continue;
             int big = 0;
-            for (int j = 1; j < t->k; j++)
+            for (int j = 1; j < all; j++)
                 if (sizes[j] > sizes[big]) big = j;
             if (big == i) continue;
             sizes[big]++;
@@ -368,10 +394,11 @@ static clt_status assign_shards(clt_trainer *t, int n, int training)
         }
     }
     int off = 0;
+    for (int i = 0; i < first; i++) off += sizes[i];
     for (int i = 0; i < t->k; i++) {
         t->workers[i].off = off;
-        t->workers[i].n = sizes[i];
-        off += sizes[i];
+        t->workers[i].n = sizes[first + i];
+        off += sizes[first + i];
     }
     return CLT_OK;
 }
@@ -393,6 +420,18 @@ static void update_auto_split(clt_trainer *t)
     /* Re-weigh every 10 steps, once every device has been measured. */
     if (!all || t->steps % 10 != 0) return;
     for (int i = 0; i < t->k; i++) t->weights[i] = (float)t->workers[i].ema_sps;
+}
+
+/* Loss and correct count of the last command over every device (of every
+ * process). */
+static clt_status gather_totals(clt_trainer *t, double totals[2])
+{
+    totals[0] = totals[1] = 0;
+    for (int i = 0; i < t->k; i++) {
+        totals[0] += t->workers[i].loss;
+        totals[1] += (double)t->workers[i].correct;
+    }
+    return t->cl ? clt_cluster_sum_doubles(t->cl, totals, 2) : CLT_OK;
 }
 
 clt_status clt_trainer_step(clt_trainer *t, const float *images, const int32_t *labels, int n, double *loss_sum,
@@ -417,12 +456,10 @@ clt_status clt_trainer_step(clt_trainer *t, const float *images, const int32_t *
         snprintf(t->fail_msg, sizeof t->fail_msg, "%s", clt_last_error());
         return avg;
     }
-    double loss = 0;
-    int64_t ok = 0;
-    for (int i = 0; i < t->k; i++) {
-        loss += t->workers[i].loss;
-        ok += t->workers[i].correct;
-    }
+    double totals[2];
+    CLT_TRY(gather_totals(t, totals));
+    double loss = totals[0];
+    int64_t ok = (int64_t)totals[1];
     update_auto_split(t);
     if (t->cfg.check_every > 0 && t->steps % t->cfg.check_every == 0) CLT_TRY(clt_trainer_check_replicas(t));
     if (loss_sum) *loss_sum = loss;
@@ -445,12 +482,10 @@ clt_status clt_trainer_evaluate(clt_trainer *t, const clt_dataset *ds, int batch
     CLT_TRY(run_command(t, CMD_EVAL));
     for (int i = 0; i < t->k; i++)
         if (t->workers[i].status != CLT_OK) return clt_fail(t->workers[i].status, "%s", t->workers[i].error);
-    double loss = 0;
-    int64_t ok = 0;
-    for (int i = 0; i < t->k; i++) {
-        loss += t->workers[i].loss;
-        ok += t->workers[i].correct;
-    }
+    double totals[2];
+    CLT_TRY(gather_totals(t, totals));
+    double loss = totals[0];
+    int64_t ok = (int64_t)totals[1];
     if (mean_loss) *mean_loss = loss / (double)total;
     if (accuracy) *accuracy = (double)ok / (double)total;
     return CLT_OK;
@@ -470,6 +505,10 @@ clt_status clt_trainer_check_replicas(clt_trainer *t)
             break;
         }
         uint64_t h = clt_hash(CLT_HASH_INIT, host, t->flat * sizeof(float));
+        int same = 1;
+        if (i == 0 && t->cl && (s = clt_cluster_same(t->cl, h, &same)) == CLT_OK && !same)
+            s = clt_fail(CLT_ERR_INTERNAL, "replicas differ between MPI processes after step %lld (process %d)",
+                         (long long)t->steps, clt_cluster_rank(t->cl));
         if (i == 0) ref = h;
         else if (h != ref)
             s = clt_fail(CLT_ERR_INTERNAL, "replica on device %d differs from the one on device %d after step %lld",

@@ -9,6 +9,7 @@
 #include "cltrain_diag.h"
 #include "core/clock.h"
 #include "nn/net.h"
+#include "parallel/cluster.h"
 #include "parallel/trace.h"
 #include "runtime/device.h"
 
@@ -67,6 +68,8 @@ struct clt_trainer {
     int k;
     clt_worker *workers;
     float *weights;       /* current split fractions */
+    clt_cluster *cl;      /* the other processes (cfg.mpi_comm), NULL alone */
+    int crossed;          /* the processes' sums of this step's buckets are in (mutex) */
     clt_bucket *buckets;
     int n_buckets;
     float *sum;           /* reduced gradients, flat */
@@ -99,6 +102,9 @@ struct clt_trainer {
     double *bn_count[2];
     int bn_cap;
     int64_t bn_arrivals;  /* contributions so far in this step */
+    float *bn_x;          /* across processes: the local sum of a round, then everyone's */
+    double bn_xn;
+    int64_t bn_crossed;   /* rounds of this step whose cross-process sum is in */
 };
 
 clt_status clt_reduce_local_sum(void *user, const float *const *in, int k, float *out, size_t count,
@@ -109,7 +115,7 @@ clt_status clt_reduce_local_sum(void *user, const float *const *in, int k, float
  * an H100). */
 static inline int clt_trainer_local_step(const clt_trainer *t)
 {
-    return t->k == 1 && t->reduce == clt_reduce_local_sum && t->cfg.clip_grad_norm == 0;
+    return t->k == 1 && !t->cl && t->reduce == clt_reduce_local_sum && t->cfg.clip_grad_norm == 0;
 }
 /* The per-bucket gradient pipeline of one device (pipeline.c). */
 clt_status clt_pipeline_open(clt_worker *w);

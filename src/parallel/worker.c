@@ -32,6 +32,44 @@ static int wait_count(clt_worker *w, const int *counter)
     return !t->failed;
 }
 
+/* A round across MPI processes: worker 0 sums this process's devices
+ * (device order) into bn_x, all bn_cap floats, so that processes whose
+ * shards are all empty still pass the same count, sums bn_x over the
+ * processes and publishes it; every worker copies it. bn_x is rewritten
+ * only at the next round, after every worker arrived there (so copied). */
+static clt_status bn_round_processes(clt_worker *w, int par, float *values, int len, double *total)
+{
+    clt_trainer *t = w->t;
+    clt_status s = CLT_OK;
+    if (w->slot == 0) {
+        double n[1] = {0};
+        for (int i = 0; i < t->bn_cap; i++) t->bn_x[i] = 0;
+        for (int d = 0; d < t->k; d++) {
+            n[0] += t->bn_count[par][d];
+            const float *src = t->bn_slots[par] + (size_t)d * (size_t)t->bn_cap;
+            for (int i = 0; i < t->bn_len[par][d]; i++) t->bn_x[i] += src[i];
+        }
+        s = clt_cluster_sum_floats(t->cl, t->bn_x, (size_t)t->bn_cap);
+        if (s == CLT_OK) s = clt_cluster_sum_doubles(t->cl, n, 1);
+        pthread_mutex_lock(&t->mu);
+        if (s != CLT_OK) clt_trainer_fail_locked(t, w->slot, s, clt_last_error());
+        t->bn_xn = n[0];
+        t->bn_crossed = w->bn_round + 1;
+        pthread_cond_broadcast(&t->cv);
+        pthread_mutex_unlock(&t->mu);
+    } else {
+        pthread_mutex_lock(&t->mu);
+        while (t->bn_crossed < w->bn_round + 1 && !t->failed) pthread_cond_wait(&t->cv, &t->mu);
+        if (t->failed) s = CLT_ERR_CANCELLED;
+        pthread_mutex_unlock(&t->mu);
+    }
+    if (s != CLT_OK) return s == CLT_ERR_CANCELLED ? clt_fail(s, "another device failed") : s;
+    for (int i = 0; i < len; i++) values[i] = t->bn_x[i];
+    *total = t->bn_xn;
+    w->bn_round++;
+    return CLT_OK;
+}
+
 /* One round of synchronised batch norm (clt_sync): every device posts its
  * partial sums, waits for all, and takes the sum in device order (the same
  * bits on every device). An empty shard posts nothing (len 0) but takes
@@ -57,6 +95,7 @@ static clt_status bn_round(void *user, float *values, int len, double *total)
     if (failed) return clt_fail(CLT_ERR_CANCELLED, "another device failed");
     /* Slots of this parity are rewritten only two rounds later, after
      * every device has arrived at the next round, so reading is safe. */
+    if (t->cl) return bn_round_processes(w, par, values, len, total);
     double n = 0;
     for (int i = 0; i < len; i++) values[i] = 0;
     for (int d = 0; d < t->k; d++) {
@@ -118,6 +157,30 @@ static clt_status write_bucket(clt_worker *w, int b, float factor)
     return s;
 }
 
+/* Worker 0 waits for the processes' sums of every bucket; the others wait
+ * for it. */
+static clt_status cross_processes(clt_worker *w)
+{
+    clt_trainer *t = w->t;
+    clt_status s = CLT_OK;
+    pthread_mutex_lock(&t->mu);
+    if (w->slot == 0) {
+        pthread_mutex_unlock(&t->mu);
+        double c0 = clt_now();
+        s = clt_cluster_wait_all(t->cl);
+        w->stats.reduce_s += clt_now() - c0;
+        pthread_mutex_lock(&t->mu);
+        if (s != CLT_OK) clt_trainer_fail_locked(t, w->slot, s, clt_last_error());
+        t->crossed = 1;
+        pthread_cond_broadcast(&t->cv);
+    } else {
+        while (!t->crossed && !t->failed) pthread_cond_wait(&t->cv, &t->mu);
+        if (t->failed) s = CLT_ERR_CANCELLED;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return s;
+}
+
 /* Bucket by bucket, as soon as every device's copy arrived: this thread's
  * slice of the sum, then (every slice done) the write-back. */
 static clt_status run_step_body(clt_worker *w)
@@ -133,6 +196,9 @@ static clt_status run_step_body(clt_worker *w)
 
     float scale = 1.0f / (float)t->batch;
     int local = clt_trainer_local_step(t);
+    /* Clipping needs the norm of every bucket, and across processes the
+     * sums come back together: then every bucket is written at the end. */
+    int deferred = t->cfg.clip_grad_norm > 0 || t->cl;
     if (local) s = clt_net_scale(w->net, CLT_NET_GRADS, (clt_span){0, t->flat}, scale);
     const float *in[CLT_MAX_DEVICES];
     for (int b = 0; b < t->n_buckets && !local; b++) {
@@ -170,12 +236,18 @@ static clt_status run_step_body(clt_worker *w)
         ok = wait_count(w, &t->reduced[b]);
         pthread_mutex_unlock(&t->mu);
         if (!ok) return CLT_ERR_CANCELLED;
-        /* Clipping needs the norm of every bucket: it writes them all below. */
-        if (t->cfg.clip_grad_norm == 0 && (s = write_bucket(w, b, 1.0f)) != CLT_OK) break;
+        /* the processes' sum of the bucket starts while later ones are summed here */
+        if (t->cl && w->slot == 0)
+            s = clt_cluster_start_sum(t->cl, b, t->n_buckets, t->sum + bk->span.offset, bk->span.count);
+        if (s == CLT_OK && !deferred) s = write_bucket(w, b, 1.0f);
+        if (s != CLT_OK) break;
     }
-    if (s == CLT_OK && !local && t->cfg.clip_grad_norm > 0) {
+    if (s == CLT_OK && !local && t->cl) s = cross_processes(w);
+    if (s == CLT_OK && !local && deferred) {
         /* every thread computes the same factor from the same sums */
-        float factor = clt_clip_factor(clt_grad_norm(t->sum, t->flat), t->cfg.clip_grad_norm);
+        float factor = t->cfg.clip_grad_norm > 0
+                           ? clt_clip_factor(clt_grad_norm(t->sum, t->flat), t->cfg.clip_grad_norm)
+                           : 1.0f;
         for (int b = 0; b < t->n_buckets && s == CLT_OK; b++) s = write_bucket(w, b, factor);
     }
     if (s == CLT_OK) s = local ? (w->tracing ? clt_pipeline_mark(w, -1, 2) : CLT_OK) : clt_pipeline_before_update(w);
