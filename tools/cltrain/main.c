@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "options.h"
+#include "world.h"
 
 static void usage(FILE *f)
 {
@@ -25,7 +26,22 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "train")) return cli_train(argc - 1, argv + 1);
+    cli_world world;
+    int rc = cli_world_open(&world, &argc, &argv);
+    if (rc) return rc;
+    if (world.size > 1) {
+        /* train runs across processes; the others would only repeat each other */
+        if (strcmp(cmd, "train") != 0) {
+            if (world.rank == 0)
+                fprintf(stderr, "cltrain: %s runs in one process; under mpirun only train runs across processes\n", cmd);
+            rc = 2;
+        } else
+            rc = cli_train(argc - 1, argv + 1, &world);
+        cli_world_close(&world, rc);
+        return rc;
+    }
+    cli_world_close(&world, 0);
+    if (!strcmp(cmd, "train")) return cli_train(argc - 1, argv + 1, &world);
     if (!strcmp(cmd, "eval")) return cli_eval(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {

@@ -35,6 +35,7 @@ typedef struct cli_options {
     const char *init_from, *export_npz, *save, *resume;
     int sync_bn;
     run_learning learn;     /* optimizer, clipping, schedule (cli_check_learning) */
+    void *mpi_comm;         /* not an option: the run's MPI_Comm under mpirun (world.h) */
     unsigned char given[O_END - O_MODEL];
 } cli_options;
 
@@ -73,7 +74,9 @@ int cli_make_trainer(const cli_options *o, const char *model, const char *model_
  * checked as it loads); a mismatch is printed, naming both shapes, and
  * returns 1. */
 int cli_check_shapes(const cli_options *o, const clt_dataset *train, const clt_dataset *test, int *shape);
-int cli_train(int argc, char **argv);
+struct cli_world;
+/* world: this process among an mpirun launch's (world.h). */
+int cli_train(int argc, char **argv, const struct cli_world *world);
 int cli_eval(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 /* cltrain bench ops (bench_ops.c); argv[0] is "ops". */

@@ -18,6 +18,7 @@
 #include "plot.h"
 #include "cltrain_diag.h"
 #include "runmeta.h"
+#include "world.h"
 
 /* The signal (SIGINT or SIGTERM) that asked to stop: the loop stops after
  * the current step. A signal handler can only talk through such a flag. */
@@ -49,7 +50,8 @@ static void device_names(FILE *f, const int *devs, int n, int json)
     }
 }
 
-static void report(const cli_options *o, const epoch_report *r, const int *devs, int n)
+/* devs: this process's; under mpirun the count of processes follows. */
+static void report(const cli_options *o, const epoch_report *r, const int *devs, int n, int processes)
 {
     if (o->json) {
         printf("{\"epoch\": %lld, \"steps\": %lld, \"loss\": %.6f, \"train_acc\": %.6f, \"test_acc\": %.6f, "
@@ -57,14 +59,16 @@ static void report(const cli_options *o, const epoch_report *r, const int *devs,
                (long long)r->epoch, (long long)r->steps, r->loss, r->train_acc, r->test_acc, r->seconds,
                r->samples_per_s, r->lr);
         device_names(stdout, devs, n, 1);
-        printf("]}\n");
+        if (processes > 1) printf("], \"processes\": %d}\n", processes);
+        else printf("]}\n");
     } else if (!o->quiet) {
         char rate[32], secs[32];
         printf("epoch %lld: loss %.4f, train acc %.4f, test acc %.4f, lr %.4g, %s s/epoch, %s samples/s on [",
                (long long)r->epoch, r->loss, r->train_acc, r->test_acc, r->lr,
                format_number(secs, sizeof secs, r->seconds), format_number(rate, sizeof rate, r->samples_per_s));
         device_names(stdout, devs, n, 0);
-        printf("]\n");
+        if (processes > 1) printf("] (process 0 of %d)\n", processes);
+        else printf("]\n");
     }
     fflush(stdout);
 }
@@ -157,6 +161,7 @@ int cli_make_trainer(const cli_options *o, const char *model, const char *model_
     cfg.seed = (uint64_t)o->seed;
     cfg.init = cli_init_for(o, model);
     cfg.sync_bn = o->sync_bn;
+    cfg.mpi_comm = o->mpi_comm;
     if (clt_trainer_create(&cfg, out) != CLT_OK) return fail("setting up the devices");
     if (o->init_from) {
         if (clt_net_load_npz(clt_trainer_net(*out, 0), o->init_from) != CLT_OK ||
@@ -266,13 +271,21 @@ static int save_checkpoint(clt_trainer *t, const cli_options *o, int64_t epoch, 
     return 0;
 }
 
-int cli_train(int argc, char **argv)
+int cli_train(int argc, char **argv, const cli_world *world)
 {
     cli_options o;
     cli_options_default(&o);
     int rc = cli_parse(&o, "train", NULL, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
     if (cli_check_outputs(&o)) return 1;
+    if (world->size > 1) {
+        o.mpi_comm = world->comm;
+        if (world->rank != 0) { /* process 0 alone prints and writes */
+            o.quiet = 1;
+            o.json = 0;
+            o.save = o.log_csv = o.plot = o.export_npz = o.trace = NULL;
+        }
+    }
     run_meta start = {.epoch = 1};
     char *resumed_model = NULL;
     if (o.resume && (rc = apply_resume(&o, o.resume, &start, &resumed_model))) {
@@ -292,6 +305,8 @@ int cli_train(int argc, char **argv)
     clt_batcher *b = NULL;
     plot_data plot = {.title = model};
     if ((rc = cli_resolve_devices(&o, devs, &n_devs))) goto done;
+    if (!CLI_GIVEN(&o, O_DEVICES) && !getenv("CLTRAIN_DEVICES") && (rc = cli_world_devices(world, devs, &n_devs)))
+        goto done;
     if (clt_dataset_load(o.data, CLT_SUBSET_TRAIN, o.limit_train, &train) != CLT_OK ||
         clt_dataset_load(o.data, CLT_SUBSET_TEST, o.limit_test, &test) != CLT_OK) {
         rc = fail("--data");
@@ -338,7 +353,8 @@ int cli_train(int argc, char **argv)
         goto done;
     }
     clt_schedule sched;
-    if ((rc = make_schedule(&o, per_epoch, n_devs, &sched))) goto done;
+    /* --scale-lr: the devices of every process */
+    if ((rc = make_schedule(&o, per_epoch, cli_world_sum(world, n_devs), &sched))) goto done;
     double lr = clt_schedule_lr(&sched, start.steps);
     /* resuming a finished run trains nothing, and says so */
     int finished = o.resume && (o.steps ? start.steps >= o.steps : start.epoch > o.epochs);
@@ -360,13 +376,15 @@ int cli_train(int argc, char **argv)
     int64_t last_epoch = o.steps ? INT64_MAX : o.epochs;
     /* a checkpoint of this run exists (the one resumed, when it is saved over) */
     int saved = o.resume && o.save && strcmp(o.resume, o.save) == 0;
-    for (int64_t e = start.epoch; !rc && !finished && e <= last_epoch && !interrupted; e++) {
+    int stop_sig = 0; /* interrupted, agreed by every process (the largest signal) */
+    for (int64_t e = start.epoch; !rc && !finished && e <= last_epoch && !stop_sig; e++) {
         double t0 = clt_now(), loss = 0;
         int64_t correct = 0, seen = 0, done_batches = 0, next_batch = e == start.epoch ? start.batch : 0;
         int stopped = 0;
         clt_batch batch;
         for (;;) {
-            if (interrupted || (o.steps && total_steps >= o.steps)) {
+            stop_sig = cli_world_max(world, (int)interrupted);
+            if (stop_sig || (o.steps && total_steps >= o.steps)) {
                 stopped = 1;
                 break;
             }
@@ -382,7 +400,9 @@ int cli_train(int argc, char **argv)
             if (s == CLT_OK) s = clt_trainer_step(t, batch.images, batch.labels, batch.count, &l, &k);
             total_steps++;
             if (s != CLT_OK) {
-                fprintf(stderr, "cltrain: epoch %lld, step %lld: %s%s%s\n", (long long)e, (long long)total_steps,
+                char who[32] = "";
+                if (world->size > 1) snprintf(who, sizeof who, "rank %d: ", world->rank);
+                fprintf(stderr, "cltrain: %sepoch %lld, step %lld: %s%s%s\n", who, (long long)e, (long long)total_steps,
                         clt_last_error(), saved ? "; last good checkpoint: " : "", saved ? o.save : "");
                 rc = 1;
                 break;
@@ -404,7 +424,7 @@ int cli_train(int argc, char **argv)
                 rc = fail("evaluating the test set");
                 break;
             }
-            report(&o, &r, devs, n_devs);
+            report(&o, &r, devs, n_devs, world->size);
             if (o.log_csv && append_csv(o.log_csv, &r)) rc = 1;
             if (o.plot && (plot_add_epoch(&plot, (plot_point){(double)total_steps, r.loss, r.train_acc, r.test_acc}) ||
                            plot_write_svg(o.plot, &plot))) {
@@ -422,10 +442,11 @@ int cli_train(int argc, char **argv)
     }
     if (!rc && o.export_npz && clt_net_save_npz(clt_trainer_net(t, 0), o.export_npz) != CLT_OK)
         rc = fail("--export-npz");
-    if (interrupted && !rc) {
-        fprintf(stderr, "cltrain: %s after step %lld%s%s\n", interrupted == SIGTERM ? "terminated (SIGTERM)" : "interrupted",
-                (long long)total_steps, o.save ? "; checkpoint saved to " : "", o.save ? o.save : "");
-        rc = 128 + interrupted; /* as a shell reports a death by that signal: 130, 143 */
+    if (stop_sig && !rc) {
+        if (world->rank == 0)
+            fprintf(stderr, "cltrain: %s after step %lld%s%s\n", stop_sig == SIGTERM ? "terminated (SIGTERM)" : "interrupted",
+                    (long long)total_steps, o.save ? "; checkpoint saved to " : "", o.save ? o.save : "");
+        rc = 128 + stop_sig; /* as a shell reports a death by that signal: 130, 143 */
     }
 done:
     if (o.trace && t && clt_trainer_write_trace(t, o.trace) != CLT_OK) rc = rc ? rc : fail("--trace");

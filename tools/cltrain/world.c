@@ -1,0 +1,113 @@
+/* cli_world (world.h). */
+#include "world.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#if CLTRAIN_HAVE_MPI
+#include <mpi.h>
+#endif
+
+/* The launchers' variables: Open MPI, MPICH's Hydra, any PMIx launcher. */
+static int launched(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i])) return 1;
+    return 0;
+}
+
+#if CLTRAIN_HAVE_MPI
+static const MPI_Comm world_comm = MPI_COMM_WORLD; /* only its address is passed on */
+
+int cli_world_open(cli_world *w, int *argc, char ***argv)
+{
+    *w = (cli_world){1, 0, 1, 0, NULL};
+    if (!launched()) return 0;
+    int level = 0;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &level) != MPI_SUCCESS) {
+        fprintf(stderr, "cltrain: MPI_Init_thread failed\n");
+        return 1;
+    }
+    MPI_Comm_size(MPI_COMM_WORLD, &w->size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
+    if (level < MPI_THREAD_SERIALIZED) {
+        fprintf(stderr, "cltrain: rank %d: this MPI gives thread level %d, cltrain needs MPI_THREAD_SERIALIZED\n",
+                w->rank, level);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &local);
+    MPI_Comm_size(local, &w->local_size);
+    MPI_Comm_rank(local, &w->local_rank);
+    MPI_Comm_free(&local);
+    w->comm = (void *)&world_comm; /* the trainer only reads it */
+    return 0;
+}
+
+void cli_world_close(cli_world *w, int rc)
+{
+    if (!w->comm) return;
+    /* 130 and 143 (a signal): every process stopped at the same step */
+    if (rc != 0 && rc != 130 && rc != 143 && w->size > 1) MPI_Abort(MPI_COMM_WORLD, rc);
+    MPI_Finalize();
+    w->comm = NULL;
+}
+
+static int reduce(const cli_world *w, int v, MPI_Op op)
+{
+    if (!w->comm || w->size == 1) return v;
+    int m = v;
+    MPI_Allreduce(&v, &m, 1, MPI_INT, op, MPI_COMM_WORLD);
+    return m;
+}
+
+int cli_world_max(const cli_world *w, int v) { return reduce(w, v, MPI_MAX); }
+int cli_world_sum(const cli_world *w, int v) { return reduce(w, v, MPI_SUM); }
+#else
+int cli_world_open(cli_world *w, int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    *w = (cli_world){1, 0, 1, 0, NULL};
+    const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!n) n = getenv("PMI_SIZE");
+    if (launched() && n && atoi(n) > 1) {
+        fprintf(stderr, "cltrain: started by mpirun with %s processes, but this cltrain was built without MPI: "
+                "install libopenmpi-dev (tools/setup does) and rebuild\n", n);
+        return 1;
+    }
+    return 0;
+}
+
+void cli_world_close(cli_world *w, int rc)
+{
+    (void)w;
+    (void)rc;
+}
+
+int cli_world_max(const cli_world *w, int v)
+{
+    (void)w;
+    return v;
+}
+
+int cli_world_sum(const cli_world *w, int v)
+{
+    (void)w;
+    return v;
+}
+#endif
+
+int cli_world_devices(const cli_world *w, int *devs, int *n)
+{
+    if (w->size == 1 || w->local_size == 1) return 0;
+    int kept = 0, visible = *n;
+    for (int i = w->local_rank; i < visible; i += w->local_size) devs[kept++] = devs[i];
+    *n = kept;
+    if (kept) return 0;
+    fprintf(stderr, "cltrain: rank %d: no device for local rank %d of %d processes on this machine (%d device%s "
+            "visible): start at most %d processes per machine, or name the devices (--devices)\n", w->rank,
+            w->local_rank, w->local_size, visible, visible == 1 ? "" : "s", visible);
+    return 1;
+}
