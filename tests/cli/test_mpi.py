@@ -5,6 +5,7 @@ killed process ends the whole job within a bound and the last checkpoint
 stays loadable, SIGTERM stops every process at the same step."""
 import json
 import os
+import re
 import signal
 import struct
 import subprocess
@@ -113,10 +114,13 @@ job.wait()
 
 # SIGTERM to mpirun reaches every process; all stop after the same step, exit 143
 job = start_long(P('t.ck'))
+stopped_at = None
 if check(wait_for(P('t.ck'), job), 'a checkpoint before SIGTERM'):
     job.send_signal(signal.SIGTERM)
     try:
         out, err = job.communicate(timeout=60)
+        m = re.search(r'terminated \(SIGTERM\) after step (\d+)', err)
+        stopped_at = int(m.group(1)) if m else None
         check('terminated (SIGTERM)' in err and err.count('terminated (SIGTERM)') == 1,
               f'process 0 alone reports the stop: {err[-500:]}')
         check(job.returncode != 0, f'exit {job.returncode}')
@@ -125,6 +129,15 @@ if check(wait_for(P('t.ck'), job), 'a checkpoint before SIGTERM'):
         check(False, 'SIGTERM: the job did not end within 60 s')
 job.kill()
 job.wait()
+
+# the stopped run resumes under mpirun, to its end
+if check(stopped_at is not None, 'the stop names its step'):
+    r = subprocess.run(MPI + [CLTRAIN, 'train', '--resume', P('t.ck'), '--steps', str(stopped_at + 20), '--json',
+                              '--limit-test', '256'],
+                       capture_output=True, text=True, timeout=300)
+    got = lines(r.stdout)
+    check(r.returncode == 0 and got and got[-1]['steps'] == stopped_at + 20,
+          f'resume under mpirun: {r.returncode} {got} {r.stderr[-500:]}')
 
 # eval and bench run in one process: refused under mpirun with 2
 r = subprocess.run(MPI + [CLTRAIN, 'eval', '--limit-test', '64'], capture_output=True, text=True, timeout=120)

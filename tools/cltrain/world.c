@@ -107,7 +107,7 @@ int cli_world_devices(const cli_world *w, int *devs, int *n)
     *n = kept;
     if (kept) return 0;
     fprintf(stderr, "cltrain: rank %d: no device for local rank %d of %d processes on this machine (%d device%s "
-            "visible): start at most %d processes per machine, or name the devices (--devices)\n", w->rank,
-            w->local_rank, w->local_size, visible, visible == 1 ? "" : "s", visible);
+            "visible): start at most %d process%s per machine, or name the devices (--devices)\n", w->rank,
+            w->local_rank, w->local_size, visible, visible == 1 ? "" : "s", visible, visible == 1 ? "" : "es");
     return 1;
 }
