@@ -641,7 +641,11 @@ typedef struct clt_trainer_config {
      * or more. The processes' devices form one list in rank order; every
      * step gets the same whole batch on every process, each device runs
      * its shard of it, and one allreduce per gradient bucket joins the
-     * processes' sums: N processes train as one with all their devices. */
+     * processes' sums: N processes train as one with all their devices.
+     * Then create, step, evaluate, broadcast_params, load_checkpoint and
+     * check_replicas are collective: every process calls them, in the
+     * same order. A process that fails must end the job (MPI_Abort): the
+     * others would wait for it. */
     void *mpi_comm;
     /* Zero (clt_trainer_config_default sets it). Later versions add fields
      * here, with 0 as their default, so the struct keeps its size. */

@@ -139,7 +139,17 @@ if check(stopped_at is not None, 'the stop names its step'):
     check(r.returncode == 0 and got and got[-1]['steps'] == stopped_at + 20,
           f'resume under mpirun: {r.returncode} {got} {r.stderr[-500:]}')
 
-# eval and bench run in one process: refused under mpirun with 2
+# bench train: process 0 alone, then both; the allreduce's bus bandwidth
+r = subprocess.run(MPI + [CLTRAIN, 'bench', 'train', '--batch-size', '32', '--steps', '2', '--json'],
+                   capture_output=True, text=True, timeout=300)
+try:
+    bj = json.loads(r.stdout)
+    check([x['processes'] for x in bj['runs']] == [1, 2] and bj['runs'][1]['devices'] == 2 and
+          bj['allreduce']['busbw_gb_per_s'] > 0 and bj['allreduce']['bytes'] > 0, f'bench under mpirun: {bj}')
+except (ValueError, KeyError) as e:
+    check(False, f'bench under mpirun printed no JSON object ({e}): {r.stdout[-300:]} {r.stderr[-300:]}')
+
+# eval runs in one process: refused under mpirun with 2
 r = subprocess.run(MPI + [CLTRAIN, 'eval', '--limit-test', '64'], capture_output=True, text=True, timeout=120)
 check(r.returncode != 0 and 'under mpirun only train' in r.stderr, f'eval under mpirun: {r.returncode} {r.stderr[-300:]}')
 finish()

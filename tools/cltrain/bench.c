@@ -10,16 +10,11 @@
 #include "../common/number.h"
 #include "cltrain_diag.h"
 #include "core/clock.h"
-#include "options.h"
+#include "bench.h"
+#include "nn/net.h"
 
-typedef struct bench_row {
-    int k;
-    double samples_per_s, step_s, compute_s, transfer_s, reduce_s, idle_s, hidden_s, exposed_s;
-} bench_row;
-
-/* trace: where to write a trace of the timed steps (NULL: none). */
-static int run(const cli_options *o, const int *devs, int k, const float *images, const int32_t *labels,
-               int steps, const char *trace, bench_row *row)
+int cli_bench_run(const cli_options *o, const int *devs, int k, const float *images, const int32_t *labels, int steps,
+                  const char *trace, void *comm, bench_row *row)
 {
     clt_trainer_config cfg;
     clt_trainer_config_default(&cfg);
@@ -30,6 +25,7 @@ static int run(const cli_options *o, const int *devs, int k, const float *images
     cfg.weights = o->weights; /* the first k */
     cfg.lr = 0.01f;
     cfg.init = cli_init_for(o, o->model);
+    cfg.mpi_comm = comm;
     clt_trainer *t = NULL;
     if (clt_trainer_create(&cfg, &t) != CLT_OK) {
         fprintf(stderr, "cltrain: bench on %d device(s): %s\n", k, clt_last_error());
@@ -38,6 +34,7 @@ static int run(const cli_options *o, const int *devs, int k, const float *images
     int b = (int)o->batch_size, rc = 0;
     memset(row, 0, sizeof *row);
     row->k = k;
+    row->params = clt_net_floats(clt_trainer_net(t, 0), CLT_NET_GRADS); /* what a step sums */
     for (int s = 0; s < 3 && !rc; s++) /* warm-up: first-use compilation, caches */
         if (clt_trainer_step(t, images, labels, b, NULL, NULL) != CLT_OK) rc = 1;
     if (!rc && trace && clt_trainer_trace(t, 1) != CLT_OK) rc = 1;
@@ -91,7 +88,7 @@ static const cli_accept bench_options[] = {
     {O_END, NULL},
 };
 
-int cli_bench(int argc, char **argv)
+int cli_bench(int argc, char **argv, const cli_world *world)
 {
     if (argc >= 2 && strcmp(argv[1], "ops") == 0) return cli_bench_ops(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "train") != 0) {
@@ -123,6 +120,8 @@ int cli_bench(int argc, char **argv)
         return usage_error("cltrain", "--split: the first device runs alone first, so its weight must be above 0");
     int devs[CLT_MAX_DEVICES], n = 0;
     if ((rc = cli_resolve_devices(&o, devs, &n))) return rc;
+    if (!CLI_GIVEN(&o, O_DEVICES) && !getenv("CLTRAIN_DEVICES") && (rc = cli_world_devices(world, devs, &n)))
+        return rc;
     if (o.steps > 100000) return usage_error("cltrain", "--steps %lld: at most 100000 timed steps", (long long)o.steps);
     int steps = o.steps ? (int)o.steps : 20;
     if (clt_spec_check(o.model, 1, 28, 28, NULL, 0) != CLT_OK) {
@@ -141,10 +140,16 @@ int cli_bench(int argc, char **argv)
     uint32_t r = 1;
     for (size_t i = 0; i < b * 784; i++) r = r * 1664525u + 1013904223u, images[i] = (float)(r >> 8) / 16777216.0f;
     for (size_t i = 0; i < b; i++) labels[i] = (int32_t)(i % 10);
+    if (world->size > 1) {
+        rc = cli_bench_world(&o, devs, n, images, labels, steps, world);
+        free(images);
+        free(labels);
+        return rc;
+    }
     bench_row rows[CLT_MAX_DEVICES] = {{0}};
     int done = 0;
     for (int k = 1; k <= n && !rc; k++) {
-        rc = run(&o, devs, k, images, labels, steps, k == n ? o.trace : NULL, &rows[k - 1]);
+        rc = cli_bench_run(&o, devs, k, images, labels, steps, k == n ? o.trace : NULL, NULL, &rows[k - 1]);
         done += !rc;
     }
     /* Scaling efficiency: k devices against the sum of each alone (the fair
@@ -152,7 +157,7 @@ int cli_bench(int argc, char **argv)
     double alone = done == n ? rows[0].samples_per_s : 0;
     for (int j = 1; j < n && !rc; j++) {
         bench_row one = {0};
-        rc = run(&o, devs + j, 1, images, labels, steps, NULL, &one);
+        rc = cli_bench_run(&o, devs + j, 1, images, labels, steps, NULL, NULL, &one);
         alone += one.samples_per_s;
     }
     double efficiency = !rc && n > 1 ? rows[n - 1].samples_per_s / alone : 0;

@@ -30,20 +30,24 @@ int main(int argc, char **argv)
     int rc = cli_world_open(&world, &argc, &argv);
     if (rc) return rc;
     if (world.size > 1) {
-        /* train runs across processes; the others would only repeat each other */
-        if (strcmp(cmd, "train") != 0) {
-            if (world.rank == 0)
-                fprintf(stderr, "cltrain: %s runs in one process; under mpirun only train runs across processes\n", cmd);
-            rc = 2;
-        } else
+        /* train and bench train run across processes; the others would only repeat each other */
+        if (!strcmp(cmd, "train"))
             rc = cli_train(argc - 1, argv + 1, &world);
+        else if (!strcmp(cmd, "bench") && argc > 2 && !strcmp(argv[2], "train"))
+            rc = cli_bench(argc - 1, argv + 1, &world);
+        else {
+            if (world.rank == 0)
+                fprintf(stderr, "cltrain: %s runs in one process; under mpirun only train and bench train run "
+                        "across processes\n", cmd);
+            rc = 2;
+        }
         cli_world_close(&world, rc);
         return rc;
     }
     cli_world_close(&world, 0);
     if (!strcmp(cmd, "train")) return cli_train(argc - 1, argv + 1, &world);
     if (!strcmp(cmd, "eval")) return cli_eval(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1, &world);
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         usage(stdout);
         return 0;

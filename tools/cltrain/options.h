@@ -78,7 +78,7 @@ struct cli_world;
 /* world: this process among an mpirun launch's (world.h). */
 int cli_train(int argc, char **argv, const struct cli_world *world);
 int cli_eval(int argc, char **argv);
-int cli_bench(int argc, char **argv);
+int cli_bench(int argc, char **argv, const struct cli_world *world);
 /* cltrain bench ops (bench_ops.c); argv[0] is "ops". */
 int cli_bench_ops(int argc, char **argv);
 

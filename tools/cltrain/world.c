@@ -1,6 +1,7 @@
 /* cli_world (world.h). */
 #include "world.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -63,6 +64,34 @@ static int reduce(const cli_world *w, int v, MPI_Op op)
 }
 
 int cli_world_max(const cli_world *w, int v) { return reduce(w, v, MPI_MAX); }
+
+double cli_world_allreduce_seconds(const cli_world *w, size_t floats, int reps)
+{
+    if (!w->comm || w->size == 1 || floats == 0 || floats > INT_MAX) return 0;
+    float *buf = calloc(floats, sizeof *buf);
+    int ok = buf != NULL, all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_ok) {
+        free(buf);
+        return 0;
+    }
+    double best = 0;
+    for (int r = -3; r < reps; r++) { /* 3 warm-ups */
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        MPI_Allreduce(MPI_IN_PLACE, buf, (int)floats, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        double t = MPI_Wtime() - t0, slowest = t;
+        MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (r >= 0 && (best == 0 || slowest < best)) best = slowest;
+    }
+    free(buf);
+    return best;
+}
+
+void cli_world_barrier(const cli_world *w)
+{
+    if (w->comm && w->size > 1) MPI_Barrier(MPI_COMM_WORLD);
+}
 int cli_world_sum(const cli_world *w, int v) { return reduce(w, v, MPI_SUM); }
 #else
 int cli_world_open(cli_world *w, int *argc, char ***argv)
@@ -97,6 +126,16 @@ int cli_world_sum(const cli_world *w, int v)
     (void)w;
     return v;
 }
+
+double cli_world_allreduce_seconds(const cli_world *w, size_t floats, int reps)
+{
+    (void)w;
+    (void)floats;
+    (void)reps;
+    return 0;
+}
+
+void cli_world_barrier(const cli_world *w) { (void)w; }
 #endif
 
 int cli_world_devices(const cli_world *w, int *devs, int *n)

@@ -3,6 +3,8 @@
 #ifndef CLT_CLI_WORLD_H
 #define CLT_CLI_WORLD_H
 
+#include <stddef.h>
+
 typedef struct cli_world {
     int size, rank;              /* 1, 0 outside mpirun */
     int local_size, local_rank;  /* processes on this machine, this one among them */
@@ -19,6 +21,12 @@ void cli_world_close(cli_world *w, int rc);
 /* The largest of every process's value, and their sum (the same on each). */
 int cli_world_max(const cli_world *w, int v);
 int cli_world_sum(const cli_world *w, int v);
+/* Seconds of one MPI_Allreduce (sum) of `floats` floats over the
+ * processes: the best of `reps` after warm-ups (0 alone or without MPI). */
+double cli_world_allreduce_seconds(const cli_world *w, size_t floats, int reps);
+/* Waits for every process. */
+void cli_world_barrier(const cli_world *w);
+
 /* Under mpirun without --devices or CLTRAIN_DEVICES: the local rank's
  * share of the default devices (every local_size-th from local_rank), so
  * one process per GPU and one process per machine both just work. 0, or
