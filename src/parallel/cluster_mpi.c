@@ -18,7 +18,7 @@ struct clt_cluster {
 
 static clt_status mpi_fail(int err, const char *what)
 {
-    char msg[MPI_MAX_ERROR_STRING];
+    char msg[MPI_MAX_ERROR_STRING + 1];
     int len = 0;
     if (MPI_Error_string(err, msg, &len) != MPI_SUCCESS) len = 0;
     msg[len] = 0;
@@ -80,9 +80,13 @@ clt_status clt_cluster_open(void *comm, int n_local, const float *weights, clt_c
 void clt_cluster_close(clt_cluster *c)
 {
     if (!c) return;
-    for (int i = 0; i < c->n_req; i++)
-        if (c->req[i] != MPI_REQUEST_NULL) MPI_Request_free(&c->req[i]);
-    if (c->comm != MPI_COMM_NULL) MPI_Comm_free(&c->comm);
+    /* A failed step can leave sums in flight: freeing an active collective's
+     * request is erroneous, and the job must abort anyway (the other
+     * processes wait for this one), so the requests and the communicator
+     * are left to MPI_Abort. */
+    int active = 0;
+    for (int i = 0; i < c->n_req; i++) active |= c->req[i] != MPI_REQUEST_NULL;
+    if (!active && c->comm != MPI_COMM_NULL) MPI_Comm_free(&c->comm);
     free(c->req);
     free(c->weights);
     free(c);

@@ -62,6 +62,12 @@ clt_status clt_pipeline_await(clt_worker *w, int b)
 {
     clt_trainer *t = w->t;
     cl_int err = clWaitForEvents(1, &w->events[b]);
+    if (err != CL_SUCCESS) { /* the read's own status says more than the wait's */
+        cl_int st = err;
+        if (clGetEventInfo(w->events[b], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) == CL_SUCCESS &&
+            st < 0)
+            err = st;
+    }
     pthread_mutex_lock(&t->mu);
     if (err != CL_SUCCESS) {
         char msg[96];
@@ -89,7 +95,7 @@ clt_status clt_pipeline_grads_ready(void *user, clt_net *net, int layer)
 {
     clt_worker *w = user;
     clt_trainer *t = w->t;
-    if (clt_trainer_local_step(t)) return CLT_OK;
+    if (clt_trainer_local_step(t)) return clt_net_flush(net); /* nothing to read: keep the device fed */
     if (w->next_bucket >= t->n_buckets || t->buckets[w->next_bucket].min_layer < layer) return CLT_OK;
     cl_event produced;
     CLT_CL(clEnqueueMarkerWithWaitList(w->dev->queue, 0, NULL, &produced), "clEnqueueMarkerWithWaitList");
@@ -173,8 +179,10 @@ void clt_pipeline_settle(clt_worker *w)
     cl_ulong bend = 0, start = 0;
     if (w->backward_done)
         clGetEventProfilingInfo(w->backward_done, CL_PROFILING_COMMAND_END, sizeof bend, &bend, NULL);
+    /* QUEUED: the device clock's reading when the marker was enqueued,
+     * which is when step_t0 was taken (it may start later) */
     if (w->step_start)
-        clGetEventProfilingInfo(w->step_start, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
+        clGetEventProfilingInfo(w->step_start, CL_PROFILING_COMMAND_QUEUED, sizeof start, &start, NULL);
     if (bend && start && bend >= start) { /* the device's clock from the step's start */
         w->backward_end = w->step_t0 + (double)(bend - start) * 1e-9;
         w->backward_ended = 1;

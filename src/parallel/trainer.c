@@ -144,6 +144,26 @@ static clt_status average_state(clt_trainer *t)
     return s;
 }
 
+/* With synchronised batch norm every device that ran the step updated the
+ * same running statistics; one with an empty shard ran nothing: it takes
+ * device 0's (process 0's with MPI; device 0 always has a sample). */
+static clt_status share_state(clt_trainer *t)
+{
+    if (!t->cfg.sync_bn || t->sync_rounds == 0 || t->empty_shards == 0) return CLT_OK;
+    size_t n = clt_net_floats(t->workers[0].net, CLT_NET_STATE);
+    float *buf;
+    CLT_TRY(clt_aligned_alloc((void **)&buf, n ? n : 1, sizeof(float), "batch-norm statistics"));
+    clt_span whole = {0, n};
+    clt_status s = clt_net_read(t->workers[0].net, CLT_NET_STATE, whole, buf, NULL);
+    /* every process takes part in the broadcast, even after a local failure */
+    clt_status b = t->cl ? clt_cluster_broadcast(t->cl, buf, n) : CLT_OK;
+    if (s == CLT_OK) s = b;
+    for (int i = t->cl ? 0 : 1; i < t->k && s == CLT_OK; i++)
+        if (t->workers[i].n == 0) s = clt_net_write(t->workers[i].net, CLT_NET_STATE, whole, buf, NULL);
+    clt_aligned_free(buf);
+    return s;
+}
+
 static clt_status open_worker(clt_trainer *t, int slot, int device_index)
 {
     clt_worker *w = &t->workers[slot];
@@ -212,7 +232,12 @@ static clt_status start(clt_trainer *t, const size_t *force_align)
             return clt_fail(CLT_ERR_INVALID_ARG, "trainer: split weight %d is %g", i, w);
         t->weights[i] = w;
     }
-    if (c->mpi_comm) CLT_TRY(clt_cluster_open(c->mpi_comm, k, t->weights, &t->cl));
+    if (c->mpi_comm) {
+        CLT_TRY(clt_cluster_open(c->mpi_comm, k, t->weights, &t->cl));
+        if (clt_cluster_devices(t->cl) > CLT_MAX_DEVICES * 8)
+            return clt_fail(CLT_ERR_INVALID_ARG, "trainer: %d devices over all MPI processes (at most %d)",
+                            clt_cluster_devices(t->cl), CLT_MAX_DEVICES * 8);
+    }
     CLT_TRY(plan_batch_norm(t));
     CLT_TRY(clt_net_init(t->workers[0].net, c->seed, c->init));
     CLT_TRY(clt_trainer_broadcast_params(t)); /* process 0's, with MPI */
@@ -283,6 +308,8 @@ void clt_trainer_destroy(clt_trainer *t)
     }
     free(t->workers);
     free(t->buckets);
+    clt_cluster_close(t->cl); /* before the sum its requests may still write */
+    t->cl = NULL;
     clt_aligned_free(t->sum);
     free(t->arrived);
     free(t->reduced);
@@ -293,7 +320,6 @@ void clt_trainer_destroy(clt_trainer *t)
         free(t->bn_count[p]);
     }
     free(t->bn_x);
-    clt_cluster_close(t->cl);
     free(t->spec);
     free(t);
 }
@@ -393,6 +419,8 @@ static clt_status assign_shards(clt_trainer *t, int n, int training)
             sizes[i] = 0;
         }
     }
+    t->empty_shards = 0;
+    for (int i = 0; i < all; i++) t->empty_shards += sizes[i] == 0;
     int off = 0;
     for (int i = 0; i < first; i++) off += sizes[i];
     for (int i = 0; i < t->k; i++) {
@@ -423,15 +451,17 @@ static void update_auto_split(clt_trainer *t)
 }
 
 /* Loss and correct count of the last command over every device (of every
- * process). */
-static clt_status gather_totals(clt_trainer *t, double totals[2])
+ * process), and how many devices failed it (totals[2]; every process takes
+ * part even after a local failure, so none waits). */
+static clt_status gather_totals(clt_trainer *t, double totals[3])
 {
-    totals[0] = totals[1] = 0;
+    totals[0] = totals[1] = totals[2] = 0;
     for (int i = 0; i < t->k; i++) {
         totals[0] += t->workers[i].loss;
         totals[1] += (double)t->workers[i].correct;
+        totals[2] += t->workers[i].status != CLT_OK;
     }
-    return t->cl ? clt_cluster_sum_doubles(t->cl, totals, 2) : CLT_OK;
+    return t->cl ? clt_cluster_sum_doubles(t->cl, totals, 3) : CLT_OK;
 }
 
 clt_status clt_trainer_step(clt_trainer *t, const float *images, const int32_t *labels, int n, double *loss_sum,
@@ -450,13 +480,14 @@ clt_status clt_trainer_step(clt_trainer *t, const float *images, const int32_t *
     t->optim_steps++;
     CLT_TRY(run_command(t, CMD_STEP));
     clt_status avg = average_state(t);
+    if (avg == CLT_OK) avg = share_state(t);
     if (avg != CLT_OK) {
         t->failed = 1;
         t->fail_status = avg;
         snprintf(t->fail_msg, sizeof t->fail_msg, "%s", clt_last_error());
         return avg;
     }
-    double totals[2];
+    double totals[3];
     CLT_TRY(gather_totals(t, totals));
     double loss = totals[0];
     int64_t ok = (int64_t)totals[1];
@@ -480,10 +511,13 @@ clt_status clt_trainer_evaluate(clt_trainer *t, const clt_dataset *ds, int batch
     t->eval_ds = ds;
     t->eval_batch = batch_size;
     CLT_TRY(run_command(t, CMD_EVAL));
+    double totals[3];
+    clt_status gs = gather_totals(t, totals);
     for (int i = 0; i < t->k; i++)
         if (t->workers[i].status != CLT_OK) return clt_fail(t->workers[i].status, "%s", t->workers[i].error);
-    double totals[2];
-    CLT_TRY(gather_totals(t, totals));
+    CLT_TRY(gs);
+    if (totals[2] > 0)
+        return clt_fail(CLT_ERR_CANCELLED, "evaluation failed on %.0f device(s) of other MPI processes", totals[2]);
     double loss = totals[0];
     int64_t ok = (int64_t)totals[1];
     if (mean_loss) *mean_loss = loss / (double)total;
@@ -502,13 +536,16 @@ clt_status clt_trainer_check_replicas(clt_trainer *t)
         s = clt_net_read(t->workers[i].net, CLT_NET_PARAMS, (clt_span){0, t->flat}, host, NULL);
         if (s != CLT_OK) {
             s = clt_fail_context(s, "replica check: read parameters");
+            int same; /* the others still compare (and see a difference): none waits */
+            if (i == 0 && t->cl) clt_cluster_same(t->cl, 0, &same);
             break;
         }
         uint64_t h = clt_hash(CLT_HASH_INIT, host, t->flat * sizeof(float));
         int same = 1;
         if (i == 0 && t->cl && (s = clt_cluster_same(t->cl, h, &same)) == CLT_OK && !same)
-            s = clt_fail(CLT_ERR_INTERNAL, "replicas differ between MPI processes after step %lld (process %d)",
-                         (long long)t->steps, clt_cluster_rank(t->cl));
+            s = clt_fail(CLT_ERR_INTERNAL, "replicas differ between MPI processes after step %lld (this is process %d "
+                         "of %d), or one could not read its replica", (long long)t->steps, clt_cluster_rank(t->cl),
+                         clt_cluster_size(t->cl));
         if (i == 0) ref = h;
         else if (h != ref)
             s = clt_fail(CLT_ERR_INTERNAL, "replica on device %d differs from the one on device %d after step %lld",

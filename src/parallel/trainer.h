@@ -69,6 +69,7 @@ struct clt_trainer {
     clt_worker *workers;
     float *weights;       /* current split fractions */
     clt_cluster *cl;      /* the other processes (cfg.mpi_comm), NULL alone */
+    int empty_shards;     /* devices (of every process) given no sample this step */
     int crossed;          /* the processes' sums of this step's buckets are in (mutex) */
     clt_bucket *buckets;
     int n_buckets;

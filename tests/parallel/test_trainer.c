@@ -121,6 +121,13 @@ static void equals_one_device_aligned(const char *spec, int sync_bn, const int *
     CHECK(n1 == nk && max_rel_err(p1, pk, n1) < 2e-5, "%s: parameters after 3 steps differ by %g", what,
           max_rel_err(p1, pk, n1));
     CHECK_OK(clt_trainer_check_replicas(par));
+    for (int i = 1; i < k; i++) { /* batch-norm running statistics included */
+        size_t ni;
+        float *pi = params_of_net(clt_trainer_net(par, i), &ni);
+        CHECK(ni == nk && max_rel_err(pk, pi, nk) == 0, "%s: replica %d's parameters and statistics differ by %g",
+              what, i, max_rel_err(pk, pi, nk));
+        free(pi);
+    }
     clt_trainer_device_stats st[4];
     CHECK_OK(clt_trainer_stats(par, st, 4));
     int total = 0;

@@ -15,8 +15,10 @@ int cli_bench_world(const cli_options *o, const int *devs, int n, const float *i
     if (w->rank == 0) rc = cli_bench_run(o, devs, n, images, labels, steps, NULL, NULL, &one);
     if ((rc = cli_world_max(w, rc))) return rc; /* process 0's failure ends every process */
     cli_world_barrier(w);
-    rc = cli_bench_run(o, devs, n, images, labels, steps, w->rank == 0 ? o->trace : NULL, w->comm, &all);
-    if ((rc = cli_world_max(w, rc))) return rc;
+    /* a failure here returns at once: the others may be inside the
+     * trainer's collectives, and main's MPI_Abort ends them */
+    if ((rc = cli_bench_run(o, devs, n, images, labels, steps, w->rank == 0 ? o->trace : NULL, w->comm, &all)))
+        return rc;
     double sec = cli_world_allreduce_seconds(w, all.params, 10);
     int devices = cli_world_sum(w, n);
     if (w->rank != 0) return 0;

@@ -277,15 +277,15 @@ int cli_train(int argc, char **argv, const cli_world *world)
     cli_options_default(&o);
     int rc = cli_parse(&o, "train", NULL, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
-    if (cli_check_outputs(&o)) return 1;
     if (world->size > 1) {
         o.mpi_comm = world->comm;
-        if (world->rank != 0) { /* process 0 alone prints and writes */
+        if (world->rank != 0) { /* process 0 alone prints and writes (and checks where) */
             o.quiet = 1;
             o.json = 0;
             o.save = o.log_csv = o.plot = o.export_npz = o.trace = NULL;
         }
     }
+    if (cli_check_outputs(&o)) return 1;
     run_meta start = {.epoch = 1};
     char *resumed_model = NULL;
     if (o.resume && (rc = apply_resume(&o, o.resume, &start, &resumed_model))) {

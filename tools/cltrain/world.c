@@ -141,12 +141,19 @@ void cli_world_barrier(const cli_world *w) { (void)w; }
 int cli_world_devices(const cli_world *w, int *devs, int *n)
 {
     if (w->size == 1 || w->local_size == 1) return 0;
+    /* A launcher that binds devices per process (Slurm's --gpus-per-task
+     * sets these) already gave each process its own. */
+    static const char *const bound[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                                        "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK"};
+    for (size_t i = 0; i < sizeof bound / sizeof bound[0]; i++)
+        if (getenv(bound[i])) return 0;
     int kept = 0, visible = *n;
     for (int i = w->local_rank; i < visible; i += w->local_size) devs[kept++] = devs[i];
     *n = kept;
     if (kept) return 0;
     fprintf(stderr, "cltrain: rank %d: no device for local rank %d of %d processes on this machine (%d device%s "
-            "visible): start at most %d process%s per machine, or name the devices (--devices)\n", w->rank,
+            "visible): start at most %d process%s per machine, name the devices (--devices), or bind one per "
+            "process (CUDA_VISIBLE_DEVICES and the like)\n", w->rank,
             w->local_rank, w->local_size, visible, visible == 1 ? "" : "s", visible, visible == 1 ? "" : "es");
     return 1;
 }
