@@ -149,7 +149,8 @@ clt_status clt_pipeline_before_update(clt_worker *w);
 void clt_pipeline_settle(clt_worker *w);
 /* Worker thread body (worker.c). */
 void *clt_worker_main(void *arg);
-/* Records the first failure and wakes every waiter (mutex held). */
+/* Records the first failure and wakes every waiter (mutex held); slot -1:
+ * not a device's (MPI between the processes). */
 void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char *msg);
 /* clt_trainer_create as if device slot i reported force_align[i] bytes of
  * base alignment (0: its own; tests of mixed vendors on one vendor). */

@@ -10,7 +10,11 @@
 
 void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char *msg)
 {
-    if (!t->failed) {
+    if (!t->failed && slot < 0) { /* not a device's: MPI between the processes */
+        snprintf(t->fail_msg, sizeof t->fail_msg, "MPI process %d: %s", clt_cluster_rank(t->cl), msg);
+        t->fail_status = s;
+        t->failed = 1;
+    } else if (!t->failed) {
         const clt_device_info *in = &t->workers[slot].dev->info;
         snprintf(t->fail_msg, sizeof t->fail_msg, "device %d (%s): %s", in->index, in->name, msg);
         t->fail_status = s;
@@ -52,7 +56,7 @@ static clt_status bn_round_processes(clt_worker *w, int par, float *values, int 
         s = clt_cluster_sum_floats(t->cl, t->bn_x, (size_t)t->bn_cap);
         if (s == CLT_OK) s = clt_cluster_sum_doubles(t->cl, n, 1);
         pthread_mutex_lock(&t->mu);
-        if (s != CLT_OK) clt_trainer_fail_locked(t, w->slot, s, clt_last_error());
+        if (s != CLT_OK) clt_trainer_fail_locked(t, -1, s, clt_last_error());
         t->bn_xn = n[0];
         t->bn_crossed = w->bn_round + 1;
         pthread_cond_broadcast(&t->cv);
@@ -170,7 +174,7 @@ static clt_status cross_processes(clt_worker *w)
         s = clt_cluster_wait_all(t->cl);
         w->stats.reduce_s += clt_now() - c0;
         pthread_mutex_lock(&t->mu);
-        if (s != CLT_OK) clt_trainer_fail_locked(t, w->slot, s, clt_last_error());
+        if (s != CLT_OK) clt_trainer_fail_locked(t, -1, s, clt_last_error());
         t->crossed = 1;
         pthread_cond_broadcast(&t->cv);
     } else {
@@ -237,8 +241,13 @@ static clt_status run_step_body(clt_worker *w)
         pthread_mutex_unlock(&t->mu);
         if (!ok) return CLT_ERR_CANCELLED;
         /* the processes' sum of the bucket starts while later ones are summed here */
-        if (t->cl && w->slot == 0)
-            s = clt_cluster_start_sum(t->cl, b, t->n_buckets, t->sum + bk->span.offset, bk->span.count);
+        if (t->cl && w->slot == 0 &&
+            (s = clt_cluster_start_sum(t->cl, b, t->n_buckets, t->sum + bk->span.offset, bk->span.count)) != CLT_OK) {
+            pthread_mutex_lock(&t->mu);
+            clt_trainer_fail_locked(t, -1, s, clt_last_error());
+            pthread_mutex_unlock(&t->mu);
+            return s;
+        }
         if (s == CLT_OK && !deferred) s = write_bucket(w, b, 1.0f);
         if (s != CLT_OK) break;
     }

@@ -36,6 +36,7 @@ typedef struct cli_options {
     int sync_bn;
     run_learning learn;     /* optimizer, clipping, schedule (cli_check_learning) */
     void *mpi_comm;         /* not an option: the run's MPI_Comm under mpirun (world.h) */
+    int rank;               /* not an option: this process's rank (0 alone); notices come from 0 */
     unsigned char given[O_END - O_MODEL];
 } cli_options;
 

@@ -194,6 +194,7 @@ static void apply_target(cli_options *o, const char *path, const run_meta *m)
         return;
     }
     if (o->steps == m->target_steps && (o->steps || o->epochs == m->target_epochs)) return;
+    if (o->rank != 0) return; /* process 0 says it for all */
     char theirs[48];
     fprintf(stderr, "cltrain: %s %lld replaces the end recorded in %s (%s)\n", o->steps ? "--steps" : "--epochs",
             (long long)(o->steps ? o->steps : o->epochs), path,
@@ -279,6 +280,7 @@ int cli_train(int argc, char **argv, const cli_world *world)
     if (rc) return rc < 0 ? 0 : rc;
     if (world->size > 1) {
         o.mpi_comm = world->comm;
+        o.rank = world->rank;
         if (world->rank != 0) { /* process 0 alone prints and writes (and checks where) */
             o.quiet = 1;
             o.json = 0;
@@ -358,7 +360,7 @@ int cli_train(int argc, char **argv, const cli_world *world)
     double lr = clt_schedule_lr(&sched, start.steps);
     /* resuming a finished run trains nothing, and says so */
     int finished = o.resume && (o.steps ? start.steps >= o.steps : start.epoch > o.epochs);
-    if (finished) {
+    if (finished && o.rank == 0) {
         char target[48];
         fprintf(stderr, "cltrain: --resume %s: the run is complete: %lld steps done (%lld full epoch%s), its end is %s; "
                 "a larger --epochs or --steps trains on\n", o.resume, (long long)start.steps,
