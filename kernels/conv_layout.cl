@@ -257,19 +257,26 @@ INLINE void store16(float16 v, __global float *dst, int limit)
  * (0 for Q <= q < QP). The forward's q is the output channel and r the
  * input channel (wf[((i*K + j)*C + c)*COP + o] = w[o][c][i][j]);
  * backward-data's q is the input channel and r the output channel
- * (wb[((i*K + j)*CO + o)*CIP + c]). One work-item per 16 q of one r: it
- * reads 16 rows of KK taps and writes one 16-vector per tap. Global:
- * (ceil(QP/16), R). */
+ * (wb[((i*K + j)*CO + o)*CIP + c]). One work-item per 16 q and 16 r:
+ * per tap and r it reads one float of each of 16 rows and writes one
+ * 16-vector. Global: (ceil(QP/16), ceil(R/16)). */
 __kernel void conv_layout_weights(int Q, int QP, int R, int KK, int qs, int rs,
                                   __global const float *w, __global float *dst, ulong dst_off)
 {
+    /* A work-item takes LANES values of r for its LANES values of q: each
+     * 16-vector gathers one float from each of LANES rows of w, and the
+     * next r reads the neighbouring floats of the same cache lines. One r
+     * per work-item read one float per line fetched: a 4096 x 4096 dense
+     * layer's copy took 110 ms of a 130 ms forward on 2 AVX2 cores. */
     int q0 = get_global_id(0) * LANES;
-    int r = get_global_id(1);
-    if (q0 >= QP || r >= R) return;
-    for (int t = 0; t < KK; t++) {
-        float v[LANES];
-        for (int u = 0; u < LANES; u++)
-            v[u] = q0 + u < Q ? w[(size_t)(q0 + u) * qs + (size_t)r * rs + t] : 0.0f;
-        store16(vload16(0, v), dst + dst_off + ((size_t)t * R + r) * QP + q0, QP - q0);
-    }
+    int r0 = get_global_id(1) * LANES;
+    if (q0 >= QP || r0 >= R) return;
+    int r1 = min(R, r0 + LANES);
+    for (int t = 0; t < KK; t++)
+        for (int r = r0; r < r1; r++) {
+            float v[LANES];
+            for (int u = 0; u < LANES; u++)
+                v[u] = q0 + u < Q ? w[(size_t)(q0 + u) * qs + (size_t)r * rs + t] : 0.0f;
+            store16(vload16(0, v), dst + dst_off + ((size_t)t * R + r) * QP + q0, QP - q0);
+        }
 }

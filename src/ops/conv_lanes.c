@@ -234,7 +234,7 @@ static clt_status weights_to_lanes(clt_device *dev, const clt_conv_geom *g, int 
 {
     int kk = g->k * g->k, q = fwd ? g->co : g->c, r = fwd ? g->c : g->co;
     int qs = fwd ? g->c * kk : kk, rs = fwd ? kk : g->c * kk;
-    return layout_2d(dev, "conv_layout_weights", ((size_t)qp + LANES - 1) / LANES, (size_t)r,
+    return layout_2d(dev, "conv_layout_weights", ((size_t)qp + LANES - 1) / LANES, ((size_t)r + LANES - 1) / LANES,
                      clt_conv_group_x(dev, CLT_CONV_COPY_LX),
                      CLT_ARGS(CLT_ARG(q), CLT_ARG(qp), CLT_ARG(r), CLT_ARG(kk), CLT_ARG(qs),
                               CLT_ARG(rs), CLT_ARG(w), CLT_ARG(dst), CLT_ARG(off)));
