@@ -1,12 +1,7 @@
 /* Elementwise kernels over flat float buffers: scaling and the residual add. */
 
-__kernel void elementwise_scale(__global float *x, const float a, const int n)
-{
-    int i = get_global_id(0);
-    if (i < n) x[i] *= a;
-}
-
-__kernel void elementwise_scale_at(__global float *x, const ulong off, const float a, const int n)
+/* x[off + i] *= a for i < n. */
+__kernel void elementwise_scale(__global float *x, const ulong off, const float a, const int n)
 {
     int i = get_global_id(0);
     if (i < n) x[off + i] *= a;

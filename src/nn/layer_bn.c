@@ -4,7 +4,7 @@
  * the whole multi-device batch are used (synchronised batch norm). */
 #include "nn/layer.h"
 #include "ops/bn.h"
-#include "runtime/launch.h"
+#include "ops/elementwise.h"
 
 enum { SHIFT, STATS, MEAN_INVSTD, BSTATS };
 /* The synchronisation rounds of a training forward + backward, in order. */
@@ -54,8 +54,7 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
         double devices = 1;
         CLT_TRY(clt_pass_sync(pass, dev, shift, c, &devices));
         float inv = (float)(1.0 / devices);
-        CLT_TRY(clt_launch_1d(dev, "elementwise", "elementwise_scale", (size_t)c,
-                              CLT_ARGS(CLT_ARG(shift), CLT_ARG(inv), CLT_ARG(c))));
+        CLT_TRY(clt_scale_raw(dev, shift, 0, (size_t)c, inv));
     }
     CLT_TRY(clt_bn_stats_raw(dev, n, c, hw, x, shift, l->priv[STATS]));
     if (pass->sync.fn) CLT_TRY(clt_pass_sync(pass, dev, l->priv[STATS], 2 * c, &count)); /* ROUND_STATS */
