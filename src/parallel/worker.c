@@ -36,6 +36,20 @@ static int wait_count(clt_worker *w, const int *counter)
     return !t->failed;
 }
 
+/* The first len floats of this process's devices' contributions of round
+ * parity par, summed in device order into out; returns their counts' sum. */
+static double sum_devices(const clt_trainer *t, int par, float *out, int len)
+{
+    double n = 0;
+    for (int i = 0; i < len; i++) out[i] = 0;
+    for (int d = 0; d < t->k; d++) {
+        n += t->bn_count[par][d];
+        const float *src = t->bn_slots[par] + (size_t)d * (size_t)t->bn_cap;
+        for (int i = 0; i < t->bn_len[par][d] && i < len; i++) out[i] += src[i];
+    }
+    return n;
+}
+
 /* A round across MPI processes: worker 0 sums this process's devices
  * (device order) into bn_x, all bn_cap floats, so that processes whose
  * shards are all empty still pass the same count, sums bn_x over the
@@ -46,13 +60,7 @@ static clt_status bn_round_processes(clt_worker *w, int par, float *values, int 
     clt_trainer *t = w->t;
     clt_status s = CLT_OK;
     if (w->slot == 0) {
-        double n[1] = {0};
-        for (int i = 0; i < t->bn_cap; i++) t->bn_x[i] = 0;
-        for (int d = 0; d < t->k; d++) {
-            n[0] += t->bn_count[par][d];
-            const float *src = t->bn_slots[par] + (size_t)d * (size_t)t->bn_cap;
-            for (int i = 0; i < t->bn_len[par][d]; i++) t->bn_x[i] += src[i];
-        }
+        double n[1] = {sum_devices(t, par, t->bn_x, t->bn_cap)};
         s = clt_cluster_sum_floats(t->cl, t->bn_x, (size_t)t->bn_cap);
         if (s == CLT_OK) s = clt_cluster_sum_doubles(t->cl, n, 1);
         pthread_mutex_lock(&t->mu);
@@ -100,14 +108,7 @@ static clt_status bn_round(void *user, float *values, int len, double *total)
     /* Slots of this parity are rewritten only two rounds later, after
      * every device has arrived at the next round, so reading is safe. */
     if (t->cl) return bn_round_processes(w, par, values, len, total);
-    double n = 0;
-    for (int i = 0; i < len; i++) values[i] = 0;
-    for (int d = 0; d < t->k; d++) {
-        n += t->bn_count[par][d];
-        const float *src = t->bn_slots[par] + (size_t)d * (size_t)t->bn_cap;
-        for (int i = 0; i < t->bn_len[par][d] && i < len; i++) values[i] += src[i];
-    }
-    *total = n;
+    *total = sum_devices(t, par, values, len);
     w->bn_round++;
     return CLT_OK;
 }
