@@ -144,6 +144,22 @@ static clt_status average_state(clt_trainer *t)
     return s;
 }
 
+/* Replica 0's buffer b (process 0's with MPI) through host into the other
+ * replicas, or only those whose shard was empty (empty_only). Every
+ * process takes part in the broadcast, even after a local failure, so
+ * none waits. */
+static clt_status spread_buffer(clt_trainer *t, clt_net_buffer b, float *host, int empty_only)
+{
+    clt_net *src = t->workers[0].net;
+    clt_span whole = {0, clt_net_floats(src, b)};
+    clt_status s = clt_net_read(src, b, whole, host, NULL);
+    clt_status c = t->cl ? clt_cluster_broadcast(t->cl, host, whole.count) : CLT_OK;
+    if (s == CLT_OK) s = c;
+    for (int i = t->cl ? 0 : 1; i < t->k && s == CLT_OK; i++)
+        if (!empty_only || t->workers[i].n == 0) s = clt_net_write(t->workers[i].net, b, whole, host, NULL);
+    return s;
+}
+
 /* With synchronised batch norm every device that ran the step updated the
  * same running statistics; one with an empty shard ran nothing: it takes
  * device 0's (process 0's with MPI; device 0 always has a sample). */
@@ -153,13 +169,7 @@ static clt_status share_state(clt_trainer *t)
     size_t n = clt_net_floats(t->workers[0].net, CLT_NET_STATE);
     float *buf;
     CLT_TRY(clt_aligned_alloc((void **)&buf, n ? n : 1, sizeof(float), "batch-norm statistics"));
-    clt_span whole = {0, n};
-    clt_status s = clt_net_read(t->workers[0].net, CLT_NET_STATE, whole, buf, NULL);
-    /* every process takes part in the broadcast, even after a local failure */
-    clt_status b = t->cl ? clt_cluster_broadcast(t->cl, buf, n) : CLT_OK;
-    if (s == CLT_OK) s = b;
-    for (int i = t->cl ? 0 : 1; i < t->k && s == CLT_OK; i++)
-        if (t->workers[i].n == 0) s = clt_net_write(t->workers[i].net, CLT_NET_STATE, whole, buf, NULL);
+    clt_status s = spread_buffer(t, CLT_NET_STATE, buf, 1);
     clt_aligned_free(buf);
     return s;
 }
@@ -355,21 +365,17 @@ clt_status clt_trainer_broadcast_params(clt_trainer *t)
     size_t flat = clt_net_floats(src, CLT_NET_PARAMS), flat_state = clt_net_floats(src, CLT_NET_STATE);
     float *host;
     CLT_TRY(clt_aligned_alloc((void **)&host, flat > flat_state ? flat : flat_state, sizeof(float), "broadcast"));
-    /* parameters, state, then the optimizer slots replica 0 has */
+    /* parameters, state, then the optimizer slots replica 0 has (with MPI,
+     * process 0's replica 0 is everyone's; every process has the same
+     * slots: each loads the same checkpoint) */
     int n = CLT_NET_SLOT0 + clt_net_slots(src);
     clt_status s = CLT_OK;
-    for (int w = CLT_NET_PARAMS; w < n && s == CLT_OK; w++) {
+    for (int i = t->cl ? 0 : 1; i < t->k && s == CLT_OK; i++)
+        s = clt_net_ensure_slots(t->workers[i].net, n - CLT_NET_SLOT0);
+    for (int w = CLT_NET_PARAMS; w < n; w++) { /* every buffer, whatever failed: the broadcasts pair up */
         if (w == CLT_NET_GRADS) continue;
-        clt_span whole = {0, clt_net_floats(src, (clt_net_buffer)w)};
-        s = clt_net_read(src, (clt_net_buffer)w, whole, host, NULL);
-        /* with MPI, process 0's replica 0 is everyone's (same slots on all:
-         * every process loads the same checkpoint) */
-        if (s == CLT_OK && t->cl) s = clt_cluster_broadcast(t->cl, host, whole.count);
-        for (int i = t->cl ? 0 : 1; i < t->k && s == CLT_OK; i++) {
-            clt_net *dst = t->workers[i].net;
-            s = clt_net_ensure_slots(dst, n - CLT_NET_SLOT0);
-            if (s == CLT_OK) s = clt_net_write(dst, (clt_net_buffer)w, whole, host, NULL);
-        }
+        clt_status r = spread_buffer(t, (clt_net_buffer)w, host, 0);
+        if (s == CLT_OK) s = r;
     }
     clt_aligned_free(host);
     return s;
