@@ -11,6 +11,7 @@
 
 #include "../data/idx_write.h"
 #include "check.h"
+#include "trainer_util.h"
 #include "parallel/trainer.h"
 
 #define SPEC "conv:4:3,relu,maxpool:2,conv:6:3:1:1,tanh,flatten,dense:16,sigmoid,dense:10"
@@ -29,49 +30,13 @@ static float clip; /* the gradient clipping of the trainers made */
 static clt_trainer *make(const char *spec, int sync_bn, const int *devs, int k, void *comm)
 {
     clt_trainer_config cfg;
-    clt_trainer_config_default(&cfg);
-    cfg.spec = spec;
-    cfg.sync_bn = sync_bn;
-    cfg.channels = C;
-    cfg.height = H;
-    cfg.width = W;
-    cfg.devices = devs;
-    cfg.n_devices = k;
-    cfg.lr = 0.1f;
-    cfg.momentum = 0.9f;
-    cfg.weight_decay = 1e-3f;
-    cfg.seed = 11;
-    cfg.init = CLT_INIT_XAVIER;
+    test_trainer_config(&cfg, spec, sync_bn, C, H, W, devs, k);
     cfg.bucket_bytes = 4096; /* several buckets, several allreduces */
     cfg.mpi_comm = comm;
     cfg.clip_grad_norm = clip;
     clt_trainer *t = NULL;
     REQUIRE_OK(clt_trainer_create(&cfg, &t));
     return t;
-}
-
-static float *params(clt_net *net, size_t *count)
-{
-    size_t total = 0;
-    const char *name;
-    int ndim;
-    int64_t shape[CLT_MAX_DIMS];
-    for (int i = 0; i < clt_net_param_count(net); i++) {
-        CHECK_OK(clt_net_param_info(net, i, &name, &ndim, shape));
-        int64_t n = 1;
-        for (int d = 0; d < ndim; d++) n *= shape[d];
-        total += (size_t)n;
-    }
-    float *all = malloc(sizeof(float) * total), *at = all;
-    for (int i = 0; i < clt_net_param_count(net); i++) {
-        CHECK_OK(clt_net_param_info(net, i, &name, &ndim, shape));
-        int64_t n = 1;
-        for (int d = 0; d < ndim; d++) n *= shape[d];
-        CHECK_OK(clt_net_param_get(net, name, at, n));
-        at += n;
-    }
-    *count = total;
-    return all;
 }
 
 /* Three steps across the processes against `ref` (a plain net, or NULL and
@@ -107,7 +72,8 @@ static void compare(const char *spec, int sync_bn, int plain, int b, const clt_d
         CHECK(c1 == ck, "%s: step %d correct %lld vs %lld", what, s, (long long)c1, (long long)ck);
     }
     size_t n1, nk;
-    float *p1 = params(plain ? ref : clt_trainer_net(one, 0), &n1), *pk = params(clt_trainer_net(dist, 0), &nk);
+    float *p1 = test_net_params(plain ? ref : clt_trainer_net(one, 0), &n1),
+          *pk = test_net_params(clt_trainer_net(dist, 0), &nk);
     CHECK(n1 == nk && max_rel_err(p1, pk, n1) < 2e-5, "%s (rank %d): parameters after 3 steps differ by %g", what, rank,
           max_rel_err(p1, pk, n1));
     CHECK_OK(clt_trainer_check_replicas(dist));

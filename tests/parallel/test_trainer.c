@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "check.h"
+#include "trainer_util.h"
 #include "parallel/trainer.h"
 
 #define SPEC "conv:4:3,relu,maxpool:2,conv:6:3:1:1,tanh,flatten,dense:16,sigmoid,dense:10"
@@ -35,21 +36,9 @@ static clt_trainer *make_aligned(const char *spec, int sync_bn, const int *devs,
                                  const float *weights, size_t bucket, const size_t *force_align)
 {
     clt_trainer_config cfg;
-    clt_trainer_config_default(&cfg);
-    cfg.spec = spec;
-    cfg.sync_bn = sync_bn;
-    cfg.channels = C;
-    cfg.height = H;
-    cfg.width = W;
-    cfg.devices = devs;
-    cfg.n_devices = k;
+    test_trainer_config(&cfg, spec, sync_bn, C, H, W, devs, k);
     cfg.split = split;
     cfg.weights = weights;
-    cfg.lr = 0.1f;
-    cfg.momentum = 0.9f;
-    cfg.weight_decay = 1e-3f;
-    cfg.seed = 11;
-    cfg.init = CLT_INIT_XAVIER;
     if (bucket) cfg.bucket_bytes = bucket;
     clt_trainer *t = NULL;
     REQUIRE_OK(clt_trainer_create_aligned(&cfg, force_align, &t));
@@ -60,31 +49,6 @@ static clt_trainer *make_spec(const char *spec, int sync_bn, const int *devs, in
                               const float *weights, size_t bucket)
 {
     return make_aligned(spec, sync_bn, devs, k, split, weights, bucket, NULL);
-}
-
-/* Elements of parameter i (public calls only: the net is opaque here). */
-static int64_t param_numel(const clt_net *net, int i, const char **name)
-{
-    int ndim;
-    int64_t shape[CLT_MAX_DIMS], n = 1;
-    CHECK_OK(clt_net_param_info(net, i, name, &ndim, shape));
-    for (int d = 0; d < ndim; d++) n *= shape[d];
-    return n;
-}
-
-static float *params_of_net(clt_net *net, size_t *count)
-{
-    size_t total = 0;
-    const char *name;
-    for (int i = 0; i < clt_net_param_count(net); i++) total += (size_t)param_numel(net, i, &name);
-    float *all = malloc(sizeof(float) * total), *at = all;
-    for (int i = 0; i < clt_net_param_count(net); i++) {
-        int64_t n = param_numel(net, i, &name);
-        CHECK_OK(clt_net_param_get(net, name, at, n));
-        at += n;
-    }
-    *count = total;
-    return all;
 }
 
 /* Three steps of batch b on `devs` against three plain single-device steps
@@ -117,13 +81,13 @@ static void equals_one_device_aligned(const char *spec, int sync_bn, const int *
         CHECK(c1 == ck, "%s: step %d correct %lld vs %lld", what, s, (long long)c1, (long long)ck);
     }
     size_t n1, nk;
-    float *p1 = params_of_net(ref, &n1), *pk = params_of_net(clt_trainer_net(par, 0), &nk);
+    float *p1 = test_net_params(ref, &n1), *pk = test_net_params(clt_trainer_net(par, 0), &nk);
     CHECK(n1 == nk && max_rel_err(p1, pk, n1) < 2e-5, "%s: parameters after 3 steps differ by %g", what,
           max_rel_err(p1, pk, n1));
     CHECK_OK(clt_trainer_check_replicas(par));
     for (int i = 1; i < k; i++) { /* batch-norm running statistics included */
         size_t ni;
-        float *pi = params_of_net(clt_trainer_net(par, i), &ni);
+        float *pi = test_net_params(clt_trainer_net(par, i), &ni);
         CHECK(ni == nk && max_rel_err(pk, pi, nk) == 0, "%s: replica %d's parameters and statistics differ by %g",
               what, i, max_rel_err(pk, pi, nk));
         free(pi);
@@ -332,7 +296,7 @@ static void replaced_reduce(const int *devs, int k)
     CHECK_OK(clt_trainer_step(t, images, labels, 24, &lt, NULL));
     CHECK(c.calls > 0, "the replaced reduce was never called");
     size_t nr, nt;
-    float *pr = params_of_net(clt_trainer_net(ref, 0), &nr), *pt = params_of_net(clt_trainer_net(t, 0), &nt);
+    float *pr = test_net_params(clt_trainer_net(ref, 0), &nr), *pt = test_net_params(clt_trainer_net(t, 0), &nt);
     CHECK(nr == nt && max_rel_err(pr, pt, nr) == 0, "replaced reduce: parameters differ by %g", max_rel_err(pr, pt, nr));
     int before = c.calls;
     CHECK_OK(clt_trainer_set_reduce(t, NULL, NULL)); /* back to the default */
@@ -378,7 +342,7 @@ static void overlap(const int *devs, int k, int required)
         CHECK(!(required >> m & 1) || (early > 0 && hidden > 0), "%s: %d buckets summed during backward (%g s hidden)", how,
               early, hidden);
         CHECK_OK(clt_trainer_check_replicas(t[m]));
-        p[m] = params_of_net(clt_trainer_net(t[m], 0), &n[m]);
+        p[m] = test_net_params(clt_trainer_net(t[m], 0), &n[m]);
     }
     CHECK(n[0] == n[1] && memcmp(p[0], p[1], n[0] * sizeof(float)) == 0,
           "the same bits whichever queue carries the transfers");
