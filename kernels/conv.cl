@@ -10,15 +10,6 @@
  * in a fixed order), so results are deterministic. Offsets into the
  * device's shared scratch buffer are passed as ulong element offsets. */
 
-/* Vectors of 16 floats pass between inlined helpers and builtins only, so
- * clang's note on CPUs without AVX-512 (a float16 argument "changes the
- * ABI") concerns no real call: silenced, not a warning of ours. */
-#if defined(__clang__) && defined(__has_warning)
-#if __has_warning("-Wpsabi") /* NVIDIA's older clang has no such group */
-#pragma clang diagnostic ignored "-Wpsabi"
-#endif
-#endif
-
 #define LANES 16
 
 /* out[e] = sum over chunk of part[chunk][e], chunks in order; 16 elements

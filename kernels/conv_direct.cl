@@ -4,15 +4,6 @@
  * copy of x only when there is padding or a row is shorter than 16. The
  * backward-weights kernel sums the bias gradient on the way. */
 
-/* Vectors of 16 floats pass between inlined helpers and builtins only, so
- * clang's note on CPUs without AVX-512 (a float16 argument "changes the
- * ABI") concerns no real call: silenced, not a warning of ours. */
-#if defined(__clang__) && defined(__has_warning)
-#if __has_warning("-Wpsabi") /* NVIDIA's older clang has no such group */
-#pragma clang diagnostic ignored "-Wpsabi"
-#endif
-#endif
-
 #define LANES 16
 #define TG 9     /* taps per backward-weights work-item */
 #define MAX_CB 3 /* most output channels per backward-weights work-item */

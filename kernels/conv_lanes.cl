@@ -9,15 +9,6 @@
  * "#pragma unroll": without it PoCL kept the accumulators in memory and ran
  * 3-6x slower. */
 
-/* Vectors of 16 floats pass between inlined helpers and builtins only, so
- * clang's note on CPUs without AVX-512 (a float16 argument "changes the
- * ABI") concerns no real call: silenced, not a warning of ours. */
-#if defined(__clang__) && defined(__has_warning)
-#if __has_warning("-Wpsabi") /* NVIDIA's older clang has no such group */
-#pragma clang diagnostic ignored "-Wpsabi"
-#endif
-#endif
-
 #define LANES 16
 #define MAX_RM 10 /* largest register block height */
 

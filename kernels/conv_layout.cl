@@ -7,15 +7,6 @@
  * neighbouring work-items touched 16 different images (pages) each ran
  * 2-2.5x slower than these, which walk along the same images. */
 
-/* Vectors of 16 floats pass between inlined helpers and builtins only, so
- * clang's note on CPUs without AVX-512 (a float16 argument "changes the
- * ABI") concerns no real call: silenced, not a warning of ours. */
-#if defined(__clang__) && defined(__has_warning)
-#if __has_warning("-Wpsabi") /* NVIDIA's older clang has no such group */
-#pragma clang diagnostic ignored "-Wpsabi"
-#endif
-#endif
-
 #define LANES 16
 
 /* Helpers are forced inline so the sizes (literals at each call) fold into

@@ -11,15 +11,6 @@
  * tries them all and keeps the fastest. FLOPs per work-item:
  * 2 * 4 * CHAINS * width(T) * iters. */
 
-/* Vectors of 16 floats pass between inlined helpers and builtins only, so
- * clang's note on CPUs without AVX-512 (a float16 argument "changes the
- * ABI") concerns no real call: silenced, not a warning of ours. */
-#if defined(__clang__) && defined(__has_warning)
-#if __has_warning("-Wpsabi") /* NVIDIA's older clang has no such group */
-#pragma clang diagnostic ignored "-Wpsabi"
-#endif
-#endif
-
 #define CLT_FMA4(x) x = fma(x, va, vb); x = fma(x, va, vb); x = fma(x, va, vb); x = fma(x, va, vb);
 
 #define CLT_PEAK_FMA8(NAME, T)                                                                     \

@@ -155,8 +155,17 @@ static clt_status ensure_program(clt_device *dev, int p)
     size_t n;
     clt_status s = clt_read_file(path, 0, &src, &n);
     if (s != CLT_OK) return clt_fail_context(s, "CLTRAIN_KERNEL_DIR");
-    s = clt_program_build(dev, path, (const char *)src, n, program_options(dev), &dev->programs[p]);
+    char *whole = malloc(clt_kernel_prelude_length + n + 1); /* as embedded: the prelude first */
+    if (!whole) {
+        free(src);
+        return clt_fail(CLT_ERR_NO_MEMORY, "CLTRAIN_KERNEL_DIR: %s (%zu bytes)", path, n);
+    }
+    memcpy(whole, clt_kernel_prelude, clt_kernel_prelude_length);
+    memcpy(whole + clt_kernel_prelude_length, src, n);
+    whole[clt_kernel_prelude_length + n] = 0;
     free(src);
+    s = clt_program_build(dev, path, whole, clt_kernel_prelude_length + n, program_options(dev), &dev->programs[p]);
+    free(whole);
     return s;
 }
 

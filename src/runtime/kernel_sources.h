@@ -12,6 +12,10 @@ typedef struct clt_kernel_source {
 } clt_kernel_source;
 
 extern const clt_kernel_source clt_kernel_sources[];
+/* kernels/prelude.h and a #line 1: already at the head of every embedded
+ * source, for sources read from CLTRAIN_KERNEL_DIR to get too. */
+extern const char clt_kernel_prelude[];
+extern const size_t clt_kernel_prelude_length;
 extern const int clt_kernel_source_count;
 
 #endif
