@@ -5,7 +5,6 @@ LeNet with SGD+Nesterov, Adam, AdamW, and Adam with a warmup + cosine
 schedule, gradient clipping and label smoothing).
 Needs PyTorch: runs under $CLTRAIN_TORCH_PYTHON (a python that has torch) or
 the current python; skipped (exit 77) when neither has it."""
-import json
 import math
 import os
 import subprocess
@@ -37,12 +36,10 @@ if not os.path.isdir(DATA):
     sys.exit(77)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
-from checks import check, finish  # noqa: E402
+from checks import check, device_count, finish  # noqa: E402
 
 # Two devices where there are two (POCL_DEVICES gives them on a CPU), else one.
-smi = subprocess.run([os.path.join(os.environ['CLTRAIN_BUILD_ROOT'], 'tools', 'smi', 'cltrain-smi'), '--json'],
-                     capture_output=True, text=True, timeout=60)
-DEVICE_LISTS = ('0', '0,1') if smi.returncode == 0 and len(json.loads(smi.stdout)['devices']) >= 2 else ('0',)
+DEVICE_LISTS = ('0', '0,1') if device_count() >= 2 else ('0',)
 
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tools', 'reference'))

@@ -1,5 +1,8 @@
 """The Python tests' CHECK: check() records a failure and goes on;
 finish() prints the counts and exits 1 if any check failed."""
+import json
+import os
+import subprocess
 import sys
 
 failures = []
@@ -18,3 +21,13 @@ def check(cond, what):
 def finish():
     print(f'{_passed[0]} passed, {len(failures)} failed')
     sys.exit(1 if failures else 0)
+
+
+def device_count():
+    """OpenCL devices cltrain-smi lists (0 when it fails), from the build tree."""
+    smi = os.path.join(os.environ['CLTRAIN_BUILD_ROOT'], 'tools', 'smi', 'cltrain-smi')
+    p = subprocess.run([smi, '--json'], capture_output=True, text=True, timeout=60)
+    try:
+        return len(json.loads(p.stdout)['devices']) if p.returncode == 0 else 0
+    except (ValueError, KeyError):
+        return 0
