@@ -244,9 +244,9 @@ static clt_status start(clt_trainer *t, const size_t *force_align)
     }
     if (c->mpi_comm) {
         CLT_TRY(clt_cluster_open(c->mpi_comm, k, t->weights, &t->cl));
-        if (clt_cluster_devices(t->cl) > CLT_MAX_DEVICES * 8)
+        if (clt_cluster_devices(t->cl) > CLT_MAX_ALL_DEVICES)
             return clt_fail(CLT_ERR_INVALID_ARG, "trainer: %d devices over all MPI processes (at most %d)",
-                            clt_cluster_devices(t->cl), CLT_MAX_DEVICES * 8);
+                            clt_cluster_devices(t->cl), CLT_MAX_ALL_DEVICES);
     }
     CLT_TRY(plan_batch_norm(t));
     CLT_TRY(clt_net_init(t->workers[0].net, c->seed, c->init));
@@ -405,11 +405,8 @@ static clt_status run_command(clt_trainer *t, clt_command cmd)
  * process computes the same list and takes its own devices' part). */
 static clt_status assign_shards(clt_trainer *t, int n, int training)
 {
-    int sizes[CLT_MAX_DEVICES * 8];
+    int sizes[CLT_MAX_ALL_DEVICES]; /* start() refused more */
     int all = t->cl ? clt_cluster_devices(t->cl) : t->k, first = t->cl ? clt_cluster_first(t->cl) : 0;
-    if (all > (int)(sizeof sizes / sizeof sizes[0]))
-        return clt_fail(CLT_ERR_INVALID_ARG, "trainer: %d devices over all processes (at most %d)", all,
-                        (int)(sizeof sizes / sizeof sizes[0]));
     const float *weights = t->cfg.split == CLT_SPLIT_EQUAL ? NULL : t->cl ? clt_cluster_weights(t->cl) : t->weights;
     CLT_TRY(clt_split_sizes(n, all, weights, sizes));
     /* Batch norm on a shard's own statistics needs two samples (one value

@@ -15,6 +15,9 @@
 
 typedef struct clt_trainer clt_trainer;
 
+/* Devices over all the MPI processes of a trainer (checked at create). */
+#define CLT_MAX_ALL_DEVICES (CLT_MAX_DEVICES * 8)
+
 /* The first gradient bucket's size cap (later ones: bucket_bytes). */
 #define CLT_FIRST_BUCKET_BYTES ((size_t)1 << 20)
 
