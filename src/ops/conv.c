@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/conv_algo.h"
+#include "ops/conv_lanes.h"
 #include "tensor/tensor.h"
 
 /* Largest supported size of any one dimension (keeps int index math in the
@@ -127,6 +127,7 @@ clt_status clt_conv_plan_ensure(clt_device *dev, const clt_conv_geom *g, clt_con
         return CLT_OK;
     if (!p && !(p = malloc(sizeof *p))) return clt_fail(CLT_ERR_NO_MEMORY, "convolution plan");
     clt_status s = plan_init(dev, g, all_passes, p, "conv2d plan");
+    if (s == CLT_OK) s = clt_conv_lanes_tune(dev, p);
     if (s != CLT_OK) {
         free(p);
         *plan = NULL;
@@ -188,7 +189,8 @@ clt_status clt_conv_plan_backward(clt_device *dev, const clt_conv_plan *plan, cl
 }
 
 /* ------------------------------------------------------------------ */
-/* Raw launchers: a plan for the passes of this call                  */
+/* Raw launchers: a plan for the passes of this call (the tuned        */
+/* configurations come from the device's memory after the first call) */
 /* ------------------------------------------------------------------ */
 
 clt_status clt_conv_forward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
@@ -196,6 +198,7 @@ clt_status clt_conv_forward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem 
 {
     clt_conv_plan plan;
     CLT_TRY(plan_init(dev, g, CLT_CONV_PASS(CLT_CONV_FWD), &plan, "conv2d forward"));
+    CLT_TRY(clt_conv_lanes_tune(dev, &plan));
     return clt_conv_plan_forward(dev, &plan, x, w, b, y);
 }
 
@@ -206,6 +209,7 @@ clt_status clt_conv_backward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem
                       (dw ? CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS) : 0);
     clt_conv_plan plan;
     CLT_TRY(plan_init(dev, g, passes, &plan, "conv2d backward"));
+    CLT_TRY(clt_conv_lanes_tune(dev, &plan));
     return clt_conv_plan_backward(dev, &plan, x, w, dy, dx, dw, db);
 }
 

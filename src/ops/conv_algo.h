@@ -17,7 +17,7 @@
 
 #include "ops/conv.h"
 
-#define CLT_CONV_LANES 16 /* floats per vector in the kernels */
+#define CLT_CONV_LANES 16 /* floats per vector in the copy kernels; the lanes layout's unit */
 /* Work-group width of the copy and reduction kernels: fixed, so PoCL (which
  * compiles a kernel once per work-group size) builds each of them once. */
 #define CLT_CONV_COPY_LX 8
@@ -26,14 +26,22 @@
 /* Pass bits of clt_conv_algo.supports and .plan. */
 #define CLT_CONV_PASS(p) (1u << (p))
 
+/* One pass's kernel configuration (the -D parameters of
+ * kernels/conv_lanes.cl): vw lanes per vector (4, 8, 16); forward and
+ * backward-data: a = RM channels x b = NV vectors per work-item;
+ * backward-weights: a = WA output x b = WB input channels. */
+typedef struct clt_conv_lanes_cfg {
+    int vw, a, b;
+} clt_conv_lanes_cfg;
+
 typedef struct clt_conv_lanes_params {
     clt_conv_geom gk; /* the kernels' geometry: g, or the subsampled one of a strided 1x1 */
     int subsampled;   /* gk is a strided 1x1 layer's subsampled geometry */
-    int np, nv;       /* batch padded to a multiple of 16*nv; float16 vectors per item */
-    int rm_fwd, cop;  /* forward register block, output channels padded to it */
-    int rm_bwd, cip;  /* backward-data register block, input channels padded to it */
-    int bw_wa, bw_wb; /* backward-weights block: output x input channels of one tap */
-    int bw_rows, bw_vecs, bw_vchunks, bw_chunks; /* its chunks of rows x 16-lane vectors */
+    int np;           /* batch padded: 16 up to 16 images, else a multiple of 32 */
+    clt_conv_lanes_cfg cfg[CLT_CONV_PASSES]; /* per pass; vw 0 for passes not planned */
+    int tuned[CLT_CONV_PASSES]; /* cfg came from the tuner (measured or cached) */
+    int cop, cip;     /* output / input channels padded to the forward / backward-data RM */
+    int bw_rows, bw_vecs, bw_vchunks, bw_chunks; /* backward-weights chunks of rows x vectors */
 } clt_conv_lanes_params;
 
 typedef struct clt_conv_direct_params {

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/conv_algo.h"
+#include "ops/conv_lanes.h"
 #include "runtime/launch.h"
 
 #define LANES CLT_CONV_LANES
@@ -26,39 +26,148 @@ static size_t up(size_t v, size_t m) { return clt_conv_round_up(v, m); }
 /* Plan                                                                */
 /* ------------------------------------------------------------------ */
 
-/* Backward-weights register blocks (conv_lanes_bwd_weights_<WA>_<WB>): WA
- * output x WB input channels of one tap, WA*WB accumulators fed by WA + WB
- * vector loads. The choice minimises the padded work times (1 + loads per
- * FMA), which picks 5 x 5 for LeNet conv2 (50 x 20 channels: 4 x 6
- * computed 52 x 24) and for the ResNet widths (64 x 64 pads to 65 x 65,
- * but 4 x 4 needs 25% more loads per FMA), and 6 x 4 or 4 x 6 where they
- * fit much better (3 input channels). Measured on the 2-core EPYC, ms (4x4
- * / 4x6 / 6x4 / 5x5): LeNet conv2 4.45 / 4.54 / 4.12 / 3.73, R18 128 14x14
- * 50.5 / 43.8 / 45.1 / 42.9, 512 4x4 52.2 / 46.0 / 46.9 / 44.7. The
- * device settings (CLTRAIN_CONV_BWDW) may force one; the tests run each. */
-static const int bwdw_blocks[][2] = CLT_CONV_BWDW_BLOCKS;
+/* ------------------------------------------------------------------ */
+/* Kernel configurations: the rule, the candidates the tuner times      */
+/* ------------------------------------------------------------------ */
 
-static void pick_bwdw_block(const clt_device *dev, int c, int co, int *wa, int *wb)
+/* Backward-weights blocks WA x WB: the ones settings may force and the
+ * rule and the tuner choose among. */
+static const int bwdw_blocks[][2] = CLT_CONV_BWDW_BLOCKS;
+#define N_BWDW_BLOCKS (sizeof bwdw_blocks / sizeof bwdw_blocks[0])
+/* Forward and backward-data register block heights. */
+static const int rm_set[] = {2, 3, 4, 5, 6, 8, 10};
+#define N_RM (sizeof rm_set / sizeof rm_set[0])
+
+/* The device's native float vector width, 4, 8 or 16 (AVX-512 16, AVX2 8,
+ * SSE 4). */
+int clt_conv_lanes_native_vw(const clt_device *dev)
 {
-    if (dev->settings.conv_bwdw_a > 0) {
-        *wa = dev->settings.conv_bwdw_a;
-        *wb = dev->settings.conv_bwdw_b;
-        return;
-    }
-    double best_cost = 0;
-    for (size_t i = 0; i < sizeof bwdw_blocks / sizeof bwdw_blocks[0]; i++) {
-        int a = bwdw_blocks[i][0], b = bwdw_blocks[i][1];
-        double work = (double)up((size_t)co, (size_t)a) * (double)up((size_t)c, (size_t)b);
-        double cost = work * (1.0 + (double)(a + b) / (double)(a * b));
-        if (i == 0 || cost < best_cost) {
-            *wa = a;
-            *wb = b;
-            best_cost = cost;
-        }
-    }
+    cl_uint w = 0;
+    if (clGetDeviceInfo(dev->id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof w, &w, NULL) != CL_SUCCESS) w = 8;
+    return w >= 16 ? 16 : w >= 8 ? 8 : 4;
 }
 
-/* Backward-weights chunking: a chunk is `rows` output rows x `vecs` 16-lane
+/* Vector registers the accumulators may take: x86 has 32 with AVX-512 and
+ * 16 below it; 4 stay for the loads and the broadcast. Over budget the
+ * accumulators spill (float16 blocks of 2 x 10 ran at 29% of the FMA peak
+ * on AVX2, where a float16 is two registers). */
+static int acc_budget(int native) { return (native >= 16 ? 32 : 16) - 4; }
+
+static int acc_regs(const clt_conv_lanes_cfg *c, int native)
+{
+    return c->a * c->b * (c->vw > native ? c->vw / native : 1);
+}
+
+int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_conv_lanes_cfg *c)
+{
+    if (c->vw != 4 && c->vw != 8 && c->vw != 16) return 0;
+    if (pass == CLT_CONV_BWD_WEIGHTS) return c->a >= 1 && c->a <= 8 && c->b >= 1 && c->b <= 8 && lp->np % c->vw == 0;
+    return c->a >= 1 && c->a <= 16 && c->b >= 1 && c->b <= 8 && lp->np % (c->vw * c->b) == 0;
+}
+
+/* The channels a pass blocks by its first parameter, and the other ones. */
+static int pass_channels(const clt_conv_geom *g, int pass) { return pass == CLT_CONV_BWD_DATA ? g->c : g->co; }
+
+/* A model of a configuration's time, for ranking candidates: padded
+ * work times (1 + loads per FMA). */
+static double cfg_cost(const clt_conv_lanes_params *lp, int pass, const clt_conv_lanes_cfg *c)
+{
+    const clt_conv_geom *g = &lp->gk;
+    double work, loads;
+    if (pass == CLT_CONV_BWD_WEIGHTS) {
+        work = (double)up((size_t)g->co, (size_t)c->a) * (double)up((size_t)g->c, (size_t)c->b);
+        loads = (double)(c->a + c->b) / (double)(c->a * c->b);
+    } else {
+        work = (double)up((size_t)pass_channels(g, pass), (size_t)c->a);
+        loads = (double)(c->a + c->b) / (double)(c->a * c->b);
+    }
+    return work * (1.0 + loads);
+}
+
+/* The rule-based choice (CLTRAIN_TUNE=0, and the tuner's first candidate).
+ * The native vector width; forward and backward-data: 32 lanes per item
+ * (16 for batches up to 16) in as few vectors as fit, and the block height
+ * from {4, 5, 6, 8, 10} that fits and pads the fewest channels (8 on a
+ * tie, else the largest); backward-weights: the fitting block of least
+ * modelled cost. On AVX-512 this is the choice the kernels were tuned
+ * with (float16 x 2 x 4/8/10; 5 x 5). */
+static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_params *lp, int pass, int native)
+{
+    clt_conv_lanes_cfg c = {native, 0, 0}, t;
+    int budget = acc_budget(native);
+    if (pass == CLT_CONV_BWD_WEIGHTS) {
+        if (dev->settings.conv_bwdw_a > 0) return (clt_conv_lanes_cfg){native, dev->settings.conv_bwdw_a,
+                                                                        dev->settings.conv_bwdw_b};
+        double best = 0;
+        for (size_t i = 0; i < N_BWDW_BLOCKS; i++) {
+            t = (clt_conv_lanes_cfg){native, bwdw_blocks[i][0], bwdw_blocks[i][1]};
+            if (acc_regs(&t, native) > budget) continue;
+            double cost = cfg_cost(lp, pass, &t);
+            if (c.a == 0 || cost < best) {
+                c = t;
+                best = cost;
+            }
+        }
+        return c;
+    }
+    int nv = (lp->np % 32 == 0 ? 32 : 16) / native;
+    while (nv > 1 && budget / nv < 4) nv /= 2;
+    c.b = nv;
+    size_t ch = (size_t)pass_channels(&lp->gk, pass), best = 0;
+    for (size_t i = 2; i < N_RM; i++) { /* from 4 */
+        t = (clt_conv_lanes_cfg){native, rm_set[i], nv};
+        if (acc_regs(&t, native) > budget) continue;
+        size_t padded = up(ch, (size_t)t.a);
+        if (c.a == 0 || padded < best || (padded == best && c.a != 8)) {
+            c.a = t.a;
+            best = padded;
+        }
+    }
+    if (c.a == 0) c.a = 4;
+    return c;
+}
+
+/* The configurations the tuner times for `pass`, rule first: at the
+ * native vector width and twice it (and half of 16), every register block
+ * that uses between half and all of the register budget, the `max` - 1 of
+ * least modelled cost. Returns the count. */
+int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params *lp, int pass,
+                              clt_conv_lanes_cfg *out, int max)
+{
+    int native = clt_conv_lanes_native_vw(dev), budget = acc_budget(native), n = 0;
+    if (max < 1) return 0;
+    out[n++] = rule_cfg(dev, lp, pass, native);
+    if (pass == CLT_CONV_BWD_WEIGHTS && dev->settings.conv_bwdw_a > 0) return n;
+    clt_conv_lanes_cfg all[256];
+    int na = 0;
+    for (int vw = 4; vw <= 16; vw *= 2) {
+        if (vw > 2 * native || (vw < native && !(native == 16 && vw == 8))) continue;
+        for (int a = 1; a <= 12; a++) {
+            for (int b = 1; b <= 8; b++) {
+                if (pass != CLT_CONV_BWD_WEIGHTS && ((b & (b - 1)) || vw * b < 8 || vw * b > 32)) continue;
+                clt_conv_lanes_cfg c = {vw, a, b};
+                int regs = acc_regs(&c, native);
+                if (regs > budget || 2 * regs < budget || !clt_conv_lanes_cfg_ok(lp, pass, &c) || na == 256) continue;
+                all[na++] = c;
+            }
+        }
+    }
+    while (n < max) { /* selection by cost: few candidates, no sort needed */
+        int pick = -1;
+        for (int i = 0; i < na; i++) {
+            int dup = 0;
+            for (int k = 0; k < n; k++)
+                dup |= out[k].vw == all[i].vw && out[k].a == all[i].a && out[k].b == all[i].b;
+            if (dup) continue;
+            if (pick < 0 || cfg_cost(lp, pass, &all[i]) < cfg_cost(lp, pass, &all[pick])) pick = i;
+        }
+        if (pick < 0) break;
+        out[n++] = all[pick];
+    }
+    return n;
+}
+
+/* Backward-weights chunking: a chunk is `rows` output rows x `vecs` vw-lane
  * vectors. A work-group (the k*k taps of one WA x WB block) streams WB input
  * channels and WA dy channels of its chunk; keep that within ~512 KiB (half
  * an L2 here; 256 KiB ran R18 64 28x28 40% slower: more, smaller chunks)
@@ -67,11 +176,11 @@ static void pick_bwdw_block(const clt_device *dev, int c, int co, int *wa, int *
 static void bwd_weights_chunks(const clt_device *dev, clt_conv_lanes_params *lp)
 {
     const clt_conv_geom *g = &lp->gk;
+    const clt_conv_lanes_cfg *c = &lp->cfg[CLT_CONV_BWD_WEIGHTS];
     const size_t target = (size_t)512 << 10;
-    pick_bwdw_block(dev, g->c, g->co, &lp->bw_wa, &lp->bw_wb);
-    size_t wa = (size_t)lp->bw_wa, wb = (size_t)lp->bw_wb;
-    int nvec = lp->np / LANES;
-    size_t vbytes = LANES * sizeof(float);
+    size_t wa = (size_t)c->a, wb = (size_t)c->b;
+    int nvec = lp->np / c->vw;
+    size_t vbytes = (size_t)c->vw * sizeof(float);
     /* bytes per output row per vector: WA dy pixels + WB input pixels */
     size_t per_row = (wa * g->ow + wb * g->w * g->stride) * vbytes;
     size_t x_fixed = wb * g->w * (g->k > g->stride ? g->k - g->stride : 0) * vbytes;
@@ -124,6 +233,23 @@ static unsigned lanes_supports(const clt_conv_geom *g, unsigned open)
     return open;
 }
 
+/* Whether the passes' work buffers fit, with the padding and chunks that
+ * follow from the configurations in lp->cfg. */
+int clt_conv_lanes_derive(const clt_device *dev, clt_conv_lanes_params *lp, unsigned passes)
+{
+    const clt_conv_geom *g = &lp->gk;
+    lp->cop = lp->cfg[CLT_CONV_FWD].a ? (int)up((size_t)g->co, (size_t)lp->cfg[CLT_CONV_FWD].a) : g->co;
+    lp->cip = lp->cfg[CLT_CONV_BWD_DATA].a ? (int)up((size_t)g->c, (size_t)lp->cfg[CLT_CONV_BWD_DATA].a) : g->c;
+    int want_dx = (passes & CLT_CONV_PASS(CLT_CONV_BWD_DATA)) != 0;
+    int want_dw = (passes & CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS)) != 0;
+    if (want_dw) bwd_weights_chunks(dev, lp);
+    size_t xe, we, fwd_bytes = forward_floats(lp, &xe, &we) * sizeof(float);
+    if ((passes & CLT_CONV_PASS(CLT_CONV_FWD)) && !clt_conv_fits(dev, fwd_bytes)) return 0;
+    bwd_layout L;
+    backward_layout(lp, want_dx, want_dw, &L);
+    return !(want_dx || want_dw) || clt_conv_fits(dev, L.total * sizeof(float));
+}
+
 static int lanes_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passes)
 {
     clt_conv_lanes_params *lp = &plan->lanes;
@@ -138,22 +264,13 @@ static int lanes_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passe
         lp->gk.w = g->ow;
         lp->gk.stride = 1;
     }
-    /* 32 lanes per item when the batch has more than 16 images (two vector
-     * loads per broadcast weight), 16 for small batches. */
-    lp->nv = g->n > LANES ? 2 : 1;
-    lp->np = (int)up((size_t)g->n, (size_t)(LANES * lp->nv));
-    lp->rm_fwd = clt_conv_pick_rm(g->co);
-    lp->cop = (int)up((size_t)g->co, (size_t)lp->rm_fwd);
-    lp->rm_bwd = clt_conv_pick_rm(g->c);
-    lp->cip = (int)up((size_t)g->c, (size_t)lp->rm_bwd);
-    int want_dx = (passes & CLT_CONV_PASS(CLT_CONV_BWD_DATA)) != 0;
-    int want_dw = (passes & CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS)) != 0;
-    if (want_dw) bwd_weights_chunks(dev, lp);
-    size_t xe, we, fwd_bytes = forward_floats(lp, &xe, &we) * sizeof(float);
-    if ((passes & CLT_CONV_PASS(CLT_CONV_FWD)) && !clt_conv_fits(dev, fwd_bytes)) return 0;
-    bwd_layout L;
-    backward_layout(lp, want_dx, want_dw, &L);
-    return !(want_dx || want_dw) || clt_conv_fits(dev, L.total * sizeof(float));
+    /* Lanes padded to 16 (the copies' unit) for small batches, to 32 (one
+     * or more vectors per item) otherwise. */
+    lp->np = (int)up((size_t)g->n, g->n > LANES ? 2 * LANES : LANES);
+    int native = clt_conv_lanes_native_vw(dev);
+    for (int p = 0; p < CLT_CONV_PASSES; p++)
+        if (passes & CLT_CONV_PASS(p)) lp->cfg[p] = rule_cfg(dev, lp, p, native);
+    return clt_conv_lanes_derive(dev, lp, passes);
 }
 
 /* ------------------------------------------------------------------ */
@@ -248,23 +365,31 @@ static clt_status weights_to_lanes(clt_device *dev, const clt_conv_geom *g, int 
  * (fwd = 0: dy -> dx, blocks of input channels) in the lanes layout in
  * scratch: the weights into their layout, then the register-blocked kernel
  * over channel blocks x the pixels' lane vectors. */
-static clt_status rank1_pass(clt_device *dev, const clt_conv_lanes_params *lp, int fwd, cl_mem w,
-                             cl_mem scratch, cl_ulong in_off, cl_ulong wt_off, cl_ulong out_off)
+static clt_status rank1_kernel(clt_device *dev, const clt_conv_lanes_params *lp, int fwd, cl_mem scratch,
+                               cl_ulong in_off, cl_ulong wt_off, cl_ulong out_off)
 {
     const clt_conv_geom *g = &lp->gk;
-    int rm = fwd ? lp->rm_fwd : lp->rm_bwd, padded = fwd ? lp->cop : lp->cip;
-    CLT_TRY(weights_to_lanes(dev, g, fwd, padded, w, scratch, wt_off));
-    char name[40];
-    snprintf(name, sizeof name, "conv_lanes_%s_%d_%d", fwd ? "fwd" : "bwd_data", rm, lp->nv);
-    size_t blocks = (size_t)padded / (size_t)rm;
+    const clt_conv_lanes_cfg *c = &lp->cfg[fwd ? CLT_CONV_FWD : CLT_CONV_BWD_DATA];
+    int padded = fwd ? lp->cop : lp->cip;
+    char spec[64];
+    snprintf(spec, sizeof spec, "conv_lanes -DVW=%d -DRM=%d -DNV=%d", c->vw, c->a, c->b);
+    size_t blocks = (size_t)padded / (size_t)c->a;
     size_t pixels = fwd ? (size_t)g->oh * g->ow : (size_t)g->h * g->w;
-    size_t items = pixels * (size_t)(lp->np / (LANES * lp->nv));
-    return clt_launch_2d(dev, "conv_lanes", name, blocks, items, clt_conv_group_x(dev, blocks), 1,
+    size_t items = pixels * (size_t)(lp->np / (c->vw * c->b));
+    return clt_launch_2d(dev, spec, fwd ? "conv_lanes_fwd" : "conv_lanes_bwd_data", blocks, items,
+                         clt_conv_group_x(dev, blocks), 1,
                          CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->np),
                                   CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),
                                   CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(padded),
                                   CLT_ARG(scratch), CLT_ARG(in_off), CLT_ARG(scratch),
                                   CLT_ARG(wt_off), CLT_ARG(scratch), CLT_ARG(out_off)));
+}
+
+static clt_status rank1_pass(clt_device *dev, const clt_conv_lanes_params *lp, int fwd, cl_mem w,
+                             cl_mem scratch, cl_ulong in_off, cl_ulong wt_off, cl_ulong out_off)
+{
+    CLT_TRY(weights_to_lanes(dev, &lp->gk, fwd, fwd ? lp->cop : lp->cip, w, scratch, wt_off));
+    return rank1_kernel(dev, lp, fwd, scratch, in_off, wt_off, out_off);
 }
 
 static clt_status lanes_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
@@ -283,28 +408,60 @@ static clt_status lanes_forward(clt_device *dev, const clt_conv_plan *plan, cl_m
     return from_lanes(dev, scratch, y_off, g->n, g->co, g->oh * g->ow, lp->np, bias, has_bias, y);
 }
 
+/* The backward-weights kernel into part (chunks > 1) or dw. */
+static clt_status bwdw_kernel(clt_device *dev, const clt_conv_lanes_params *lp, cl_mem scratch, cl_ulong x_off,
+                              cl_ulong dy_off, cl_mem part, cl_ulong poff)
+{
+    const clt_conv_geom *g = &lp->gk;
+    const clt_conv_lanes_cfg *c = &lp->cfg[CLT_CONV_BWD_WEIGHTS];
+    int kk = g->k * g->k, chunks = lp->bw_chunks;
+    size_t g1 = (size_t)((g->co + c->a - 1) / c->a) * (size_t)((g->c + c->b - 1) / c->b) * (size_t)chunks;
+    char spec[64];
+    snprintf(spec, sizeof spec, "conv_lanes -DVW=%d -DWA=%d -DWB=%d", c->vw, c->a, c->b);
+    return clt_launch_2d(dev, spec, "conv_lanes_bwd_weights", (size_t)kk, g1, clt_conv_group_x(dev, (size_t)kk), 1,
+                         CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->np),
+                                  CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),
+                                  CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(lp->bw_rows),
+                                  CLT_ARG(lp->bw_vecs), CLT_ARG(lp->bw_vchunks), CLT_ARG(chunks),
+                                  CLT_ARG(scratch), CLT_ARG(x_off), CLT_ARG(scratch),
+                                  CLT_ARG(dy_off), CLT_ARG(part), CLT_ARG(poff)));
+}
+
 static clt_status backward_weights(clt_device *dev, const clt_conv_plan *plan, cl_mem x,
                                    cl_mem scratch, const bwd_layout *L, cl_mem dw)
 {
     const clt_conv_lanes_params *lp = &plan->lanes;
     const clt_conv_geom *g = &lp->gk;
-    cl_ulong x_off = L->x_off, dy_off = L->dy_off, part_off = L->part_off;
-    CLT_TRY(x_to_lanes(dev, plan, x, scratch, x_off));
-    int wa = lp->bw_wa, wb = lp->bw_wb, kk = g->k * g->k, chunks = lp->bw_chunks;
-    size_t g1 = (size_t)((g->co + wa - 1) / wa) * (size_t)((g->c + wb - 1) / wb) * (size_t)chunks;
-    char name[40];
-    snprintf(name, sizeof name, "conv_lanes_bwd_weights_%d_%d", wa, wb);
+    CLT_TRY(x_to_lanes(dev, plan, x, scratch, L->x_off));
+    int chunks = lp->bw_chunks;
     cl_mem part = chunks > 1 ? scratch : dw;
-    cl_ulong poff = chunks > 1 ? part_off : 0;
-    CLT_TRY(clt_launch_2d(dev, "conv_lanes", name, (size_t)kk, g1, clt_conv_group_x(dev, (size_t)kk), 1,
-                          CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->np),
-                                   CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),
-                                   CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(lp->bw_rows),
-                                   CLT_ARG(lp->bw_vecs), CLT_ARG(lp->bw_vchunks), CLT_ARG(chunks),
-                                   CLT_ARG(scratch), CLT_ARG(x_off), CLT_ARG(scratch),
-                                   CLT_ARG(dy_off), CLT_ARG(part), CLT_ARG(poff))));
+    CLT_TRY(bwdw_kernel(dev, lp, scratch, L->x_off, L->dy_off, part, chunks > 1 ? L->part_off : 0));
     if (chunks == 1) return CLT_OK;
-    return clt_conv_sum_chunks(dev, (int)((size_t)g->co * g->c * (size_t)kk), chunks, scratch, part_off, dw);
+    return clt_conv_sum_chunks(dev, (int)((size_t)g->co * g->c * (size_t)(g->k * g->k)), chunks, scratch,
+                               L->part_off, dw);
+}
+
+/* One pass's arithmetic alone on a work buffer of the plan's layout (for
+ * the tuner: the copies around it do not depend on the configuration).
+ * *bytes: the buffer it needs; with scratch NULL only that is filled. */
+clt_status clt_conv_lanes_time_pass(clt_device *dev, const clt_conv_lanes_params *lp, int pass, cl_mem scratch,
+                                    size_t *bytes)
+{
+    if (pass == CLT_CONV_FWD) {
+        size_t xe, we, total = forward_floats(lp, &xe, &we);
+        *bytes = total * sizeof(float);
+        return scratch ? rank1_kernel(dev, lp, 1, scratch, 0, xe, xe + we) : CLT_OK;
+    }
+    bwd_layout L;
+    int dw = pass == CLT_CONV_BWD_WEIGHTS, chunks = lp->bw_chunks;
+    backward_layout(lp, !dw, dw, &L);
+    /* one chunk: the kernel writes dw itself, here after the layout */
+    const clt_conv_geom *g = &lp->gk;
+    size_t dw_elems = dw && chunks == 1 ? (size_t)g->co * g->c * g->k * g->k : 0;
+    *bytes = (L.total + dw_elems) * sizeof(float);
+    if (!scratch) return CLT_OK;
+    if (!dw) return rank1_kernel(dev, lp, 0, scratch, L.dy_off, L.wb_off, L.dx_off);
+    return bwdw_kernel(dev, lp, scratch, L.x_off, L.dy_off, scratch, chunks > 1 ? L.part_off : L.total);
 }
 
 /* dy goes into the lanes layout once for both passes. */

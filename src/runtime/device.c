@@ -9,6 +9,7 @@
 #include "runtime/discovery.h"
 #include "runtime/gemm.h"
 #include "runtime/kernel_sources.h"
+#include "runtime/tune_cache.h"
 
 void clt_device_log(const clt_device *dev, int level, const char *fmt, ...)
 {
@@ -31,12 +32,6 @@ clt_status clt_device_open(int index, clt_device **out)
     clt_device *dev = calloc(1, sizeof *dev);
     if (!dev) return clt_fail(CLT_ERR_NO_MEMORY, "opening device %d", index);
     atomic_init(&dev->refs, 1);
-    dev->programs = calloc((size_t)(clt_kernel_source_count > 0 ? clt_kernel_source_count : 1),
-                           sizeof *dev->programs);
-    if (!dev->programs) {
-        free(dev);
-        return clt_fail(CLT_ERR_NO_MEMORY, "opening device %d", index);
-    }
     dev->info.index = index;
     dev->platform = f.platform;
     dev->id = f.device;
@@ -82,11 +77,9 @@ void clt_device_release(clt_device *dev)
     if (dev->scratch) clReleaseMemObject(dev->scratch);
     for (int i = 0; i < dev->n_kernels; i++) clReleaseKernel(dev->kernels[i].kernel);
     free(dev->kernels);
-    if (dev->programs) {
-        for (int i = 0; i < clt_kernel_source_count; i++)
-            if (dev->programs[i]) clReleaseProgram(dev->programs[i]);
-        free(dev->programs);
-    }
+    for (int i = 0; i < dev->n_variants; i++) clReleaseProgram(dev->variants[i].program);
+    clt_tune_free(dev);
+    free(dev->variants);
     if (dev->queue) clReleaseCommandQueue(dev->queue);
     if (dev->ctx) clReleaseContext(dev->ctx);
     free(dev);
@@ -120,10 +113,11 @@ clt_status clt_device_finish(clt_device *dev)
     return CLT_OK;
 }
 
-static int program_index(const char *name)
+static int program_index(const char *name, size_t len)
 {
     for (int i = 0; i < clt_kernel_source_count; i++)
-        if (strcmp(clt_kernel_sources[i].name, name) == 0) return i;
+        if (strlen(clt_kernel_sources[i].name) == len && strncmp(clt_kernel_sources[i].name, name, len) == 0)
+            return i;
     return -1;
 }
 
@@ -139,15 +133,18 @@ static const char *program_options(const clt_device *dev)
     return "-cl-std=CL1.2";
 }
 
-static clt_status ensure_program(clt_device *dev, int p)
+/* Builds source p with `defines` appended to the options. Kernel
+ * development: CLTRAIN_KERNEL_DIR/NAME.cl replaces the embedded source (the
+ * cache key follows the source, so edits rebuild). */
+static clt_status build_variant(clt_device *dev, int p, const char *defines, cl_program *out)
 {
-    if (dev->programs[p]) return CLT_OK;
     const clt_kernel_source *k = &clt_kernel_sources[p];
-    /* Kernel development: CLTRAIN_KERNEL_DIR/NAME.cl replaces the embedded
-     * source (the cache key follows the source, so edits rebuild). */
+    char options[256];
+    if (snprintf(options, sizeof options, "%s%s%s", program_options(dev), defines[0] ? " " : "", defines) >=
+        (int)sizeof options)
+        return clt_fail(CLT_ERR_INTERNAL, "program %s: build defines too long", k->name);
     const char *dir = getenv("CLTRAIN_KERNEL_DIR");
-    if (!dir || !dir[0]) return clt_program_build(dev, k->name, k->source, k->length, program_options(dev),
-                                                    &dev->programs[p]);
+    if (!dir || !dir[0]) return clt_program_build(dev, k->name, k->source, k->length, options, out);
     char path[4096];
     if (snprintf(path, sizeof path, "%s/%s.cl", dir, k->name) >= (int)sizeof path)
         return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_KERNEL_DIR=\"%s\": path too long", dir);
@@ -164,17 +161,47 @@ static clt_status ensure_program(clt_device *dev, int p)
     memcpy(whole + clt_kernel_prelude_length, src, n);
     whole[clt_kernel_prelude_length + n] = 0;
     free(src);
-    s = clt_program_build(dev, path, whole, clt_kernel_prelude_length + n, program_options(dev), &dev->programs[p]);
+    s = clt_program_build(dev, path, whole, clt_kernel_prelude_length + n, options, out);
     free(whole);
     return s;
+}
+
+/* The variant index of program spec "name[ defines]", built on first use. */
+static clt_status ensure_variant(clt_device *dev, const char *spec, int *index)
+{
+    const char *sp = strchr(spec, ' ');
+    size_t name_len = sp ? (size_t)(sp - spec) : strlen(spec);
+    const char *defines = sp ? sp + 1 : "";
+    int p = program_index(spec, name_len);
+    if (p < 0) return clt_fail(CLT_ERR_NOT_FOUND, "no embedded kernel program named \"%.*s\"", (int)name_len, spec);
+    for (int i = 0; i < dev->n_variants; i++) {
+        if (dev->variants[i].source == p && strcmp(dev->variants[i].defines, defines) == 0) {
+            *index = i;
+            return CLT_OK;
+        }
+    }
+    if (strlen(defines) >= CLT_PROGRAM_DEFINES_MAX)
+        return clt_fail(CLT_ERR_INTERNAL, "program %s: build defines \"%s\" too long", spec, defines);
+    if (dev->n_variants == dev->cap_variants) {
+        int cap = dev->cap_variants ? dev->cap_variants * 2 : 32;
+        clt_program_variant *v = realloc(dev->variants, (size_t)cap * sizeof *v);
+        if (!v) return clt_fail(CLT_ERR_NO_MEMORY, "program table");
+        dev->variants = v;
+        dev->cap_variants = cap;
+    }
+    clt_program_variant *v = &dev->variants[dev->n_variants];
+    CLT_TRY(build_variant(dev, p, defines, &v->program));
+    v->source = p;
+    snprintf(v->defines, sizeof v->defines, "%s", defines);
+    *index = dev->n_variants++;
+    return CLT_OK;
 }
 
 clt_status clt_device_build_program(clt_device *dev, const char *name)
 {
     if (!dev || !name) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_build_program: NULL argument");
-    int p = program_index(name);
-    if (p < 0) return clt_fail(CLT_ERR_NOT_FOUND, "no embedded kernel program named \"%s\"", name);
-    return ensure_program(dev, p);
+    int v;
+    return ensure_variant(dev, name, &v);
 }
 
 clt_status clt_device_build_source(clt_device *dev, const char *source, const char *options)
@@ -187,20 +214,28 @@ clt_status clt_device_build_source(clt_device *dev, const char *source, const ch
     return CLT_OK;
 }
 
+static int variant_is(const clt_device *dev, int v, const char *spec)
+{
+    const clt_program_variant *pv = &dev->variants[v];
+    const char *name = clt_kernel_sources[pv->source].name;
+    size_t n = strlen(name);
+    if (strncmp(spec, name, n) != 0) return 0;
+    if (spec[n] == 0) return pv->defines[0] == 0;
+    return spec[n] == ' ' && strcmp(spec + n + 1, pv->defines) == 0;
+}
+
 clt_status clt_device_kernel(clt_device *dev, const char *program, const char *kernel, cl_kernel *out)
 {
     for (int i = 0; i < dev->n_kernels; i++) {
-        if (strcmp(dev->kernels[i].name, kernel) == 0 &&
-            strcmp(clt_kernel_sources[dev->kernels[i].program].name, program) == 0) {
+        if (strcmp(dev->kernels[i].name, kernel) == 0 && variant_is(dev, dev->kernels[i].variant, program)) {
             *out = dev->kernels[i].kernel;
             return CLT_OK;
         }
     }
-    int p = program_index(program);
-    if (p < 0) return clt_fail(CLT_ERR_INTERNAL, "no embedded kernel program named \"%s\"", program);
     if (strlen(kernel) >= sizeof dev->kernels[0].name)
         return clt_fail(CLT_ERR_INTERNAL, "kernel name \"%s\" too long", kernel);
-    CLT_TRY(ensure_program(dev, p));
+    int v;
+    CLT_TRY(ensure_variant(dev, program, &v));
     if (dev->n_kernels == dev->cap_kernels) {
         int cap = dev->cap_kernels ? dev->cap_kernels * 2 : 32;
         clt_kernel_slot *k = realloc(dev->kernels, (size_t)cap * sizeof *k);
@@ -209,14 +244,14 @@ clt_status clt_device_kernel(clt_device *dev, const char *program, const char *k
         dev->cap_kernels = cap;
     }
     cl_int err;
-    cl_kernel k = clCreateKernel(dev->programs[p], kernel, &err);
+    cl_kernel k = clCreateKernel(dev->variants[v].program, kernel, &err);
     if (!k) {
         clt_cl_fail(err, "clCreateKernel");
         return clt_fail_context(CLT_ERR_INTERNAL, "kernel %s in program %s on device %d", kernel,
                                 program, dev->info.index);
     }
     clt_kernel_slot *slot = &dev->kernels[dev->n_kernels++];
-    slot->program = p;
+    slot->variant = v;
     snprintf(slot->name, sizeof slot->name, "%s", kernel);
     slot->kernel = k;
     *out = k;
@@ -227,8 +262,9 @@ clt_status clt_device_warmup(clt_device *dev)
 {
     if (!dev) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_warmup: device is NULL");
     clt_status s = CLT_OK;
+    int v;
     for (int p = 0; p < clt_kernel_source_count && s == CLT_OK; p++)
-        if (!clt_kernel_sources[p].on_demand) s = ensure_program(dev, p);
+        if (!clt_kernel_sources[p].on_demand) s = ensure_variant(dev, clt_kernel_sources[p].name, &v);
     if (s == CLT_OK) s = clt_gemm_warmup(dev);
     if (s != CLT_OK) return clt_fail_context(s, "device %d (%s)", dev->info.index, dev->info.name);
     return CLT_OK;

@@ -10,23 +10,38 @@
 
 /* Convolution algorithm choice (CLTRAIN_CONV_ALGO). */
 enum { CLT_CONV_ALGO_AUTO, CLT_CONV_ALGO_LANES, CLT_CONV_ALGO_GEMM };
+/* Kernel tuning (CLTRAIN_TUNE): AUTO measures where the on-disk cache can
+ * keep the result (CLTRAIN_TUNE unset); OFF (0) takes the rule-based
+ * choice; ON (1) measures even without a cache (every run). */
+enum { CLT_TUNE_AUTO, CLT_TUNE_OFF, CLT_TUNE_ON };
 /* The register blocks A x B of the lanes backward-weights kernels
  * (conv_lanes_bwd_weights_<A>_<B> in kernels/conv_lanes.cl): the ones
  * settings may force, and the ones ops/conv_lanes.c chooses among. */
-#define CLT_CONV_BWDW_BLOCKS {{5, 5}, {4, 6}, {6, 4}, {5, 4}, {4, 5}, {4, 4}}
+#define CLT_CONV_BWDW_BLOCKS {{5, 5}, {4, 6}, {6, 4}, {5, 4}, {4, 5}, {4, 4}, {3, 4}, {4, 3}, {2, 6}, {6, 2}}
 
 /* A device's tuning settings, in plain values: runtime/ reads and checks
  * them, each op interprets its own. Zero is the default everywhere. */
+#define CLT_PROGRAM_DEFINES_MAX 96
+
 typedef struct clt_device_settings {
     int conv_algo;                /* CLT_CONV_ALGO_*; AUTO: lanes on CPU devices, gemm elsewhere */
     size_t conv_budget;           /* bytes a convolution's work buffer may take (a diagnostic
                                    * that reaches the chunked and fallback paths); 0: the
                                    * device's limits */
     int conv_bwdw_a, conv_bwdw_b; /* forced lanes backward-weights block A x B; 0: per shape */
+    int tune;                     /* CLT_TUNE_*: kernel configurations measured at first use */
 } clt_device_settings;
 
+/* A built program: an embedded source with build-time defines (a kernel
+ * parameterised per shape or device builds once per distinct set). */
+typedef struct clt_program_variant {
+    int source;         /* index into clt_kernel_sources */
+    char defines[CLT_PROGRAM_DEFINES_MAX];
+    cl_program program;
+} clt_program_variant;
+
 typedef struct clt_kernel_slot {
-    int program;        /* index into clt_kernel_sources */
+    int variant;        /* index into clt_device.variants */
     char name[64];
     cl_kernel kernel;
 } clt_kernel_slot;
@@ -41,7 +56,8 @@ struct clt_device {
     clt_log_fn log;
     void *log_user;
     clt_program_stats stats;
-    cl_program *programs;     /* one per embedded source, built lazily */
+    clt_program_variant *variants; /* built programs, looked up by source and defines */
+    int n_variants, cap_variants;
     clt_kernel_slot *kernels; /* created kernels, looked up by name */
     int n_kernels, cap_kernels;
     int cache_enabled;
@@ -51,6 +67,9 @@ struct clt_device {
     size_t scratch_bytes;
     clt_device_settings settings;
     unsigned settings_version; /* counts clt_device_set_settings calls (plans check it) */
+    struct clt_tune_entry *tune; /* the tuner's choices (runtime/tune_cache.c) */
+    int n_tune, cap_tune, tune_loaded;
+    int tune_announced;        /* the "tuning" line was logged */
 };
 
 /* A net or tensor keeps its device alive: retain when it takes the device,
@@ -63,7 +82,10 @@ void clt_device_release(clt_device *dev);
 void clt_device_log(const clt_device *dev, int level, const char *fmt, ...) CLT_PRINTF(3, 4);
 
 /* The kernel `kernel` of embedded program `program`, built on first use. The
- * kernel object stays owned by the device. */
+ * kernel object stays owned by the device. `program` is a source's name,
+ * optionally followed by a space and build defines ("conv_lanes -DVW=8
+ * -DRM=6"): each distinct string is its own program, built (through the
+ * cache) once. */
 clt_status clt_device_kernel(clt_device *dev, const char *program, const char *kernel,
                              cl_kernel *out);
 
@@ -73,8 +95,8 @@ clt_status clt_program_build(clt_device *dev, const char *label, const char *sou
 /* Resolves the cache directory from the environment (program.c). */
 clt_status clt_cache_configure(clt_device *dev);
 
-/* The settings CLTRAIN_CONV_ALGO (lanes|gemm), CLTRAIN_CONV_BUDGET (bytes)
- * and CLTRAIN_CONV_BWDW (AxB) give (unset or empty: the default); a bad
+/* The settings CLTRAIN_CONV_ALGO (lanes|gemm), CLTRAIN_CONV_BUDGET (bytes),
+ * CLTRAIN_CONV_BWDW (AxB) and CLTRAIN_TUNE (0|1) give (unset or empty: the default); a bad
  * value is an error naming the variable and the value. clt_device_open
  * calls it, so the environment is read once per device (settings.c). */
 clt_status clt_device_settings_from_env(clt_device_settings *s);

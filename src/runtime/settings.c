@@ -60,8 +60,16 @@ static clt_status parse_bwdw(const char *e, clt_device_settings *s)
             return CLT_OK;
         }
     }
-    char want[96];
+    char want[160];
     return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_BWDW=\"%s\": %s", e, bwdw_expected(want, sizeof want));
+}
+
+static clt_status parse_tune(const char *e, clt_device_settings *s)
+{
+    if (strcmp(e, "0") == 0) s->tune = CLT_TUNE_OFF;
+    else if (strcmp(e, "1") == 0) s->tune = CLT_TUNE_ON;
+    else return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_TUNE=\"%s\": expected 0 (rule-based kernels) or 1 (tune)", e);
+    return CLT_OK;
 }
 
 clt_status clt_device_settings_from_env(clt_device_settings *s)
@@ -73,6 +81,7 @@ clt_status clt_device_settings_from_env(clt_device_settings *s)
         {"CLTRAIN_CONV_ALGO", parse_algo},
         {"CLTRAIN_CONV_BUDGET", parse_budget},
         {"CLTRAIN_CONV_BWDW", parse_bwdw},
+        {"CLTRAIN_TUNE", parse_tune},
     };
     memset(s, 0, sizeof *s);
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
@@ -90,7 +99,10 @@ clt_status clt_device_set_settings(clt_device *dev, const clt_device_settings *s
                         "clt_device_set_settings: conv_algo %d (CLTRAIN_CONV_ALGO): "
                         "expected auto, lanes or gemm",
                         s->conv_algo);
-    char want[96];
+    if (s->tune < CLT_TUNE_AUTO || s->tune > CLT_TUNE_ON)
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_set_settings: tune %d (CLTRAIN_TUNE): expected auto, off or on",
+                        s->tune);
+    char want[160];
     if ((s->conv_bwdw_a || s->conv_bwdw_b) && !bwdw_known(s->conv_bwdw_a, s->conv_bwdw_b))
         return clt_fail(CLT_ERR_INVALID_ARG,
                         "clt_device_set_settings: backward-weights block %dx%d (CLTRAIN_CONV_BWDW): %s",

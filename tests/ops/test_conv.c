@@ -2,7 +2,7 @@
  * (ref_conv.c) on random shapes covering stride 1..3, padding 0..2, kernel
  * 1/3/5, batch 1 and > 1, one and several channels, h != w, every register
  * block variant of the lanes and direct kernels (the backward-weights blocks
- * forced one by one), the direct kernels' row widths and copies, 1x1
+ * forced one by one; every configuration the tuner may pick), the direct kernels' row widths and copies, 1x1
  * layers with stride (subsampled lanes copies), partial rows, chunked sums;
  * both algorithms (device settings lanes, which includes the direct
  * kernels, and gemm) on each case; a work-buffer budget that forces the
@@ -20,7 +20,7 @@
 
 #include "op_harness.h"
 #include "ops/conv.h"
-#include "ops/conv_algo.h"
+#include "ops/conv_lanes.h"
 #include "runtime/device.h"
 #include "tensor/tensor.h"
 #include "ref_conv.h"
@@ -257,7 +257,7 @@ static void test_models(clt_device *dev)
  * chunking; an unknown variant is refused. */
 static void test_bwdw_blocks(clt_device *dev)
 {
-    static const int blocks[][2] = {{5, 5}, {4, 6}, {6, 4}, {5, 4}, {4, 5}, {4, 4}};
+    static const int blocks[][2] = CLT_CONV_BWDW_BLOCKS;
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
         set_bwdw(dev, blocks[i][0], blocks[i][1]);
         case_data d;
@@ -274,7 +274,8 @@ static void test_bwdw_blocks(clt_device *dev)
     CHECK(st == CLT_ERR_INVALID_ARG && strstr(clt_last_error(), "CLTRAIN_CONV_BWDW") &&
               strstr(clt_last_error(), "3x3"),
           "backward-weights block 3x3: %s (%s)", clt_status_name(st), clt_last_error());
-    CHECK(clt_device_get_settings(dev)->conv_bwdw_a == 4, "a refused block changed the settings");
+    size_t last = sizeof blocks / sizeof blocks[0] - 1;
+    CHECK(clt_device_get_settings(dev)->conv_bwdw_a == blocks[last][0], "a refused block changed the settings");
     set_bwdw(dev, 0, 0);
 }
 
@@ -559,6 +560,80 @@ static void test_plan(clt_device *dev, clt_device *dev1)
     case_free(&d);
 }
 
+/* Every configuration the tuner may pick for a pass (its candidates on
+ * this device, and vector widths 4, 8 and 16 beyond them) computes the
+ * reference's result: installed in a plan one at a time, on shapes with
+ * stride, padding, partial channel blocks, a strided 1x1 and a batch of
+ * up to 16 lanes. */
+static void test_lanes_configs(clt_device *dev)
+{
+    /* n c h w co k s p, and how many candidates: each configuration is a
+     * program build, which costs a cold PoCL cache 0.2-0.5 s */
+    static const int shapes[][9] = {
+        {19, 7, 9, 8, 11, 3, 1, 1, 10}, {33, 13, 7, 6, 9, 3, 2, 0, 2}, {5, 6, 8, 8, 10, 1, 2, 0, 1}, {40, 20, 7, 7, 50, 5, 1, 2, 3}};
+    static const clt_conv_lanes_cfg extra[][2] = {/* {forward/backward-data, backward-weights} */
+                                                  {{4, 2, 4}, {4, 3, 4}},
+                                                  {{16, 8, 2}, {16, 5, 5}},
+                                                  {{16, 3, 1}, {8, 1, 1}},
+                                                  {{8, 12, 1}, {8, 6, 2}}};
+    set_algo(dev, "lanes");
+    clt_device_settings s = *clt_device_get_settings(dev);
+    int tune = s.tune;
+    s.tune = CLT_TUNE_OFF;
+    REQUIRE_OK(clt_device_set_settings(dev, &s));
+    int tried = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int *v = shapes[i];
+        case_data d;
+        case_make(dev, &d, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+        clt_conv_geom g;
+        REQUIRE_OK(clt_conv_geom_init(&g, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]));
+        clt_conv_plan *plan = NULL;
+        REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
+        unsigned mask = 0;
+        for (int p = 0; p < CLT_CONV_PASSES; p++)
+            if (clt_conv_plan_algo(plan, p) && !strcmp(clt_conv_plan_algo(plan, p), "lanes")) mask |= CLT_CONV_PASS(p);
+        const clt_conv_lanes_params rule = plan->lanes;
+        for (int p = 0; p < CLT_CONV_PASSES; p++) {
+            if (!(mask & CLT_CONV_PASS(p))) continue;
+            clt_conv_lanes_cfg cand[24];
+            int n = clt_conv_lanes_candidates(dev, &plan->lanes, p, cand, v[8]);
+            CHECK(n >= (v[8] > 1 ? 2 : 1), "shape %zu pass %d: %d candidates", i, p, n);
+            for (size_t x = 0; x < sizeof extra / sizeof extra[0] && i < 2; x++) cand[n++] = extra[x][p == CLT_CONV_BWD_WEIGHTS];
+            for (int c = 0; c < n; c++) {
+                plan->lanes = rule;
+                plan->lanes.cfg[p] = cand[c];
+                if (!clt_conv_lanes_cfg_ok(&plan->lanes, p, &cand[c]) || !clt_conv_lanes_derive(dev, &plan->lanes, mask))
+                    continue;
+                tried++;
+                char what[64];
+                snprintf(what, sizeof what, "lanes pass %d vw%d %dx%d", p, cand[c].vw, cand[c].a, cand[c].b);
+                double e;
+                if (p == CLT_CONV_FWD) {
+                    CHECK_OK(clt_conv_plan_forward(dev, plan, d.tx->buf, d.tw->buf, d.tb->buf, d.ty->buf));
+                    e = tensor_err(d.ty, d.y);
+                } else if (p == CLT_CONV_BWD_DATA) {
+                    CHECK_OK(clt_tensor_fill(d.tdx, NAN));
+                    CHECK_OK(clt_conv_plan_backward(dev, plan, d.tx->buf, d.tw->buf, d.tdy->buf, d.tdx->buf, NULL,
+                                                    NULL));
+                    e = tensor_err(d.tdx, d.dx);
+                } else {
+                    CHECK_OK(clt_tensor_fill(d.tdw, NAN));
+                    CHECK_OK(clt_conv_plan_backward(dev, plan, d.tx->buf, d.tw->buf, d.tdy->buf, NULL, d.tdw->buf,
+                                                    NULL));
+                    e = tensor_err(d.tdw, d.dw);
+                }
+                CHECK(e < TOL, SHAPE_FMT ": error %.3g", SHAPE_ARGS(&d, what), e);
+            }
+        }
+        clt_conv_plan_destroy(plan);
+        case_free(&d);
+    }
+    CHECK(tried >= 50, "only %d configurations ran", tried);
+    s.tune = tune;
+    REQUIRE_OK(clt_device_set_settings(dev, &s));
+}
+
 /* The environment is read when a device opens: good values become its
  * settings, a bad one refuses the device with the variable and the value. */
 static void test_settings_env(void)
@@ -566,7 +641,7 @@ static void test_settings_env(void)
     static const struct {
         const char *name, *value;
         int ok;
-        clt_device_settings want; /* algo, budget, bwdw a x b */
+        clt_device_settings want; /* algo, budget, bwdw a x b, tune */
     } cases[] = {
         {"CLTRAIN_CONV_ALGO", "fast", 0, {0}},
         {"CLTRAIN_CONV_ALGO", "GEMM", 0, {0}},
@@ -574,10 +649,14 @@ static void test_settings_env(void)
         {"CLTRAIN_CONV_BUDGET", "12k", 0, {0}},
         {"CLTRAIN_CONV_BUDGET", "-5", 0, {0}},
         {"CLTRAIN_CONV_BWDW", "3x3", 0, {0}},
-        {"CLTRAIN_CONV_ALGO", "gemm", 1, {CLT_CONV_ALGO_GEMM, 0, 0, 0}},
-        {"CLTRAIN_CONV_BUDGET", "6000", 1, {CLT_CONV_ALGO_AUTO, 6000, 0, 0}},
-        {"CLTRAIN_CONV_BWDW", "4x6", 1, {CLT_CONV_ALGO_AUTO, 0, 4, 6}},
-        {"CLTRAIN_CONV_ALGO", "", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0}},
+        {"CLTRAIN_TUNE", "2", 0, {0}},
+        {"CLTRAIN_TUNE", "yes", 0, {0}},
+        {"CLTRAIN_CONV_ALGO", "gemm", 1, {CLT_CONV_ALGO_GEMM, 0, 0, 0, CLT_TUNE_AUTO}},
+        {"CLTRAIN_CONV_BUDGET", "6000", 1, {CLT_CONV_ALGO_AUTO, 6000, 0, 0, CLT_TUNE_AUTO}},
+        {"CLTRAIN_CONV_BWDW", "4x6", 1, {CLT_CONV_ALGO_AUTO, 0, 4, 6, CLT_TUNE_AUTO}},
+        {"CLTRAIN_CONV_ALGO", "", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO}},
+        {"CLTRAIN_TUNE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_OFF}},
+        {"CLTRAIN_TUNE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_ON}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *name = cases[i].name, *value = cases[i].value;
@@ -597,7 +676,7 @@ static void test_settings_env(void)
         if (st != CLT_OK) continue;
         const clt_device_settings *s = clt_device_get_settings(dev), *w = &cases[i].want;
         CHECK(s->conv_algo == w->conv_algo && s->conv_budget == w->conv_budget &&
-                  s->conv_bwdw_a == w->conv_bwdw_a && s->conv_bwdw_b == w->conv_bwdw_b,
+                  s->conv_bwdw_a == w->conv_bwdw_a && s->conv_bwdw_b == w->conv_bwdw_b && s->tune == w->tune,
               "%s=%s did not become the device's setting", name, value);
         clt_device_destroy(dev);
     }
@@ -606,6 +685,7 @@ static void test_settings_env(void)
 static void run_shapes(const op_env *e) { test_shapes(e->dev); }
 static void run_models(const op_env *e) { test_models(e->dev); }
 static void run_bwdw_blocks(const op_env *e) { test_bwdw_blocks(e->dev); }
+static void run_lanes_configs(const op_env *e) { test_lanes_configs(e->dev); }
 
 static void run_fd(const op_env *e)
 {
@@ -637,6 +717,6 @@ static void run_settings_env(const op_env *e)
 static const op_test tests[] = {
     {"shapes", run_shapes},           {"models", run_models},               {"bwdw-blocks", run_bwdw_blocks},
     {"finite-differences", run_fd},   {"deterministic", run_deterministic}, {"budget", run_budget},
-    {"split-k", run_split_k},         {"plan", run_plan},               {"errors", run_errors},               {"settings-env", run_settings_env},
+    {"split-k", run_split_k},         {"lanes-configs", run_lanes_configs},         {"plan", run_plan},               {"errors", run_errors},               {"settings-env", run_settings_env},
 };
 OP_HARNESS_MAIN(tests)

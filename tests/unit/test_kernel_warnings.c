@@ -2,7 +2,8 @@
  * built with -Werror (a standard OpenCL build option) and, for compilers
  * that ignore it (Oclgrind), with no "warning" in the build log. The first
  * run on a machine would otherwise print the compiler's "N warnings
- * generated." Built directly, past the program cache, so every run compiles. */
+ * generated." Built directly, past the program cache, so every run compiles;
+ * parameterised sources also with defines they are built with. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,19 @@ static char *build_log(cl_program prog, cl_device_id dev)
     return log ? log : calloc(1, 1);
 }
 
+/* Each source as it is (the first row), and the parameterised ones with
+ * the build defines the library passes them. */
+static const struct {
+    const char *program, *defines;
+} variants[] = {
+    {"", ""},
+    {"conv_lanes", "-DVW=4 -DRM=3 -DNV=4"},
+    {"conv_lanes", "-DVW=8 -DRM=6 -DNV=2"},
+    {"conv_lanes", "-DVW=16 -DRM=12 -DNV=1"},
+    {"conv_lanes", "-DVW=4 -DWA=3 -DWB=4"},
+    {"conv_lanes", "-DVW=8 -DWA=1 -DWB=8"},
+};
+
 int main(void)
 {
     /* PoCL keeps compiled kernels (and drops their logs) in its own cache. */
@@ -36,11 +50,16 @@ int main(void)
             cl_program prog = clCreateProgramWithSource(dev->ctx, 1, (const char **)&k->source, &k->length, &err);
             CHECK(prog, "device %d: kernels/%s.cl: clCreateProgramWithSource: %d", d, k->name, (int)err);
             if (!prog) continue;
-            err = clBuildProgram(prog, 1, &dev->id, "-cl-std=CL1.2 -Werror", NULL, NULL);
-            char *log = build_log(prog, dev->id);
-            CHECK(err == CL_SUCCESS && !strstr(log, "warning"), "device %d (%s): kernels/%s.cl: build %d, log:\n%s", d,
-                  dev->info.name, k->name, (int)err, log);
-            free(log);
+            for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+                if (v > 0 && strcmp(variants[v].program, k->name) != 0) continue;
+                char options[256];
+                snprintf(options, sizeof options, "-cl-std=CL1.2 -Werror %s", variants[v].defines);
+                err = clBuildProgram(prog, 1, &dev->id, options, NULL, NULL);
+                char *log = build_log(prog, dev->id);
+                CHECK(err == CL_SUCCESS && !strstr(log, "warning"), "device %d (%s): kernels/%s.cl %s: build %d, log:\n%s",
+                      d, dev->info.name, k->name, variants[v].defines, (int)err, log);
+                free(log);
+            }
             clReleaseProgram(prog);
         }
         clt_device_destroy(dev);

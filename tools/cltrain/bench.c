@@ -11,6 +11,7 @@
 #include "cltrain_diag.h"
 #include "core/clock.h"
 #include "bench.h"
+#include "log.h"
 #include "nn/net.h"
 
 int cli_bench_run(const cli_options *o, const int *devs, int k, const float *images, const int32_t *labels, int steps,
@@ -26,6 +27,8 @@ int cli_bench_run(const cli_options *o, const int *devs, int k, const float *ima
     cfg.lr = 0.01f;
     cfg.init = cli_init_for(o, o->model);
     cfg.mpi_comm = comm;
+    cfg.log = cli_log;
+    cfg.log_user = cli_log_user();
     clt_trainer *t = NULL;
     if (clt_trainer_create(&cfg, &t) != CLT_OK) {
         fprintf(stderr, "cltrain: bench on %d device(s): %s\n", k, clt_last_error());

@@ -22,6 +22,7 @@
 #include "../common/args.h"
 #include "bench_case.h"
 #include "bench_ops.h"
+#include "log.h"
 #include "options.h"
 
 const bench_model bench_models[BENCH_N_MODELS] = {
@@ -145,6 +146,7 @@ static int bench_one_device(int index, bench_device *d, const bench_opts *o)
         return 1;
     }
     d->opened = 1;
+    clt_device_set_log(dev, cli_log, cli_log_user());
     d->info = *clt_device_get_info(dev);
     int rc = 0;
     progress(o, "device %d: measuring peaks", index);

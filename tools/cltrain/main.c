@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "log.h"
 #include "options.h"
 #include "world.h"
 
@@ -26,6 +27,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
+    if (cli_log_check()) return 2;
     cli_world world;
     int rc = cli_world_open(&world, &argc, &argv);
     if (rc) return rc;

@@ -12,6 +12,7 @@
 #include "../common/json.h"
 #include "../common/number.h"
 #include "core/clock.h"
+#include "log.h"
 #include "optim/schedule.h"
 #include "options.h"
 #include "outputs.h"
@@ -162,6 +163,8 @@ int cli_make_trainer(const cli_options *o, const char *model, const char *model_
     cfg.init = cli_init_for(o, model);
     cfg.sync_bn = o->sync_bn;
     cfg.mpi_comm = o->mpi_comm;
+    cfg.log = cli_log;
+    cfg.log_user = cli_log_user();
     if (clt_trainer_create(&cfg, out) != CLT_OK) return fail("setting up the devices");
     if (o->init_from) {
         if (clt_net_load_npz(clt_trainer_net(*out, 0), o->init_from) != CLT_OK ||

@@ -1,0 +1,31 @@
+/* What the tuner (conv_tune.c) and the tests use of the lanes algorithm's
+ * kernel configurations (conv_lanes.c). */
+#ifndef CLT_OPS_CONV_LANES_H
+#define CLT_OPS_CONV_LANES_H
+
+#include "ops/conv_algo.h"
+
+/* The device's native float vector width: 4, 8 or 16. */
+int clt_conv_lanes_native_vw(const clt_device *dev);
+/* Whether the kernels can run configuration c for `pass` of lp. */
+int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_conv_lanes_cfg *c);
+/* Up to max configurations to time for `pass`: the rule-based one first,
+ * then the ones of least modelled cost within the register budget.
+ * Returns the count. */
+int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params *lp, int pass,
+                              clt_conv_lanes_cfg *out, int max);
+/* Padding and chunks from lp->cfg for `passes`; 0 when the work buffers
+ * would not fit the device. */
+int clt_conv_lanes_derive(const clt_device *dev, clt_conv_lanes_params *lp, unsigned passes);
+/* Runs one pass's kernel alone on scratch laid out as the pass lays it out
+ * (contents irrelevant: for timing); *bytes is the size it needs, and with
+ * scratch NULL only that is computed. */
+clt_status clt_conv_lanes_time_pass(clt_device *dev, const clt_conv_lanes_params *lp, int pass, cl_mem scratch,
+                                    size_t *bytes);
+/* Measures, or takes from the tuning cache, the configuration of each pass
+ * the plan runs with lanes (conv_tune.c); a no-op when tuning is off. */
+clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan);
+/* "vw8 rm6 nv2" / "vw8 wa3 wb4", plus " tuned" when measured or cached. */
+void clt_conv_lanes_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
+
+#endif

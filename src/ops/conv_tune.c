@@ -1,0 +1,147 @@
+/* The lanes kernels' tuner: for each pass a plan runs with lanes, the
+ * configuration kept for this device and shape (runtime/tune_cache.c), or
+ * else the fastest of a few candidates (conv_lanes.c) timed on the real
+ * shape, which is then kept. The key leaves out the batch, except whether
+ * it fills 32 lanes: the last, shorter batch of an epoch and the
+ * evaluation batches reuse the training batch's choice. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "ops/conv_lanes.h"
+#include "runtime/launch.h"
+#include "runtime/tune_cache.h"
+
+#define MAX_CANDIDATES 10
+static const char *const pass_names[CLT_CONV_PASSES] = {"fwd", "bwd-data", "bwd-weights"};
+
+static void make_key(const clt_conv_lanes_params *lp, int pass, char *key, size_t cap)
+{
+    const clt_conv_geom *g = &lp->gk;
+    snprintf(key, cap, "lanes %s c%d h%d w%d co%d k%d s%d p%d np%s", pass_names[pass], g->c, g->h, g->w, g->co,
+             g->k, g->stride, g->pad, lp->np % 32 == 0 ? "32" : "16");
+}
+
+static void format_cfg(int pass, const clt_conv_lanes_cfg *c, char *buf, size_t cap)
+{
+    if (pass == CLT_CONV_BWD_WEIGHTS) snprintf(buf, cap, "vw%d wa%d wb%d", c->vw, c->a, c->b);
+    else snprintf(buf, cap, "vw%d rm%d nv%d", c->vw, c->a, c->b);
+}
+
+/* A kept value back into a configuration; 0 when it is not one this
+ * build's kernels run for lp (a damaged or foreign cache line). */
+static int parse_cfg(const clt_conv_lanes_params *lp, int pass, const char *v, clt_conv_lanes_cfg *c)
+{
+    char a_name[3], b_name[3];
+    int used = 0;
+    const char *want_a = pass == CLT_CONV_BWD_WEIGHTS ? "wa" : "rm", *want_b = pass == CLT_CONV_BWD_WEIGHTS ? "wb" : "nv";
+    if (sscanf(v, "vw%d %2[a-z]%d %2[a-z]%d%n", &c->vw, a_name, &c->a, b_name, &c->b, &used) != 5 ||
+        v[used] != 0 || strcmp(a_name, want_a) != 0 || strcmp(b_name, want_b) != 0)
+        return 0;
+    return clt_conv_lanes_cfg_ok(lp, pass, c);
+}
+
+/* Seconds per run of pass with lp's configuration: a first run (which
+ * compiles), then the best of up to three. */
+static clt_status time_cfg(clt_device *dev, const clt_conv_lanes_params *lp, int pass, double *seconds)
+{
+    size_t bytes;
+    CLT_TRY(clt_conv_lanes_time_pass(dev, lp, pass, NULL, &bytes));
+    cl_mem scratch;
+    CLT_TRY(clt_device_scratch(dev, bytes, &scratch));
+    /* Zeros: no denormals or NaNs to slow the arithmetic. */
+    float zero = 0.0f;
+    cl_int err = clEnqueueFillBuffer(dev->queue, scratch, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
+    if (err != CL_SUCCESS) return clt_cl_fail(err, "clEnqueueFillBuffer (tuning)");
+    CLT_TRY(clt_conv_lanes_time_pass(dev, lp, pass, scratch, &bytes));
+    CLT_TRY(clt_device_finish(dev));
+    double best = 0, spent = 0;
+    for (int r = 0; r < 3 && spent < 0.5; r++) {
+        double t0 = clt_now();
+        CLT_TRY(clt_conv_lanes_time_pass(dev, lp, pass, scratch, &bytes));
+        CLT_TRY(clt_device_finish(dev));
+        double t = clt_now() - t0;
+        spent += t;
+        if (r == 0 || t < best) best = t;
+    }
+    *seconds = best;
+    return CLT_OK;
+}
+
+/* The fastest candidate for pass that fits, into lp->cfg[pass]. */
+static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, unsigned mask)
+{
+    clt_conv_lanes_cfg cand[MAX_CANDIDATES];
+    int n = clt_conv_lanes_candidates(dev, lp, pass, cand, MAX_CANDIDATES);
+    clt_conv_lanes_cfg best = lp->cfg[pass];
+    double best_t = -1;
+    for (int i = 0; i < n; i++) {
+        clt_conv_lanes_params t = *lp;
+        t.cfg[pass] = cand[i];
+        if (!clt_conv_lanes_derive(dev, &t, mask)) continue;
+        double secs = 0;
+        CLT_TRY(time_cfg(dev, &t, pass, &secs));
+        char name[CLT_TUNE_VALUE_MAX];
+        format_cfg(pass, &cand[i], name, sizeof name);
+        clt_device_log(dev, 0, "tuning device %d: lanes %s %s: %.3f ms", dev->info.index, pass_names[pass], name,
+                       secs * 1e3);
+        if (best_t < 0 || secs < best_t) {
+            best_t = secs;
+            best = cand[i];
+        }
+    }
+    lp->cfg[pass] = best;
+    return CLT_OK;
+}
+
+clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan)
+{
+    int mode = dev->settings.tune;
+    if (mode == CLT_TUNE_OFF || (mode == CLT_TUNE_AUTO && !dev->cache_enabled)) return CLT_OK;
+    clt_conv_lanes_params *lp = &plan->lanes;
+    unsigned mask = 0;
+    for (int p = 0; p < CLT_CONV_PASSES; p++)
+        if (plan->algo[p] == &clt_conv_lanes) mask |= CLT_CONV_PASS(p);
+    for (int p = 0; p < CLT_CONV_PASSES; p++) {
+        if (!(mask & CLT_CONV_PASS(p))) continue;
+        /* CLTRAIN_CONV_BWDW forces the backward-weights block: nothing to measure. */
+        if (p == CLT_CONV_BWD_WEIGHTS && dev->settings.conv_bwdw_a > 0) continue;
+        char key[CLT_TUNE_KEY_MAX], value[CLT_TUNE_VALUE_MAX];
+        make_key(lp, p, key, sizeof key);
+        clt_conv_lanes_cfg c;
+        if (clt_tune_lookup(dev, key, value, sizeof value) && parse_cfg(lp, p, value, &c)) {
+            clt_conv_lanes_params t = *lp;
+            t.cfg[p] = c;
+            if (clt_conv_lanes_derive(dev, &t, mask)) {
+                lp->cfg[p] = c;
+                lp->tuned[p] = 1;
+                continue;
+            }
+        }
+        if (!dev->tune_announced) {
+            dev->tune_announced = 1;
+            clt_device_log(dev, 1,
+                           "device %d (%s): tuning the convolution kernels for its shapes, once per device and "
+                           "driver (kept in %s; CLTRAIN_TUNE=0 skips it)",
+                           dev->info.index, dev->info.name, dev->cache_enabled ? dev->cache_dir : "memory only");
+        }
+        CLT_TRY(measure(dev, lp, p, mask));
+        lp->tuned[p] = 1;
+        format_cfg(p, &lp->cfg[p], value, sizeof value);
+        CLT_TRY(clt_tune_store(dev, key, value));
+    }
+    if (!clt_conv_lanes_derive(dev, lp, mask))
+        return clt_fail(CLT_ERR_INTERNAL, "conv2d plan: the tuned configuration no longer fits");
+    return CLT_OK;
+}
+
+void clt_conv_lanes_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)
+{
+    if (!plan || pass < 0 || pass >= CLT_CONV_PASSES || plan->algo[pass] != &clt_conv_lanes) {
+        if (cap) buf[0] = 0;
+        return;
+    }
+    char c[CLT_TUNE_VALUE_MAX];
+    format_cfg(pass, &plan->lanes.cfg[pass], c, sizeof c);
+    snprintf(buf, cap, "%s%s", c, plan->lanes.tuned[pass] ? " tuned" : "");
+}

@@ -1,0 +1,155 @@
+#include "runtime/tune_cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/atomic_file.h"
+#include "core/hash.h"
+
+#define TUNE_MAGIC "cltrain-tune 1 "
+#define TUNE_FILE_MAX (1u << 20)
+
+struct clt_tune_entry {
+    char key[CLT_TUNE_KEY_MAX];
+    char value[CLT_TUNE_VALUE_MAX];
+};
+
+/* What makes a measurement valid for reuse, on one line. */
+static void identity(const clt_device *dev, char *out, size_t cap)
+{
+    const clt_device_info *in = &dev->info;
+    snprintf(out, cap, "%s|%s|%s|%s|%s|%s", CLTRAIN_VERSION, in->name, in->vendor, in->driver_version,
+             in->platform, in->platform_version);
+    for (char *p = out; *p; p++)
+        if (*p == '\n' || *p == '\r') *p = ' ';
+}
+
+static void file_path(const clt_device *dev, const char *id, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/tune-%016llx.txt", dev->cache_dir,
+             (unsigned long long)clt_hash(CLT_HASH_INIT, id, strlen(id)));
+}
+
+static struct clt_tune_entry *find(clt_device *dev, const char *key)
+{
+    for (int i = 0; i < dev->n_tune; i++)
+        if (strcmp(dev->tune[i].key, key) == 0) return &dev->tune[i];
+    return NULL;
+}
+
+/* Sets key = value in memory (replacing); 0 when out of memory. */
+static int put(clt_device *dev, const char *key, const char *value)
+{
+    struct clt_tune_entry *e = find(dev, key);
+    if (!e) {
+        if (dev->n_tune == dev->cap_tune) {
+            int cap = dev->cap_tune ? dev->cap_tune * 2 : 16;
+            struct clt_tune_entry *t = realloc(dev->tune, (size_t)cap * sizeof *t);
+            if (!t) return 0;
+            dev->tune = t;
+            dev->cap_tune = cap;
+        }
+        e = &dev->tune[dev->n_tune++];
+        snprintf(e->key, sizeof e->key, "%s", key);
+    }
+    snprintf(e->value, sizeof e->value, "%s", value);
+    return 1;
+}
+
+static int printable(const char *s)
+{
+    for (; *s; s++)
+        if (*s < 0x20 || *s > 0x7e) return 0;
+    return 1;
+}
+
+/* Merges the file's entries into memory (those already in memory win);
+ * a file of another identity is logged when `warn`. */
+static void load_file(clt_device *dev, int warn)
+{
+    char id[1536], path[1200];
+    identity(dev, id, sizeof id);
+    file_path(dev, id, path, sizeof path);
+    unsigned char *data;
+    size_t n;
+    if (clt_read_file(path, TUNE_FILE_MAX, &data, &n) != CLT_OK) {
+        clt_clear_error();
+        return;
+    }
+    char *text = (char *)data, *save = NULL;
+    char *line = strtok_r(text, "\n", &save);
+    size_t ml = strlen(TUNE_MAGIC);
+    if (!line || strncmp(line, TUNE_MAGIC, ml) != 0 || strcmp(line + ml, id) != 0) {
+        if (warn) clt_device_log(dev, 2, "tuning cache %s: not this device's or version's; ignored", path);
+        free(data);
+        return;
+    }
+    while ((line = strtok_r(NULL, "\n", &save))) {
+        char *tab = strchr(line, '\t');
+        if (!tab || tab == line || (size_t)(tab - line) >= CLT_TUNE_KEY_MAX || strlen(tab + 1) >= CLT_TUNE_VALUE_MAX ||
+            strchr(tab + 1, '\t'))
+            continue; /* not a line this file format writes */
+        *tab = 0;
+        if (!printable(line) || !printable(tab + 1)) continue;
+        if (!find(dev, line) && !put(dev, line, tab + 1)) break;
+    }
+    free(data);
+}
+
+static void ensure_loaded(clt_device *dev)
+{
+    if (dev->tune_loaded) return;
+    dev->tune_loaded = 1;
+    if (dev->cache_enabled) load_file(dev, 1);
+}
+
+int clt_tune_lookup(clt_device *dev, const char *key, char *value, size_t cap)
+{
+    ensure_loaded(dev);
+    struct clt_tune_entry *e = find(dev, key);
+    if (!e) return 0;
+    snprintf(value, cap, "%s", e->value);
+    return 1;
+}
+
+static clt_status write_file(clt_device *dev)
+{
+    char id[1536], path[1200];
+    identity(dev, id, sizeof id);
+    file_path(dev, id, path, sizeof path);
+    size_t cap = strlen(TUNE_MAGIC) + strlen(id) + 2 + (size_t)dev->n_tune * (CLT_TUNE_KEY_MAX + CLT_TUNE_VALUE_MAX + 2);
+    char *buf = malloc(cap);
+    if (!buf) return clt_fail(CLT_ERR_NO_MEMORY, "tuning cache");
+    size_t len = (size_t)snprintf(buf, cap, "%s%s\n", TUNE_MAGIC, id);
+    for (int i = 0; i < dev->n_tune; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s\t%s\n", dev->tune[i].key, dev->tune[i].value);
+    clt_status s = clt_mkdir_p(dev->cache_dir);
+    if (s == CLT_OK) s = clt_write_file_atomic(path, buf, len);
+    free(buf);
+    return s;
+}
+
+clt_status clt_tune_store(clt_device *dev, const char *key, const char *value)
+{
+    if (strlen(key) >= CLT_TUNE_KEY_MAX || strlen(value) >= CLT_TUNE_VALUE_MAX || !printable(key) ||
+        !printable(value) || strchr(key, '\t') || strchr(value, '\t'))
+        return clt_fail(CLT_ERR_INTERNAL, "tuning cache: bad entry \"%s\" = \"%s\"", key, value);
+    ensure_loaded(dev);
+    if (!dev->cache_enabled) return put(dev, key, value) ? CLT_OK : clt_fail(CLT_ERR_NO_MEMORY, "tuning cache");
+    load_file(dev, 0); /* another process's entries since, merged */
+    if (!put(dev, key, value)) return clt_fail(CLT_ERR_NO_MEMORY, "tuning cache");
+    if (write_file(dev) != CLT_OK) {
+        clt_device_log(dev, 2, "tuning cache: cannot store %s: %s", key, clt_last_error());
+        clt_clear_error();
+    }
+    return CLT_OK;
+}
+
+void clt_tune_free(clt_device *dev)
+{
+    free(dev->tune);
+    dev->tune = NULL;
+    dev->n_tune = dev->cap_tune = 0;
+    dev->tune_loaded = 0;
+}

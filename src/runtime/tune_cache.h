@@ -1,0 +1,27 @@
+/* The tuner's choices, kept per device: in memory, and on disk beside the
+ * program cache (one text file per device identity and library version),
+ * so a run on the same device and driver reuses them.
+ *
+ * File: a first line "cltrain-tune 1 <identity>", then one "key<TAB>value"
+ * line per choice. Written atomically (read, merge, replace), so two
+ * processes tuning at once lose at most each other's newest entries. A file
+ * whose identity differs, and lines that do not parse, are ignored: the
+ * caller validates every value it reads back. */
+#ifndef CLT_RUNTIME_TUNE_CACHE_H
+#define CLT_RUNTIME_TUNE_CACHE_H
+
+#include "runtime/device.h"
+
+#define CLT_TUNE_KEY_MAX 160
+#define CLT_TUNE_VALUE_MAX 64
+
+/* value (cap bytes) for key: 1 found, 0 not. */
+int clt_tune_lookup(clt_device *dev, const char *key, char *value, size_t cap);
+/* Keeps key = value in memory and, with the cache enabled, on disk (a
+ * file that cannot be written is logged: it costs a later run time, not
+ * correctness). */
+clt_status clt_tune_store(clt_device *dev, const char *key, const char *value);
+/* Frees the in-memory entries (device teardown). */
+void clt_tune_free(clt_device *dev);
+
+#endif

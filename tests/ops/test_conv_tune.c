@@ -1,0 +1,295 @@
+/* The lanes kernels' tuner and its cache (src/ops/conv_tune.c,
+ * src/runtime/tune_cache.c): a plan tunes every lanes pass once, logs one
+ * notice, and keeps the choices in the cache file; another device object
+ * reads them back without measuring; another batch of the same class
+ * reuses them in memory; damaged values, junk lines and a file of another
+ * identity are ignored and replaced; CLTRAIN_TUNE off measures nothing and
+ * writes nothing; without a cache only "on" measures, in memory. A tuned
+ * forward and backward-data equal the rule-based ones bit for bit (each
+ * lane sums in the same order whatever the block), backward-weights within
+ * rounding. */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "ops/conv_lanes.h"
+#include "runtime/device.h"
+#include "runtime/launch.h"
+
+static char dir[256];
+
+typedef struct log_count {
+    int notices, measured, warnings;
+} log_count;
+
+static void count_log(void *user, int level, const char *msg)
+{
+    log_count *c = user;
+    if (level == 1 && strstr(msg, "tuning the convolution kernels")) c->notices++;
+    if (level == 0 && strstr(msg, "tuning device")) c->measured++;
+    if (level == 2) c->warnings++;
+}
+
+/* A device opened with CLTRAIN_CACHE_DIR = dir (or the cache off) and tune. */
+static clt_device *open_dev(int cache, int tune, log_count *lc)
+{
+    setenv("CLTRAIN_CACHE_DIR", dir, 1);
+    if (!cache) setenv("CLTRAIN_CACHE", "0", 1);
+    clt_device *dev;
+    REQUIRE_OK(clt_device_open(0, &dev));
+    unsetenv("CLTRAIN_CACHE");
+    clt_device_settings s = *clt_device_get_settings(dev);
+    s.conv_algo = CLT_CONV_ALGO_LANES;
+    s.tune = tune;
+    REQUIRE_OK(clt_device_set_settings(dev, &s));
+    memset(lc, 0, sizeof *lc);
+    clt_device_set_log(dev, count_log, lc);
+    return dev;
+}
+
+/* The tuning file in dir (path into out); 0 when there is none. */
+static int tune_file(char *out, size_t cap)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    int found = 0;
+    while ((e = readdir(d)))
+        if (!strncmp(e->d_name, "tune-", 5) && (found = 1)) snprintf(out, cap, "%s/%s", dir, e->d_name);
+    closedir(d);
+    return found;
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = calloc(1, 1 << 16);
+    size_t n = buf ? fread(buf, 1, (1 << 16) - 1, f) : 0;
+    (void)n;
+    fclose(f);
+    return buf;
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    REQUIRE_OK(f ? CLT_OK : CLT_ERR_IO);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Lines after the header that look like "key<TAB>value". */
+static int entries(const char *text)
+{
+    int n = 0;
+    for (const char *p = strchr(text, '\n'); p && p[1]; p = strchr(p + 1, '\n'))
+        if (strchr(p + 1, '\t')) n++;
+    return n;
+}
+
+/* LeNet conv2's shape at a small batch: all three passes run lanes. */
+static clt_conv_plan *plan_for(clt_device *dev, int n)
+{
+    clt_conv_geom g;
+    REQUIRE_OK(clt_conv_geom_init(&g, n, 20, 13, 13, 50, 5, 1, 0));
+    clt_conv_plan *plan = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
+    return plan;
+}
+
+static int all_tuned(const clt_conv_plan *p, int want)
+{
+    for (int i = 0; i < CLT_CONV_PASSES; i++)
+        if (p->lanes.tuned[i] != want) return 0;
+    return 1;
+}
+
+static int same_cfgs(const clt_conv_plan *a, const clt_conv_plan *b)
+{
+    return memcmp(a->lanes.cfg, b->lanes.cfg, sizeof a->lanes.cfg) == 0;
+}
+
+static void test_tune_and_reuse(void)
+{
+    log_count lc;
+    clt_device *dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    clt_conv_plan *first = plan_for(dev, 40);
+    CHECK(all_tuned(first, 1), "a pass was not tuned");
+    CHECK(lc.notices == 1 && lc.measured >= 6, "notices %d, measurements %d", lc.notices, lc.measured);
+    char path[512];
+    CHECK(tune_file(path, sizeof path), "no tuning file in %s", dir);
+    char *text = read_text(path);
+    CHECK(text && !strncmp(text, "cltrain-tune 1 ", 15) && entries(text) == 3, "tuning file:\n%s", text ? text : "");
+    free(text);
+
+    /* Another batch of the class: the choices from memory, nothing measured. */
+    int measured = lc.measured;
+    clt_conv_plan *other = plan_for(dev, 57);
+    CHECK(all_tuned(other, 1) && same_cfgs(first, other) && lc.measured == measured && lc.notices == 1,
+          "batch 57 measured again (%d -> %d)", measured, lc.measured);
+    clt_conv_plan_destroy(other);
+    clt_device_destroy(dev);
+
+    /* Another device object: the choices from the file. */
+    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    other = plan_for(dev, 40);
+    CHECK(all_tuned(other, 1) && same_cfgs(first, other) && lc.measured == 0 && lc.notices == 0,
+          "the cached choices were measured again (%d)", lc.measured);
+    clt_conv_plan_destroy(other);
+    clt_device_destroy(dev);
+    clt_conv_plan_destroy(first);
+}
+
+/* Damaged values and junk are ignored: the passes are measured again and
+ * the file holds valid entries afterwards. */
+static void test_damaged(void)
+{
+    char path[512];
+    REQUIRE_OK(tune_file(path, sizeof path) ? CLT_OK : CLT_ERR_NOT_FOUND);
+    char *text = read_text(path);
+    REQUIRE_OK(text ? CLT_OK : CLT_ERR_IO);
+    char *nl = strchr(text, '\n');
+    REQUIRE_OK(nl ? CLT_OK : CLT_ERR_FORMAT);
+    nl[1] = 0; /* the header alone */
+    char bad[4096];
+    snprintf(bad, sizeof bad,
+             "%slanes fwd c20 h13 w13 co50 k5 s1 p0 np32\tvw7 rm3 nv2\n"
+             "lanes bwd-data c20 h13 w13 co50 k5 s1 p0 np32\tvw8 rm99 nv2\n"
+             "lanes bwd-weights c20 h13 w13 co50 k5 s1 p0 np32\tvw8 rm3 nv2\n"
+             "no tab on this line\n\x01\x02\xff\tjunk\n",
+             text);
+    write_text(path, bad);
+    log_count lc;
+    clt_device *dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    clt_conv_plan *p = plan_for(dev, 40);
+    CHECK(all_tuned(p, 1) && lc.notices == 1 && lc.measured >= 6, "damaged entries: measured %d", lc.measured);
+    for (int i = 0; i < CLT_CONV_PASSES; i++)
+        CHECK(clt_conv_lanes_cfg_ok(&p->lanes, i, &p->lanes.cfg[i]), "pass %d took a damaged value", i);
+    clt_conv_plan_destroy(p);
+    clt_device_destroy(dev);
+    char *after = read_text(path);
+    CHECK(after && !strstr(after, "vw7") && !strstr(after, "rm99") && !strstr(after, "junk") && entries(after) == 3,
+          "the damaged values stayed:\n%s", after ? after : "");
+
+    /* A file of another identity is not read, and is replaced. */
+    write_text(path, "cltrain-tune 1 another device\nlanes fwd c20 h13 w13 co50 k5 s1 p0 np32\tvw8 rm4 nv2\n");
+    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    p = plan_for(dev, 40);
+    CHECK(lc.measured >= 6 && lc.warnings == 1, "foreign file: measured %d, warnings %d", lc.measured, lc.warnings);
+    clt_conv_plan_destroy(p);
+    clt_device_destroy(dev);
+    free(after);
+    after = read_text(path);
+    CHECK(after && !strstr(after, "another device") && entries(after) == 3, "foreign file kept:\n%s", after ? after : "");
+    free(after);
+    free(text);
+}
+
+/* Off: nothing measured or written; no cache: only "on" measures. */
+static void test_modes(void)
+{
+    char path[512];
+    if (tune_file(path, sizeof path)) unlink(path);
+    struct {
+        int cache, tune, tuned;
+    } cases[] = {{1, CLT_TUNE_OFF, 0}, {0, CLT_TUNE_AUTO, 0}, {0, CLT_TUNE_ON, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        log_count lc;
+        clt_device *dev = open_dev(cases[i].cache, cases[i].tune, &lc);
+        clt_conv_plan *p = plan_for(dev, 40);
+        CHECK(all_tuned(p, cases[i].tuned) && (lc.measured > 0) == cases[i].tuned,
+              "case %zu: tuned %d, measured %d", i, p->lanes.tuned[0], lc.measured);
+        CHECK(!tune_file(path, sizeof path), "case %zu wrote %s", i, path);
+        clt_conv_plan_destroy(p);
+        clt_device_destroy(dev);
+    }
+}
+
+/* The first lanes pass's output of plan on fixed inputs (host copy). */
+static float *run_pass(clt_device *dev, const clt_conv_plan *plan, int pass)
+{
+    const clt_conv_geom *g = &plan->g;
+    size_t nx = (size_t)g->n * g->c * g->h * g->w, nw = (size_t)g->co * g->c * g->k * g->k,
+           ny = (size_t)g->n * g->co * g->oh * g->ow;
+    size_t sizes[4] = {nx, nw, ny, pass == CLT_CONV_FWD ? ny : pass == CLT_CONV_BWD_DATA ? nx : nw};
+    cl_mem m[4];
+    for (int i = 0; i < 4; i++) {
+        float *h = malloc(sizes[i] * sizeof *h);
+        for (size_t j = 0; j < sizes[i]; j++) h[j] = (float)sin(0.37 * (double)j + i);
+        cl_int err;
+        m[i] = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizes[i] * sizeof *h, h, &err);
+        free(h);
+        REQUIRE_OK(m[i] ? CLT_OK : CLT_ERR_OPENCL);
+    }
+    if (pass == CLT_CONV_FWD) CHECK_OK(clt_conv_plan_forward(dev, plan, m[0], m[1], NULL, m[3]));
+    else if (pass == CLT_CONV_BWD_DATA) CHECK_OK(clt_conv_plan_backward(dev, plan, m[0], m[1], m[2], m[3], NULL, NULL));
+    else CHECK_OK(clt_conv_plan_backward(dev, plan, m[0], m[1], m[2], NULL, m[3], NULL));
+    float *out = malloc(sizes[3] * sizeof *out);
+    cl_int err = clEnqueueReadBuffer(dev->queue, m[3], CL_TRUE, 0, sizes[3] * sizeof *out, out, 0, NULL, NULL);
+    CHECK(err == CL_SUCCESS, "clEnqueueReadBuffer: %d", (int)err);
+    for (int i = 0; i < 4; i++) clReleaseMemObject(m[i]);
+    return out;
+}
+
+static void test_same_results(void)
+{
+    log_count lc;
+    clt_device *dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    clt_conv_plan *tuned = plan_for(dev, 40);
+    clt_device_settings s = *clt_device_get_settings(dev);
+    s.tune = CLT_TUNE_OFF;
+    REQUIRE_OK(clt_device_set_settings(dev, &s));
+    clt_conv_plan *rule = plan_for(dev, 40);
+    size_t n[3] = {(size_t)40 * 50 * 81, (size_t)40 * 20 * 169, (size_t)50 * 20 * 25};
+    for (int p = 0; p < CLT_CONV_PASSES; p++) {
+        float *a = run_pass(dev, tuned, p), *b = run_pass(dev, rule, p);
+        if (p < CLT_CONV_BWD_WEIGHTS)
+            CHECK(!memcmp(a, b, n[p] * sizeof *a), "pass %d: tuned and rule-based results differ", p);
+        else
+            CHECK(max_rel_err(b, a, n[p]) < 1e-5, "backward-weights: tuned and rule-based differ by %g",
+                  max_rel_err(b, a, n[p]));
+        free(a);
+        free(b);
+    }
+    clt_conv_plan_destroy(tuned);
+    clt_conv_plan_destroy(rule);
+    clt_device_destroy(dev);
+}
+
+int main(void)
+{
+    test_need_devices(1);
+    clt_device_type type;
+    {
+        clt_device_info info;
+        REQUIRE_OK(clt_device_query(0, &info));
+        type = info.type;
+    }
+    if (type != CLT_DEVICE_CPU) {
+        fprintf(stderr, "skip: the lanes kernels run on CPU devices\n");
+        return 77;
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/clt-tune-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_tune_and_reuse();
+    test_damaged();
+    test_modes();
+    test_same_results();
+    /* the test's own cache directory: program binaries and the tuning file */
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[600];
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.' && snprintf(path, sizeof path, "%s/%s", dir, e->d_name) > 0) unlink(path);
+    if (d) closedir(d);
+    CHECK(rmdir(dir) == 0, "could not remove %s", dir);
+    return test_result();
+}
