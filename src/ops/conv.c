@@ -4,6 +4,7 @@
 #include "ops/conv.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,6 +144,14 @@ const char *clt_conv_plan_algo(const clt_conv_plan *plan, int pass)
 {
     if (!plan || pass < 0 || pass >= CLT_CONV_PASSES || !plan->algo[pass]) return NULL;
     return plan->algo[pass]->name;
+}
+
+void clt_conv_plan_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)
+{
+    const char *algo = clt_conv_plan_algo(plan, pass);
+    char cfg[64] = "";
+    if (algo && plan->algo[pass] == &clt_conv_lanes) clt_conv_lanes_describe(plan, pass, cfg, sizeof cfg);
+    snprintf(buf, cap, "%s%s%s", algo ? algo : "", cfg[0] ? " " : "", cfg);
 }
 
 /* ------------------------------------------------------------------ */

@@ -40,6 +40,9 @@ void clt_conv_plan_destroy(clt_conv_plan *plan);
 /* The name of the algorithm that runs pass `pass` (CLT_CONV_FWD...):
  * "direct", "lanes" or "gemm"; NULL for an unplanned pass. */
 const char *clt_conv_plan_algo(const clt_conv_plan *plan, int pass);
+/* The algorithm and, for lanes, its kernel configuration ("lanes vw8 rm6
+ * nv2 tuned"), into buf; "" for an unplanned pass. */
+void clt_conv_plan_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
 /* y = conv(x, w) + b with a plan of dev; b may be NULL. */
 clt_status clt_conv_plan_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
                                  cl_mem b, cl_mem y);

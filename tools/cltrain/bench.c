@@ -76,6 +76,21 @@ int cli_bench_run(const cli_options *o, const int *devs, int k, const float *ima
     return rc;
 }
 
+int cli_synthetic_batch(size_t b, float **images, int32_t **labels)
+{
+    *images = malloc(b * 784 * sizeof(float));
+    *labels = malloc(b * sizeof(int32_t));
+    if (!*images || !*labels) {
+        free(*images), free(*labels);
+        fprintf(stderr, "cltrain: out of memory\n");
+        return 1;
+    }
+    uint32_t r = 1;
+    for (size_t i = 0; i < b * 784; i++) r = r * 1664525u + 1013904223u, (*images)[i] = (float)(r >> 8) / 16777216.0f;
+    for (size_t i = 0; i < b; i++) (*labels)[i] = (int32_t)(i % 10);
+    return 0;
+}
+
 /* What a step's speed depends on here; the data is synthetic and the
  * learning settings are fixed. */
 static const cli_accept bench_options[] = {
@@ -132,17 +147,9 @@ int cli_bench(int argc, char **argv, const cli_world *world)
                 clt_last_error());
         return 2;
     }
-    size_t b = (size_t)o.batch_size;
-    float *images = malloc(b * 784 * sizeof(float));
-    int32_t *labels = malloc(b * sizeof(int32_t));
-    if (!images || !labels) {
-        free(images), free(labels);
-        fprintf(stderr, "cltrain: out of memory\n");
-        return 1;
-    }
-    uint32_t r = 1;
-    for (size_t i = 0; i < b * 784; i++) r = r * 1664525u + 1013904223u, images[i] = (float)(r >> 8) / 16777216.0f;
-    for (size_t i = 0; i < b; i++) labels[i] = (int32_t)(i % 10);
+    float *images;
+    int32_t *labels;
+    if (cli_synthetic_batch((size_t)o.batch_size, &images, &labels)) return 1;
     if (world->size > 1) {
         rc = cli_bench_world(&o, devs, n, images, labels, steps, world);
         free(images);

@@ -22,6 +22,7 @@ struct bench_case {
     clt_device *dev;
     const clt_op_case *c;
     clt_conv_geom g; /* conv */
+    clt_conv_plan *plan; /* conv and dense: for bench_case_kernel */
     cl_mem m[N_BUFS];
 };
 
@@ -202,7 +203,30 @@ void bench_case_destroy(bench_case *b)
     if (!b) return;
     for (int i = 0; i < N_BUFS; i++)
         if (b->m[i]) clReleaseMemObject(b->m[i]);
+    clt_conv_plan_destroy(b->plan);
     free(b);
+}
+
+void bench_case_kernel(bench_case *b, int pass, char *buf, size_t cap)
+{
+    const clt_op_case *c = b->c;
+    buf[0] = 0;
+    if (c->kind != CLT_OP_CONV && c->kind != CLT_OP_DENSE) return;
+    clt_conv_geom g = b->g;
+    int lanes = 0;
+    if (c->kind == CLT_OP_DENSE) { /* a 1x1 convolution where the lanes kernels run (ops/dense.c) */
+        if (clt_conv_uses_lanes(b->dev, &lanes) != CLT_OK || !lanes ||
+            clt_conv_geom_init(&g, c->n, c->c, 1, 1, c->co, 1, 1, 0) != CLT_OK) {
+            clt_clear_error();
+            snprintf(buf, cap, "%s", lanes ? "" : "CLBlast SGEMM");
+            return;
+        }
+    }
+    if (clt_conv_plan_ensure(b->dev, &g, &b->plan) != CLT_OK) {
+        clt_clear_error();
+        return;
+    }
+    clt_conv_plan_describe(b->plan, pass, buf, cap);
 }
 
 static clt_status run_bn(bench_case *b, int pass)

@@ -100,6 +100,7 @@ static int bench_op(clt_device *dev, bench_device *d, const bench_model *m, cons
             failed = 1;
         } else {
             r->ms = 1e3 * sec;
+            bench_case_kernel(bc, p, r->kernel, sizeof r->kernel);
             bench_case_work(c, p, &r->flop, &r->bytes);
         }
     }

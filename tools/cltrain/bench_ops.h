@@ -48,6 +48,7 @@ typedef struct bench_row {
     const char *model, *pass, *note; /* model: bench_models[].name */
     char op[16];
     char shape[96];
+    char kernel[48]; /* conv and dense: the algorithm and its configuration */
     int batch, calls;
     double ms, flop, bytes; /* per call; flop > 0 for compute ops */
     char error[320];

@@ -15,7 +15,9 @@ static void usage(FILE *f)
             "  train    train a model on a dataset across devices (cltrain train --help)\n"
             "  eval     test loss and accuracy of saved parameters (cltrain eval --help)\n"
             "  bench    bench train: samples/s and scaling over devices; bench ops: every op's\n"
-            "           time and fraction of the device's measured peak (cltrain bench --help)\n\n"
+            "           time and fraction of the device's measured peak (cltrain bench --help)\n"
+            "  tune     measure the convolution kernels' configurations ahead of training\n"
+            "           (cltrain tune --help)\n\n"
             "  --version, --help\n"
             "Devices are numbered as cltrain-smi lists them.\n");
 }
@@ -50,6 +52,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "train")) return cli_train(argc - 1, argv + 1, &world);
     if (!strcmp(cmd, "eval")) return cli_eval(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1, &world);
+    if (!strcmp(cmd, "tune")) return cli_tune(argc - 1, argv + 1);
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         usage(stdout);
         return 0;
@@ -58,6 +61,6 @@ int main(int argc, char **argv)
         printf("cltrain %s\n", clt_version(NULL, NULL, NULL));
         return 0;
     }
-    fprintf(stderr, "cltrain: unknown command \"%s\" (train, eval, bench; see cltrain --help)\n", cmd);
+    fprintf(stderr, "cltrain: unknown command \"%s\" (train, eval, bench, tune; see cltrain --help)\n", cmd);
     return 2;
 }

@@ -82,5 +82,7 @@ int cli_eval(int argc, char **argv);
 int cli_bench(int argc, char **argv, const struct cli_world *world);
 /* cltrain bench ops (bench_ops.c); argv[0] is "ops". */
 int cli_bench_ops(int argc, char **argv);
+/* cltrain tune (tune.c). */
+int cli_tune(int argc, char **argv);
 
 #endif

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""cltrain tune and tuning at first use (CPU devices, where the lanes kernels
+run): tune measures each device in turn and keeps the choices in the cache
+directory; a second tune and a training run then measure nothing (no
+notice); a training run in a fresh cache prints the notice once per device,
+naming CLTRAIN_TUNE=0; CLTRAIN_TUNE=0 and a disabled cache refuse tune;
+bad CLTRAIN_TUNE and CLTRAIN_LOG values are refused by name; bench ops names
+the tuned configuration of each convolution."""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+CLTRAIN = sys.argv[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
+from checks import check, device_count, finish  # noqa: E402
+
+NOTICE = 'tuning the convolution kernels'
+
+
+def run(*args, env=None, timeout=600):
+    p = subprocess.run([CLTRAIN, *args], capture_output=True, text=True, timeout=timeout, env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+def cpu_devices():
+    smi = os.path.join(os.environ['CLTRAIN_BUILD_ROOT'], 'tools', 'smi', 'cltrain-smi')
+    p = subprocess.run([smi, '--json'], capture_output=True, text=True, timeout=60)
+    return [d['index'] for d in json.loads(p.stdout)['devices'] if d.get('type') == 'CPU'] if p.returncode == 0 else []
+
+
+cpus = cpu_devices()
+if not cpus or device_count() < 1:
+    print('skip: the lanes kernels run on CPU devices; none visible')
+    sys.exit(77)
+devs = ','.join(str(i) for i in cpus[:2])
+
+with tempfile.TemporaryDirectory() as tmp:
+    env = {k: v for k, v in os.environ.items() if k != 'CLTRAIN_TUNE'}
+    env['CLTRAIN_CACHE_DIR'] = tmp
+    small = ['--model', 'conv:8:3,relu,avgpool:2,flatten,dense:10', '--batch-size', '64']
+
+    rc, out, err = run('tune', *small, '--devices', devs, env=env)
+    check(rc == 0 and out.count('tuned in') == 1 and 'kept in ' + tmp in out, f'tune: rc {rc}, {out!r} {err!r}')
+    files = glob.glob(os.path.join(tmp, 'tune-*.txt'))
+    check(len(files) == 1, f'one tuning file for one kind of device: {files}')
+    text = open(files[0]).read() if files else ''
+    check(text.startswith('cltrain-tune 1 ') and text.count('\tvw') >= 3, f'tuning file: {text!r}')
+
+    rc, out, err = run('tune', *small, '--devices', devs, env=env)
+    check(rc == 0 and 'already tuned' in out and 'tuned in' not in out.replace('already tuned', ''),
+          f'second tune: {out!r}')
+    rc, out, err = run('bench', 'train', *small, '--devices', cpus[0].__str__(), '--steps', '1', env=env)
+    check(rc == 0 and NOTICE not in err, f'bench train after tune measured again: {err!r}')
+
+    rc, out, err = run('bench', 'ops', '--model', 'lenet', '--devices', str(cpus[0]), '--batch-size', '32',
+                       '--repeat', '1', '--json', env=env)
+    kernels = [o.get('kernel', '') for o in json.loads(out)['devices'][0]['ops']] if rc == 0 else []
+    check(any(k.startswith('lanes vw') and k.endswith(' tuned') for k in kernels), f'bench ops kernels: {kernels}')
+
+with tempfile.TemporaryDirectory() as tmp:
+    env = {k: v for k, v in os.environ.items() if k != 'CLTRAIN_TUNE'}
+    env['CLTRAIN_CACHE_DIR'] = tmp
+    rc, out, err = run('bench', 'train', '--model', 'conv:8:3,relu,flatten,dense:10', '--devices', str(cpus[0]),
+                       '--batch-size', '32', '--steps', '1', env=env)
+    check(rc == 0 and err.count(NOTICE) == 1 and 'CLTRAIN_TUNE=0' in err, f'first use: rc {rc}, {err!r}')
+    env['CLTRAIN_TUNE'] = '0'
+    rc, out, err = run('tune', env=env)
+    check(rc == 2 and 'CLTRAIN_TUNE=0' in err, f'tune with CLTRAIN_TUNE=0: rc {rc}, {err!r}')
+
+env = dict(os.environ, CLTRAIN_CACHE='0')
+env.pop('CLTRAIN_TUNE', None)
+rc, out, err = run('tune', '--devices', str(cpus[0]), env=env)
+check(rc == 1 and 'cache is off' in err, f'tune without a cache: rc {rc}, {err!r}')
+
+for var, value in [('CLTRAIN_TUNE', 'yes'), ('CLTRAIN_LOG', 'loud')]:
+    rc, out, err = run('bench', 'train', '--devices', str(cpus[0]), '--steps', '1', env=dict(os.environ, **{var: value}))
+    check(rc != 0 and var in err and value in err, f'{var}={value}: rc {rc}, {err!r}')
+
+finish()

@@ -1,0 +1,115 @@
+/* cltrain tune: the convolution kernels' tuning ahead of time. Each device
+ * in turn (so one's timing does not disturb another's) runs one training
+ * step of the model on synthetic data at its share of the batch, which
+ * makes every plan and so measures every lanes pass not yet in the cache;
+ * a later train, eval or bench on that device and driver spends no time
+ * tuning. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "cltrain_diag.h"
+#include "core/clock.h"
+#include "log.h"
+#include "options.h"
+#include "runtime/device.h"
+
+static const cli_accept tune_options[] = {
+    {O_MODEL, NULL},
+    {O_DEVICES, "device indices as cltrain-smi numbers them, tuned one after the other\n"
+                "(default: all GPUs, else all CPUs)"},
+    {O_BATCH, "the training batch over all devices; each tunes for its equal share (default 256)"},
+    {O_INIT, NULL},
+    {O_END, NULL},
+};
+
+typedef struct tune_log {
+    void *cli_user;
+    int measured; /* the library's "tuning" notices */
+} tune_log;
+
+static void count_and_print(void *user, int level, const char *msg)
+{
+    tune_log *t = user;
+    if (level == 1 && strstr(msg, "tuning the convolution kernels")) t->measured++;
+    else cli_log(t->cli_user, level, msg);
+}
+
+/* Whether device d keeps tuned choices on disk; 0 after a message if not. */
+static int cache_on(int d, char *dir, size_t cap)
+{
+    clt_device *dev;
+    if (clt_device_open(d, &dev) != CLT_OK) {
+        fprintf(stderr, "cltrain: tune: device %d: %s\n", d, clt_last_error());
+        return 0;
+    }
+    int on = dev->cache_enabled;
+    snprintf(dir, cap, "%s", dev->cache_dir);
+    clt_device_destroy(dev);
+    if (!on)
+        fprintf(stderr, "cltrain: tune: the cache is off (CLTRAIN_CACHE=0, or no CLTRAIN_CACHE_DIR, XDG_CACHE_HOME "
+                        "or HOME): tuned choices would not be kept\n");
+    return on;
+}
+
+static int tune_device(const cli_options *o, int d, int share, const float *images, const int32_t *labels)
+{
+    char dir[1024];
+    if (!cache_on(d, dir, sizeof dir)) return 1;
+    tune_log tl = {cli_log_user(), 0};
+    clt_trainer_config cfg;
+    clt_trainer_config_default(&cfg);
+    cfg.spec = o->model;
+    cfg.devices = &d;
+    cfg.n_devices = 1;
+    cfg.init = cli_init_for(o, o->model);
+    cfg.log = count_and_print;
+    cfg.log_user = &tl;
+    double t0 = clt_now();
+    clt_trainer *t = NULL;
+    if (clt_trainer_create(&cfg, &t) != CLT_OK || clt_trainer_step(t, images, labels, share, NULL, NULL) != CLT_OK) {
+        fprintf(stderr, "cltrain: tune: device %d: %s\n", d, clt_last_error());
+        clt_trainer_destroy(t);
+        return 1;
+    }
+    const clt_device_info *in = clt_device_get_info(clt_net_device(clt_trainer_net(t, 0)));
+    printf("device %d (%s): %s in %.1f s, kept in %s\n", d, in ? in->name : "?",
+           tl.measured ? "tuned" : "already tuned (or nothing to tune)", clt_now() - t0, dir);
+    clt_trainer_destroy(t);
+    return 0;
+}
+
+int cli_tune(int argc, char **argv)
+{
+    cli_options o;
+    cli_options_default(&o);
+    int rc = cli_parse(&o, "tune", tune_options, argc, argv);
+    if (rc < 0)
+        printf("\nMeasures the convolution kernels' configurations for the model's shapes on each device, one\n"
+               "device after the other, and keeps them in the cache beside the compiled programs, so that\n"
+               "training spends no time on it; without it, the first run on a device tunes at first use.\n"
+               "CLTRAIN_TUNE=0 uses rule-based configurations instead.\n");
+    if (rc) return rc < 0 ? 0 : rc;
+    const char *e = getenv("CLTRAIN_TUNE");
+    if (e && !strcmp(e, "0")) {
+        fprintf(stderr, "cltrain: tune: CLTRAIN_TUNE=0 turns tuning off; unset it to tune\n");
+        return 2;
+    }
+    setenv("CLTRAIN_TUNE", "1", 1); /* devices open after this: measure (the cache is checked above) */
+    int devs[CLT_MAX_DEVICES], n = 0;
+    if ((rc = cli_resolve_devices(&o, devs, &n))) return rc;
+    if (clt_spec_check(o.model, 1, 28, 28, NULL, 0) != CLT_OK) {
+        fprintf(stderr, "cltrain: --model %.200s%s: %s\n", o.model, strlen(o.model) > 200 ? "..." : "",
+                clt_last_error());
+        return 2;
+    }
+    int share = (int)((o.batch_size + n - 1) / n);
+    float *images;
+    int32_t *labels;
+    if (cli_synthetic_batch((size_t)share, &images, &labels)) return 1;
+    for (int i = 0; i < n && !rc; i++) rc = tune_device(&o, devs[i], share, images, labels);
+    free(images);
+    free(labels);
+    return rc;
+}
