@@ -16,10 +16,14 @@ import zipfile
 
 CLTRAIN, MPIRUN = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
-from checks import check, finish  # noqa: E402
+from checks import check, device_count, finish  # noqa: E402
 
 if not os.path.isdir('/usr/share/datasets/fashion-mnist'):
     print('skip: Fashion-MNIST not installed')
+    sys.exit(77)
+# Two processes take one device each (a GPU machine may show one).
+if device_count() < 2:
+    print(f'skip: needs two OpenCL devices, {device_count()} visible')
     sys.exit(77)
 MPI = [MPIRUN, '--oversubscribe', '--allow-run-as-root', '-np', '2']
 COMMON = ['--limit-train', '1024', '--limit-test', '256', '--batch-size', '64', '--seed', '3', '--json',
