@@ -40,17 +40,33 @@
         POOL_TILE_HEAD(K)                                                                          \
         __global const float *xp = x + (size_t)plane * h * w;                                      \
         int first = oy * s * w + ox * s;                                                           \
+        /* The maximum, then where it is: two passes, where tracking the   \
+         * index in one ran 1.5x slower on PoCL. The first maximum wins;    \
+         * NaN propagates with the last NaN's index (what one pass taking   \
+         * v > best || isnan(v) gives, as PyTorch's CPU kernel does). */    \
         float best = xp[first];                                                                    \
-        int besti = first;                                                                         \
+        int nan = 0;                                                                               \
         for (int i = 0; i < k; i++)                                                                \
             for (int j = 0; j < k; j++) {                                                          \
-                int idx = first + i * w + j;                                                       \
-                float v = xp[idx];                                                                 \
-                /* first maximum wins; NaN propagates (as PyTorch's CPU kernel) */                 \
-                int take = v > best || isnan(v);                                                   \
-                best = take ? v : best;                                                            \
-                besti = take ? idx : besti;                                                        \
+                float v = xp[first + i * w + j];                                                   \
+                best = v > best ? v : best;                                                        \
+                nan |= v != v;                                                                     \
             }                                                                                      \
+        int besti = first;                                                                         \
+        if (nan) {                                                                                 \
+            for (int i = 0; i < k; i++)                                                            \
+                for (int j = 0; j < k; j++) {                                                      \
+                    int idx = first + i * w + j;                                                   \
+                    besti = xp[idx] != xp[idx] ? idx : besti;                                      \
+                }                                                                                  \
+            best = xp[besti];                                                                      \
+        } else {                                                                                   \
+            for (int i = k - 1; i >= 0; i--)                                                       \
+                for (int j = k - 1; j >= 0; j--) {                                                 \
+                    int idx = first + i * w + j;                                                   \
+                    besti = xp[idx] == best ? idx : besti;                                         \
+                }                                                                                  \
+        }                                                                                          \
         y[o] = best;                                                                               \
         argmax[o] = besti;                                                                         \
     }
@@ -79,11 +95,12 @@
         int am = argmax[o];                                                                        \
         int first = oy * s * w + ox * s;                                                           \
         __global float *dp = dx + (size_t)plane * h * w;                                           \
+        /* Zeros, then the winner (a compare per cell ran 3-5x slower on   \
+         * PoCL); an argmax outside this window writes nothing. */          \
         for (int i = 0; i < k; i++)                                                                \
-            for (int j = 0; j < k; j++) {                                                          \
-                int idx = first + i * w + j;                                                       \
-                dp[idx] = idx == am ? d : 0.0f;                                                    \
-            }                                                                                      \
+            for (int j = 0; j < k; j++) dp[first + i * w + j] = 0.0f;                              \
+        int r = am - first, ri = r >= 0 ? r / w : -1, ci = r - ri * w;                             \
+        if (ri >= 0 && ri < k && ci >= 0 && ci < k) dp[am] = d;                                    \
     }
 
 #define POOL_AVG_BWD_TILE(NAME, K)                                                                 \

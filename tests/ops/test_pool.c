@@ -244,6 +244,43 @@ static void check_random(const op_env *e)
     }
 }
 
+/* Max pooling's special values, by hand: NaN propagates with the last
+ * NaN's index, -0 before +0 stays the first maximum; backward sends dy to
+ * argmax only, and an argmax outside its window (not one the forward
+ * gives) writes nothing. */
+static void check_nan(const op_env *e)
+{
+    const float nan = NAN;
+    float x[12] = {1, nan, nan, 2, -0.0f, 0.0f, 3, nan, 5, 0, -1, 0.0f};
+    int64_t xs[4] = {1, 1, 2, 6}, ys[4] = {1, 1, 1, 3};
+    clt_tensor *tx = ref_misc_tensor(e->dev, CLT_DTYPE_FLOAT32, 4, xs, x);
+    clt_tensor *ty = ref_misc_tensor(e->dev, CLT_DTYPE_FLOAT32, 4, ys, NULL);
+    clt_tensor *tam = ref_misc_tensor(e->dev, CLT_DTYPE_INT32, 4, ys, NULL);
+    float dy[3] = {1, 2, 3};
+    clt_tensor *tdy = ref_misc_tensor(e->dev, CLT_DTYPE_FLOAT32, 4, ys, dy);
+    clt_tensor *tdx = ref_misc_tensor(e->dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
+    CHECK_OK(clt_pool2d_forward(CLT_POOL_MAX, tx, 2, 2, ty, tam));
+    float *y = ref_misc_download(ty);
+    int32_t *am = ref_misc_download(tam);
+    CHECK(isnan(y[0]) && am[0] == 7 && isnan(y[1]) && am[1] == 2 && y[2] == 0 && signbit(y[2]) && am[2] == 4,
+          "max pool NaN/-0: y %g %g %g argmax %d %d %d", y[0], y[1], y[2], am[0], am[1], am[2]);
+    CHECK_OK(clt_pool2d_backward(CLT_POOL_MAX, tdy, tam, 2, 2, tdx));
+    float *dx = ref_misc_download(tdx);
+    const float want[12] = {0, 0, 2, 0, 3, 0, 0, 1, 0, 0, 0, 0};
+    CHECK(memcmp(dx, want, sizeof want) == 0, "max pool backward to argmax: dx[2] %g dx[4] %g dx[7] %g", dx[2], dx[4],
+          dx[7]);
+    int32_t stray[3] = {7, 0, 1000000};
+    REQUIRE_OK(clt_tensor_upload(tam, stray, 3));
+    CHECK_OK(clt_pool2d_backward(CLT_POOL_MAX, tdy, tam, 2, 2, tdx));
+    float *dx2 = ref_misc_download(tdx);
+    const float want2[12] = {0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+    CHECK(memcmp(dx2, want2, sizeof want2) == 0, "an argmax outside its window wrote: dx[0] %g dx[2] %g", dx2[0],
+          dx2[2]);
+    free(y), free(am), free(dx), free(dx2);
+    clt_tensor_destroy(tx), clt_tensor_destroy(ty), clt_tensor_destroy(tam);
+    clt_tensor_destroy(tdy), clt_tensor_destroy(tdx);
+}
+
 /* Every pooling of the builtin models (LeNet's average and lenet-max's max
  * pooling) and ResNet-18's gap, at batch 2. */
 static void check_models(const op_env *e)
@@ -274,7 +311,7 @@ static void check_gaps(const op_env *e)
 }
 
 static const op_test tests[] = {
-    {"shapes", check_shapes}, {"random", check_random}, {"models", check_models},
+    {"shapes", check_shapes}, {"random", check_random}, {"nan", check_nan}, {"models", check_models},
     {"finite-differences", check_fd}, {"gap", check_gaps}, {"errors", check_errors},
 };
 OP_HARNESS_MAIN(tests)
