@@ -40,6 +40,9 @@
 #ifndef WB
 #define WB 5
 #endif
+#ifndef PX
+#define PX 0 /* 1: dimension 0 walks the pixels' lane blocks, dimension 1 the channel blocks */
+#endif
 #if VW != 4 && VW != 8 && VW != 16
 #error "VW must be 4, 8 or 16"
 #endif
@@ -105,9 +108,9 @@ INLINE int lanes_item(int NCH, int P, int NP, int *ch0, int *pix, int *n0, float
     for (int r = 0; r < RM; r++)
 #pragma unroll
         for (int v = 0; v < NV; v++) acc[v][r] = (floatV)0.0f;
-    int item = get_global_id(1);
+    int item = get_global_id(PX ? 0 : 1);
     int nblocks = NP / (VW * NV);
-    *ch0 = get_global_id(0) * RM;
+    *ch0 = get_global_id(PX ? 1 : 0) * RM;
     if (*ch0 >= NCH || item >= P * nblocks) return 0;
     *pix = item / nblocks;
     *n0 = (item % nblocks) * VW * NV;

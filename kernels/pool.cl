@@ -99,7 +99,7 @@
          * PoCL); an argmax outside this window writes nothing. */          \
         for (int i = 0; i < k; i++)                                                                \
             for (int j = 0; j < k; j++) dp[first + i * w + j] = 0.0f;                              \
-        int r = am - first, ri = r >= 0 ? r / w : -1, ci = r - ri * w;                             \
+        int r = am >= first ? am - first : -1, ri = r >= 0 ? r / w : -1, ci = r - ri * w;          \
         if (ri >= 0 && ri < k && ci >= 0 && ci < k) dp[am] = d;                                    \
     }
 

@@ -28,10 +28,13 @@
 
 /* One pass's kernel configuration (the -D parameters of
  * kernels/conv_lanes.cl): vw lanes per vector (4, 8, 16); forward and
- * backward-data: a = RM channels x b = NV vectors per work-item;
- * backward-weights: a = WA output x b = WB input channels. */
+ * backward-data: a = RM channels x b = NV vectors per work-item, and px 1
+ * for work-groups along the pixels (one channel block each: its weights
+ * stay in cache), 0 along the channel blocks (one pixel each: its input
+ * window stays in cache); backward-weights: a = WA output x b = WB input
+ * channels (px 0). */
 typedef struct clt_conv_lanes_cfg {
-    int vw, a, b;
+    int vw, a, b, px;
 } clt_conv_lanes_cfg;
 
 typedef struct clt_conv_lanes_params {

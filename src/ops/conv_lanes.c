@@ -61,6 +61,7 @@ static int acc_regs(const clt_conv_lanes_cfg *c, int native)
 int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_conv_lanes_cfg *c)
 {
     if (c->vw != 4 && c->vw != 8 && c->vw != 16) return 0;
+    if (c->px != 0 && (c->px != 1 || pass == CLT_CONV_BWD_WEIGHTS)) return 0;
     if (pass == CLT_CONV_BWD_WEIGHTS) return c->a >= 1 && c->a <= 8 && c->b >= 1 && c->b <= 8 && lp->np % c->vw == 0;
     return c->a >= 1 && c->a <= 16 && c->b >= 1 && c->b <= 8 && lp->np % (c->vw * c->b) == 0;
 }
@@ -81,7 +82,7 @@ static double cfg_cost(const clt_conv_lanes_params *lp, int pass, const clt_conv
         work = (double)up((size_t)pass_channels(g, pass), (size_t)c->a);
         loads = (double)(c->a + c->b) / (double)(c->a * c->b);
     }
-    return work * (1.0 + loads);
+    return work * (1.0 + loads) * (c->px ? 1.001 : 1.0);
 }
 
 /* The rule-based choice (CLTRAIN_TUNE=0, and the tuner's first candidate).
@@ -89,18 +90,20 @@ static double cfg_cost(const clt_conv_lanes_params *lp, int pass, const clt_conv
  * (16 for batches up to 16) in as few vectors as fit, and the block height
  * from {4, 5, 6, 8, 10} that fits and pads the fewest channels (8 on a
  * tie, else the largest); backward-weights: the fitting block of least
- * modelled cost. On AVX-512 this is the choice the kernels were tuned
- * with (float16 x 2 x 4/8/10; 5 x 5). */
+ * modelled cost. At native width 16 (AVX-512) it is the choice the kernels
+ * were first tuned with, unchanged: heights 4, 8, 10 (clt_conv_pick_rm)
+ * and the first six backward-weights blocks. */
 static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_params *lp, int pass, int native)
 {
-    clt_conv_lanes_cfg c = {native, 0, 0}, t;
+    clt_conv_lanes_cfg c = {native, 0, 0, 0}, t;
     int budget = acc_budget(native);
     if (pass == CLT_CONV_BWD_WEIGHTS) {
         if (dev->settings.conv_bwdw_a > 0) return (clt_conv_lanes_cfg){native, dev->settings.conv_bwdw_a,
-                                                                        dev->settings.conv_bwdw_b};
+                                                                        dev->settings.conv_bwdw_b, 0};
         double best = 0;
-        for (size_t i = 0; i < N_BWDW_BLOCKS; i++) {
-            t = (clt_conv_lanes_cfg){native, bwdw_blocks[i][0], bwdw_blocks[i][1]};
+        /* at native 16 the first six, the blocks the kernels were tuned with */
+        for (size_t i = 0; i < (native == 16 ? 6 : N_BWDW_BLOCKS); i++) {
+            t = (clt_conv_lanes_cfg){native, bwdw_blocks[i][0], bwdw_blocks[i][1], 0};
             if (acc_regs(&t, native) > budget) continue;
             double cost = cfg_cost(lp, pass, &t);
             if (c.a == 0 || cost < best) {
@@ -113,9 +116,13 @@ static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_p
     int nv = (lp->np % 32 == 0 ? 32 : 16) / native;
     while (nv > 1 && budget / nv < 4) nv /= 2;
     c.b = nv;
+    if (native == 16) { /* the kernels' first, AVX-512 rule exactly */
+        c.a = clt_conv_pick_rm(pass_channels(&lp->gk, pass));
+        return c;
+    }
     size_t ch = (size_t)pass_channels(&lp->gk, pass), best = 0;
     for (size_t i = 2; i < N_RM; i++) { /* from 4 */
-        t = (clt_conv_lanes_cfg){native, rm_set[i], nv};
+        t = (clt_conv_lanes_cfg){native, rm_set[i], nv, 0};
         if (acc_regs(&t, native) > budget) continue;
         size_t padded = up(ch, (size_t)t.a);
         if (c.a == 0 || padded < best || (padded == best && c.a != 8)) {
@@ -145,9 +152,12 @@ int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params
         for (int a = 1; a <= 12; a++) {
             for (int b = 1; b <= 8; b++) {
                 if (pass != CLT_CONV_BWD_WEIGHTS && ((b & (b - 1)) || vw * b < 8 || vw * b > 32)) continue;
-                clt_conv_lanes_cfg c = {vw, a, b};
+                clt_conv_lanes_cfg c = {vw, a, b, 0};
                 int regs = acc_regs(&c, native);
-                if (regs > budget || 2 * regs < budget || !clt_conv_lanes_cfg_ok(lp, pass, &c) || na == 256) continue;
+                if (regs > budget || 2 * regs < budget || !clt_conv_lanes_cfg_ok(lp, pass, &c) || na >= 255) continue;
+                all[na++] = c;
+                if (pass == CLT_CONV_BWD_WEIGHTS) continue;
+                c.px = 1; /* the same block with work-groups along the pixels */
                 all[na++] = c;
             }
         }
@@ -157,7 +167,7 @@ int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params
         for (int i = 0; i < na; i++) {
             int dup = 0;
             for (int k = 0; k < n; k++)
-                dup |= out[k].vw == all[i].vw && out[k].a == all[i].a && out[k].b == all[i].b;
+                dup |= out[k].vw == all[i].vw && out[k].a == all[i].a && out[k].b == all[i].b && out[k].px == all[i].px;
             if (dup) continue;
             if (pick < 0 || cfg_cost(lp, pass, &all[i]) < cfg_cost(lp, pass, &all[pick])) pick = i;
         }
@@ -372,12 +382,15 @@ static clt_status rank1_kernel(clt_device *dev, const clt_conv_lanes_params *lp,
     const clt_conv_lanes_cfg *c = &lp->cfg[fwd ? CLT_CONV_FWD : CLT_CONV_BWD_DATA];
     int padded = fwd ? lp->cop : lp->cip;
     char spec[64];
-    snprintf(spec, sizeof spec, "conv_lanes -DVW=%d -DRM=%d -DNV=%d", c->vw, c->a, c->b);
+    snprintf(spec, sizeof spec, "conv_lanes -DVW=%d -DRM=%d -DNV=%d%s", c->vw, c->a, c->b, c->px ? " -DPX=1" : "");
     size_t blocks = (size_t)padded / (size_t)c->a;
     size_t pixels = fwd ? (size_t)g->oh * g->ow : (size_t)g->h * g->w;
     size_t items = pixels * (size_t)(lp->np / (c->vw * c->b));
-    return clt_launch_2d(dev, spec, fwd ? "conv_lanes_fwd" : "conv_lanes_bwd_data", blocks, items,
-                         clt_conv_group_x(dev, blocks), 1,
+    /* px: dimension 0 walks the items of one channel block, in groups of
+     * up to 64 (one width, so PoCL compiles each kernel once) */
+    size_t gx = c->px ? items : blocks, gy = c->px ? blocks : items;
+    return clt_launch_2d(dev, spec, fwd ? "conv_lanes_fwd" : "conv_lanes_bwd_data", gx, gy,
+                         c->px ? clt_conv_group_x(dev, 64) : clt_conv_group_x(dev, blocks), 1,
                          CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->np),
                                   CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),
                                   CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(padded),

@@ -25,28 +25,49 @@ static void make_key(const clt_conv_lanes_params *lp, int pass, char *key, size_
 static void format_cfg(int pass, const clt_conv_lanes_cfg *c, char *buf, size_t cap)
 {
     if (pass == CLT_CONV_BWD_WEIGHTS) snprintf(buf, cap, "vw%d wa%d wb%d", c->vw, c->a, c->b);
-    else snprintf(buf, cap, "vw%d rm%d nv%d", c->vw, c->a, c->b);
+    else snprintf(buf, cap, "vw%d rm%d nv%d%s", c->vw, c->a, c->b, c->px ? " px" : "");
 }
 
-/* A kept value back into a configuration; 0 when it is not one this
- * build's kernels run for lp (a damaged or foreign cache line). */
-static int parse_cfg(const clt_conv_lanes_params *lp, int pass, const char *v, clt_conv_lanes_cfg *c)
+/* A number of one or two digits at *p (advanced); -1 when there is none. */
+static int small_int(const char **p)
 {
-    char a_name[3], b_name[3];
-    int used = 0;
-    const char *want_a = pass == CLT_CONV_BWD_WEIGHTS ? "wa" : "rm", *want_b = pass == CLT_CONV_BWD_WEIGHTS ? "wb" : "nv";
-    if (sscanf(v, "vw%d %2[a-z]%d %2[a-z]%d%n", &c->vw, a_name, &c->a, b_name, &c->b, &used) != 5 ||
-        v[used] != 0 || strcmp(a_name, want_a) != 0 || strcmp(b_name, want_b) != 0)
-        return 0;
-    return clt_conv_lanes_cfg_ok(lp, pass, c);
+    int v = -1;
+    for (int i = 0; i < 2 && **p >= '0' && **p <= '9'; i++, (*p)++) v = (v < 0 ? 0 : 10 * v) + (**p - '0');
+    return v;
+}
+
+/* A kept value back into a configuration; 0 unless it is one the tuner
+ * would time for lp on dev now (a damaged, hand-edited or stale line). */
+static int parse_cfg(const clt_device *dev, const clt_conv_lanes_params *lp, int pass, const char *v,
+                     clt_conv_lanes_cfg *c)
+{
+    const char *want_a = pass == CLT_CONV_BWD_WEIGHTS ? " wa" : " rm", *want_b = pass == CLT_CONV_BWD_WEIGHTS ? " wb" : " nv";
+    if (strncmp(v, "vw", 2)) return 0;
+    v += 2;
+    c->vw = small_int(&v);
+    if (strncmp(v, want_a, 3)) return 0;
+    v += 3;
+    c->a = small_int(&v);
+    if (strncmp(v, want_b, 3)) return 0;
+    v += 3;
+    c->b = small_int(&v);
+    c->px = !strcmp(v, " px");
+    if ((*v && !c->px) || c->vw < 0 || c->a < 0 || c->b < 0) return 0;
+    clt_conv_lanes_cfg cand[MAX_CANDIDATES];
+    int n = clt_conv_lanes_candidates(dev, lp, pass, cand, MAX_CANDIDATES);
+    for (int i = 0; i < n; i++)
+        if (!memcmp(&cand[i], c, sizeof *c)) return 1;
+    return 0;
 }
 
 /* Seconds per run of pass with lp's configuration: a first run (which
- * compiles), then the best of up to three. */
+ * compiles), then the best of up to three. CLT_ERR_NOT_FOUND when its
+ * timing buffer would not fit the device. */
 static clt_status time_cfg(clt_device *dev, const clt_conv_lanes_params *lp, int pass, double *seconds)
 {
     size_t bytes;
     CLT_TRY(clt_conv_lanes_time_pass(dev, lp, pass, NULL, &bytes));
+    if (!clt_conv_fits(dev, bytes)) return clt_fail(CLT_ERR_NOT_FOUND, "tuning buffer of %zu bytes", bytes);
     cl_mem scratch;
     CLT_TRY(clt_device_scratch(dev, bytes, &scratch));
     /* Zeros: no denormals or NaNs to slow the arithmetic. */
@@ -68,7 +89,10 @@ static clt_status time_cfg(clt_device *dev, const clt_conv_lanes_params *lp, int
     return CLT_OK;
 }
 
-/* The fastest candidate for pass that fits, into lp->cfg[pass]. */
+/* The fastest candidate for pass that fits, into lp->cfg[pass] (the rule's
+ * stays when none could be timed). A candidate that fails to build or run
+ * is logged and skipped: the others, the rule's first, still count; a
+ * device error (lost, out of resources) ends the tuning. */
 static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, unsigned mask)
 {
     clt_conv_lanes_cfg cand[MAX_CANDIDATES];
@@ -80,9 +104,16 @@ static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, 
         t.cfg[pass] = cand[i];
         if (!clt_conv_lanes_derive(dev, &t, mask)) continue;
         double secs = 0;
-        CLT_TRY(time_cfg(dev, &t, pass, &secs));
         char name[CLT_TUNE_VALUE_MAX];
         format_cfg(pass, &cand[i], name, sizeof name);
+        clt_status s = time_cfg(dev, &t, pass, &secs);
+        if (s == CLT_ERR_DEVICE_LOST) return s;
+        if (s != CLT_OK) {
+            clt_device_log(dev, 0, "tuning device %d: lanes %s %s skipped: %s", dev->info.index, pass_names[pass],
+                           name, clt_last_error());
+            clt_clear_error();
+            continue;
+        }
         clt_device_log(dev, 0, "tuning device %d: lanes %s %s: %.3f ms", dev->info.index, pass_names[pass], name,
                        secs * 1e3);
         if (best_t < 0 || secs < best_t) {
@@ -97,7 +128,10 @@ static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, 
 clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan)
 {
     int mode = dev->settings.tune;
-    if (mode == CLT_TUNE_OFF || (mode == CLT_TUNE_AUTO && !dev->cache_enabled)) return CLT_OK;
+    /* AUTO: CPU devices (where lanes is the default; a simulator or a GPU
+     * forced onto lanes keeps the rule) with a cache to keep the result */
+    if (mode == CLT_TUNE_OFF || (mode == CLT_TUNE_AUTO && (!dev->cache_enabled || dev->info.type != CLT_DEVICE_CPU)))
+        return CLT_OK;
     clt_conv_lanes_params *lp = &plan->lanes;
     unsigned mask = 0;
     for (int p = 0; p < CLT_CONV_PASSES; p++)
@@ -109,7 +143,7 @@ clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan)
         char key[CLT_TUNE_KEY_MAX], value[CLT_TUNE_VALUE_MAX];
         make_key(lp, p, key, sizeof key);
         clt_conv_lanes_cfg c;
-        if (clt_tune_lookup(dev, key, value, sizeof value) && parse_cfg(lp, p, value, &c)) {
+        if (clt_tune_lookup(dev, key, value, sizeof value) && parse_cfg(dev, lp, p, value, &c)) {
             clt_conv_lanes_params t = *lp;
             t.cfg[p] = c;
             if (clt_conv_lanes_derive(dev, &t, mask)) {

@@ -572,10 +572,10 @@ static void test_lanes_configs(clt_device *dev)
     static const int shapes[][9] = {
         {19, 7, 9, 8, 11, 3, 1, 1, 10}, {33, 13, 7, 6, 9, 3, 2, 0, 2}, {5, 6, 8, 8, 10, 1, 2, 0, 1}, {40, 20, 7, 7, 50, 5, 1, 2, 3}};
     static const clt_conv_lanes_cfg extra[][2] = {/* {forward/backward-data, backward-weights} */
-                                                  {{4, 2, 4}, {4, 3, 4}},
-                                                  {{16, 8, 2}, {16, 5, 5}},
-                                                  {{16, 3, 1}, {8, 1, 1}},
-                                                  {{8, 12, 1}, {8, 6, 2}}};
+                                                  {{4, 2, 4, 0}, {4, 3, 4, 0}},
+                                                  {{16, 8, 2, 1}, {16, 5, 5, 0}},
+                                                  {{16, 3, 1, 0}, {8, 1, 1, 0}},
+                                                  {{8, 12, 1, 1}, {8, 6, 2, 0}}};
     set_algo(dev, "lanes");
     clt_device_settings s = *clt_device_get_settings(dev);
     int tune = s.tune;

@@ -28,7 +28,7 @@ static const struct {
 } variants[] = {
     {"", ""},
     {"conv_lanes", "-DVW=4 -DRM=3 -DNV=4"},
-    {"conv_lanes", "-DVW=8 -DRM=6 -DNV=2"},
+    {"conv_lanes", "-DVW=8 -DRM=6 -DNV=2 -DPX=1"},
     {"conv_lanes", "-DVW=16 -DRM=12 -DNV=1"},
     {"conv_lanes", "-DVW=4 -DWA=3 -DWB=4"},
     {"conv_lanes", "-DVW=8 -DWA=1 -DWB=8"},

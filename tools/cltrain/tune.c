@@ -96,6 +96,10 @@ int cli_tune(int argc, char **argv)
         fprintf(stderr, "cltrain: tune: CLTRAIN_TUNE=0 turns tuning off; unset it to tune\n");
         return 2;
     }
+    if (e && e[0] && strcmp(e, "1")) {
+        fprintf(stderr, "cltrain: CLTRAIN_TUNE=\"%s\": expected 0 (rule-based kernels) or 1 (tune)\n", e);
+        return 2;
+    }
     setenv("CLTRAIN_TUNE", "1", 1); /* devices open after this: measure (the cache is checked above) */
     int devs[CLT_MAX_DEVICES], n = 0;
     if ((rc = cli_resolve_devices(&o, devs, &n))) return rc;
