@@ -60,68 +60,77 @@ static int parse_cfg(const clt_device *dev, const clt_conv_lanes_params *lp, int
     return 0;
 }
 
-/* Seconds per run of pass with lp's configuration: a first run (which
- * compiles), then the best of up to three. CLT_ERR_NOT_FOUND when its
- * timing buffer would not fit the device. */
-static clt_status time_cfg(clt_device *dev, const clt_conv_lanes_params *lp, int pass, double *seconds)
+/* Seconds of one run of pass with lp's configuration; the first call for
+ * a configuration also compiles it (first = 1: a run first, untimed).
+ * CLT_ERR_NOT_FOUND when its timing buffer would not fit the device. */
+static clt_status time_cfg(clt_device *dev, const clt_conv_lanes_params *lp, int pass, int first, double *seconds)
 {
     size_t bytes;
     CLT_TRY(clt_conv_lanes_time_pass(dev, lp, pass, NULL, &bytes));
     if (!clt_conv_fits(dev, bytes)) return clt_fail(CLT_ERR_NOT_FOUND, "tuning buffer of %zu bytes", bytes);
     cl_mem scratch;
     CLT_TRY(clt_device_scratch(dev, bytes, &scratch));
-    /* Zeros: no denormals or NaNs to slow the arithmetic. */
-    float zero = 0.0f;
-    cl_int err = clEnqueueFillBuffer(dev->queue, scratch, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
-    if (err != CL_SUCCESS) return clt_cl_fail(err, "clEnqueueFillBuffer (tuning)");
+    if (first) {
+        /* Zeros: no denormals or NaNs to slow the arithmetic. */
+        float zero = 0.0f;
+        cl_int err = clEnqueueFillBuffer(dev->queue, scratch, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
+        if (err != CL_SUCCESS) return clt_cl_fail(err, "clEnqueueFillBuffer (tuning)");
+        CLT_TRY(clt_conv_lanes_time_pass(dev, lp, pass, scratch, &bytes));
+    }
+    CLT_TRY(clt_device_finish(dev));
+    double t0 = clt_now();
     CLT_TRY(clt_conv_lanes_time_pass(dev, lp, pass, scratch, &bytes));
     CLT_TRY(clt_device_finish(dev));
-    double best = 0, spent = 0;
-    for (int r = 0; r < 3 && spent < 0.5; r++) {
-        double t0 = clt_now();
-        CLT_TRY(clt_conv_lanes_time_pass(dev, lp, pass, scratch, &bytes));
-        CLT_TRY(clt_device_finish(dev));
-        double t = clt_now() - t0;
-        spent += t;
-        if (r == 0 || t < best) best = t;
-    }
-    *seconds = best;
+    *seconds = clt_now() - t0;
     return CLT_OK;
 }
 
 /* The fastest candidate for pass that fits, into lp->cfg[pass] (the rule's
- * stays when none could be timed). A candidate that fails to build or run
- * is logged and skipped: the others, the rule's first, still count; a
- * device error (lost, out of resources) ends the tuning. */
+ * stays when none could be timed): the best of three runs each, taken in
+ * rounds over the candidates, so that a burst of other load on the machine
+ * slows one run of each rather than every run of one. A candidate that
+ * fails to build or run is logged and dropped: the others, the rule's
+ * first, still count; a lost device ends the tuning. */
+#define ROUNDS 3
 static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, unsigned mask)
 {
     clt_conv_lanes_cfg cand[MAX_CANDIDATES];
     int n = clt_conv_lanes_candidates(dev, lp, pass, cand, MAX_CANDIDATES);
-    clt_conv_lanes_cfg best = lp->cfg[pass];
-    double best_t = -1;
+    double best_s[MAX_CANDIDATES];
+    int ok[MAX_CANDIDATES];
     for (int i = 0; i < n; i++) {
         clt_conv_lanes_params t = *lp;
         t.cfg[pass] = cand[i];
-        if (!clt_conv_lanes_derive(dev, &t, mask)) continue;
-        double secs = 0;
-        char name[CLT_TUNE_VALUE_MAX];
-        format_cfg(pass, &cand[i], name, sizeof name);
-        clt_status s = time_cfg(dev, &t, pass, &secs);
-        if (s == CLT_ERR_DEVICE_LOST) return s;
-        if (s != CLT_OK) {
-            clt_device_log(dev, 0, "tuning device %d: lanes %s %s skipped: %s", dev->info.index, pass_names[pass],
-                           name, clt_last_error());
-            clt_clear_error();
-            continue;
-        }
-        clt_device_log(dev, 0, "tuning device %d: lanes %s %s: %.3f ms", dev->info.index, pass_names[pass], name,
-                       secs * 1e3);
-        if (best_t < 0 || secs < best_t) {
-            best_t = secs;
-            best = cand[i];
+        ok[i] = clt_conv_lanes_derive(dev, &t, mask);
+    }
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int i = 0; i < n; i++) {
+            if (!ok[i]) continue;
+            clt_conv_lanes_params t = *lp;
+            t.cfg[pass] = cand[i];
+            clt_conv_lanes_derive(dev, &t, mask);
+            double secs = 0;
+            clt_status s = time_cfg(dev, &t, pass, r == 0, &secs);
+            if (s == CLT_ERR_DEVICE_LOST) return s;
+            char name[CLT_TUNE_VALUE_MAX];
+            format_cfg(pass, &cand[i], name, sizeof name);
+            if (s != CLT_OK) {
+                clt_device_log(dev, 0, "tuning device %d: lanes %s %s skipped: %s", dev->info.index,
+                               pass_names[pass], name, clt_last_error());
+                clt_clear_error();
+                ok[i] = 0;
+                continue;
+            }
+            if (r == 0 || secs < best_s[i]) best_s[i] = secs;
+            if (r == ROUNDS - 1)
+                clt_device_log(dev, 0, "tuning device %d: lanes %s %s: %.3f ms", dev->info.index, pass_names[pass],
+                               name, best_s[i] * 1e3);
         }
     }
-    lp->cfg[pass] = best;
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (ok[i] && (best < 0 || best_s[i] < best_s[best])) best = i;
+    if (best >= 0) lp->cfg[pass] = cand[best];
     return CLT_OK;
 }
 
