@@ -111,6 +111,7 @@ static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_p
                 best = cost;
             }
         }
+        if (c.a == 0) c.a = c.b = 1; /* no block within the budget (none today): the smallest */
         return c;
     }
     int nv = (lp->np % 32 == 0 ? 32 : 16) / native;

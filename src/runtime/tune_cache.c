@@ -124,7 +124,9 @@ static clt_status write_file(clt_device *dev)
     size_t len = (size_t)snprintf(buf, cap, "%s%s\n", TUNE_MAGIC, id);
     for (int i = 0; i < dev->n_tune; i++)
         len += (size_t)snprintf(buf + len, cap - len, "%s\t%s\n", dev->tune[i].key, dev->tune[i].value);
-    clt_status s = clt_mkdir_p(dev->cache_dir);
+    /* past the size a load accepts, a file would lose every entry */
+    clt_status s = len > TUNE_FILE_MAX ? clt_fail(CLT_ERR_IO, "%s would exceed %u bytes", path, TUNE_FILE_MAX)
+                                       : clt_mkdir_p(dev->cache_dir);
     if (s == CLT_OK) s = clt_write_file_atomic(path, buf, len);
     free(buf);
     return s;
