@@ -222,6 +222,17 @@ clt_status clt_conv_backward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem
     return clt_conv_plan_backward(dev, &plan, x, w, dy, dx, dw, db);
 }
 
+clt_status clt_conv_describe_raw(clt_device *dev, const clt_conv_geom *g, int pass, char *buf, size_t cap)
+{
+    if (cap) buf[0] = 0;
+    if (pass < 0 || pass >= CLT_CONV_PASSES) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d describe: pass %d", pass);
+    clt_conv_plan plan;
+    CLT_TRY(plan_init(dev, g, CLT_CONV_PASS(pass), &plan, "conv2d describe"));
+    CLT_TRY(clt_conv_lanes_tune(dev, &plan));
+    clt_conv_plan_describe(&plan, pass, buf, cap);
+    return CLT_OK;
+}
+
 /* ------------------------------------------------------------------ */
 /* Tensor API                                                          */
 /* ------------------------------------------------------------------ */

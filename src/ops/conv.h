@@ -43,6 +43,9 @@ const char *clt_conv_plan_algo(const clt_conv_plan *plan, int pass);
 /* The algorithm and, for lanes, its kernel configuration ("lanes vw8 rm6
  * nv2 tuned"), into buf; "" for an unplanned pass. */
 void clt_conv_plan_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
+/* The same for what a raw launcher of that pass alone runs on dev (it
+ * tunes the pass first where the device tunes). */
+clt_status clt_conv_describe_raw(clt_device *dev, const clt_conv_geom *g, int pass, char *buf, size_t cap);
 /* y = conv(x, w) + b with a plan of dev; b may be NULL. */
 clt_status clt_conv_plan_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
                                  cl_mem b, cl_mem y);

@@ -22,7 +22,6 @@ struct bench_case {
     clt_device *dev;
     const clt_op_case *c;
     clt_conv_geom g; /* conv */
-    clt_conv_plan *plan; /* conv and dense: for bench_case_kernel */
     cl_mem m[N_BUFS];
 };
 
@@ -203,7 +202,6 @@ void bench_case_destroy(bench_case *b)
     if (!b) return;
     for (int i = 0; i < N_BUFS; i++)
         if (b->m[i]) clReleaseMemObject(b->m[i]);
-    clt_conv_plan_destroy(b->plan);
     free(b);
 }
 
@@ -222,11 +220,7 @@ void bench_case_kernel(bench_case *b, int pass, char *buf, size_t cap)
             return;
         }
     }
-    if (clt_conv_plan_ensure(b->dev, &g, &b->plan) != CLT_OK) {
-        clt_clear_error();
-        return;
-    }
-    clt_conv_plan_describe(b->plan, pass, buf, cap);
+    if (clt_conv_describe_raw(b->dev, &g, pass, buf, cap) != CLT_OK) clt_clear_error();
 }
 
 static clt_status run_bn(bench_case *b, int pass)

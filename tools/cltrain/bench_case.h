@@ -20,8 +20,8 @@ void bench_case_work(const clt_op_case *c, int pass, double *flop, double *bytes
 clt_status bench_case_create(clt_device *dev, const clt_op_case *c, bench_case **out);
 void bench_case_destroy(bench_case *b);
 /* What runs pass `pass` of a convolution or dense case (the algorithm and
- * its kernel configuration, as training would choose it: tuned where the
- * device tunes); "" for other ops. */
+ * its kernel configuration, as the timed raw launcher chose it); "" for
+ * other ops. */
 void bench_case_kernel(bench_case *b, int pass, char *buf, size_t cap);
 /* One warm-up call (first-use builds), one probe call, then `repeat` calls
  * (0: as many as fit in about budget_s seconds, 3..max_calls) enqueued back
