@@ -13,6 +13,8 @@ struct clt_cluster {
     int rank, size, devices, first;
     float *weights;       /* every process's device weights, rank order */
     MPI_Request *req;     /* one per bucket */
+    MPI_Status *st;       /* their statuses: MPICH's MPI_STATUSES_IGNORE, (MPI_Status *)1, makes
+                           * GCC 12 warn that MPI_Testall writes a region of size 0 */
     int n_req;
 };
 
@@ -88,6 +90,7 @@ void clt_cluster_close(clt_cluster *c)
     for (int i = 0; i < c->n_req; i++) active |= c->req[i] != MPI_REQUEST_NULL;
     if (!active && c->comm != MPI_COMM_NULL) MPI_Comm_free(&c->comm);
     free(c->req);
+    free(c->st);
     free(c->weights);
     free(c);
 }
@@ -103,8 +106,11 @@ clt_status clt_cluster_start_sum(clt_cluster *c, int slot, int slots, float *buf
     if (slots > c->n_req) {
         MPI_Request *r = realloc(c->req, (size_t)slots * sizeof *r);
         if (!r) return clt_fail(CLT_ERR_NO_MEMORY, "cluster: %d requests", slots);
-        for (int i = c->n_req; i < slots; i++) r[i] = MPI_REQUEST_NULL;
         c->req = r;
+        MPI_Status *st = realloc(c->st, (size_t)slots * sizeof *st);
+        if (!st) return clt_fail(CLT_ERR_NO_MEMORY, "cluster: %d statuses", slots);
+        c->st = st;
+        for (int i = c->n_req; i < slots; i++) r[i] = MPI_REQUEST_NULL;
         c->n_req = slots;
     }
     if (count > INT_MAX) return clt_fail(CLT_ERR_INVALID_ARG, "cluster: a bucket of %zu floats (at most %d)", count, INT_MAX);
@@ -112,13 +118,13 @@ clt_status clt_cluster_start_sum(clt_cluster *c, int slot, int slots, float *buf
             "MPI_Iallreduce (gradient bucket)");
     /* MPI progresses non-blocking collectives inside its calls */
     int done = 0;
-    MPI_TRY(MPI_Testall(c->n_req, c->req, &done, MPI_STATUSES_IGNORE), "MPI_Testall (gradient buckets)");
+    MPI_TRY(MPI_Testall(c->n_req, c->req, &done, c->st), "MPI_Testall (gradient buckets)");
     return CLT_OK;
 }
 
 clt_status clt_cluster_wait_all(clt_cluster *c)
 {
-    if (c->n_req) MPI_TRY(MPI_Waitall(c->n_req, c->req, MPI_STATUSES_IGNORE), "MPI_Waitall (gradient buckets)");
+    if (c->n_req) MPI_TRY(MPI_Waitall(c->n_req, c->req, c->st), "MPI_Waitall (gradient buckets)");
     return CLT_OK;
 }
 

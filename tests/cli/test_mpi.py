@@ -15,6 +15,7 @@ import time
 import zipfile
 
 CLTRAIN, MPIRUN = sys.argv[1], sys.argv[2]
+LAUNCHER_ARGS = sys.argv[3].split() if len(sys.argv) > 3 else []  # Open MPI's flags; none for MPICH
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
 from checks import check, device_count, finish  # noqa: E402
 
@@ -25,7 +26,7 @@ if not os.path.isdir('/usr/share/datasets/fashion-mnist'):
 if device_count() < 2:
     print(f'skip: needs two OpenCL devices, {device_count()} visible')
     sys.exit(77)
-MPI = [MPIRUN, '--oversubscribe', '--allow-run-as-root', '-np', '2']
+MPI = [MPIRUN, *LAUNCHER_ARGS, '-np', '2']
 COMMON = ['--limit-train', '1024', '--limit-test', '256', '--batch-size', '64', '--seed', '3', '--json',
           '--model', 'conv:6:3:1:1,bn,relu,maxpool:2,flatten,dense:10', '--sync-bn']
 tmp = tempfile.mkdtemp()
@@ -78,8 +79,9 @@ def rank_pid(marker, rank):
             env = open(f'/proc/{pid}/environ', 'rb').read().split(b'\0')
         except OSError:
             continue
+        ranks = (f'OMPI_COMM_WORLD_RANK={rank}'.encode(), f'PMI_RANK={rank}'.encode())  # Open MPI, MPICH
         if cmd and cmd[0].endswith(b'cltrain') and marker.encode() in b' '.join(cmd) and \
-                f'OMPI_COMM_WORLD_RANK={rank}'.encode() in env:
+                any(r in env for r in ranks):
             return int(pid)
     return None
 
