@@ -245,6 +245,32 @@ static void replicas_and_failure(const int *devs, int k)
     double ml, acc;
     clt_trainer_destroy(t);
 
+    /* Auto split of a large batch: whole units of 32 samples (what the CPU
+     * kernels pad a shard to), the rest to one device, summing to the batch. */
+    enum { BIG = 4 * 32 * 4 + 5 }; /* at least 4 units per device, for up to 4 */
+    static float big_images[BIG * C * H * W];
+    static int32_t big_labels[BIG];
+    for (int i = 0; i < BIG; i++) {
+        memcpy(big_images + (size_t)i * C * H * W, images + (size_t)(i % MAXB) * C * H * W, sizeof(float) * C * H * W);
+        big_labels[i] = labels[i % MAXB];
+    }
+    cfg.check_every = 0;
+    REQUIRE_OK(clt_trainer_create(&cfg, &t));
+    int bad = 0;
+    for (int step = 0; step < 25; step++) {
+        CHECK_OK(clt_trainer_step(t, big_images, big_labels, BIG, NULL, NULL));
+        clt_trainer_device_stats st[8];
+        CHECK_OK(clt_trainer_stats(t, st, k));
+        int sum = 0, off_unit = 0;
+        for (int i = 0; i < k; i++) {
+            sum += st[i].shard;
+            off_unit += st[i].shard % 32 != 0;
+        }
+        bad += sum != BIG || off_unit > 1;
+    }
+    CHECK(bad == 0, "auto split of %d samples: %d steps with shards off whole units of 32", BIG, bad);
+    clt_trainer_destroy(t);
+
     /* A device that fails mid-step: a clean error naming it, no hang. */
     cfg.check_every = 0;
     REQUIRE_OK(clt_trainer_create(&cfg, &t));
