@@ -602,7 +602,9 @@ typedef struct clt_trainer clt_trainer;
 typedef enum clt_split_policy {
     CLT_SPLIT_EQUAL = 0,   /* equal shards */
     CLT_SPLIT_WEIGHTS = 1, /* shards proportional to config.weights */
-    CLT_SPLIT_AUTO = 2     /* proportional to measured samples/s, re-measured as it runs */
+    CLT_SPLIT_AUTO = 2     /* proportional to measured samples/s, re-measured as it runs; in whole
+                            * units of 32 samples (the rest to the fastest device) once every
+                            * shard gets 4 units, as the CPU kernels pad a shard to 32 lanes */
 } clt_split_policy;
 
 /* The optimizer a trainer applies (PyTorch's semantics and defaults). */
