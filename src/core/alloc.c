@@ -39,6 +39,20 @@ clt_status clt_aligned_alloc(void **out, size_t n, size_t size, const char *what
 
 void clt_aligned_free(void *p) { free(p); }
 
+clt_status clt_grow(void **items, int count, int *cap, size_t size, int first, const char *what)
+{
+    if (count < *cap) return CLT_OK;
+    int next = *cap ? *cap * 2 : first;
+    size_t total;
+    if (next <= *cap || !clt_mul_size((size_t)next, size, &total))
+        return clt_fail(CLT_ERR_NO_MEMORY, "%s: %d entries overflow", what, *cap);
+    void *p = realloc(*items, total);
+    if (!p) return clt_fail(CLT_ERR_NO_MEMORY, "%s: cannot allocate %zu bytes", what, total);
+    *items = p;
+    *cap = next;
+    return CLT_OK;
+}
+
 void clt_free(void *p) { free(p); }
 
 clt_status clt_strdup(char **out, const char *s)

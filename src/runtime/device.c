@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/atomic_file.h"
 #include "runtime/discovery.h"
 #include "runtime/gemm.h"
@@ -182,13 +183,8 @@ static clt_status ensure_variant(clt_device *dev, const char *spec, int *index)
     }
     if (strlen(defines) >= CLT_PROGRAM_DEFINES_MAX)
         return clt_fail(CLT_ERR_INTERNAL, "program %s: build defines \"%s\" too long", spec, defines);
-    if (dev->n_variants == dev->cap_variants) {
-        int cap = dev->cap_variants ? dev->cap_variants * 2 : 32;
-        clt_program_variant *v = realloc(dev->variants, (size_t)cap * sizeof *v);
-        if (!v) return clt_fail(CLT_ERR_NO_MEMORY, "program table");
-        dev->variants = v;
-        dev->cap_variants = cap;
-    }
+    CLT_TRY(clt_grow((void **)&dev->variants, dev->n_variants, &dev->cap_variants, sizeof *dev->variants, 32,
+                     "program table"));
     clt_program_variant *v = &dev->variants[dev->n_variants];
     CLT_TRY(build_variant(dev, p, defines, &v->program));
     v->source = p;
@@ -236,13 +232,8 @@ clt_status clt_device_kernel(clt_device *dev, const char *program, const char *k
         return clt_fail(CLT_ERR_INTERNAL, "kernel name \"%s\" too long", kernel);
     int v;
     CLT_TRY(ensure_variant(dev, program, &v));
-    if (dev->n_kernels == dev->cap_kernels) {
-        int cap = dev->cap_kernels ? dev->cap_kernels * 2 : 32;
-        clt_kernel_slot *k = realloc(dev->kernels, (size_t)cap * sizeof *k);
-        if (!k) return clt_fail(CLT_ERR_NO_MEMORY, "kernel table");
-        dev->kernels = k;
-        dev->cap_kernels = cap;
-    }
+    CLT_TRY(clt_grow((void **)&dev->kernels, dev->n_kernels, &dev->cap_kernels, sizeof *dev->kernels, 32,
+                     "kernel table"));
     cl_int err;
     cl_kernel k = clCreateKernel(dev->variants[v].program, kernel, &err);
     if (!k) {

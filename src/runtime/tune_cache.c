@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/atomic_file.h"
 #include "core/hash.h"
 
@@ -38,23 +39,17 @@ static struct clt_tune_entry *find(clt_device *dev, const char *key)
     return NULL;
 }
 
-/* Sets key = value in memory (replacing); 0 when out of memory. */
-static int put(clt_device *dev, const char *key, const char *value)
+/* Sets key = value in memory (replacing). */
+static clt_status put(clt_device *dev, const char *key, const char *value)
 {
     struct clt_tune_entry *e = find(dev, key);
     if (!e) {
-        if (dev->n_tune == dev->cap_tune) {
-            int cap = dev->cap_tune ? dev->cap_tune * 2 : 16;
-            struct clt_tune_entry *t = realloc(dev->tune, (size_t)cap * sizeof *t);
-            if (!t) return 0;
-            dev->tune = t;
-            dev->cap_tune = cap;
-        }
+        CLT_TRY(clt_grow((void **)&dev->tune, dev->n_tune, &dev->cap_tune, sizeof *dev->tune, 16, "tuning cache"));
         e = &dev->tune[dev->n_tune++];
         snprintf(e->key, sizeof e->key, "%s", key);
     }
     snprintf(e->value, sizeof e->value, "%s", value);
-    return 1;
+    return CLT_OK;
 }
 
 static int printable(const char *s)
@@ -92,7 +87,10 @@ static void load_file(clt_device *dev, int warn)
             continue; /* not a line this file format writes */
         *tab = 0;
         if (!printable(line) || !printable(tab + 1)) continue;
-        if (!find(dev, line) && !put(dev, line, tab + 1)) break;
+        if (!find(dev, line) && put(dev, line, tab + 1) != CLT_OK) {
+            clt_clear_error(); /* out of memory: the entries so far are kept */
+            break;
+        }
     }
     free(data);
 }
@@ -138,9 +136,9 @@ clt_status clt_tune_store(clt_device *dev, const char *key, const char *value)
         !printable(value) || strchr(key, '\t') || strchr(value, '\t'))
         return clt_fail(CLT_ERR_INTERNAL, "tuning cache: bad entry \"%s\" = \"%s\"", key, value);
     ensure_loaded(dev);
-    if (!dev->cache_enabled) return put(dev, key, value) ? CLT_OK : clt_fail(CLT_ERR_NO_MEMORY, "tuning cache");
+    if (!dev->cache_enabled) return put(dev, key, value);
     load_file(dev, 0); /* another process's entries since, merged */
-    if (!put(dev, key, value)) return clt_fail(CLT_ERR_NO_MEMORY, "tuning cache");
+    CLT_TRY(put(dev, key, value));
     if (write_file(dev) != CLT_OK) {
         clt_device_log(dev, 2, "tuning cache: cannot store %s: %s", key, clt_last_error());
         clt_clear_error();
