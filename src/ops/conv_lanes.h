@@ -5,8 +5,6 @@
 
 #include "ops/conv_algo.h"
 
-/* The device's native float vector width: 4, 8 or 16. */
-int clt_conv_lanes_native_vw(const clt_device *dev);
 /* Whether the kernels can run configuration c for `pass` of lp. */
 int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_conv_lanes_cfg *c);
 /* Up to max configurations to time for `pass`: the rule-based one first,

@@ -39,6 +39,10 @@ clt_status clt_device_open(int index, clt_device **out)
     clt_status s = clt_device_info_fill(&f, &dev->info);
     if (s == CLT_OK) s = clt_cache_configure(dev);
     if (s == CLT_OK) s = clt_device_settings_from_env(&dev->settings);
+    cl_uint width = 0;
+    if (s == CLT_OK && clGetDeviceInfo(dev->id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof width, &width, NULL) ==
+                           CL_SUCCESS)
+        dev->native_float_width = (int)width;
     if (s != CLT_OK) {
         clt_device_destroy(dev);
         return s;

@@ -63,6 +63,7 @@ struct clt_device {
     int cache_enabled;
     char cache_dir[1024];
     int gemm_ready;           /* CLBlast warmed up on this device */
+    int native_float_width;   /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, read at open (0: not reported) */
     cl_mem scratch;           /* see clt_device_scratch (launch.h) */
     size_t scratch_bytes;
     clt_device_settings settings;
