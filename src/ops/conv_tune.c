@@ -96,22 +96,22 @@ static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, 
 {
     clt_conv_lanes_cfg cand[MAX_CANDIDATES];
     int n = clt_conv_lanes_candidates(dev, lp, pass, cand, MAX_CANDIDATES);
+    clt_conv_lanes_params t[MAX_CANDIDATES]; /* lp with each candidate, padding and chunks derived */
     double best_s[MAX_CANDIDATES];
     int ok[MAX_CANDIDATES];
     for (int i = 0; i < n; i++) {
-        clt_conv_lanes_params t = *lp;
-        t.cfg[pass] = cand[i];
-        ok[i] = clt_conv_lanes_derive(dev, &t, mask);
+        t[i] = *lp;
+        t[i].cfg[pass] = cand[i];
+        ok[i] = clt_conv_lanes_derive(dev, &t[i], mask);
     }
     for (int r = 0; r < ROUNDS; r++) {
         for (int i = 0; i < n; i++) {
             if (!ok[i]) continue;
-            clt_conv_lanes_params t = *lp;
-            t.cfg[pass] = cand[i];
-            clt_conv_lanes_derive(dev, &t, mask);
             double secs = 0;
-            clt_status s = time_cfg(dev, &t, pass, r == 0, &secs);
+            clt_status s = time_cfg(dev, &t[i], pass, r == 0, &secs);
             if (s == CLT_ERR_DEVICE_LOST) return s;
+            if (s == CLT_OK && (r == 0 || secs < best_s[i])) best_s[i] = secs;
+            if (s == CLT_OK && r < ROUNDS - 1) continue;
             char name[CLT_TUNE_VALUE_MAX];
             format_cfg(pass, &cand[i], name, sizeof name);
             if (s != CLT_OK) {
@@ -119,12 +119,10 @@ static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, 
                                pass_names[pass], name, clt_last_error());
                 clt_clear_error();
                 ok[i] = 0;
-                continue;
-            }
-            if (r == 0 || secs < best_s[i]) best_s[i] = secs;
-            if (r == ROUNDS - 1)
+            } else {
                 clt_device_log(dev, 0, "tuning device %d: lanes %s %s: %.3f ms", dev->info.index, pass_names[pass],
                                name, best_s[i] * 1e3);
+            }
         }
     }
     int best = -1;
