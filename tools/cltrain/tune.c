@@ -36,27 +36,8 @@ static void count_and_print(void *user, int level, const char *msg)
     else cli_log(t->cli_user, level, msg);
 }
 
-/* Whether device d keeps tuned choices on disk; 0 after a message if not. */
-static int cache_on(int d, char *dir, size_t cap)
-{
-    clt_device *dev;
-    if (clt_device_open(d, &dev) != CLT_OK) {
-        fprintf(stderr, "cltrain: tune: device %d: %s\n", d, clt_last_error());
-        return 0;
-    }
-    int on = dev->cache_enabled;
-    snprintf(dir, cap, "%s", dev->cache_dir);
-    clt_device_destroy(dev);
-    if (!on)
-        fprintf(stderr, "cltrain: tune: the cache is off (CLTRAIN_CACHE=0, or no CLTRAIN_CACHE_DIR, XDG_CACHE_HOME "
-                        "or HOME): tuned choices would not be kept\n");
-    return on;
-}
-
 static int tune_device(const cli_options *o, int d, int share, const float *images, const int32_t *labels)
 {
-    char dir[1024];
-    if (!cache_on(d, dir, sizeof dir)) return 1;
     tune_log tl = {cli_log_user(), 0};
     clt_trainer_config cfg;
     clt_trainer_config_default(&cfg);
@@ -68,14 +49,24 @@ static int tune_device(const cli_options *o, int d, int share, const float *imag
     cfg.log_user = &tl;
     double t0 = clt_now();
     clt_trainer *t = NULL;
-    if (clt_trainer_create(&cfg, &t) != CLT_OK || clt_trainer_step(t, images, labels, share, NULL, NULL) != CLT_OK) {
+    if (clt_trainer_create(&cfg, &t) != CLT_OK) {
+        fprintf(stderr, "cltrain: tune: device %d: %s\n", d, clt_last_error());
+        return 1;
+    }
+    const clt_device *dev = clt_net_device(clt_trainer_net(t, 0));
+    if (!dev->cache_enabled) { /* checked before any step: nothing measured for nothing */
+        fprintf(stderr, "cltrain: tune: the cache is off (CLTRAIN_CACHE=0, or no CLTRAIN_CACHE_DIR, XDG_CACHE_HOME "
+                        "or HOME): tuned choices would not be kept\n");
+        clt_trainer_destroy(t);
+        return 1;
+    }
+    if (clt_trainer_step(t, images, labels, share, NULL, NULL) != CLT_OK) {
         fprintf(stderr, "cltrain: tune: device %d: %s\n", d, clt_last_error());
         clt_trainer_destroy(t);
         return 1;
     }
-    const clt_device_info *in = clt_device_get_info(clt_net_device(clt_trainer_net(t, 0)));
-    printf("device %d (%s): %s in %.1f s, kept in %s\n", d, in ? in->name : "?",
-           tl.measured ? "tuned" : "already tuned (or nothing to tune)", clt_now() - t0, dir);
+    printf("device %d (%s): %s in %.1f s, kept in %s\n", d, dev->info.name,
+           tl.measured ? "tuned" : "already tuned (or nothing to tune)", clt_now() - t0, dev->cache_dir);
     clt_trainer_destroy(t);
     return 0;
 }
