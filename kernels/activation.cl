@@ -6,7 +6,7 @@ __kernel void activation_relu_fwd(__global const float *x, __global float *y, co
     size_t i = get_global_id(0);
     if (i < n) {
         float v = x[i];
-        y[i] = v < 0.0f ? 0.0f : v; /* NaN stays NaN, as PyTorch */
+        y[i] = RELU_FWD(v); /* NaN stays NaN, as PyTorch */
     }
 }
 
@@ -27,7 +27,7 @@ __kernel void activation_relu_bwd(__global const float *y, __global const float 
                                   __global float *dx, const ulong n)
 {
     size_t i = get_global_id(0);
-    if (i < n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    if (i < n) dx[i] = RELU_BWD(y[i], dy[i]);
 }
 
 __kernel void activation_sigmoid_bwd(__global const float *y, __global const float *dy,

@@ -34,10 +34,11 @@ __kernel void conv_sum_chunks(int n, int chunks, __global const float *part, ulo
 }
 
 /* part[chunk][co] = sum over images [chunk*imgs, (chunk+1)*imgs) and their
- * pixels of dy[n][co][.]: 16 running sums over the pixels of each image,
+ * pixels of dy[n][co][.] (relu: read through a fused ReLU's derivative
+ * from its output ym): 16 running sums over the pixels of each image,
  * fixed order. Global: (CO, chunks); conv_sum_chunks finishes db. */
-__kernel void conv_bias_grad(int N, int CO, int P, int imgs, __global const float *dy,
-                             __global float *part, ulong part_off)
+__kernel void conv_bias_grad(int N, int CO, int P, int imgs, __global const float *dy, int relu,
+                             __global const float *ym, __global float *part, ulong part_off)
 {
     int co = get_global_id(0);
     int chunk = get_global_id(1);
@@ -46,15 +47,17 @@ __kernel void conv_bias_grad(int N, int CO, int P, int imgs, __global const floa
     int n1 = min(N, n0 + imgs);
     float total = 0.0f;
     for (int n = n0; n < n1; n++) {
-        __global const float *p = dy + ((size_t)n * CO + co) * P;
+        size_t at = ((size_t)n * CO + co) * P;
+        __global const float *p = dy + at, *m = ym + at;
         float16 s = (float16)0.0f;
         int q = 0;
-        for (; q + LANES <= P; q += LANES) s += vload16(0, p + q);
+        for (; q + LANES <= P; q += LANES)
+            s += relu ? RELU_BWD(vload16(0, m + q), vload16(0, p + q)) : vload16(0, p + q);
         float8 s8 = s.lo + s.hi;
         float4 s4 = s8.lo + s8.hi;
         float2 s2 = s4.lo + s4.hi;
         float t = s2.x + s2.y;
-        for (; q < P; q++) t += p[q];
+        for (; q < P; q++) t += relu ? RELU_BWD(m[q], p[q]) : p[q];
         total += t;
     }
     part[part_off + (size_t)chunk * CO + co] = total;

@@ -60,11 +60,11 @@ INLINE float16 load16_tail(__global const float *p, int n)
  * vector store; a shorter row reads WPP >= 16 + K - 1 and stores a part.
  * A work-item walks the rows [rg*R, rg*R + R) of one image, so each output
  * plane is written in long runs by one thread (rows of 26 or 28 floats
- * written by different threads shared cache lines). Global:
- * (ceil(CO/RM), N*ceil(OH/R)). */
+ * written by different threads shared cache lines). relu: a fused ReLU
+ * after the bias. Global: (ceil(CO/RM), N*ceil(OH/R)). */
 INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int OH, int OW,
                        int R, __global const float *xp, ulong xp_off, __global const float *w,
-                       __global const float *bias, int has_bias, __global float *y)
+                       __global const float *bias, int has_bias, int relu, __global float *y)
 {
     int cb = get_global_id(0);
     int item = get_global_id(1);
@@ -109,12 +109,17 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
                 int co = co0 + r;
                 if (co >= CO) break;
                 __global float *yp = y + (((size_t)n * CO + co) * OH + oy) * OW;
+                float16 v0 = acc[0][r] + bv[r], v1 = acc[1][r] + bv[r];
+                if (relu) {
+                    v0 = RELU_FWD(v0);
+                    v1 = RELU_FWD(v1);
+                }
                 if (OW >= LANES) {
-                    vstore16(acc[0][r] + bv[r], 0, yp + s0);
-                    vstore16(acc[1][r] + bv[r], 0, yp + s1);
+                    vstore16(v0, 0, yp + s0);
+                    vstore16(v1, 0, yp + s1);
                 } else { /* a row shorter than 16: its first OW values */
                     float t[LANES];
-                    vstore16(acc[0][r] + bv[r], 0, t);
+                    vstore16(v0, 0, t);
                     for (int q = 0; q < OW; q++) yp[q] = t[q];
                 }
             }
@@ -125,8 +130,8 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
 #define DIRECT_ARGS                                                                          \
     int N, int C, int CO, int K, int HP, int WPP, int OH, int OW, int R,                      \
         __global const float *xp, ulong xp_off, __global const float *w,                     \
-        __global const float *bias, int has_bias, __global float *y
-#define DIRECT_PASS N, C, CO, K, HP, WPP, OH, OW, R, xp, xp_off, w, bias, has_bias, y
+        __global const float *bias, int has_bias, int relu, __global float *y
+#define DIRECT_PASS N, C, CO, K, HP, WPP, OH, OW, R, xp, xp_off, w, bias, has_bias, relu, y
 /* Variants: _<RM> output channels per work-item, _<CB> for backward weights
  * (conv_direct.c picks them). */
 __kernel void conv_direct_fwd_4(DIRECT_ARGS) { direct_fwd(4, DIRECT_PASS); }
@@ -145,11 +150,13 @@ __kernel void conv_direct_fwd_10(DIRECT_ARGS) { direct_fwd(10, DIRECT_PASS); }
  * 2x slower; an infinite dy there makes that pixel's terms NaN instead of
  * infinite). Rows shorter than 16 read dy with a zero tail and xp
  * 16 + K - 1 wide. Each x vector feeds the CB channels (CB*TG
- * accumulators); the lanes are summed at the end. Global:
+ * accumulators); the lanes are summed at the end. relu: dy is read through
+ * a fused ReLU's derivative, from that ReLU's output ym. Global:
  * (ceil(CO/CB), groups*chunks). */
 INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int K, int HP, int WPP, int OH,
                                int OW, int imgs, int groups, int chunks,
                                __global const float *xp, ulong xp_off, __global const float *dy,
+                               int relu, __global const float *ym,
                                __global float *part, ulong part_off, int has_db,
                                __global float *dbpart, ulong dbpart_off)
 {
@@ -185,18 +192,21 @@ INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int K, int HP, int 
     int n0 = chunk * imgs, n1 = min(N, n0 + imgs);
     for (int n = n0; n < n1; n++) {
         __global const float *xn = xp + xp_off + (size_t)n * C * HP * WPP;
-        __global const float *dn = dy + (size_t)n * CO * OH * OW;
+        size_t dn = (size_t)n * CO * OH * OW; /* dy and ym offsets */
         for (int oy = 0; oy < OH; oy++) {
             __global const float *xr = xn + (size_t)oy * WPP;
-            __global const float *dr = dn + (size_t)oy * OW;
+            size_t dr = dn + (size_t)oy * OW;
             for (int v = 0; v < npos; v++) {
                 int sv = min(v * LANES, last);
                 float16 m = v == npos - 1 ? mlast : (float16)1.0f;
                 float16 d[MAX_CB];
 #pragma unroll
                 for (int a = 0; a < cb; a++) {
-                    d[a] = OW >= LANES ? vload16(0, dr + dco[a] + sv) * m
-                                       : load16_tail(dr + dco[a], OW);
+                    size_t at = dr + dco[a];
+                    float16 dv = OW >= LANES ? vload16(0, dy + at + sv) : load16_tail(dy + at, OW);
+                    if (relu)
+                        dv = RELU_BWD(OW >= LANES ? vload16(0, ym + at + sv) : load16_tail(ym + at, OW), dv);
+                    d[a] = OW >= LANES ? dv * m : dv;
                     bsum[a] += d[a];
                 }
 #pragma unroll
@@ -236,12 +246,12 @@ INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int K, int HP, int 
 
 #define BWDW_DIRECT_ARGS                                                                        \
     int N, int C, int CO, int K, int HP, int WPP, int OH, int OW, int imgs, int groups,         \
-        int chunks, __global const float *xp, ulong xp_off, __global const float *dy,           \
-        __global float *part, ulong part_off, int has_db, __global float *dbpart,               \
-        ulong dbpart_off
+        int chunks, __global const float *xp, ulong xp_off, __global const float *dy, int relu, \
+        __global const float *ym, __global float *part, ulong part_off, int has_db,             \
+        __global float *dbpart, ulong dbpart_off
 #define BWDW_DIRECT_PASS                                                                        \
-    N, C, CO, K, HP, WPP, OH, OW, imgs, groups, chunks, xp, xp_off, dy, part, part_off, has_db, \
-        dbpart, dbpart_off
+    N, C, CO, K, HP, WPP, OH, OW, imgs, groups, chunks, xp, xp_off, dy, relu, ym, part, part_off, \
+        has_db, dbpart, dbpart_off
 __kernel void conv_direct_bwd_weights_1(BWDW_DIRECT_ARGS) { direct_bwd_weights(1, BWDW_DIRECT_PASS); }
 __kernel void conv_direct_bwd_weights_2(BWDW_DIRECT_ARGS) { direct_bwd_weights(2, BWDW_DIRECT_PASS); }
 __kernel void conv_direct_bwd_weights_3(BWDW_DIRECT_ARGS) { direct_bwd_weights(3, BWDW_DIRECT_PASS); }

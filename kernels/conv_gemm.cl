@@ -54,21 +54,24 @@ __kernel void conv_gemm_col2im(int C, int H, int W, int K, int S, int PAD, int O
     dx[(((size_t)(n0 + nl) * C + c) * H + yy) * W + xx] = s;
 }
 
-/* dyt[co][q] = dy[n][co][p] for q = (n - n0)*P + p. Global: (nb*P, CO). */
-__kernel void conv_gemm_nchw_to_cq(int CO, int P, int n0, int nb, __global const float *dy,
-                                   __global float *dyt, ulong dyt_off)
+/* dyt[co][q] = dy[n][co][p] for q = (n - n0)*P + p (relu: through a fused
+ * ReLU's derivative from its output ym). Global: (nb*P, CO). */
+__kernel void conv_gemm_nchw_to_cq(int CO, int P, int n0, int nb, __global const float *dy, int relu,
+                                   __global const float *ym, __global float *dyt, ulong dyt_off)
 {
     int q = get_global_id(0);
     int co = get_global_id(1);
     if (q >= nb * P || co >= CO) return;
     int n = n0 + q / P, p = q % P;
-    dyt[dyt_off + (size_t)co * nb * P + q] = dy[((size_t)n * CO + co) * P + p];
+    size_t at = ((size_t)n * CO + co) * P + p;
+    dyt[dyt_off + (size_t)co * nb * P + q] = relu ? RELU_BWD(ym[at], dy[at]) : dy[at];
 }
 
-/* y[n][co][p] = yt[co][q] + b[co]. Global: (nb*P, CO). */
+/* y[n][co][p] = yt[co][q] + b[co], then a fused ReLU when relu. Global:
+ * (nb*P, CO). */
 __kernel void conv_gemm_cq_to_nchw(int CO, int P, int n0, int nb, __global const float *yt,
                                    ulong yt_off, __global const float *bias, int has_bias,
-                                   __global float *y)
+                                   int relu, __global float *y)
 {
     int q = get_global_id(0);
     int co = get_global_id(1);
@@ -76,5 +79,5 @@ __kernel void conv_gemm_cq_to_nchw(int CO, int P, int n0, int nb, __global const
     int n = n0 + q / P, p = q % P;
     float v = yt[yt_off + (size_t)co * nb * P + q];
     if (has_bias) v += bias[co];
-    y[((size_t)n * CO + co) * P + p] = v;
+    y[((size_t)n * CO + co) * P + p] = relu ? RELU_FWD(v) : v;
 }

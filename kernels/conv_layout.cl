@@ -127,12 +127,14 @@ __kernel void conv_layout_from_lanes_sub(int N, int C, int H, int W, int S, int 
 
 /* dst (M, NP) at dst_off: dst[m][n] = src[n][m] for an (N, M) source (an
  * NCHW tensor with M = C*H*W is its lanes layout (C, H, W, NP)), zero for
- * n >= N. One work-item per 16 images x 16 consecutive m: 16 row loads,
- * an in-register transpose, 16 vector stores; a partial block of m takes
- * scalar loads. Dimension 0 runs along m, so a work-group streams along
- * the same 16 images. Global: (ceil(M/16), NP/16). */
-__kernel void conv_layout_to_lanes_t(int N, int M, int NP, __global const float *src,
-                                     __global float *dst, ulong dst_off)
+ * n >= N; with relu, src is a dy read through a fused ReLU's derivative
+ * (ym: that ReLU's output, shaped as src). One work-item per 16 images x
+ * 16 consecutive m: 16 row loads, an in-register transpose, 16 vector
+ * stores; a partial block of m takes scalar loads. Dimension 0 runs along
+ * m, so a work-group streams along the same 16 images. Global:
+ * (ceil(M/16), NP/16). */
+__kernel void conv_layout_to_lanes_t(int N, int M, int NP, __global const float *src, int relu,
+                                     __global const float *ym, __global float *dst, ulong dst_off)
 {
     int mb = get_global_id(0);
     int nb = get_global_id(1);
@@ -143,28 +145,35 @@ __kernel void conv_layout_to_lanes_t(int N, int M, int NP, __global const float 
     float16 r[LANES];
     if (mm == LANES) {
 #pragma unroll
-        for (int q = 0; q < LANES; q++)
-            r[q] = q < nn ? vload16(0, src + (size_t)(n0 + q) * M + m0) : (float16)0.0f;
+        for (int q = 0; q < LANES; q++) {
+            size_t at = (size_t)(n0 + q) * M + m0;
+            r[q] = q >= nn ? (float16)0.0f
+                   : relu  ? RELU_BWD(vload16(0, ym + at), vload16(0, src + at))
+                           : vload16(0, src + at);
+        }
         transpose16(r);
 #pragma unroll
         for (int u = 0; u < LANES; u++) vstore16(r[u], 0, d + (size_t)u * NP);
     } else {
         for (int u = 0; u < mm; u++) {
             float v[LANES];
-            for (int q = 0; q < LANES; q++) v[q] = q < nn ? src[(size_t)(n0 + q) * M + m0 + u] : 0.0f;
+            for (int q = 0; q < LANES; q++) {
+                size_t at = (size_t)(n0 + q) * M + m0 + u;
+                v[q] = q >= nn ? 0.0f : relu ? RELU_BWD(ym[at], src[at]) : src[at];
+            }
             vstore16(vload16(0, v), 0, d + (size_t)u * NP);
         }
     }
 }
 
-/* dst[n][ch][p] = src[ch][p][n] (+ bias[ch]) for n < N: the lanes layout
- * (CH, P, NP) at src_off back to NCHW. One work-item per 16 pixels x 16
+/* dst[n][ch][p] = src[ch][p][n] (+ bias[ch], then a fused ReLU when relu)
+ * for n < N: the lanes layout (CH, P, NP) at src_off back to NCHW. One work-item per 16 pixels x 16
  * lanes of one channel: 16 vector loads, an in-register transpose, one
  * vector store per image; a partial block of pixels (P not a multiple of
  * 16) stores scalars. Global: (ceil(P/16), CH*NP/16). */
 __kernel void conv_layout_from_lanes(int N, int CH, int P, int NP, __global const float *src,
                                      ulong src_off, __global const float *bias, int has_bias,
-                                     __global float *dst)
+                                     int relu, __global float *dst)
 {
     int pb = get_global_id(0);
     int g1 = get_global_id(1);
@@ -182,11 +191,17 @@ __kernel void conv_layout_from_lanes(int N, int CH, int P, int NP, __global cons
         transpose16(r);
 #pragma unroll
         for (int q = 0; q < LANES; q++)
-            if (q < nn) vstore16(r[q] + bv, 0, dst + ((size_t)(n0 + q) * CH + ch) * P + p0);
+            if (q < nn) {
+                float16 v = r[q] + bv;
+                vstore16(relu ? RELU_FWD(v) : v, 0, dst + ((size_t)(n0 + q) * CH + ch) * P + p0);
+            }
     } else {
         for (int q = 0; q < nn; q++) {
             __global float *d = dst + ((size_t)(n0 + q) * CH + ch) * P + p0;
-            for (int u = 0; u < pp; u++) d[u] = s[(size_t)u * NP + q] + bv;
+            for (int u = 0; u < pp; u++) {
+                float v = s[(size_t)u * NP + q] + bv;
+                d[u] = relu ? RELU_FWD(v) : v;
+            }
         }
     }
 }
@@ -194,10 +209,11 @@ __kernel void conv_layout_from_lanes(int N, int CH, int P, int NP, __global cons
 /* The same for images smaller than 16 pixels (a dense layer's are 1x1),
  * whose rows conv_layout_from_lanes would store one scalar at a time: the
  * transpose runs over m = ch*P, dst[n][m] = src[m][n] (+ bias[m / P]), 16
- * consecutive m x 16 lanes per work-item. Global: (ceil(M/16), NP/16). */
+ * consecutive m x 16 lanes per work-item (relu: a fused ReLU after the
+ * bias). Global: (ceil(M/16), NP/16). */
 __kernel void conv_layout_from_lanes_flat(int N, int M, int P, int NP, __global const float *src,
                                           ulong src_off, __global const float *bias, int has_bias,
-                                          __global float *dst)
+                                          int relu, __global float *dst)
 {
     int mb = get_global_id(0);
     int nb = get_global_id(1);
@@ -222,11 +238,17 @@ __kernel void conv_layout_from_lanes_flat(int N, int M, int P, int NP, __global 
         float16 b16 = vload16(0, bv);
 #pragma unroll
         for (int q = 0; q < LANES; q++)
-            if (q < nn) vstore16(r[q] + b16, 0, dst + (size_t)(n0 + q) * M + m0);
+            if (q < nn) {
+                float16 v = r[q] + b16;
+                vstore16(relu ? RELU_FWD(v) : v, 0, dst + (size_t)(n0 + q) * M + m0);
+            }
     } else {
         for (int q = 0; q < nn; q++) {
             __global float *d = dst + (size_t)(n0 + q) * M + m0;
-            for (int l = 0; l < mm; l++) d[l] = s[(size_t)l * NP + q] + bv[l];
+            for (int l = 0; l < mm; l++) {
+                float v = s[(size_t)l * NP + q] + bv[l];
+                d[l] = relu ? RELU_FWD(v) : v;
+            }
         }
     }
 }

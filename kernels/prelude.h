@@ -9,3 +9,10 @@
 #pragma clang diagnostic ignored "-Wpsabi"
 #endif
 #endif
+
+/* A ReLU fused into an op's store (RELU_FWD) or into its read of dy
+ * (RELU_BWD, from the forward's output y): kernels/activation.cl's
+ * expressions, so a fused net computes what the separate layer does, bit
+ * for bit. They take scalars and vectors alike (the scalar widens). */
+#define RELU_FWD(v) ((v) < 0.0f ? 0.0f : (v))
+#define RELU_BWD(y, dy) ((y) > 0.0f ? (dy) : 0.0f)

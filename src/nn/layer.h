@@ -76,6 +76,9 @@ typedef struct clt_layer_kind {
     /* Frees what the layer allocated itself (priv buffers, sub-layers);
      * NULL: the generic release of priv[] suffices. */
     void (*release)(clt_layer *l);
+    /* Whether a relu right after the layer can run in its store on dev
+     * (ops/epilogue.h; src/nn/fuse.c decides); NULL: never. */
+    int (*fuses_relu)(const clt_layer *l, const clt_device *dev);
 } clt_layer_kind;
 
 struct clt_layer {
@@ -94,6 +97,8 @@ struct clt_layer {
     cl_mem priv[12];      /* layer-owned device buffers (released with the net) */
     int priv_cap;         /* batch capacity of the batch-sized ones among them */
     int last_training;    /* mode of the last forward (batch norm's backward) */
+    int relu_epilogue;    /* the relu after this layer runs in its store (src/nn/fuse.c) */
+    int fused;            /* this activation runs in the layer before: no buffer, no pass of its own */
     clt_layer *subs;      /* composite layers (residual block): their parts */
     int n_subs;
     /* Set by configure: the clt_pass_sync rounds a training forward +

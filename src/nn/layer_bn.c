@@ -89,4 +89,4 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
     return clt_bn_backward_apply_raw(dev, n, c, hw, x, dy, l->priv[MEAN_INVSTD], gamma, l->priv[BSTATS], count, dx);
 }
 
-const clt_layer_kind clt_layer_bn = {"bn", configure, forward, backward, NULL, 0, NULL};
+const clt_layer_kind clt_layer_bn = {"bn", configure, forward, backward, NULL, 0, NULL, NULL};

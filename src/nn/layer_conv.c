@@ -49,17 +49,26 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
     (void)pass;
     clt_conv_plan *p;
     CLT_TRY(plan(l, dev, n, &p));
-    return clt_conv_plan_forward(dev, p, x, l->params[0].w, l->params[1].w, y);
+    clt_epilogue e = {l->relu_epilogue, NULL};
+    return clt_conv_plan_forward(dev, p, x, l->params[0].w, l->params[1].w, &e, y);
 }
 
 static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
                            cl_mem dy, cl_mem dx)
 {
     (void)pass;
-    (void)y;
     clt_conv_plan *p;
     CLT_TRY(plan(l, dev, n, &p));
-    return clt_conv_plan_backward(dev, p, x, l->params[0].w, dy, dx, l->params[0].g, l->params[1].g);
+    clt_epilogue e = {l->relu_epilogue, y};
+    return clt_conv_plan_backward(dev, p, x, l->params[0].w, dy, &e, dx, l->params[0].g, l->params[1].g);
+}
+
+/* Every algorithm stores through the epilogue. */
+static int fuses_relu(const clt_layer *l, const clt_device *dev)
+{
+    (void)l;
+    (void)dev;
+    return 1;
 }
 
 static void release(clt_layer *l)
@@ -68,4 +77,4 @@ static void release(clt_layer *l)
     l->kind_state = NULL;
 }
 
-const clt_layer_kind clt_layer_conv = {"conv", configure, forward, backward, NULL, 0, release};
+const clt_layer_kind clt_layer_conv = {"conv", configure, forward, backward, NULL, 0, release, fuses_relu};

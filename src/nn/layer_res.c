@@ -149,4 +149,4 @@ static void release(clt_layer *l)
     for (int i = 0; i < l->n_subs; i++) clt_layer_release(&l->subs[i]);
 }
 
-const clt_layer_kind clt_layer_res = {"res", configure, forward, backward, NULL, 0, release};
+const clt_layer_kind clt_layer_res = {"res", configure, forward, backward, NULL, 0, release, NULL};

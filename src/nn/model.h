@@ -20,6 +20,13 @@ typedef struct clt_model {
  * the token and the shapes. */
 clt_status clt_model_parse(const char *spec, int c, int h, int w, clt_model *out);
 void clt_model_free(clt_model *m);
+/* Folds every relu that directly follows a layer whose kind can run it in
+ * its store on dev into that layer (src/nn/fuse.c); nothing when the
+ * device's settings say not to fuse (CLTRAIN_FUSE=0). */
+void clt_model_fuse(clt_model *m, const clt_device *dev);
+/* Whether layer l has no pass of its own: its output is its input's
+ * buffer and its gradient passes through (flatten, a fused relu). */
+int clt_layer_passes_through(const clt_layer *l);
 /* The spec a builtin name stands for, or NULL. */
 const char *clt_model_builtin(const char *name);
 

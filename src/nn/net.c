@@ -117,6 +117,7 @@ clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channel
     net->dev = dev;
     clt_device_retain(dev); /* released by clt_net_destroy */
     clt_status s = clt_model_parse(spec, channels, height, width, &net->model);
+    if (s == CLT_OK) clt_model_fuse(&net->model, dev);
     if (s == CLT_OK)
         s = clt_calloc((void **)&net->act, (size_t)net->model.n_layers, sizeof *net->act, "net buffers");
     if (s == CLT_OK) s = layout_params(net, align_bytes);
@@ -139,7 +140,7 @@ static void release_batch_buffers(clt_net *net)
 {
     release(&net->input);
     for (int i = 0; i < net->model.n_layers; i++) {
-        if (!net->model.layers[i].kind->alias) release(&net->act[i]);
+        if (!clt_layer_passes_through(&net->model.layers[i])) release(&net->act[i]);
         net->act[i] = NULL;
         release(&net->model.layers[i].aux);
     }
@@ -190,7 +191,7 @@ clt_status clt_net_reserve(clt_net *net, int n)
         clt_layer *l = &net->model.layers[i];
         int64_t numel = clt_shape_numel(&l->out);
         if (numel > widest) widest = numel;
-        if (l->kind->alias) {
+        if (clt_layer_passes_through(l)) {
             net->act[i] = prev;
         } else {
             CLT_TRY(make_buffer(dev, N * (size_t)numel * sizeof(float), "activations", &net->act[i]));
@@ -230,7 +231,7 @@ clt_status clt_net_forward_device(clt_net *net, int training, const clt_sync *sy
     net->last_training = training;
     for (int i = 0; i < net->model.n_layers; i++) {
         clt_layer *l = &net->model.layers[i];
-        if (!l->kind->alias) {
+        if (!clt_layer_passes_through(l)) {
             clt_status s = l->kind->forward(l, net->dev, &pass, n, x, net->act[i]);
             if (s != CLT_OK) return clt_fail_context(s, "forward of layer %d (%s)", i, l->token);
             if (net->mark) CLT_TRY(net->mark(net->mark_user, i, 0));
@@ -301,7 +302,7 @@ clt_status clt_net_backward_device(clt_net *net, const clt_sync *sync, float sca
                                 scale, dy, net->stats));
     for (int i = net->model.n_layers - 1; i >= 0; i--) {
         clt_layer *l = &net->model.layers[i];
-        if (l->kind->alias) continue; /* the gradient passes through unchanged */
+        if (clt_layer_passes_through(l)) continue; /* the gradient passes through unchanged */
         cl_mem x = i ? net->act[i - 1] : net->input;
         cl_mem dx = i > net->first_param_layer ? net->dbuf[1 - cur] : NULL;
         clt_status s = l->kind->backward(l, net->dev, &pass, n, x, net->act[i], dy, dx);

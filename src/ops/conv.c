@@ -168,20 +168,22 @@ static clt_status check_plan(const clt_device *dev, const clt_conv_plan *plan, c
 }
 
 clt_status clt_conv_plan_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
-                                 cl_mem b, cl_mem y)
+                                 cl_mem b, const clt_epilogue *epi, cl_mem y)
 {
     CLT_TRY(check_plan(dev, plan, "conv2d forward"));
     if (!x || !w || !y) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d forward: x, w or y is NULL");
     const clt_conv_algo *a = plan->algo[CLT_CONV_FWD];
     if (!a) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d forward: the plan does not cover the forward");
-    return a->forward(dev, plan, x, w, b, y);
+    return a->forward(dev, plan, x, w, b, epi, y);
 }
 
 clt_status clt_conv_plan_backward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
-                                  cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db)
+                                  cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db)
 {
     CLT_TRY(check_plan(dev, plan, "conv2d backward"));
     if (!dy) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: dy is NULL");
+    if (clt_epi_relu(epi) && !epi->y)
+        return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: a fused ReLU needs the forward's output");
     if ((dw && !x) || (dx && !w))
         return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: dw needs x and dx needs w");
     const clt_conv_algo *data = dx ? plan->algo[CLT_CONV_BWD_DATA] : NULL;
@@ -190,10 +192,10 @@ clt_status clt_conv_plan_backward(clt_device *dev, const clt_conv_plan *plan, cl
         return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: the plan does not cover %s",
                         dx && !data ? "backward-data" : "backward-weights");
     /* One algorithm running both passes shares the work on dy. */
-    if (weights && weights == data) return weights->backward(dev, plan, x, w, dy, dx, dw, db);
-    if (weights) CLT_TRY(weights->backward(dev, plan, x, w, dy, NULL, dw, db));
-    else if (db) CLT_TRY(clt_conv_bias_grad(dev, &plan->g, dy, db));
-    if (data) CLT_TRY(data->backward(dev, plan, x, w, dy, dx, NULL, NULL));
+    if (weights && weights == data) return weights->backward(dev, plan, x, w, dy, epi, dx, dw, db);
+    if (weights) CLT_TRY(weights->backward(dev, plan, x, w, dy, epi, NULL, dw, db));
+    else if (db) CLT_TRY(clt_conv_bias_grad(dev, &plan->g, dy, epi, db));
+    if (data) CLT_TRY(data->backward(dev, plan, x, w, dy, epi, dx, NULL, NULL));
     return CLT_OK;
 }
 
@@ -203,23 +205,23 @@ clt_status clt_conv_plan_backward(clt_device *dev, const clt_conv_plan *plan, cl
 /* ------------------------------------------------------------------ */
 
 clt_status clt_conv_forward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
-                                cl_mem b, cl_mem y)
+                                cl_mem b, const clt_epilogue *epi, cl_mem y)
 {
     clt_conv_plan plan;
     CLT_TRY(plan_init(dev, g, CLT_CONV_PASS(CLT_CONV_FWD), &plan, "conv2d forward"));
     CLT_TRY(clt_conv_lanes_tune(dev, &plan));
-    return clt_conv_plan_forward(dev, &plan, x, w, b, y);
+    return clt_conv_plan_forward(dev, &plan, x, w, b, epi, y);
 }
 
 clt_status clt_conv_backward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
-                                 cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db)
+                                 cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db)
 {
     unsigned passes = (dx ? CLT_CONV_PASS(CLT_CONV_BWD_DATA) : 0) |
                       (dw ? CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS) : 0);
     clt_conv_plan plan;
     CLT_TRY(plan_init(dev, g, passes, &plan, "conv2d backward"));
     CLT_TRY(clt_conv_lanes_tune(dev, &plan));
-    return clt_conv_plan_backward(dev, &plan, x, w, dy, dx, dw, db);
+    return clt_conv_plan_backward(dev, &plan, x, w, dy, epi, dx, dw, db);
 }
 
 clt_status clt_conv_describe_raw(clt_device *dev, const clt_conv_geom *g, int pass, char *buf, size_t cap)
@@ -292,7 +294,7 @@ clt_status clt_conv2d_forward(const clt_tensor *x, const clt_tensor *w, const cl
     const clt_tensor *ins[3] = {x, w, b};
     const char *names[3] = {"x", "w", "b"};
     CLT_TRY(distinct(op, "y", y, ins, names, 3));
-    return clt_conv_forward_raw(x->dev, &g, x->buf, w->buf, b ? b->buf : NULL, y->buf);
+    return clt_conv_forward_raw(x->dev, &g, x->buf, w->buf, b ? b->buf : NULL, NULL, y->buf);
 }
 
 clt_status clt_conv2d_backward(const clt_tensor *x, const clt_tensor *w, const clt_tensor *dy,
@@ -319,6 +321,6 @@ clt_status clt_conv2d_backward(const clt_tensor *x, const clt_tensor *w, const c
     if ((dx && dw && dx->buf == dw->buf) || (dx && db && dx->buf == db->buf) ||
         (dw && db && dw->buf == db->buf))
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: dx, dw and db must be distinct tensors", op);
-    return clt_conv_backward_raw(x->dev, &g, x->buf, w->buf, dy->buf, dx ? dx->buf : NULL,
+    return clt_conv_backward_raw(x->dev, &g, x->buf, w->buf, dy->buf, NULL, dx ? dx->buf : NULL,
                                  dw ? dw->buf : NULL, db ? db->buf : NULL);
 }

@@ -11,6 +11,7 @@
 #ifndef CLT_OPS_CONV_H
 #define CLT_OPS_CONV_H
 
+#include "ops/epilogue.h"
 #include "runtime/device.h"
 
 typedef struct clt_conv_geom {
@@ -46,17 +47,20 @@ void clt_conv_plan_describe(const clt_conv_plan *plan, int pass, char *buf, size
 /* The same for what a raw launcher of that pass alone runs on dev (it
  * tunes the pass first where the device tunes). */
 clt_status clt_conv_describe_raw(clt_device *dev, const clt_conv_geom *g, int pass, char *buf, size_t cap);
-/* y = conv(x, w) + b with a plan of dev; b may be NULL. */
+/* y = conv(x, w) + b with a plan of dev; b may be NULL; epi (NULL: none)
+ * a ReLU fused into the store (ops/epilogue.h). */
 clt_status clt_conv_plan_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
-                                 cl_mem b, cl_mem y);
-/* Gradient sums with a plan of dev; dx, dw, db may each be NULL (skipped). */
+                                 cl_mem b, const clt_epilogue *epi, cl_mem y);
+/* Gradient sums with a plan of dev; dx, dw, db may each be NULL (skipped).
+ * epi: the forward's epilogue with its output y (dy is the gradient of
+ * that output; the ReLU's derivative is applied while reading it). */
 clt_status clt_conv_plan_backward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
-                                  cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db);
+                                  cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db);
 
 /* The same with a plan made for this call only. */
 clt_status clt_conv_forward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
-                                cl_mem b, cl_mem y);
+                                cl_mem b, const clt_epilogue *epi, cl_mem y);
 clt_status clt_conv_backward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem x, cl_mem w,
-                                 cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db);
+                                 cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db);
 
 #endif

@@ -82,13 +82,15 @@ struct clt_conv_algo {
     /* Fills its parameters for `passes` into plan (plan->g set); 0 when its
      * work buffer would not fit the device. */
     int (*plan)(const clt_device *dev, clt_conv_plan *plan, unsigned passes);
+    /* epi: NULL or a ReLU to fuse into the store. */
     clt_status (*forward)(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
-                          cl_mem b, cl_mem y);
+                          cl_mem b, const clt_epilogue *epi, cl_mem y);
     /* Backward data and/or weights in one call (dx or dw NULL: skipped), so
      * that both share the work on dy (lanes copies it into its layout once,
-     * gemm transposes it once per chunk); db too unless NULL. */
+     * gemm transposes it once per chunk); db too unless NULL. Where epi
+     * has a ReLU, every read of dy goes through its derivative. */
     clt_status (*backward)(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
-                           cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db);
+                           cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db);
 };
 
 extern const clt_conv_algo clt_conv_direct, clt_conv_lanes, clt_conv_gemm;
@@ -110,7 +112,9 @@ int clt_conv_pick_rm(int ch);
 /* out[e] = sum over chunks of part[off + chunk*n + e], chunks in order. */
 clt_status clt_conv_sum_chunks(clt_device *dev, int n, int chunks, cl_mem part, cl_ulong off,
                                cl_mem out);
-/* db = sum of dy over images and pixels (a fixed order). */
-clt_status clt_conv_bias_grad(clt_device *dev, const clt_conv_geom *g, cl_mem dy, cl_mem db);
+/* db = sum of dy (through epi's ReLU derivative) over images and pixels
+ * (a fixed order). */
+clt_status clt_conv_bias_grad(clt_device *dev, const clt_conv_geom *g, cl_mem dy, const clt_epilogue *epi,
+                              cl_mem db);
 
 #endif

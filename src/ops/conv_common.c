@@ -45,7 +45,8 @@ clt_status clt_conv_sum_chunks(clt_device *dev, int n, int chunks, cl_mem part, 
 
 /* Partial sums over chunks of images (enough work-items for a GPU), then
  * a fixed-order sum of the chunks. */
-clt_status clt_conv_bias_grad(clt_device *dev, const clt_conv_geom *g, cl_mem dy, cl_mem db)
+clt_status clt_conv_bias_grad(clt_device *dev, const clt_conv_geom *g, cl_mem dy, const clt_epilogue *epi,
+                              cl_mem db)
 {
     int p = g->oh * g->ow;
     /* about 4096 pixels per work-item, at most 64 chunks */
@@ -59,10 +60,12 @@ clt_status clt_conv_bias_grad(clt_device *dev, const clt_conv_geom *g, cl_mem dy
     cl_mem part = db;
     cl_ulong off = 0;
     if (chunks > 1) CLT_TRY(clt_device_scratch(dev, (size_t)chunks * g->co * sizeof(float), &part));
+    int relu = clt_epi_relu(epi);
+    cl_mem ym = clt_epi_mask(epi, dy);
     CLT_TRY(clt_launch_2d(dev, "conv", "conv_bias_grad", (size_t)g->co, (size_t)chunks,
                           clt_conv_group_x(dev, CLT_CONV_COPY_LX), 1,
                           CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->co), CLT_ARG(p), CLT_ARG(imgs),
-                                   CLT_ARG(dy), CLT_ARG(part), CLT_ARG(off))));
+                                   CLT_ARG(dy), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(part), CLT_ARG(off))));
     if (chunks == 1) return CLT_OK;
     return clt_conv_sum_chunks(dev, g->co, chunks, part, off, db);
 }

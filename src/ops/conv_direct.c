@@ -110,7 +110,7 @@ static clt_status direct_input(clt_device *dev, const clt_conv_plan *plan, cl_me
 }
 
 static clt_status direct_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
-                                 cl_mem b, cl_mem y)
+                                 cl_mem b, const clt_epilogue *epi, cl_mem y)
 {
     const clt_conv_geom *g = &plan->g;
     const clt_conv_direct_params *d = &plan->direct;
@@ -121,18 +121,18 @@ static clt_status direct_forward(clt_device *dev, const clt_conv_plan *plan, cl_
     char name[32];
     snprintf(name, sizeof name, "conv_direct_fwd_%d", d->rm);
     size_t blocks = ((size_t)g->co + (size_t)d->rm - 1) / (size_t)d->rm;
-    int has_bias = b != NULL;
+    int has_bias = b != NULL, relu = clt_epi_relu(epi);
     cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
     return clt_launch_2d(dev, "conv_direct", name, blocks, d->items, clt_conv_group_x(dev, blocks), 1,
                          CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
                                   CLT_ARG(d->hp), CLT_ARG(d->wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
                                   CLT_ARG(d->rows), CLT_ARG(in), CLT_ARG(in_off), CLT_ARG(w),
-                                  CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(y)));
+                                  CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu), CLT_ARG(y)));
 }
 
 /* dw, and db too when it is not NULL (the kernel sums dy on the way). */
 static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
-                                  cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db)
+                                  cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db)
 {
     (void)w;
     const clt_conv_geom *g = &plan->g;
@@ -149,7 +149,8 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
     CLT_TRY(direct_input(dev, plan, x, scratch, &in, &in_off));
     cl_mem part = chunks > 1 ? scratch : dw;
     cl_ulong poff = chunks > 1 ? part_off : 0;
-    int has_db = db != NULL;
+    int has_db = db != NULL, relu = clt_epi_relu(epi);
+    cl_mem ym = clt_epi_mask(epi, dy);
     cl_mem dbpart = chunks > 1 ? scratch : db ? db : dw;
     cl_ulong dboff = chunks > 1 ? dbpart_off : 0;
     char name[40];
@@ -159,7 +160,8 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
                           CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
                                    CLT_ARG(d->hp), CLT_ARG(d->wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
                                    CLT_ARG(d->imgs), CLT_ARG(d->groups), CLT_ARG(chunks), CLT_ARG(in),
-                                   CLT_ARG(in_off), CLT_ARG(dy), CLT_ARG(part), CLT_ARG(poff),
+                                   CLT_ARG(in_off), CLT_ARG(dy), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(part),
+                                   CLT_ARG(poff),
                                    CLT_ARG(has_db), CLT_ARG(dbpart), CLT_ARG(dboff))));
     if (chunks == 1) return CLT_OK;
     CLT_TRY(clt_conv_sum_chunks(dev, g->co * ckk, chunks, scratch, part_off, dw));

@@ -112,7 +112,7 @@ static clt_status im2col(clt_device *dev, const clt_conv_geom *g, cl_mem x, int 
 }
 
 static clt_status gemm_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
-                               cl_mem b, cl_mem y)
+                               cl_mem b, const clt_epilogue *epi, cl_mem y)
 {
     const clt_conv_geom *g = &plan->g;
     size_t p = (size_t)g->oh * g->ow, ckk = (size_t)g->c * g->k * g->k;
@@ -120,7 +120,7 @@ static clt_status gemm_forward(clt_device *dev, const clt_conv_plan *plan, cl_me
     cl_mem scratch;
     CLT_TRY(gemm_scratch(dev, plan, 0, &scratch));
     cl_ulong col_off = 0, yt_off = plan->gemm.col_elems;
-    int has_bias = b != NULL;
+    int has_bias = b != NULL, relu = clt_epi_relu(epi);
     cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
     for (int n0 = 0; n0 < g->n; n0 += nb) {
         int cnt = g->n - n0 < nb ? g->n - n0 : nb;
@@ -131,17 +131,19 @@ static clt_status gemm_forward(clt_device *dev, const clt_conv_plan *plan, cl_me
         CLT_TRY(clt_launch_2d(dev, "conv_gemm", "conv_gemm_cq_to_nchw", q, (size_t)g->co, 0, 0,
                               CLT_ARGS(CLT_ARG(g->co), CLT_ARG(P), CLT_ARG(n0), CLT_ARG(cnt),
                                        CLT_ARG(scratch), CLT_ARG(yt_off), CLT_ARG(bias),
-                                       CLT_ARG(has_bias), CLT_ARG(y))));
+                                       CLT_ARG(has_bias), CLT_ARG(relu), CLT_ARG(y))));
     }
     return CLT_OK;
 }
 
 /* dy is transposed once per chunk for both passes. */
 static clt_status gemm_backward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
-                                cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db)
+                                cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db)
 {
     const clt_conv_geom *g = &plan->g;
-    if (db) CLT_TRY(clt_conv_bias_grad(dev, g, dy, db));
+    if (db) CLT_TRY(clt_conv_bias_grad(dev, g, dy, epi, db));
+    int relu = clt_epi_relu(epi);
+    cl_mem ym = clt_epi_mask(epi, dy);
     if (!dx && !dw) return CLT_OK;
     size_t p = (size_t)g->oh * g->ow, ckk = (size_t)g->c * g->k * g->k;
     int nb = plan->gemm.nb, P = (int)p;
@@ -154,7 +156,8 @@ static clt_status gemm_backward(clt_device *dev, const clt_conv_plan *plan, cl_m
         size_t q = (size_t)cnt * p;
         CLT_TRY(clt_launch_2d(dev, "conv_gemm", "conv_gemm_nchw_to_cq", q, (size_t)g->co, 0, 0,
                               CLT_ARGS(CLT_ARG(g->co), CLT_ARG(P), CLT_ARG(n0), CLT_ARG(cnt),
-                                       CLT_ARG(dy), CLT_ARG(scratch), CLT_ARG(dyt_off))));
+                                       CLT_ARG(dy), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(scratch),
+                                       CLT_ARG(dyt_off))));
         if (dw) {
             /* chunks add in order */
             CLT_TRY(im2col(dev, g, x, n0, cnt, scratch, col_off));

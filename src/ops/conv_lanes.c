@@ -295,21 +295,23 @@ static clt_status layout_2d(clt_device *dev, const char *kernel, size_t gx, size
 
 /* An NCHW tensor into the lanes layout (C, H, W, NP) at `off` floats: a
  * transpose of (N, C*H*W) in 16 x 16 blocks. */
-static clt_status to_lanes(clt_device *dev, cl_mem src, int n, int c, int h, int w, int np,
-                           cl_mem dst, cl_ulong off)
+static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi, int n, int c, int h, int w,
+                           int np, cl_mem dst, cl_ulong off)
 {
-    int m = c * h * w;
+    int m = c * h * w, relu = clt_epi_relu(epi);
+    cl_mem ym = clt_epi_mask(epi, src);
     size_t blocks = (size_t)np / LANES, mblocks = ((size_t)m + LANES - 1) / LANES;
     return layout_2d(dev, "conv_layout_to_lanes_t", mblocks, blocks, clt_conv_group_x(dev, CLT_CONV_COPY_LX),
-                     CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(np), CLT_ARG(src), CLT_ARG(dst),
-                              CLT_ARG(off)));
+                     CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(np), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(ym),
+                              CLT_ARG(dst), CLT_ARG(off)));
 }
 
-/* The lanes layout (ch, p, NP) at `off` back to NCHW (n, ch, p), plus bias.
+/* The lanes layout (ch, p, NP) at `off` back to NCHW (n, ch, p), plus bias
+ * and a fused ReLU (relu).
  * Images under 16 pixels transpose over ch*p instead (dense layers as 1x1
  * convolutions: 0.24 -> 0.03 ms for 800 x 256). */
 static clt_status from_lanes(clt_device *dev, cl_mem src, cl_ulong off, int n, int ch, int p,
-                             int np, cl_mem bias, int has_bias, cl_mem dst)
+                             int np, cl_mem bias, int has_bias, int relu, cl_mem dst)
 {
     size_t blocks = (size_t)np / LANES, lx = clt_conv_group_x(dev, CLT_CONV_COPY_LX);
     if (p < LANES) {
@@ -317,12 +319,12 @@ static clt_status from_lanes(clt_device *dev, cl_mem src, cl_ulong off, int n, i
         size_t mblocks = ((size_t)m + LANES - 1) / LANES;
         return layout_2d(dev, "conv_layout_from_lanes_flat", mblocks, blocks, lx,
                          CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(p), CLT_ARG(np), CLT_ARG(src),
-                                  CLT_ARG(off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(dst)));
+                                  CLT_ARG(off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu), CLT_ARG(dst)));
     }
     size_t pblocks = ((size_t)p + LANES - 1) / LANES, rows = (size_t)ch * blocks;
     return layout_2d(dev, "conv_layout_from_lanes", pblocks, rows, lx,
                      CLT_ARGS(CLT_ARG(n), CLT_ARG(ch), CLT_ARG(p), CLT_ARG(np), CLT_ARG(src),
-                              CLT_ARG(off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(dst)));
+                              CLT_ARG(off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu), CLT_ARG(dst)));
 }
 
 /* x into the lanes layout of the kernels' geometry: a strided 1x1 layer
@@ -332,7 +334,7 @@ static clt_status x_to_lanes(clt_device *dev, const clt_conv_plan *plan, cl_mem 
 {
     const clt_conv_geom *g = &plan->g;
     int np = plan->lanes.np;
-    if (!plan->lanes.subsampled) return to_lanes(dev, x, g->n, g->c, g->h, g->w, np, dst, off);
+    if (!plan->lanes.subsampled) return to_lanes(dev, x, NULL, g->n, g->c, g->h, g->w, np, dst, off);
     size_t rows = (size_t)g->c * g->oh, blocks = (size_t)np / LANES;
     return layout_2d(dev, "conv_layout_to_lanes_sub", rows, blocks, clt_conv_group_x(dev, CLT_CONV_COPY_LX),
                      CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w),
@@ -347,7 +349,7 @@ static clt_status dx_from_lanes(clt_device *dev, const clt_conv_plan *plan, cl_m
 {
     const clt_conv_geom *g = &plan->g;
     int np = plan->lanes.np;
-    if (!plan->lanes.subsampled) return from_lanes(dev, src, off, g->n, g->c, g->h * g->w, np, dx, 0, dx);
+    if (!plan->lanes.subsampled) return from_lanes(dev, src, off, g->n, g->c, g->h * g->w, np, dx, 0, 0, dx);
     return layout_2d(dev, "conv_layout_from_lanes_sub", (size_t)g->c, (size_t)np / LANES, 1,
                      CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w),
                               CLT_ARG(g->stride), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(np),
@@ -406,7 +408,7 @@ static clt_status rank1_pass(clt_device *dev, const clt_conv_lanes_params *lp, i
 }
 
 static clt_status lanes_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
-                                cl_mem b, cl_mem y)
+                                cl_mem b, const clt_epilogue *epi, cl_mem y)
 {
     const clt_conv_lanes_params *lp = &plan->lanes;
     const clt_conv_geom *g = &lp->gk;
@@ -418,7 +420,7 @@ static clt_status lanes_forward(clt_device *dev, const clt_conv_plan *plan, cl_m
     CLT_TRY(rank1_pass(dev, lp, 1, w, scratch, x_off, wf_off, y_off));
     int has_bias = b != NULL;
     cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
-    return from_lanes(dev, scratch, y_off, g->n, g->co, g->oh * g->ow, lp->np, bias, has_bias, y);
+    return from_lanes(dev, scratch, y_off, g->n, g->co, g->oh * g->ow, lp->np, bias, has_bias, clt_epi_relu(epi), y);
 }
 
 /* The backward-weights kernel into part (chunks > 1) or dw. */
@@ -479,17 +481,17 @@ clt_status clt_conv_lanes_time_pass(clt_device *dev, const clt_conv_lanes_params
 
 /* dy goes into the lanes layout once for both passes. */
 static clt_status lanes_backward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
-                                 cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db)
+                                 cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db)
 {
     const clt_conv_lanes_params *lp = &plan->lanes;
     const clt_conv_geom *g = &lp->gk;
-    if (db) CLT_TRY(clt_conv_bias_grad(dev, &plan->g, dy, db));
+    if (db) CLT_TRY(clt_conv_bias_grad(dev, &plan->g, dy, epi, db));
     if (!dx && !dw) return CLT_OK;
     bwd_layout L;
     backward_layout(lp, dx != NULL, dw != NULL, &L);
     cl_mem scratch;
     CLT_TRY(clt_device_scratch(dev, L.total * sizeof(float), &scratch));
-    CLT_TRY(to_lanes(dev, dy, g->n, g->co, g->oh, g->ow, lp->np, scratch, L.dy_off));
+    CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, lp->np, scratch, L.dy_off));
     if (dx) {
         CLT_TRY(rank1_pass(dev, lp, 0, w, scratch, L.dy_off, L.wb_off, L.dx_off));
         CLT_TRY(dx_from_lanes(dev, plan, scratch, L.dx_off, dx));

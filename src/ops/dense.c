@@ -34,14 +34,28 @@ static clt_status as_conv(clt_device *dev, int n, int in, int out, clt_conv_geom
     return CLT_OK;
 }
 
+int clt_dense_fuses(const clt_device *dev)
+{
+    int lanes = 0;
+    return clt_conv_uses_lanes(dev, &lanes) == CLT_OK && lanes;
+}
+
+static clt_status check_epi(const clt_epilogue *epi, int conv, const char *op)
+{
+    if (clt_epi_relu(epi) && !conv)
+        return clt_fail(CLT_ERR_INTERNAL, "%s: a fused ReLU on a device whose dense layers run CLBlast's GEMM", op);
+    return CLT_OK;
+}
+
 clt_status clt_dense_forward_raw(clt_device *dev, int n, int in, int out, cl_mem x, cl_mem w,
-                                 cl_mem b, cl_mem y)
+                                 cl_mem b, const clt_epilogue *epi, cl_mem y)
 {
     CLT_TRY(dense_geom("dense forward", n, in, out));
     clt_conv_geom g;
     int conv;
     CLT_TRY(as_conv(dev, n, in, out, &g, &conv));
-    if (conv) return clt_conv_forward_raw(dev, &g, x, w, b, y);
+    CLT_TRY(check_epi(epi, conv, "dense forward"));
+    if (conv) return clt_conv_forward_raw(dev, &g, x, w, b, epi, y);
     float beta = 0.0f;
     if (b) {
         int total = n * out;
@@ -55,13 +69,14 @@ clt_status clt_dense_forward_raw(clt_device *dev, int n, int in, int out, cl_mem
 }
 
 clt_status clt_dense_backward_raw(clt_device *dev, int n, int in, int out, cl_mem x, cl_mem w,
-                                  cl_mem dy, cl_mem dx, cl_mem dw, cl_mem db)
+                                  cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db)
 {
     CLT_TRY(dense_geom("dense backward", n, in, out));
     clt_conv_geom g;
     int conv;
     CLT_TRY(as_conv(dev, n, in, out, &g, &conv));
-    if (conv) return clt_conv_backward_raw(dev, &g, x, w, dy, dx, dw, db);
+    CLT_TRY(check_epi(epi, conv, "dense backward"));
+    if (conv) return clt_conv_backward_raw(dev, &g, x, w, dy, epi, dx, dw, db);
     /* dx (n, in) = dy (n, out) * w (out, in) */
     if (dx)
         CLT_TRY(clt_gemm(dev, false, false, (size_t)n, (size_t)in, (size_t)out, 1.0f, dy, 0, (size_t)out, w,
@@ -108,7 +123,7 @@ clt_status clt_dense_forward(const clt_tensor *x, const clt_tensor *w, const clt
     CLT_TRY(clt_tensor_expect(y, op, "y", CLT_DTYPE_FLOAT32, 2, yshape));
     const clt_tensor *others[] = {w, b, y};
     CLT_TRY(clt_tensor_same_device(op, x, 3, others));
-    return clt_dense_forward_raw(x->dev, (int)n, (int)in, (int)out, x->buf, w->buf, b ? b->buf : NULL,
+    return clt_dense_forward_raw(x->dev, (int)n, (int)in, (int)out, x->buf, w->buf, b ? b->buf : NULL, NULL,
                                  y->buf);
 }
 
@@ -128,6 +143,6 @@ clt_status clt_dense_backward(const clt_tensor *x, const clt_tensor *w, const cl
     }
     const clt_tensor *others[] = {w, dy, dx, dw, db};
     CLT_TRY(clt_tensor_same_device(op, x, 5, others));
-    return clt_dense_backward_raw(x->dev, (int)n, (int)in, (int)out, x->buf, w->buf, dy->buf,
+    return clt_dense_backward_raw(x->dev, (int)n, (int)in, (int)out, x->buf, w->buf, dy->buf, NULL,
                                   dx ? dx->buf : NULL, dw ? dw->buf : NULL, db ? db->buf : NULL);
 }

@@ -72,6 +72,14 @@ static clt_status parse_tune(const char *e, clt_device_settings *s)
     return CLT_OK;
 }
 
+static clt_status parse_fuse(const char *e, clt_device_settings *s)
+{
+    if (strcmp(e, "0") == 0) s->no_fuse = 1;
+    else if (strcmp(e, "1") == 0) s->no_fuse = 0;
+    else return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_FUSE=\"%s\": expected 0 (activations run alone) or 1 (fused)", e);
+    return CLT_OK;
+}
+
 clt_status clt_device_settings_from_env(clt_device_settings *s)
 {
     static const struct {
@@ -82,6 +90,7 @@ clt_status clt_device_settings_from_env(clt_device_settings *s)
         {"CLTRAIN_CONV_BUDGET", parse_budget},
         {"CLTRAIN_CONV_BWDW", parse_bwdw},
         {"CLTRAIN_TUNE", parse_tune},
+        {"CLTRAIN_FUSE", parse_fuse},
     };
     memset(s, 0, sizeof *s);
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
@@ -102,6 +111,9 @@ clt_status clt_device_set_settings(clt_device *dev, const clt_device_settings *s
     if (s->tune < CLT_TUNE_AUTO || s->tune > CLT_TUNE_ON)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_set_settings: tune %d (CLTRAIN_TUNE): expected auto, off or on",
                         s->tune);
+    if (s->no_fuse != 0 && s->no_fuse != 1)
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_set_settings: no_fuse %d (CLTRAIN_FUSE): expected 0 or 1",
+                        s->no_fuse);
     char want[160];
     if ((s->conv_bwdw_a || s->conv_bwdw_b) && !bwdw_known(s->conv_bwdw_a, s->conv_bwdw_b))
         return clt_fail(CLT_ERR_INVALID_ARG,

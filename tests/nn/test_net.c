@@ -1,11 +1,13 @@
 /* Nets: spec parsing and errors, parameter names, init, and whole-net
  * forward/backward/SGD against the plain-C reference (ref_net.c), whose own
- * gradients are checked by finite differences. */
+ * gradients are checked by finite differences; fused relus train bit for
+ * bit as separate ones. */
 #include <math.h>
 #include <string.h>
 
 #include "check.h"
 #include "nn/net_impl.h"
+#include "ops/dense.h"
 #include "ref_net.h"
 
 static unsigned rng_state = 12345;
@@ -233,6 +235,66 @@ static void against_reference(clt_device *dev, const char *spec, int c, int h, i
     clt_net_destroy(net);
 }
 
+static int fused_layers(const clt_net *net)
+{
+    int k = 0;
+    for (int i = 0; i < net->model.n_layers; i++) k += net->model.layers[i].fused;
+    return k;
+}
+
+/* A net whose relus run in the layer before (src/nn/fuse.c) trains bit for
+ * bit as one made with CLTRAIN_FUSE=0: same losses, same parameters after
+ * three SGD steps. `want` relus must fuse. */
+static void fused_equals_separate(clt_device *dev, const char *spec, int c, int h, int w, int n, int want)
+{
+    clt_device_settings keep = *clt_device_get_settings(dev), off = keep;
+    off.no_fuse = 1;
+    clt_net *a = NULL, *b = NULL;
+    REQUIRE_OK(clt_net_create(dev, spec, c, h, w, &a));
+    REQUIRE_OK(clt_device_set_settings(dev, &off));
+    clt_status s = clt_net_create(dev, spec, c, h, w, &b);
+    REQUIRE_OK(clt_device_set_settings(dev, &keep));
+    REQUIRE_OK(s);
+    CHECK(fused_layers(a) == want && fused_layers(b) == 0, "%s: %d relus fused (want %d), %d with CLTRAIN_FUSE=0",
+          spec, fused_layers(a), want, fused_layers(b));
+    CHECK_OK(clt_net_init(a, 5, CLT_INIT_XAVIER));
+    int np = clt_net_param_count(a);
+    for (int i = 0; i < np; i++) {
+        const clt_param *p = clt_net_param_at(a, i);
+        float *v = malloc(sizeof(float) * (size_t)p->numel);
+        CHECK_OK(clt_net_param_get(a, p->name, v, p->numel));
+        CHECK_OK(clt_net_param_set(b, p->name, v, p->numel));
+        free(v);
+    }
+    size_t in = (size_t)c * h * w;
+    float *img = malloc(sizeof(float) * in * (size_t)n);
+    int32_t *lab = malloc(sizeof(int32_t) * (size_t)n);
+    for (int step = 0; step < 3; step++) {
+        for (size_t i = 0; i < in * (size_t)n; i++) img[i] = frand() - 0.3f;
+        for (int i = 0; i < n; i++) lab[i] = (int32_t)(frand() * clt_net_classes(a)) % clt_net_classes(a);
+        double la, lb;
+        CHECK_OK(clt_net_forward(a, img, n, 1));
+        CHECK_OK(clt_net_backward(a, lab, 1.0f / (float)n, &la, NULL));
+        CHECK_OK(clt_net_sgd_step(a, 0.1f, 0.9f, 1e-3f));
+        CHECK_OK(clt_net_forward(b, img, n, 1));
+        CHECK_OK(clt_net_backward(b, lab, 1.0f / (float)n, &lb, NULL));
+        CHECK_OK(clt_net_sgd_step(b, 0.1f, 0.9f, 1e-3f));
+        CHECK(la == lb, "%s: step %d loss %.9g fused, %.9g separate", spec, step, la, lb);
+    }
+    for (int i = 0; i < np; i++) {
+        const clt_param *p = clt_net_param_at(a, i);
+        float *va = malloc(sizeof(float) * (size_t)p->numel), *vb = malloc(sizeof(float) * (size_t)p->numel);
+        CHECK_OK(clt_net_param_get(a, p->name, va, p->numel));
+        CHECK_OK(clt_net_param_get(b, p->name, vb, p->numel));
+        CHECK(memcmp(va, vb, sizeof(float) * (size_t)p->numel) == 0, "%s: %s differs after 3 steps fused vs separate",
+              spec, p->name);
+        free(va), free(vb);
+    }
+    free(img), free(lab);
+    clt_net_destroy(a);
+    clt_net_destroy(b);
+}
+
 /* Counts a sync hook's rounds; with one device the sums are the values. */
 typedef struct sync_count {
     int calls, most;
@@ -308,6 +370,11 @@ int main(void)
     against_reference(dev, "flatten,dense:7,tanh,dense:3", 1, 5, 5, 5, 3);
     against_reference(dev, "conv:4:3:1:1,bn,relu,res:4,res:6:2,gap,bn,dense:3", 2, 7, 6, 3, 3);
     against_reference(dev, "a.b=conv:3:3,bn,relu,blk=res:5:1,flatten,dense:4", 1, 6, 6, 2, 3);
+    /* dense layers fuse where they run the lanes kernels (CPU devices) */
+    int dense_fuse = clt_dense_fuses(dev);
+    fused_equals_separate(dev, "lenet", 1, 28, 28, 5, 1 + 1 + dense_fuse);
+    fused_equals_separate(dev, "conv:4:3:2:1,relu,relu,conv:3:1,relu,flatten,dense:6,relu,dense:3,relu", 2, 9, 8, 4,
+                          2 + 2 * dense_fuse);
     /* The whole builtin at its real size on a tiny batch (the blocks above
      * carry the finite differences). */
     against_reference(dev, "resnet18", 1, 28, 28, 2, 0);

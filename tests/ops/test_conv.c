@@ -11,7 +11,8 @@
  * outputs overwritten; determinism; argument errors (shapes, dtype,
  * devices, output size, stride, padding); bad CLTRAIN_CONV_* values
  * refused when a device opens; and every convolution of the builtin models
- * (their op cases) at batch 2. The geometry and the reference's own
+ * (their op cases) at batch 2; a fused ReLU's forward and backward per
+ * algorithm, bit-equal to the separate passes. The geometry and the reference's own
  * adjoint are test_conv_geom.c. */
 #include <math.h>
 #include <stdint.h>
@@ -536,10 +537,10 @@ static void test_plan(clt_device *dev, clt_device *dev1)
         CHECK(strcmp(clt_conv_plan_algo(plan, CLT_CONV_BWD_DATA), algos[a]) == 0,
               "after the settings changed to %s the plan runs %s", algos[a],
               clt_conv_plan_algo(plan, CLT_CONV_BWD_DATA));
-        CHECK_OK(clt_conv_plan_forward(dev, plan, d.tx->buf, d.tw->buf, d.tb->buf, d.ty->buf));
+        CHECK_OK(clt_conv_plan_forward(dev, plan, d.tx->buf, d.tw->buf, d.tb->buf, NULL, d.ty->buf));
         double e = tensor_err(d.ty, d.y);
         CHECK(e < TOL, "forward through a kept plan (%s): rel err %g", algos[a], e);
-        CHECK_OK(clt_conv_plan_backward(dev, plan, d.tx->buf, d.tw->buf, d.tdy->buf, d.tdx->buf, d.tdw->buf,
+        CHECK_OK(clt_conv_plan_backward(dev, plan, d.tx->buf, d.tw->buf, d.tdy->buf, NULL, d.tdx->buf, d.tdw->buf,
                                         d.tdb->buf));
         e = tensor_err(d.tdx, d.dx) + tensor_err(d.tdw, d.dw) + tensor_err(d.tdb, d.db);
         CHECK(e < TOL, "backward through a kept plan (%s): rel err %g", algos[a], e);
@@ -547,11 +548,11 @@ static void test_plan(clt_device *dev, clt_device *dev1)
     clt_conv_geom g2 = g;
     g2.n = 7;
     REQUIRE_OK(clt_conv_plan_ensure(dev, &g2, &plan));
-    CHECK(clt_conv_plan_forward(dev, plan, d.tx->buf, d.tw->buf, d.tb->buf, d.ty->buf) == CLT_OK,
+    CHECK(clt_conv_plan_forward(dev, plan, d.tx->buf, d.tw->buf, d.tb->buf, NULL, d.ty->buf) == CLT_OK,
           "forward with a plan for fewer images: %s", clt_last_error());
     if (dev1)
         EXPECT_ERR(CLT_ERR_INVALID_ARG, "device",
-                   clt_conv_plan_forward(dev1, plan, d.tx->buf, d.tw->buf, d.tb->buf, d.ty->buf));
+                   clt_conv_plan_forward(dev1, plan, d.tx->buf, d.tw->buf, d.tb->buf, NULL, d.ty->buf));
     g2.oh = 1; /* not a geometry clt_conv_geom_init makes */
     EXPECT_ERR(CLT_ERR_INVALID_ARG, "clt_conv_geom_init", clt_conv_plan_ensure(dev, &g2, &plan));
     CHECK(plan == NULL, "a failed plan_ensure left a plan");
@@ -610,16 +611,16 @@ static void test_lanes_configs(clt_device *dev)
                 snprintf(what, sizeof what, "lanes pass %d vw%d %dx%d", p, cand[c].vw, cand[c].a, cand[c].b);
                 double e;
                 if (p == CLT_CONV_FWD) {
-                    CHECK_OK(clt_conv_plan_forward(dev, plan, d.tx->buf, d.tw->buf, d.tb->buf, d.ty->buf));
+                    CHECK_OK(clt_conv_plan_forward(dev, plan, d.tx->buf, d.tw->buf, d.tb->buf, NULL, d.ty->buf));
                     e = tensor_err(d.ty, d.y);
                 } else if (p == CLT_CONV_BWD_DATA) {
                     CHECK_OK(clt_tensor_fill(d.tdx, NAN));
-                    CHECK_OK(clt_conv_plan_backward(dev, plan, d.tx->buf, d.tw->buf, d.tdy->buf, d.tdx->buf, NULL,
+                    CHECK_OK(clt_conv_plan_backward(dev, plan, d.tx->buf, d.tw->buf, d.tdy->buf, NULL, d.tdx->buf, NULL,
                                                     NULL));
                     e = tensor_err(d.tdx, d.dx);
                 } else {
                     CHECK_OK(clt_tensor_fill(d.tdw, NAN));
-                    CHECK_OK(clt_conv_plan_backward(dev, plan, d.tx->buf, d.tw->buf, d.tdy->buf, NULL, d.tdw->buf,
+                    CHECK_OK(clt_conv_plan_backward(dev, plan, d.tx->buf, d.tw->buf, d.tdy->buf, NULL, NULL, d.tdw->buf,
                                                     NULL));
                     e = tensor_err(d.tdw, d.dw);
                 }
@@ -636,12 +637,95 @@ static void test_lanes_configs(clt_device *dev)
 
 /* The environment is read when a device opens: good values become its
  * settings, a bad one refuses the device with the variable and the value. */
+/* A fused ReLU (ops/epilogue.h), per algorithm: the forward's store must
+ * equal relu of the plain forward, and the backward through the epilogue
+ * must equal the plain backward of dy masked on the host, bit for bit
+ * (the same arithmetic in another place). dy holds NaN and infinities
+ * where the mask zeroes it: none may leak. */
+static void check_epilogue(clt_device *dev, case_data *d, const char *algo)
+{
+    set_algo(dev, algo);
+    const ref_conv_shape *r = &d->r;
+    size_t ny = ref_conv_y_size(r);
+    clt_conv_geom g;
+    REQUIRE_OK(clt_conv_geom_init(&g, r->n, r->c, r->h, r->w, r->co, r->k, r->s, r->p));
+    clt_conv_plan *plan = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
+    clt_tensor *yf = tensor(dev, 4, (int64_t[]){r->n, r->co, r->oh, r->ow}, NULL);
+    clt_epilogue fwd = {1, NULL};
+    CHECK_OK(clt_tensor_fill(yf, NAN));
+    CHECK_OK(clt_conv_plan_forward(dev, plan, d->tx->buf, d->tw->buf, d->tb->buf, &fwd, yf->buf));
+    CHECK_OK(clt_conv_plan_forward(dev, plan, d->tx->buf, d->tw->buf, d->tb->buf, NULL, d->ty->buf));
+    float *fused = download(yf), *plain = download(d->ty);
+    size_t bad = 0, zeros = 0;
+    for (size_t i = 0; i < ny; i++) {
+        float want = plain[i] < 0.0f ? 0.0f : plain[i];
+        bad += memcmp(&want, &fused[i], sizeof want) != 0;
+        zeros += fused[i] == 0.0f;
+    }
+    CHECK(bad == 0, "fused forward " SHAPE_FMT ": %zu of %zu values differ from relu(forward)", SHAPE_ARGS(d, algo),
+          bad, ny);
+    CHECK(zeros > 0 && zeros < ny, "fused forward " SHAPE_FMT ": %zu of %zu zeros (the case tests no mask)",
+          SHAPE_ARGS(d, algo), zeros, ny);
+    /* dy: poison where the mask will zero it; the host-masked copy */
+    float *dy = ref_conv_alloc(ny, sizeof *dy), *dym = ref_conv_alloc(ny, sizeof *dym);
+    for (size_t i = 0; i < ny; i++) {
+        dy[i] = fused[i] > 0.0f ? d->dy[i] : i % 3 == 0 ? NAN : i % 3 == 1 ? INFINITY : d->dy[i];
+        dym[i] = fused[i] > 0.0f ? d->dy[i] : 0.0f;
+    }
+    int64_t ys[4] = {r->n, r->co, r->oh, r->ow};
+    clt_tensor *tdy = tensor(dev, 4, ys, dy), *tdym = tensor(dev, 4, ys, dym);
+    clt_tensor *dx2 = tensor(dev, 4, (int64_t[]){r->n, r->c, r->h, r->w}, NULL);
+    clt_tensor *dw2 = tensor(dev, 4, (int64_t[]){r->co, r->c, r->k, r->k}, NULL);
+    clt_tensor *db2 = tensor(dev, 1, (int64_t[]){r->co}, NULL);
+    clt_epilogue bwd = {1, yf->buf};
+    CHECK_OK(clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, tdy->buf, &bwd, d->tdx->buf, d->tdw->buf,
+                                    d->tdb->buf));
+    CHECK_OK(clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, tdym->buf, NULL, dx2->buf, dw2->buf,
+                                    db2->buf));
+    const clt_tensor *got[3] = {d->tdx, d->tdw, d->tdb}, *want[3] = {dx2, dw2, db2};
+    const char *names[3] = {"dx", "dw", "db"};
+    for (int k = 0; k < 3; k++) {
+        float *a = download(got[k]), *b = download(want[k]);
+        size_t n = (size_t)clt_tensor_numel(got[k]);
+        CHECK(memcmp(a, b, n * sizeof *a) == 0, "fused backward %s " SHAPE_FMT ": differs from the masked dy's",
+              names[k], SHAPE_ARGS(d, algo));
+        free(a), free(b);
+    }
+    clt_epilogue no_y = {1, NULL};
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "output",
+               clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, tdy->buf, &no_y, NULL, d->tdw->buf, NULL));
+    free(fused), free(plain), free(dy), free(dym);
+    clt_tensor_destroy(yf), clt_tensor_destroy(tdy), clt_tensor_destroy(tdym);
+    clt_tensor_destroy(dx2), clt_tensor_destroy(dw2), clt_tensor_destroy(db2);
+    clt_conv_plan_destroy(plan);
+}
+
+static void test_epilogue(clt_device *dev)
+{
+    static const int cases[][8] = {
+        {5, 1, 28, 27, 20, 3, 1, 0}, /* direct forward and backward-weights (LeNet conv1-like) */
+        {3, 20, 13, 11, 50, 5, 1, 0}, /* lanes (LeNet conv2-like) */
+        {37, 5, 9, 8, 7, 1, 2, 0},   /* strided 1x1: subsampled lanes, 32 lanes */
+        {9, 3, 5, 5, 6, 5, 1, 0},    /* 1x1 output: the flat copies */
+        {17, 3, 6, 6, 5, 3, 1, 0},   /* 16 output pixels */
+        {3, 1, 20, 18, 7, 3, 1, 1},  /* direct with a padded copy */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int *c = cases[i];
+        case_data d;
+        case_make(dev, &d, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]);
+        for (int a = 0; a < 2; a++) check_epilogue(dev, &d, algos[a]);
+        case_free(&d);
+    }
+}
+
 static void test_settings_env(void)
 {
     static const struct {
         const char *name, *value;
         int ok;
-        clt_device_settings want; /* algo, budget, bwdw a x b, tune */
+        clt_device_settings want; /* algo, budget, bwdw a x b, tune, no_fuse */
     } cases[] = {
         {"CLTRAIN_CONV_ALGO", "fast", 0, {0}},
         {"CLTRAIN_CONV_ALGO", "GEMM", 0, {0}},
@@ -651,12 +735,15 @@ static void test_settings_env(void)
         {"CLTRAIN_CONV_BWDW", "3x3", 0, {0}},
         {"CLTRAIN_TUNE", "2", 0, {0}},
         {"CLTRAIN_TUNE", "yes", 0, {0}},
-        {"CLTRAIN_CONV_ALGO", "gemm", 1, {CLT_CONV_ALGO_GEMM, 0, 0, 0, CLT_TUNE_AUTO}},
-        {"CLTRAIN_CONV_BUDGET", "6000", 1, {CLT_CONV_ALGO_AUTO, 6000, 0, 0, CLT_TUNE_AUTO}},
-        {"CLTRAIN_CONV_BWDW", "4x6", 1, {CLT_CONV_ALGO_AUTO, 0, 4, 6, CLT_TUNE_AUTO}},
-        {"CLTRAIN_CONV_ALGO", "", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO}},
-        {"CLTRAIN_TUNE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_OFF}},
-        {"CLTRAIN_TUNE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_ON}},
+        {"CLTRAIN_FUSE", "2", 0, {0}},
+        {"CLTRAIN_CONV_ALGO", "gemm", 1, {CLT_CONV_ALGO_GEMM, 0, 0, 0, CLT_TUNE_AUTO, 0}},
+        {"CLTRAIN_CONV_BUDGET", "6000", 1, {CLT_CONV_ALGO_AUTO, 6000, 0, 0, CLT_TUNE_AUTO, 0}},
+        {"CLTRAIN_CONV_BWDW", "4x6", 1, {CLT_CONV_ALGO_AUTO, 0, 4, 6, CLT_TUNE_AUTO, 0}},
+        {"CLTRAIN_CONV_ALGO", "", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0}},
+        {"CLTRAIN_TUNE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_OFF, 0}},
+        {"CLTRAIN_TUNE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_ON, 0}},
+        {"CLTRAIN_FUSE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 1}},
+        {"CLTRAIN_FUSE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *name = cases[i].name, *value = cases[i].value;
@@ -676,7 +763,8 @@ static void test_settings_env(void)
         if (st != CLT_OK) continue;
         const clt_device_settings *s = clt_device_get_settings(dev), *w = &cases[i].want;
         CHECK(s->conv_algo == w->conv_algo && s->conv_budget == w->conv_budget &&
-                  s->conv_bwdw_a == w->conv_bwdw_a && s->conv_bwdw_b == w->conv_bwdw_b && s->tune == w->tune,
+                  s->conv_bwdw_a == w->conv_bwdw_a && s->conv_bwdw_b == w->conv_bwdw_b && s->tune == w->tune &&
+                  s->no_fuse == w->no_fuse,
               "%s=%s did not become the device's setting", name, value);
         clt_device_destroy(dev);
     }
@@ -686,6 +774,7 @@ static void run_shapes(const op_env *e) { test_shapes(e->dev); }
 static void run_models(const op_env *e) { test_models(e->dev); }
 static void run_bwdw_blocks(const op_env *e) { test_bwdw_blocks(e->dev); }
 static void run_lanes_configs(const op_env *e) { test_lanes_configs(e->dev); }
+static void run_epilogue(const op_env *e) { test_epilogue(e->dev); }
 
 static void run_fd(const op_env *e)
 {
@@ -717,6 +806,7 @@ static void run_settings_env(const op_env *e)
 static const op_test tests[] = {
     {"shapes", run_shapes},           {"models", run_models},               {"bwdw-blocks", run_bwdw_blocks},
     {"finite-differences", run_fd},   {"deterministic", run_deterministic}, {"budget", run_budget},
-    {"split-k", run_split_k},         {"lanes-configs", run_lanes_configs},         {"plan", run_plan},               {"errors", run_errors},               {"settings-env", run_settings_env},
+    {"split-k", run_split_k},         {"lanes-configs", run_lanes_configs}, {"epilogue", run_epilogue},
+    {"plan", run_plan},               {"errors", run_errors},               {"settings-env", run_settings_env},
 };
 OP_HARNESS_MAIN(tests)

@@ -93,15 +93,15 @@ static void test_raw_geom(const op_env *e)
     int64_t xs[4] = {1, 1, 5, 5}, ws[4] = {1, 1, 3, 3}, ys[4] = {1, 1, 3, 3};
     clt_tensor *x = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL), *w = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ws, NULL);
     clt_tensor *y = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, NULL);
-    CHECK_OK(clt_conv_forward_raw(dev, &g, x->buf, w->buf, NULL, y->buf));
+    CHECK_OK(clt_conv_forward_raw(dev, &g, x->buf, w->buf, NULL, NULL, y->buf));
     g.oh = 4; /* inconsistent */
-    EXPECT_ERR(CLT_ERR_INVALID_ARG, "output 4x3", clt_conv_forward_raw(dev, &g, x->buf, w->buf, NULL, y->buf));
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "output 4x3", clt_conv_forward_raw(dev, &g, x->buf, w->buf, NULL, NULL, y->buf));
     EXPECT_ERR(CLT_ERR_INVALID_ARG, "clt_conv_geom_init",
-               clt_conv_backward_raw(dev, &g, x->buf, w->buf, y->buf, x->buf, NULL, NULL));
+               clt_conv_backward_raw(dev, &g, x->buf, w->buf, y->buf, NULL, x->buf, NULL, NULL));
     g.oh = 3;
     g.stride = 0;
-    EXPECT_ERR(CLT_ERR_INVALID_ARG, "stride 0", clt_conv_forward_raw(dev, &g, x->buf, w->buf, NULL, y->buf));
-    EXPECT_ERR(CLT_ERR_INVALID_ARG, "geometry", clt_conv_forward_raw(dev, NULL, x->buf, w->buf, NULL, y->buf));
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "stride 0", clt_conv_forward_raw(dev, &g, x->buf, w->buf, NULL, NULL, y->buf));
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "geometry", clt_conv_forward_raw(dev, NULL, x->buf, w->buf, NULL, NULL, y->buf));
     clt_tensor_destroy(x), clt_tensor_destroy(w), clt_tensor_destroy(y);
 }
 

@@ -225,9 +225,9 @@ static float *run_pass(clt_device *dev, const clt_conv_plan *plan, int pass)
         free(h);
         REQUIRE_OK(m[i] ? CLT_OK : CLT_ERR_OPENCL);
     }
-    if (pass == CLT_CONV_FWD) CHECK_OK(clt_conv_plan_forward(dev, plan, m[0], m[1], NULL, m[3]));
-    else if (pass == CLT_CONV_BWD_DATA) CHECK_OK(clt_conv_plan_backward(dev, plan, m[0], m[1], m[2], m[3], NULL, NULL));
-    else CHECK_OK(clt_conv_plan_backward(dev, plan, m[0], m[1], m[2], NULL, m[3], NULL));
+    if (pass == CLT_CONV_FWD) CHECK_OK(clt_conv_plan_forward(dev, plan, m[0], m[1], NULL, NULL, m[3]));
+    else if (pass == CLT_CONV_BWD_DATA) CHECK_OK(clt_conv_plan_backward(dev, plan, m[0], m[1], m[2], NULL, m[3], NULL, NULL));
+    else CHECK_OK(clt_conv_plan_backward(dev, plan, m[0], m[1], m[2], NULL, NULL, m[3], NULL));
     float *out = malloc(sizes[3] * sizeof *out);
     cl_int err = clEnqueueReadBuffer(dev->queue, m[3], CL_TRUE, 0, sizes[3] * sizeof *out, out, 0, NULL, NULL);
     CHECK(err == CL_SUCCESS, "clEnqueueReadBuffer: %d", (int)err);

@@ -250,14 +250,14 @@ static clt_status run_pass(bench_case *b, int pass)
     size_t count = (size_t)c->n * c->c * c->h * c->w;
     switch (c->kind) {
     case CLT_OP_CONV:
-        if (pass == 0) return clt_conv_forward_raw(dev, &b->g, m[B_X], m[B_W], m[B_B], m[B_Y]);
-        if (pass == 1) return clt_conv_backward_raw(dev, &b->g, m[B_X], m[B_W], m[B_DY], m[B_DX], NULL, NULL);
-        return clt_conv_backward_raw(dev, &b->g, m[B_X], m[B_W], m[B_DY], NULL, m[B_DW], m[B_DB]);
+        if (pass == 0) return clt_conv_forward_raw(dev, &b->g, m[B_X], m[B_W], m[B_B], NULL, m[B_Y]);
+        if (pass == 1) return clt_conv_backward_raw(dev, &b->g, m[B_X], m[B_W], m[B_DY], NULL, m[B_DX], NULL, NULL);
+        return clt_conv_backward_raw(dev, &b->g, m[B_X], m[B_W], m[B_DY], NULL, NULL, m[B_DW], m[B_DB]);
     case CLT_OP_DENSE:
-        if (pass == 0) return clt_dense_forward_raw(dev, c->n, c->c, c->co, m[B_X], m[B_W], m[B_B], m[B_Y]);
+        if (pass == 0) return clt_dense_forward_raw(dev, c->n, c->c, c->co, m[B_X], m[B_W], m[B_B], NULL, m[B_Y]);
         if (pass == 1)
-            return clt_dense_backward_raw(dev, c->n, c->c, c->co, m[B_X], m[B_W], m[B_DY], m[B_DX], NULL, NULL);
-        return clt_dense_backward_raw(dev, c->n, c->c, c->co, m[B_X], m[B_W], m[B_DY], NULL, m[B_DW], m[B_DB]);
+            return clt_dense_backward_raw(dev, c->n, c->c, c->co, m[B_X], m[B_W], m[B_DY], NULL, m[B_DX], NULL, NULL);
+        return clt_dense_backward_raw(dev, c->n, c->c, c->co, m[B_X], m[B_W], m[B_DY], NULL, NULL, m[B_DW], m[B_DB]);
     case CLT_OP_POOL:
         if (pass == 0)
             return clt_pool_forward_raw(dev, c->pool, c->n, c->c, c->h, c->w, c->k, c->stride, m[B_X], m[B_Y],

@@ -1,0 +1,25 @@
+/* An activation fused into the op before it (a convolution or a dense
+ * layer followed by relu in a spec; src/nn/fuse.c decides): the op applies
+ * it in the store of its output, and its backward applies the derivative
+ * while it reads dy, from the fused forward's output. That saves the
+ * activation's own passes over memory (read x, write y; read y and dy,
+ * write dx). Only ReLU fuses: its derivative needs the output alone and
+ * is exact, so a fused net computes what the separate layers do, bit for
+ * bit (kernels/prelude.h has the expressions both use). */
+#ifndef CLT_OPS_EPILOGUE_H
+#define CLT_OPS_EPILOGUE_H
+
+#include "runtime/cl.h"
+
+typedef struct clt_epilogue {
+    int relu; /* 1: a ReLU follows the op; 0: nothing fused */
+    cl_mem y; /* backward: the fused forward's output (after the ReLU) */
+} clt_epilogue;
+
+/* The kernels' `relu` argument; NULL means no epilogue. */
+static inline int clt_epi_relu(const clt_epilogue *e) { return e && e->relu; }
+/* The kernels' `ym` argument: the forward's output, or `any` (a valid
+ * buffer the kernel does not read) without a ReLU. */
+static inline cl_mem clt_epi_mask(const clt_epilogue *e, cl_mem any) { return clt_epi_relu(e) ? e->y : any; }
+
+#endif
