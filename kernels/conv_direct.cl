@@ -1,21 +1,21 @@
 /* The "direct" algorithm (src/ops/conv_direct.c; CPU devices, stride 1 and
  * a small reduction c*k*k such as a first layer): NCHW rows as vectors, no
  * lanes layout copies (they would cost more than the arithmetic); a padded
- * copy of x only when there is padding or a row is shorter than 16. The
- * backward-weights kernel sums the bias gradient on the way. */
-
-#define LANES 16
+ * copy of x only when there is padding or a row is shorter than VW. The
+ * backward-weights kernel sums the bias gradient on the way.
+ *
+ * Built with -DVW=8 or 16, the vector width (conv_direct.c takes the
+ * device's native width): float16 accumulators are two registers each on
+ * AVX2, where the register blocks made for AVX-512 spilled. */
+#ifndef VW
+#define VW 16
+#endif
+#if VW != 8 && VW != 16
+#error "VW must be 8 or 16"
+#endif
 #define TG 9     /* taps per backward-weights work-item */
 #define MAX_CB 3 /* most output channels per backward-weights work-item */
 #define MAX_RM 10 /* most output channels per forward work-item */
-
-/* Helpers are forced inline so the register-block sizes (literals at each
- * call) fold into constants. */
-#if defined(__clang__)
-#define INLINE static inline __attribute__((always_inline))
-#else
-#define INLINE inline
-#endif
 
 /* xp (N*C, HP, WPP): x with PAD zero rows/columns on top/left and zeros to
  * the right up to WPP. One work-item per padded row: vector copies of the
@@ -29,35 +29,48 @@ __kernel void conv_direct_pad_rows(int H, int W, int PAD, int HP, int WPP, int r
     __global float *d = xp + xp_off + (size_t)r * WPP;
     if (h < 0 || h >= H) {
         int w = 0;
-        for (; w + LANES <= WPP; w += LANES) vstore16((float16)0.0f, 0, d + w);
+        for (; w + VW <= WPP; w += VW) vstoreV((floatV)0.0f, 0, d + w);
         for (; w < WPP; w++) d[w] = 0.0f;
         return;
     }
     __global const float *src = x + ((size_t)img * H + h) * W;
     for (int w = 0; w < PAD; w++) d[w] = 0.0f;
     int w = 0;
-    for (; w + LANES <= W; w += LANES) vstore16(vload16(0, src + w), 0, d + PAD + w);
+    for (; w + VW <= W; w += VW) vstoreV(vloadV(0, src + w), 0, d + PAD + w);
     for (; w < W; w++) d[PAD + w] = src[w];
     for (w = PAD + W; w < WPP; w++) d[w] = 0.0f;
 }
 
-/* 16 floats from p[0..n) and zeros after (n < 16 reads stay in bounds). */
-INLINE float16 load16_tail(__global const float *p, int n)
+/* VW floats from p[0..n) and zeros after (n < VW reads stay in bounds). */
+INLINE floatV loadV_tail(__global const float *p, int n)
 {
-    if (n >= LANES) return vload16(0, p);
-    float t[LANES];
-    for (int q = 0; q < LANES; q++) t[q] = q < n ? p[q] : 0.0f;
-    return vload16(0, t);
+    if (n >= VW) return vloadV(0, p);
+    float t[VW];
+    for (int q = 0; q < VW; q++) t[q] = q < n ? p[q] : 0.0f;
+    return vloadV(0, t);
 }
 
-/* Forward, stride 1: y[n][co][oy][ox0..ox0+31] for RM output channels, the
- * 32 output pixels of a row as two float16 accumulators per channel; the
+/* The sum of a vector's lanes, pairwise. */
+INLINE float sum_lanes(floatV v)
+{
+#if VW == 16
+    float8 s8 = v.lo + v.hi;
+#else
+    float8 s8 = v;
+#endif
+    float4 s4 = s8.lo + s8.hi;
+    float2 s2 = s4.lo + s4.hi;
+    return s2.x + s2.y;
+}
+
+/* Forward, stride 1: y[n][co][oy][ox0..ox0+2VW) for RM output channels,
+ * the 2VW output pixels of a row as two accumulators per channel; the
  * input rows come from xp (x itself when there is no padding) with
  * unaligned vector loads, the weights are broadcast. The two vectors start
  * at s0 and s1; near the row end they slide back to end exactly at OW
- * (overlapping pixels get the same value twice), so with OW >= 16 every
+ * (overlapping pixels get the same value twice), so with OW >= VW every
  * read stays inside the row (WPP >= OW + K - 1) and every store is a full
- * vector store; a shorter row reads WPP >= 16 + K - 1 and stores a part.
+ * vector store; a shorter row reads WPP >= VW + K - 1 and stores a part.
  * A work-item walks the rows [rg*R, rg*R + R) of one image, so each output
  * plane is written in long runs by one thread (rows of 26 or 28 floats
  * written by different threads shared cache lines). relu: a fused ReLU
@@ -73,8 +86,8 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
     if (co0 >= CO || item >= N * rgroups) return;
     int rg = item % rgroups, n = item / rgroups;
     int oy0 = rg * R, oy1 = min(OH, oy0 + R);
-    int oblocks = (OW + 2 * LANES - 1) / (2 * LANES);
-    int last = max(0, OW - LANES);
+    int oblocks = (OW + 2 * VW - 1) / (2 * VW);
+    int last = max(0, OW - VW);
     int ckk = C * K * K;
     __global const float *wr[MAX_RM];
 #pragma unroll
@@ -85,19 +98,19 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
     __global const float *xn = xp + xp_off + (size_t)n * C * HP * WPP;
     for (int oy = oy0; oy < oy1; oy++) {
         for (int ob = 0; ob < oblocks; ob++) {
-            int s0 = min(ob * 2 * LANES, last), s1 = min(ob * 2 * LANES + LANES, last);
-            float16 acc[2][MAX_RM];
+            int s0 = min(ob * 2 * VW, last), s1 = min(ob * 2 * VW + VW, last);
+            floatV acc[2][MAX_RM];
 #pragma unroll
-            for (int r = 0; r < rm; r++) acc[0][r] = acc[1][r] = (float16)0.0f;
+            for (int r = 0; r < rm; r++) acc[0][r] = acc[1][r] = (floatV)0.0f;
             int t = 0;
             for (int c = 0; c < C; c++) {
                 for (int i = 0; i < K; i++) {
                     __global const float *xr = xn + ((size_t)c * HP + oy + i) * WPP;
                     for (int j = 0; j < K; j++, t++) {
-                        float16 b0 = vload16(0, xr + s0 + j), b1 = vload16(0, xr + s1 + j);
+                        floatV b0 = vloadV(0, xr + s0 + j), b1 = vloadV(0, xr + s1 + j);
 #pragma unroll
                         for (int r = 0; r < rm; r++) {
-                            float16 a = (float16)(wr[r][t]);
+                            floatV a = (floatV)(wr[r][t]);
                             acc[0][r] = fma(a, b0, acc[0][r]);
                             acc[1][r] = fma(a, b1, acc[1][r]);
                         }
@@ -109,17 +122,17 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
                 int co = co0 + r;
                 if (co >= CO) break;
                 __global float *yp = y + (((size_t)n * CO + co) * OH + oy) * OW;
-                float16 v0 = acc[0][r] + bv[r], v1 = acc[1][r] + bv[r];
+                floatV v0 = acc[0][r] + bv[r], v1 = acc[1][r] + bv[r];
                 if (relu) {
                     v0 = RELU_FWD(v0);
                     v1 = RELU_FWD(v1);
                 }
-                if (OW >= LANES) {
-                    vstore16(v0, 0, yp + s0);
-                    vstore16(v1, 0, yp + s1);
-                } else { /* a row shorter than 16: its first OW values */
-                    float t[LANES];
-                    vstore16(v0, 0, t);
+                if (OW >= VW) {
+                    vstoreV(v0, 0, yp + s0);
+                    vstoreV(v1, 0, yp + s1);
+                } else { /* a row shorter than VW: its first OW values */
+                    float t[VW];
+                    vstoreV(v0, 0, t);
                     for (int q = 0; q < OW; q++) yp[q] = t[q];
                 }
             }
@@ -134,6 +147,7 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
 #define DIRECT_PASS N, C, CO, K, HP, WPP, OH, OW, R, xp, xp_off, w, bias, has_bias, relu, y
 /* Variants: _<RM> output channels per work-item, _<CB> for backward weights
  * (conv_direct.c picks them). */
+__kernel void conv_direct_fwd_2(DIRECT_ARGS) { direct_fwd(2, DIRECT_PASS); }
 __kernel void conv_direct_fwd_4(DIRECT_ARGS) { direct_fwd(4, DIRECT_PASS); }
 __kernel void conv_direct_fwd_8(DIRECT_ARGS) { direct_fwd(8, DIRECT_PASS); }
 __kernel void conv_direct_fwd_10(DIRECT_ARGS) { direct_fwd(10, DIRECT_PASS); }
@@ -143,13 +157,13 @@ __kernel void conv_direct_fwd_10(DIRECT_ARGS) { direct_fwd(10, DIRECT_PASS); }
  * t = (c*K + i)*K + j of group tg (TG taps per work-item) = sum over the
  * chunk's n, oy and ox of dy[n][co][oy][ox] xp[n][c][oy+i][ox+j], and
  * (has_db, group 0) the bias gradient's partial dbpart[chunk][co] = the sum
- * of those dy. A row is read as 16-pixel vectors placed like the
- * forward's: the last one slides back to end at OW, so with OW >= 16 every
+ * of those dy. A row is read as VW-pixel vectors placed like the
+ * forward's: the last one slides back to end at OW, so with OW >= VW every
  * read stays inside the row, and its lanes that the previous vector
  * covered are multiplied by 0 (a select there became masked loads that ran
  * 2x slower; an infinite dy there makes that pixel's terms NaN instead of
- * infinite). Rows shorter than 16 read dy with a zero tail and xp
- * 16 + K - 1 wide. Each x vector feeds the CB channels (CB*TG
+ * infinite). Rows shorter than VW read dy with a zero tail and xp
+ * VW + K - 1 wide. Each x vector feeds the CB channels (CB*TG
  * accumulators); the lanes are summed at the end. relu: dy is read through
  * a fused ReLU's derivative, from that ReLU's output ym. Global:
  * (ceil(CO/CB), groups*chunks). */
@@ -177,18 +191,22 @@ INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int K, int HP, int 
     size_t dco[MAX_CB];
 #pragma unroll
     for (int a = 0; a < cb; a++) dco[a] = (size_t)min(co0 + a, CO - 1) * OH * OW;
-    float16 acc[MAX_CB][TG], bsum[MAX_CB];
+    floatV acc[MAX_CB][TG], bsum[MAX_CB];
 #pragma unroll
     for (int a = 0; a < cb; a++) {
-        bsum[a] = (float16)0.0f;
+        bsum[a] = (floatV)0.0f;
 #pragma unroll
-        for (int u = 0; u < TG; u++) acc[a][u] = (float16)0.0f;
+        for (int u = 0; u < TG; u++) acc[a][u] = (floatV)0.0f;
     }
-    int npos = (OW + LANES - 1) / LANES;
-    int last = max(0, OW - LANES);
-    int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    /* the last vector's lanes below (npos-1)*16 belong to the one before */
-    float16 mlast = select((float16)0.0f, (float16)1.0f, lane + last >= (npos - 1) * LANES);
+    int npos = (OW + VW - 1) / VW;
+    int last = max(0, OW - VW);
+#if VW == 16
+    intV lane = (intV)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#else
+    intV lane = (intV)(0, 1, 2, 3, 4, 5, 6, 7);
+#endif
+    /* the last vector's lanes below (npos-1)*VW belong to the one before */
+    floatV mlast = select((floatV)0.0f, (floatV)1.0f, lane + last >= (npos - 1) * VW);
     int n0 = chunk * imgs, n1 = min(N, n0 + imgs);
     for (int n = n0; n < n1; n++) {
         __global const float *xn = xp + xp_off + (size_t)n * C * HP * WPP;
@@ -197,21 +215,20 @@ INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int K, int HP, int 
             __global const float *xr = xn + (size_t)oy * WPP;
             size_t dr = dn + (size_t)oy * OW;
             for (int v = 0; v < npos; v++) {
-                int sv = min(v * LANES, last);
-                float16 m = v == npos - 1 ? mlast : (float16)1.0f;
-                float16 d[MAX_CB];
+                int sv = min(v * VW, last);
+                floatV m = v == npos - 1 ? mlast : (floatV)1.0f;
+                floatV d[MAX_CB];
 #pragma unroll
                 for (int a = 0; a < cb; a++) {
                     size_t at = dr + dco[a];
-                    float16 dv = OW >= LANES ? vload16(0, dy + at + sv) : load16_tail(dy + at, OW);
-                    if (relu)
-                        dv = RELU_BWD(OW >= LANES ? vload16(0, ym + at + sv) : load16_tail(ym + at, OW), dv);
-                    d[a] = OW >= LANES ? dv * m : dv;
+                    floatV dv = OW >= VW ? vloadV(0, dy + at + sv) : loadV_tail(dy + at, OW);
+                    if (relu) dv = RELU_BWD(OW >= VW ? vloadV(0, ym + at + sv) : loadV_tail(ym + at, OW), dv);
+                    d[a] = OW >= VW ? dv * m : dv;
                     bsum[a] += d[a];
                 }
 #pragma unroll
                 for (int u = 0; u < TG; u++) {
-                    float16 xv = vload16(0, xr + xo[u] + sv);
+                    floatV xv = vloadV(0, xr + xo[u] + sv);
 #pragma unroll
                     for (int a = 0; a < cb; a++) acc[a][u] = fma(d[a], xv, acc[a][u]);
                 }
@@ -227,20 +244,9 @@ INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int K, int HP, int 
         for (int u = 0; u < TG; u++) {
             /* A guard, not a break: a loop with an exit is not unrolled
              * (Oclgrind's compiler warned). */
-            if (u < nt) {
-                float16 s16 = acc[a][u];
-                float8 s8 = s16.lo + s16.hi;
-                float4 s4 = s8.lo + s8.hi;
-                float2 s2 = s4.lo + s4.hi;
-                pp[u] = s2.x + s2.y;
-            }
+            if (u < nt) pp[u] = sum_lanes(acc[a][u]);
         }
-        if (has_db && tg == 0) {
-            float8 s8 = bsum[a].lo + bsum[a].hi;
-            float4 s4 = s8.lo + s8.hi;
-            float2 s2 = s4.lo + s4.hi;
-            dbpart[dbpart_off + (size_t)chunk * CO + co] = s2.x + s2.y;
-        }
+        if (has_db && tg == 0) dbpart[dbpart_off + (size_t)chunk * CO + co] = sum_lanes(bsum[a]);
     }
 }
 

@@ -47,18 +47,6 @@
 #error "VW must be 4, 8 or 16"
 #endif
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define floatV CAT(float, VW)
-#define vloadV CAT(vload, VW)
-#define vstoreV CAT(vstore, VW)
-
-#if defined(__clang__)
-#define INLINE static inline __attribute__((always_inline))
-#else
-#define INLINE inline
-#endif
-
 #if LANES_RANK1
 /* acc[v][r] += sum over `cin` channels of a[r] * b[v]: a walks `ap` by
  * a_step (RM contiguous weights per channel), b walks `bp` by b_step (one

@@ -9,14 +9,6 @@
 
 #define LANES 16
 
-/* Helpers are forced inline so the sizes (literals at each call) fold into
- * constants. */
-#if defined(__clang__)
-#define INLINE static inline __attribute__((always_inline))
-#else
-#define INLINE inline
-#endif
-
 /* In-register transpose of a 16 x 16 block: afterwards r[u].s[q] is the old
  * r[q].s[u]. Each round maps element (row i, column j), as the 8-bit index
  * i3i2i1i0 j3j2j1j0, to j0i3i2i1 i0j3j2j1 (a rotation by one bit); four

@@ -16,3 +16,19 @@
  * for bit. They take scalars and vectors alike (the scalar widens). */
 #define RELU_FWD(v) ((v) < 0.0f ? 0.0f : (v))
 #define RELU_BWD(y, dy) ((y) > 0.0f ? (dy) : 0.0f)
+
+/* Helpers are forced inline so register-block sizes (literals at each call)
+ * fold into constants. */
+#if defined(__clang__)
+#define INLINE static inline __attribute__((always_inline))
+#else
+#define INLINE inline
+#endif
+
+/* Vectors of a width VW that a parameterised source gets from -DVW. */
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define floatV CAT(float, VW)
+#define intV CAT(int, VW)
+#define vloadV CAT(vload, VW)
+#define vstoreV CAT(vstore, VW)

@@ -151,6 +151,7 @@ void clt_conv_plan_describe(const clt_conv_plan *plan, int pass, char *buf, size
     const char *algo = clt_conv_plan_algo(plan, pass);
     char cfg[64] = "";
     if (algo && plan->algo[pass] == &clt_conv_lanes) clt_conv_lanes_describe(plan, pass, cfg, sizeof cfg);
+    if (algo && plan->algo[pass] == &clt_conv_direct) clt_conv_direct_describe(plan, pass, cfg, sizeof cfg);
     snprintf(buf, cap, "%s%s%s", algo ? algo : "", cfg[0] ? " " : "", cfg);
 }
 

@@ -48,6 +48,7 @@ typedef struct clt_conv_lanes_params {
 } clt_conv_lanes_params;
 
 typedef struct clt_conv_direct_params {
+    int vw;           /* lanes per vector (-DVW of kernels/conv_direct.cl): 16, or 8 below AVX-512 */
     int hp, wpp;      /* rows and row length of the kernels' input */
     int copy;         /* whether that input is a padded copy (else x itself) */
     size_t xp_elems;  /* floats of the copy (0 without one) */
@@ -94,6 +95,9 @@ struct clt_conv_algo {
 };
 
 extern const clt_conv_algo clt_conv_direct, clt_conv_lanes, clt_conv_gemm;
+
+/* The direct kernels' configuration of a planned pass ("vw8 rm4"). */
+void clt_conv_direct_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
 
 /* Shared by the algorithms (conv_common.c). */
 static inline size_t clt_conv_round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }

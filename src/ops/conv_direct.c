@@ -9,13 +9,19 @@
  *   1->20 k3 28x28 (LeNet conv1)    2.20 / 0.91   3.16 / 1.25
  *   1->64 k3 p1 28x28 (ResNet stem) 10.8 / 2.53   12.5 / 4.45
  *   3->32 k3 p1 28x28               4.66 / 1.66   (c*k*k 27: lanes)
- * It has no backward-data: a first layer's dx would be the net's input. */
+ * (on AVX-512). It has no backward-data: a first layer's dx would be the
+ * net's input.
+ *
+ * The vector width follows the device (kernels built with -DVW): 16 where
+ * its native float width is 16 (AVX-512), else 8, with register blocks
+ * that keep the accumulators in 12 of the 16 AVX2 registers: forward 2
+ * vectors x 4 channels, backward-weights 9 taps x 1 channel (the AVX-512
+ * blocks, 2 x 10 and 9 x 3 float16, spilled there). */
 #include <stdio.h>
 
 #include "ops/conv_algo.h"
 #include "runtime/launch.h"
 
-#define LANES CLT_CONV_LANES
 #define ALIGN CLT_CONV_ALIGN_FLOATS
 /* Taps per work-item of conv_direct_bwd_weights_<CB>. Its kernel reads dy
  * once per group of TG taps, so it is only used with a single group. */
@@ -31,24 +37,32 @@ static unsigned direct_supports(const clt_conv_geom *g, unsigned open)
     return s & open;
 }
 
-/* The kernels read 32 output pixels of a row as two vectors that slide
- * back to end at OW, so with OW >= 16 they stay inside a row of
- * W + 2*PAD: without padding they read x itself. Shorter rows read 16 + K - 1
+/* The vector width: the device's native float width, 8 or 16. */
+static int direct_vw(const clt_device *dev) { return dev->native_float_width >= 16 ? 16 : 8; }
+
+/* The program of the plan's vector width. */
+static const char *program(const clt_conv_direct_params *d) { return d->vw == 16 ? "conv_direct -DVW=16" : "conv_direct -DVW=8"; }
+
+/* The kernels read 2*VW output pixels of a row as two vectors that slide
+ * back to end at OW, so with OW >= VW they stay inside a row of
+ * W + 2*PAD: without padding they read x itself. Shorter rows read VW + K - 1
  * floats and need a copy that wide. */
 static void input_rows(const clt_conv_geom *g, clt_conv_direct_params *d)
 {
+    int vw = d->vw;
     d->hp = g->h + 2 * g->pad;
     d->wpp = g->w + 2 * g->pad;
-    d->copy = g->pad > 0 || g->ow < LANES;
-    if (g->ow < LANES && d->wpp < LANES + g->k - 1) d->wpp = LANES + g->k - 1;
+    d->copy = g->pad > 0 || g->ow < vw;
+    if (g->ow < vw && d->wpp < vw + g->k - 1) d->wpp = vw + g->k - 1;
     d->xp_elems = d->copy ? clt_conv_round_up((size_t)g->n * g->c * d->hp * d->wpp, ALIGN) : 0;
 }
 
-/* Forward: RM output channels (the block that pads them least) x rows of
- * one image per work-item: a whole image unless that leaves too few items. */
+/* Forward: RM output channels (vw 16: the block of 4, 8, 10 that pads them
+ * least; vw 8: 4, or 2 for 2 channels or fewer) x rows of one image per
+ * work-item: a whole image unless that leaves too few items. */
 static void forward_split(const clt_device *dev, const clt_conv_geom *g, clt_conv_direct_params *d)
 {
-    d->rm = clt_conv_pick_rm(g->co);
+    d->rm = d->vw == 16 ? clt_conv_pick_rm(g->co) : g->co <= 2 ? 2 : 4;
     size_t blocks = ((size_t)g->co + (size_t)d->rm - 1) / (size_t)d->rm;
     size_t want = clt_conv_items_wanted(dev);
     size_t per = blocks * (size_t)g->n, rgroups = per >= want ? 1 : (want + per - 1) / per;
@@ -59,13 +73,14 @@ static void forward_split(const clt_device *dev, const clt_conv_geom *g, clt_con
 }
 
 /* Backward weights: CB output channels (each x vector load feeds CB
- * channels: 3 x 9 accumulators; LeNet conv1, ms, CB = 1 / 2 / 3: 1.23 /
- * 0.98 / 0.90, the ResNet stem 9.1 / 7.1 / 6.5) x groups of TG taps x
- * chunks of images, enough work-items for every compute unit. */
+ * channels: 3 x 9 accumulators; on AVX-512, LeNet conv1, ms, CB = 1 / 2 /
+ * 3: 1.23 / 0.98 / 0.90, the ResNet stem 9.1 / 7.1 / 6.5; vw 8: 1) x
+ * groups of TG taps x chunks of images, enough work-items for every
+ * compute unit. */
 static void weights_split(const clt_device *dev, const clt_conv_geom *g, clt_conv_direct_params *d)
 {
     int ckk = g->c * g->k * g->k;
-    d->cb = g->co < 3 ? g->co : 3;
+    d->cb = d->vw == 8 ? 1 : g->co < 3 ? g->co : 3;
     d->groups = (ckk + TG - 1) / TG;
     size_t want = clt_conv_items_wanted(dev);
     size_t per = ((size_t)g->co + (size_t)d->cb - 1) / (size_t)d->cb * (size_t)d->groups;
@@ -81,6 +96,7 @@ static void weights_split(const clt_device *dev, const clt_conv_geom *g, clt_con
 static int direct_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passes)
 {
     clt_conv_direct_params *d = &plan->direct;
+    d->vw = direct_vw(dev);
     input_rows(&plan->g, d);
     if (passes & CLT_CONV_PASS(CLT_CONV_FWD)) {
         forward_split(dev, &plan->g, d);
@@ -103,7 +119,7 @@ static clt_status direct_input(clt_device *dev, const clt_conv_plan *plan, cl_me
     *in_off = 0;
     if (!d->copy) return CLT_OK;
     int rows = g->n * g->c * d->hp;
-    return clt_launch_1d(dev, "conv_direct", "conv_direct_pad_rows", (size_t)rows,
+    return clt_launch_1d(dev, program(d), "conv_direct_pad_rows", (size_t)rows,
                          CLT_ARGS(CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(g->pad), CLT_ARG(d->hp),
                                   CLT_ARG(d->wpp), CLT_ARG(rows), CLT_ARG(x), CLT_ARG(scratch),
                                   CLT_ARG(*in_off)));
@@ -123,7 +139,7 @@ static clt_status direct_forward(clt_device *dev, const clt_conv_plan *plan, cl_
     size_t blocks = ((size_t)g->co + (size_t)d->rm - 1) / (size_t)d->rm;
     int has_bias = b != NULL, relu = clt_epi_relu(epi);
     cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
-    return clt_launch_2d(dev, "conv_direct", name, blocks, d->items, clt_conv_group_x(dev, blocks), 1,
+    return clt_launch_2d(dev, program(d), name, blocks, d->items, clt_conv_group_x(dev, blocks), 1,
                          CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
                                   CLT_ARG(d->hp), CLT_ARG(d->wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
                                   CLT_ARG(d->rows), CLT_ARG(in), CLT_ARG(in_off), CLT_ARG(w),
@@ -155,7 +171,7 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
     cl_ulong dboff = chunks > 1 ? dbpart_off : 0;
     char name[40];
     snprintf(name, sizeof name, "conv_direct_bwd_weights_%d", d->cb);
-    CLT_TRY(clt_launch_2d(dev, "conv_direct", name, ((size_t)g->co + (size_t)d->cb - 1) / (size_t)d->cb,
+    CLT_TRY(clt_launch_2d(dev, program(d), name, ((size_t)g->co + (size_t)d->cb - 1) / (size_t)d->cb,
                           (size_t)d->groups * (size_t)chunks, 1, 1,
                           CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
                                    CLT_ARG(d->hp), CLT_ARG(d->wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
@@ -167,6 +183,13 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
     CLT_TRY(clt_conv_sum_chunks(dev, g->co * ckk, chunks, scratch, part_off, dw));
     if (!db) return CLT_OK;
     return clt_conv_sum_chunks(dev, g->co, chunks, scratch, dbpart_off, db);
+}
+
+void clt_conv_direct_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)
+{
+    const clt_conv_direct_params *d = &plan->direct;
+    if (pass == CLT_CONV_FWD) snprintf(buf, cap, "vw%d rm%d", d->vw, d->rm);
+    else snprintf(buf, cap, "vw%d cb%d", d->vw, d->cb);
 }
 
 const clt_conv_algo clt_conv_direct = {"direct", direct_supports, direct_plan, direct_forward,

@@ -1,7 +1,8 @@
 /* 2-D convolution: forward and backward against the plain-C reference
  * (ref_conv.c) on random shapes covering stride 1..3, padding 0..2, kernel
  * 1/3/5, batch 1 and > 1, one and several channels, h != w, every register
- * block variant of the lanes and direct kernels (the backward-weights blocks
+ * block variant of the lanes and direct kernels (the direct ones at vector
+ * widths 8 and 16; the backward-weights blocks
  * forced one by one; every configuration the tuner may pick), the direct kernels' row widths and copies, 1x1
  * layers with stride (subsampled lanes copies), partial rows, chunked sums;
  * both algorithms (device settings lanes, which includes the direct
@@ -219,25 +220,43 @@ static void test_shapes(clt_device *dev)
     run_case(dev, 5, 1, 28, 27, 20, 3, 1, 0);  /* LeNet conv1-like: direct, partial row tail */
     run_case(dev, 3, 1, 64, 65, 2, 1, 1, 0);   /* db summed over image chunks */
     run_case(dev, 100, 2, 3, 300, 3, 1, 1, 0); /* dw chunked over lane vectors */
-    /* Direct kernels (stride 1, c*k*k <= 9 backward-weights, <= 27 forward):
-     * output widths below, at and above 16 and 32 (vectors that slide back
-     * to the row end; backward-weights drops the lanes the previous vector
-     * covered), no padded copy (pad 0, width >= 16), an exact-width copy
-     * (pad > 0) and a wide one (width < 16); backward-weights variants of
-     * 1, 2 and 3 channels per item, a partial last block, one chunk of
-     * images (db written directly) and several (db summed). */
-    run_case(dev, 4, 1, 18, 18, 2, 3, 1, 0);   /* width 16, no copy; 2 channels */
-    run_case(dev, 2, 1, 9, 34, 3, 3, 1, 0);    /* width 32; 3 channels */
-    run_case(dev, 2, 1, 6, 42, 5, 3, 1, 0);    /* width 40: second block slides back */
-    run_case(dev, 3, 1, 20, 18, 7, 3, 1, 1);   /* stem-like: pad 1, exact-width copy */
-    run_case(dev, 2, 1, 16, 17, 96, 3, 1, 0);  /* width 15 (wide copy), one image chunk */
-    run_case(dev, 2, 2, 5, 40, 4, 1, 1, 0);    /* 1x1, c = 2: backward-weights direct */
     /* 1x1 with stride > 1 and no padding: the lanes kernels run on the
      * subsampled input (conv_to_lanes_sub, conv_from_lanes_sub). */
     run_case(dev, 37, 5, 9, 8, 7, 1, 2, 0);    /* 32 lanes, batch padded, odd height */
     run_case(dev, 3, 4, 7, 10, 6, 1, 3, 0);    /* stride 3, width not a multiple */
     run_case(dev, 2, 2, 3, 70, 3, 1, 2, 0);    /* dx rows over 64 floats (in pieces) */
     run_case(dev, 17, 3, 6, 6, 5, 3, 1, 0);    /* 16 output pixels: transposes, no tail */
+}
+
+/* Direct kernels (stride 1, c*k*k <= 9 backward-weights, <= 27 forward)
+ * at both vector widths (the device's native width forced: 8 as on AVX2,
+ * 16 as on AVX-512): output widths below, at and above VW and 2VW (vectors
+ * that slide back to the row end; backward-weights drops the lanes the
+ * previous vector covered), no padded copy (pad 0, width >= VW), an
+ * exact-width copy (pad > 0) and a wide one (width < VW); backward-weights
+ * variants of 1, 2 and 3 channels per item, a partial last block, one
+ * chunk of images (db written directly) and several (db summed). */
+static void test_direct_widths(clt_device *dev)
+{
+    int keep = dev->native_float_width;
+    static const int widths[] = {8, 16};
+    for (int i = 0; i < 2; i++) {
+        dev->native_float_width = widths[i];
+        run_case(dev, 1, 1, 7, 5, 1, 3, 1, 1);    /* width 3, batch 1 */
+        run_case(dev, 2, 1, 6, 9, 2, 3, 1, 0);    /* width 7 */
+        run_case(dev, 2, 1, 9, 10, 3, 3, 1, 0);   /* width 8 */
+        run_case(dev, 2, 1, 5, 14, 5, 3, 1, 0);   /* width 12 */
+        run_case(dev, 4, 1, 18, 18, 2, 3, 1, 0);  /* width 16, no copy; 2 channels */
+        run_case(dev, 2, 3, 9, 17, 8, 3, 1, 1);   /* a row of 17, 3 channels (overlapping stores) */
+        run_case(dev, 2, 1, 6, 20, 3, 3, 1, 0);   /* width 18 */
+        run_case(dev, 2, 1, 9, 34, 3, 3, 1, 0);   /* width 32; 3 channels */
+        run_case(dev, 2, 1, 6, 42, 5, 3, 1, 0);   /* width 40: second block slides back */
+        run_case(dev, 3, 1, 20, 18, 7, 3, 1, 1);  /* stem-like: pad 1, exact-width copy */
+        run_case(dev, 2, 1, 16, 17, 96, 3, 1, 0); /* width 15, one image chunk */
+        run_case(dev, 2, 2, 5, 40, 4, 1, 1, 0);   /* 1x1, c = 2: backward-weights direct */
+        run_case(dev, 5, 1, 28, 27, 20, 3, 1, 0); /* LeNet conv1-like, partial row tail */
+    }
+    dev->native_float_width = keep;
 }
 
 /* The convolutions of LeNet, lenet-max and ResNet-18 at their real shapes,
@@ -775,6 +794,7 @@ static void run_models(const op_env *e) { test_models(e->dev); }
 static void run_bwdw_blocks(const op_env *e) { test_bwdw_blocks(e->dev); }
 static void run_lanes_configs(const op_env *e) { test_lanes_configs(e->dev); }
 static void run_epilogue(const op_env *e) { test_epilogue(e->dev); }
+static void run_direct_widths(const op_env *e) { test_direct_widths(e->dev); }
 
 static void run_fd(const op_env *e)
 {
@@ -807,6 +827,7 @@ static const op_test tests[] = {
     {"shapes", run_shapes},           {"models", run_models},               {"bwdw-blocks", run_bwdw_blocks},
     {"finite-differences", run_fd},   {"deterministic", run_deterministic}, {"budget", run_budget},
     {"split-k", run_split_k},         {"lanes-configs", run_lanes_configs}, {"epilogue", run_epilogue},
+    {"direct-widths", run_direct_widths},
     {"plan", run_plan},               {"errors", run_errors},               {"settings-env", run_settings_env},
 };
 OP_HARNESS_MAIN(tests)
