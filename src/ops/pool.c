@@ -58,12 +58,42 @@ static void rows_local(const clt_device *dev, int width, size_t *lx, size_t *ly)
     *ly = target / *lx;
 }
 
+/* Whether the row kernels run (kernels/pool.cl, pool_*_rows): 2x2 windows
+ * at stride 2 on rows of at least 4 outputs, on CPU devices (a GPU wants
+ * neighbouring work-items on neighbouring outputs, as the one-window
+ * kernels have them). */
+static int by_rows(const clt_device *dev, int k, int stride, int ow)
+{
+    return k == 2 && stride == 2 && ow >= 4 && dev->info.type == CLT_DEVICE_CPU;
+}
+
+/* A row kernel over the n*c*oh output rows, 8 outputs a step (4 for rows
+ * shorter than 8). */
+static clt_status launch_rows(clt_device *dev, const char *name, int h, int w, int oh, int ow, int rows, cl_mem a,
+                              cl_mem b, cl_mem c)
+{
+    divisor dh = make_divisor(oh);
+    const char *program = ow >= 8 ? "pool" : "pool -DPV=4";
+    if (!c)
+        return clt_launch_1d(dev, program, name, (size_t)rows,
+                             CLT_ARGS(CLT_ARG(a), CLT_ARG(b), CLT_ARG(h), CLT_ARG(w), CLT_ARG(oh), CLT_ARG(dh.m),
+                                      CLT_ARG(dh.sh), CLT_ARG(ow), CLT_ARG(rows)));
+    return clt_launch_1d(dev, program, name, (size_t)rows,
+                         CLT_ARGS(CLT_ARG(a), CLT_ARG(b), CLT_ARG(c), CLT_ARG(h), CLT_ARG(w), CLT_ARG(oh),
+                                  CLT_ARG(dh.m), CLT_ARG(dh.sh), CLT_ARG(ow), CLT_ARG(rows)));
+}
+
 clt_status clt_pool_forward_raw(clt_device *dev, clt_pool_kind kind, int n, int c, int h, int w,
                                 int k, int stride, cl_mem x, cl_mem y, cl_mem argmax)
 {
     int oh, ow;
     CLT_TRY(pool_geom("pool forward", n, c, h, w, k, stride, &oh, &ow));
     int rows = n * c * oh;
+    if (kind == CLT_POOL_MAX && !argmax)
+        return clt_fail(CLT_ERR_INVALID_ARG, "max pool forward: argmax buffer is NULL");
+    if ((kind == CLT_POOL_MAX || kind == CLT_POOL_AVG) && by_rows(dev, k, stride, ow))
+        return kind == CLT_POOL_MAX ? launch_rows(dev, "pool_max_fwd_rows", h, w, oh, ow, rows, x, y, argmax)
+                                    : launch_rows(dev, "pool_avg_fwd_rows", h, w, oh, ow, rows, x, y, NULL);
     divisor dh = make_divisor(oh);
     size_t lx, ly;
     rows_local(dev, ow, &lx, &ly);
@@ -71,7 +101,6 @@ clt_status clt_pool_forward_raw(clt_device *dev, clt_pool_kind kind, int n, int 
     const char *suffix = k == 2 ? "_k2" : k == 3 ? "_k3" : "";
     char name[48];
     if (kind == CLT_POOL_MAX) {
-        if (!argmax) return clt_fail(CLT_ERR_INVALID_ARG, "max pool forward: argmax buffer is NULL");
         snprintf(name, sizeof name, "pool_max_fwd%s", suffix);
         return clt_launch_2d(dev, "pool", name, (size_t)ow, (size_t)rows, lx, ly,
                              CLT_ARGS(CLT_ARG(x), CLT_ARG(y), CLT_ARG(argmax), CLT_ARG(h), CLT_ARG(w),
@@ -99,14 +128,19 @@ clt_status clt_pool_backward_raw(clt_device *dev, clt_pool_kind kind, int n, int
     size_t lx, ly;
     if (stride >= k) {
         /* No overlap: each window writes its own cells; zero the cells no
-         * window covers first (gaps between windows, dropped edges). */
-        if (stride != k || oh * k != h || ow * k != w) {
+         * window covers first (gaps between windows, dropped edges; the
+         * row kernels zero the edges themselves). */
+        int rows_kernel = by_rows(dev, k, stride, ow);
+        if (!rows_kernel && (stride != k || oh * k != h || ow * k != w)) {
             float zero = 0.0f;
             CLT_CL(clEnqueueFillBuffer(dev->queue, dx, &zero, sizeof zero, 0,
                                        (size_t)n * c * h * w * sizeof(float), 0, NULL, NULL),
                    "pool backward: clEnqueueFillBuffer");
         }
         int rows = n * c * oh;
+        if (rows_kernel)
+            return kind == CLT_POOL_MAX ? launch_rows(dev, "pool_max_bwd_rows", h, w, oh, ow, rows, dy, argmax, dx)
+                                        : launch_rows(dev, "pool_avg_bwd_rows", h, w, oh, ow, rows, dy, dx, NULL);
         divisor dh = make_divisor(oh);
         rows_local(dev, ow, &lx, &ly);
         snprintf(name, sizeof name, "%s_bwd_tile%s", kname, k == 2 ? "_k2" : k == 3 ? "_k3" : "");

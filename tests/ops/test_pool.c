@@ -224,9 +224,17 @@ static void check_shapes(const op_env *e)
         {3, 2, 8, 8, 2, 2},
         {1, 2, 4, 4, 4, 4},    /* one window covers the plane */
         {2, 5, 9, 7, 1, 1},    /* identity */
+        /* 2x2 at stride 2 with 8 outputs or more: CPU devices' row kernels */
+        {2, 3, 16, 16, 2, 2},  /* 8 outputs a row */
+        {1, 2, 6, 17, 2, 2},   /* 8, the last column dropped */
+        {2, 2, 5, 26, 2, 2},   /* 13: the second step slides back; last row dropped */
+        {1, 3, 4, 34, 2, 2},   /* 17: three steps */
+        {2, 3, 9, 9, 2, 2},    /* 4 outputs a row: 4-wide steps (LeNet's second pooling) */
+        {1, 2, 6, 13, 2, 2},   /* 6: the 4-wide step slides back */
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        for (int kind = 0; kind < 2; kind++) check_pool(e->dev, (clt_pool_kind)kind, shapes[i], 0);
+        for (int kind = 0; kind < 2; kind++)
+            for (int ties = 0; ties < 2; ties++) check_pool(e->dev, (clt_pool_kind)kind, shapes[i], ties);
 }
 
 /* Random shapes, and ties (first maximum wins). */
@@ -281,6 +289,49 @@ static void check_nan(const op_env *e)
     clt_tensor_destroy(tdy), clt_tensor_destroy(tdx);
 }
 
+/* The same special values through the row kernels (2x2, stride 2, 9
+ * outputs a row, so the second step slides back): the 2x6 pattern of
+ * check_nan three times along a 2x18 plane. */
+static void check_nan_rows(const op_env *e)
+{
+    const float nan = NAN;
+    const float tile[2][6] = {{1, nan, nan, 2, -0.0f, 0.0f}, {3, nan, 5, 0, -1, 0.0f}};
+    float x[2][18], dy[9];
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 18; c++) x[r][c] = tile[r][c % 6];
+    for (int i = 0; i < 9; i++) dy[i] = (float)(i + 1);
+    int64_t xs[4] = {1, 1, 2, 18}, ys[4] = {1, 1, 1, 9};
+    clt_tensor *tx = ref_misc_tensor(e->dev, CLT_DTYPE_FLOAT32, 4, xs, &x[0][0]);
+    clt_tensor *ty = ref_misc_tensor(e->dev, CLT_DTYPE_FLOAT32, 4, ys, NULL);
+    clt_tensor *tam = ref_misc_tensor(e->dev, CLT_DTYPE_INT32, 4, ys, NULL);
+    clt_tensor *tdy = ref_misc_tensor(e->dev, CLT_DTYPE_FLOAT32, 4, ys, dy);
+    clt_tensor *tdx = ref_misc_tensor(e->dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
+    CHECK_OK(clt_pool2d_forward(CLT_POOL_MAX, tx, 2, 2, ty, tam));
+    float *y = ref_misc_download(ty);
+    int32_t *am = ref_misc_download(tam);
+    for (int t = 0; t < 3; t++) {
+        const float *yt = y + 3 * t;
+        const int32_t *at = am + 3 * t;
+        int o = 6 * t;
+        CHECK(isnan(yt[0]) && at[0] == 19 + o && isnan(yt[1]) && at[1] == 2 + o && yt[2] == 0 && signbit(yt[2]) &&
+                  at[2] == 4 + o,
+              "row kernel NaN/-0, tile %d: y %g %g %g argmax %d %d %d", t, yt[0], yt[1], yt[2], at[0], at[1], at[2]);
+    }
+    CHECK_OK(clt_pool2d_backward(CLT_POOL_MAX, tdy, tam, 2, 2, tdx));
+    float *dx = ref_misc_download(tdx);
+    size_t bad = 0;
+    for (int i = 0; i < 36; i++) {
+        float want = 0.0f;
+        for (int o = 0; o < 9; o++)
+            if (am[o] == i) want = dy[o];
+        bad += dx[i] != want;
+    }
+    CHECK(bad == 0, "row kernel backward: %zu of 36 cells differ from dy at argmax", bad);
+    free(y), free(am), free(dx);
+    clt_tensor_destroy(tx), clt_tensor_destroy(ty), clt_tensor_destroy(tam);
+    clt_tensor_destroy(tdy), clt_tensor_destroy(tdx);
+}
+
 /* Every pooling of the builtin models (LeNet's average and lenet-max's max
  * pooling) and ResNet-18's gap, at batch 2. */
 static void check_models(const op_env *e)
@@ -311,7 +362,8 @@ static void check_gaps(const op_env *e)
 }
 
 static const op_test tests[] = {
-    {"shapes", check_shapes}, {"random", check_random}, {"nan", check_nan}, {"models", check_models},
+    {"shapes", check_shapes}, {"random", check_random}, {"nan", check_nan}, {"nan-rows", check_nan_rows},
+    {"models", check_models},
     {"finite-differences", check_fd}, {"gap", check_gaps}, {"errors", check_errors},
 };
 OP_HARNESS_MAIN(tests)

@@ -28,6 +28,7 @@ static const struct {
 } variants[] = {
     {"", ""},
     {"conv_direct", "-DVW=8"},
+    {"pool", "-DPV=4"},
     {"conv_lanes", "-DVW=4 -DRM=3 -DNV=4"},
     {"conv_lanes", "-DVW=8 -DRM=6 -DNV=2 -DPX=1"},
     {"conv_lanes", "-DVW=16 -DRM=12 -DNV=1"},
