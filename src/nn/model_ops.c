@@ -52,6 +52,7 @@ static clt_op_case on_shape(clt_op_kind kind, const clt_shape *s)
     clt_op_case c;
     memset(&c, 0, sizeof c);
     c.kind = kind;
+    c.fused_into = CLT_OP_ACT;
     c.c = s->d[0];
     c.h = s->ndim == 3 ? s->d[1] : 1;
     c.w = s->ndim == 3 ? s->d[2] : 1;
@@ -88,6 +89,9 @@ static clt_status emit_act(builder *b, const clt_layer *l)
 {
     clt_op_case c = on_shape(CLT_OP_ACT, &l->in);
     c.act = (clt_activation)l->variant;
+    const clt_layer *before = l->index > 0 ? l - 1 : NULL; /* a model's layers are one array */
+    if (c.act == CLT_ACT_RELU && before && before->kind == &clt_layer_conv) c.fused_into = CLT_OP_CONV;
+    if (c.act == CLT_ACT_RELU && before && before->kind == &clt_layer_dense) c.fused_into = CLT_OP_DENSE;
     return add_case(b, c);
 }
 
