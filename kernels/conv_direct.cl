@@ -50,19 +50,6 @@ INLINE floatV loadV_tail(__global const float *p, int n)
     return vloadV(0, t);
 }
 
-/* The sum of a vector's lanes, pairwise. */
-INLINE float sum_lanes(floatV v)
-{
-#if VW == 16
-    float8 s8 = v.lo + v.hi;
-#else
-    float8 s8 = v;
-#endif
-    float4 s4 = s8.lo + s8.hi;
-    float2 s2 = s4.lo + s4.hi;
-    return s2.x + s2.y;
-}
-
 /* Forward, stride 1: y[n][co][oy][ox0..ox0+2VW) for RM output channels,
  * the 2VW output pixels of a row as two accumulators per channel; the
  * input rows come from xp (x itself when there is no padding) with
@@ -244,9 +231,9 @@ INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int K, int HP, int 
         for (int u = 0; u < TG; u++) {
             /* A guard, not a break: a loop with an exit is not unrolled
              * (Oclgrind's compiler warned). */
-            if (u < nt) pp[u] = sum_lanes(acc[a][u]);
+            if (u < nt) pp[u] = lane_sum(acc[a][u]);
         }
-        if (has_db && tg == 0) dbpart[dbpart_off + (size_t)chunk * CO + co] = sum_lanes(bsum[a]);
+        if (has_db && tg == 0) dbpart[dbpart_off + (size_t)chunk * CO + co] = lane_sum(bsum[a]);
     }
 }
 

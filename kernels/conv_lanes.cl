@@ -169,21 +169,6 @@ __kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int CO, int OH, i
 #endif
 
 #if LANES_BWDW
-/* The sum of a vector's lanes in a fixed order (halving). */
-INLINE float lane_sum(floatV s)
-{
-#if VW == 16
-    float8 s8 = s.lo + s.hi;
-    float4 s4 = s8.lo + s8.hi;
-#elif VW == 8
-    float4 s4 = s.lo + s.hi;
-#else
-    float4 s4 = s;
-#endif
-    float2 s2 = s4.lo + s4.hi;
-    return s2.x + s2.y;
-}
-
 /* Backward weights, partial over one chunk (a range of output rows x a
  * range of VW-lane vectors): part[chunk][co][c][i][j] = sum over the
  * chunk's (n, oy, ox) of dy[n][co][oy][ox] x[n][c][oy*S-PAD+i][ox*S-PAD+j],

@@ -32,3 +32,14 @@
 #define intV CAT(int, VW)
 #define vloadV CAT(vload, VW)
 #define vstoreV CAT(vstore, VW)
+
+/* The sum of a vector's lanes in a fixed order (halving); lane_sum is the
+ * one of width VW. */
+INLINE float lane_sum4(float4 s)
+{
+    float2 s2 = s.lo + s.hi;
+    return s2.x + s2.y;
+}
+INLINE float lane_sum8(float8 s) { return lane_sum4(s.lo + s.hi); }
+INLINE float lane_sum16(float16 s) { return lane_sum8(s.lo + s.hi); }
+#define lane_sum CAT(lane_sum, VW)
