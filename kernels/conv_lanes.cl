@@ -108,11 +108,11 @@ INLINE int lanes_item(int NCH, int P, int NP, int *ch0, int *pix, int *n0, float
 /* Forward: y[n][co][oy][ox] = b[co] + sum_{c,i,j} x[n][c][oy*S-PAD+i][ox*S-PAD+j] w[co][c][i][j].
  * xT: (C, H, W, NP); yT: (CO, OH*OW, NP). Only the taps that land inside the input are visited
  * (no padded copy, no work on padding). One work-item: RM output channels
- * x VW*NV lanes of one output pixel. Global: (COP/RM, OH*OW*NP/(VW*NV));
- * a work-group along dim 0 shares the input window in cache. COP: CO
- * padded to RM. */
+ * x VW*NV lanes of one output pixel, its weights the RM-channel block of
+ * wf (conv_layout_weights). Global: (ceil(CO/RM), OH*OW*NP/(VW*NV)); a
+ * work-group along dim 0 shares the input window in cache. */
 __kernel void conv_lanes_fwd(int C, int H, int W, int NP, int CO, int OH, int OW, int K, int S, int PAD,
-                             int COP, __global const float *x, ulong x_off, __global const float *wf,
+                             __global const float *x, ulong x_off, __global const float *wf,
                              ulong wf_off, __global float *y, ulong y_off)
 {
     int co0, pix, n0;
@@ -126,8 +126,8 @@ __kernel void conv_lanes_fwd(int C, int H, int W, int NP, int CO, int OH, int OW
     for (int i = i0; i < i1; i++) {
         for (int j = j0; j < j1; j++) {
             __global const float *bp = x + x_off + ((size_t)(iy0 + i) * W + (ix0 + j)) * NP + n0;
-            __global const float *ap = wf + wf_off + (size_t)(i * K + j) * C * COP + co0;
-            rank1_loop(acc, ap, bp, C, COP, cstride);
+            __global const float *ap = wf + wf_off + ((size_t)(co0 / RM) * K * K + i * K + j) * C * RM;
+            rank1_loop(acc, ap, bp, C, RM, cstride);
         }
     }
     store_lanes(acc, co0, CO, n0, NP, (size_t)OH * OW, pix, y + y_off);
@@ -139,10 +139,10 @@ __kernel void conv_lanes_fwd(int C, int H, int W, int NP, int CO, int OH, int OW
  * dxT: (C, H*W, NP).
  * Only the taps of the pixel's stride phase that land inside dy are visited
  * (no zero dilation, no padding). One work-item: RM input channels x VW*NV
- * lanes of one dx pixel. CIP: C padded to RM. The arguments are the
- * forward's, in the same order. */
+ * lanes of one dx pixel, its weights the RM-channel block of wb. The
+ * arguments are the forward's, in the same order. */
 __kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int CO, int OH, int OW, int K, int S,
-                                  int PAD, int CIP, __global const float *dy, ulong dy_off,
+                                  int PAD, __global const float *dy, ulong dy_off,
                                   __global const float *wb, ulong wb_off, __global float *dx, ulong dx_off)
 {
     int c0, pix, n0;
@@ -159,8 +159,8 @@ __kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int CO, int OH, i
         for (int j = j0; j <= j1; j += S) {
             int ox = (xs - j) / S;
             __global const float *bp = dy + dy_off + ((size_t)oy * OW + ox) * NP + n0;
-            __global const float *ap = wb + wb_off + (size_t)(i * K + j) * CO * CIP + c0;
-            rank1_loop(acc, ap, bp, CO, CIP, cstride);
+            __global const float *ap = wb + wb_off + ((size_t)(c0 / RM) * K * K + i * K + j) * CO * RM;
+            rank1_loop(acc, ap, bp, CO, RM, cstride);
         }
     }
     store_lanes(acc, c0, C, n0, NP, (size_t)H * W, pix, dx + dx_off);

@@ -245,43 +245,31 @@ __kernel void conv_layout_from_lanes_flat(int N, int M, int P, int NP, __global 
     }
 }
 
-/* Stores 16 values at dst[0..limit) (vector store when all 16 fit). */
-INLINE void store16(float16 v, __global float *dst, int limit)
-{
-    if (limit >= LANES) {
-        vstore16(v, 0, dst);
-    } else {
-        float t[LANES];
-        vstore16(v, 0, t);
-        for (int q = 0; q < limit; q++) dst[q] = t[q];
-    }
-}
-
-/* Weights in the order the lanes kernels broadcast them, zero-padded:
- * dst[(t*R + r)*QP + q] = w[q*qs + r*rs + t] for the taps t < KK and q < Q
- * (0 for Q <= q < QP). The forward's q is the output channel and r the
- * input channel (wf[((i*K + j)*C + c)*COP + o] = w[o][c][i][j]);
- * backward-data's q is the input channel and r the output channel
- * (wb[((i*K + j)*CO + o)*CIP + c]). One work-item per 16 q and 16 r:
- * per tap and r it reads one float of each of 16 rows and writes one
- * 16-vector. Global: (ceil(QP/16), ceil(R/16)). */
-__kernel void conv_layout_weights(int Q, int QP, int R, int KK, int qs, int rs,
+/* Weights in the order the lanes kernels broadcast them, zero-padded, in
+ * blocks of QB q (the kernel's register block RM): block qb holds, for each
+ * tap t < KK and r < R, its QB values contiguous,
+ * dst[((qb*KK + t)*R + r)*QB + u] = w[q*qs + r*rs + t] for q = qb*QB + u < Q
+ * (0 for Q <= q < QP). So a work-item's weights are one contiguous stream
+ * that it uses whole (across the blocks, each cache line served RM of 16
+ * floats to a work-item and the rest to other blocks' work-groups: the
+ * 512-channel ResNet layers streamed their weights 2-3x over). The
+ * forward's q is the output channel and r the input channel (w[o][c][i][j]
+ * at wf[((o/RM*KK + i*K + j)*C + c)*RM + o%RM]); backward-data's q is the
+ * input channel and r the output channel. One work-item per block and 16
+ * r: the QB rows of w it reads stay in cache over the taps. Global:
+ * (QP/QB, ceil(R/16)). */
+__kernel void conv_layout_weights(int Q, int QP, int QB, int R, int KK, int qs, int rs,
                                   __global const float *w, __global float *dst, ulong dst_off)
 {
-    /* A work-item takes LANES values of r for its LANES values of q: each
-     * 16-vector gathers one float from each of LANES rows of w, and the
-     * next r reads the neighbouring floats of the same cache lines. One r
-     * per work-item read one float per line fetched: a 4096 x 4096 dense
-     * layer's copy took 110 ms of a 130 ms forward on 2 AVX2 cores. */
-    int q0 = get_global_id(0) * LANES;
+    int qb = get_global_id(0);
     int r0 = get_global_id(1) * LANES;
-    if (q0 >= QP || r0 >= R) return;
+    if (qb * QB >= QP || r0 >= R) return;
     int r1 = min(R, r0 + LANES);
+    __global float *d = dst + dst_off + (size_t)qb * KK * R * QB;
     for (int t = 0; t < KK; t++)
-        for (int r = r0; r < r1; r++) {
-            float v[LANES];
-            for (int u = 0; u < LANES; u++)
-                v[u] = q0 + u < Q ? w[(size_t)(q0 + u) * qs + (size_t)r * rs + t] : 0.0f;
-            store16(vload16(0, v), dst + dst_off + ((size_t)t * R + r) * QP + q0, QP - q0);
-        }
+        for (int r = r0; r < r1; r++)
+            for (int u = 0; u < QB; u++) {
+                int q = qb * QB + u;
+                d[((size_t)t * R + r) * QB + u] = q < Q ? w[(size_t)q * qs + (size_t)r * rs + t] : 0.0f;
+            }
 }

@@ -356,16 +356,17 @@ static clt_status dx_from_lanes(clt_device *dev, const clt_conv_plan *plan, cl_m
                               CLT_ARG(src), CLT_ARG(off), CLT_ARG(dx)));
 }
 
-/* Weights w (q, r, k, k) as 16-vectors of q per (tap, r), q padded to qp:
- * the forward passes (co, c), backward-data (c, co) with swapped strides. */
-static clt_status weights_to_lanes(clt_device *dev, const clt_conv_geom *g, int fwd, int qp,
+/* Weights w (q, r, k, k) in blocks of qb (the pass's register block) of q,
+ * q padded to qp: the forward passes (co, c), backward-data (c, co) with
+ * swapped strides. */
+static clt_status weights_to_lanes(clt_device *dev, const clt_conv_geom *g, int fwd, int qp, int qb,
                                    cl_mem w, cl_mem dst, cl_ulong off)
 {
     int kk = g->k * g->k, q = fwd ? g->co : g->c, r = fwd ? g->c : g->co;
     int qs = fwd ? g->c * kk : kk, rs = fwd ? kk : g->c * kk;
-    return layout_2d(dev, "conv_layout_weights", ((size_t)qp + LANES - 1) / LANES, ((size_t)r + LANES - 1) / LANES,
+    return layout_2d(dev, "conv_layout_weights", (size_t)(qp / qb), ((size_t)r + LANES - 1) / LANES,
                      clt_conv_group_x(dev, CLT_CONV_COPY_LX),
-                     CLT_ARGS(CLT_ARG(q), CLT_ARG(qp), CLT_ARG(r), CLT_ARG(kk), CLT_ARG(qs),
+                     CLT_ARGS(CLT_ARG(q), CLT_ARG(qp), CLT_ARG(qb), CLT_ARG(r), CLT_ARG(kk), CLT_ARG(qs),
                               CLT_ARG(rs), CLT_ARG(w), CLT_ARG(dst), CLT_ARG(off)));
 }
 
@@ -395,15 +396,16 @@ static clt_status rank1_kernel(clt_device *dev, const clt_conv_lanes_params *lp,
                          c->px ? clt_conv_group_x(dev, 64) : clt_conv_group_x(dev, blocks), 1,
                          CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->np),
                                   CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),
-                                  CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(padded),
-                                  CLT_ARG(scratch), CLT_ARG(in_off), CLT_ARG(scratch),
+                                  CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(scratch), CLT_ARG(in_off),
+                                  CLT_ARG(scratch),
                                   CLT_ARG(wt_off), CLT_ARG(scratch), CLT_ARG(out_off)));
 }
 
 static clt_status rank1_pass(clt_device *dev, const clt_conv_lanes_params *lp, int fwd, cl_mem w,
                              cl_mem scratch, cl_ulong in_off, cl_ulong wt_off, cl_ulong out_off)
 {
-    CLT_TRY(weights_to_lanes(dev, &lp->gk, fwd, fwd ? lp->cop : lp->cip, w, scratch, wt_off));
+    CLT_TRY(weights_to_lanes(dev, &lp->gk, fwd, fwd ? lp->cop : lp->cip, lp->cfg[fwd ? CLT_CONV_FWD : CLT_CONV_BWD_DATA].a,
+                             w, scratch, wt_off));
     return rank1_kernel(dev, lp, fwd, scratch, in_off, wt_off, out_off);
 }
 
