@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "ops/conv.h"
 #include "runtime/launch.h"
 #include "tensor/tensor.h"
 
@@ -59,12 +60,14 @@ static void rows_local(const clt_device *dev, int width, size_t *lx, size_t *ly)
 }
 
 /* Whether the row kernels run (kernels/pool.cl, pool_*_rows): 2x2 windows
- * at stride 2 on rows of at least 4 outputs, on CPU devices (a GPU wants
- * neighbouring work-items on neighbouring outputs, as the one-window
- * kernels have them). */
+ * at stride 2 on rows of at least 4 outputs, where the device runs the CPU
+ * kernels (clt_conv_uses_lanes: CPU devices, or CLTRAIN_CONV_ALGO=lanes);
+ * a GPU wants neighbouring work-items on neighbouring outputs, as the
+ * one-window kernels have them. */
 static int by_rows(const clt_device *dev, int k, int stride, int ow)
 {
-    return k == 2 && stride == 2 && ow >= 4 && dev->info.type == CLT_DEVICE_CPU;
+    int lanes = 0;
+    return k == 2 && stride == 2 && ow >= 4 && clt_conv_uses_lanes(dev, &lanes) == CLT_OK && lanes;
 }
 
 /* A row kernel over the n*c*oh output rows, 8 outputs a step (4 for rows
