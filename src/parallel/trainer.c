@@ -401,31 +401,6 @@ static clt_status run_command(clt_trainer *t, clt_command cmd)
     return CLT_OK;
 }
 
-/* Auto split: shards in whole units of 32 samples, the rest to the device
- * of largest weight, where every shard gets at least 4 units. The CPU
- * kernels pad a shard to a multiple of 32 lanes: measured shards of 120 and
- * 136 ran 128 and 160 lanes, the padded device measured slower, and the
- * split drifted (PoCL + Intel, LeNet batch 256: 1.73x against the equal
- * split's 1.95x). */
-static void auto_units(int n, int all, const float *w, int *sizes)
-{
-    const int unit = 32;
-    if (n < 4 * unit * all) return;
-    int units = n / unit, q[CLT_MAX_ALL_DEVICES], units_given;
-    if (clt_split_sizes(units, all, w, q) != CLT_OK) {
-        clt_clear_error(); /* the weights passed clt_split_sizes(n, ...) already */
-        return;
-    }
-    int fastest = 0;
-    units_given = 0;
-    for (int i = 0; i < all; i++) {
-        sizes[i] = q[i] * unit;
-        units_given += q[i];
-        if (w[i] > w[fastest]) fastest = i;
-    }
-    sizes[fastest] += n - units_given * unit;
-}
-
 /* Shards of n samples over every device (every process's, with MPI: each
  * process computes the same list and takes its own devices' part). */
 static clt_status assign_shards(clt_trainer *t, int n, int training)
@@ -434,7 +409,15 @@ static clt_status assign_shards(clt_trainer *t, int n, int training)
     int all = t->cl ? clt_cluster_devices(t->cl) : t->k, first = t->cl ? clt_cluster_first(t->cl) : 0;
     const float *weights = t->cfg.split == CLT_SPLIT_EQUAL ? NULL : t->cl ? clt_cluster_weights(t->cl) : t->weights;
     CLT_TRY(clt_split_sizes(n, all, weights, sizes));
-    if (t->cfg.split == CLT_SPLIT_AUTO && !t->cl) auto_units(n, all, weights, sizes);
+    if (t->cfg.split == CLT_SPLIT_AUTO && !t->cl) {
+        /* The CPU kernels pad a shard to 32 lanes: measured shards of 120
+         * and 136 ran 128 and 160 lanes, the padded device measured slower,
+         * and a proportional split drifted (PoCL + Intel, LeNet batch 256:
+         * 1.73x against the equal split's 1.95x). */
+        int prev[CLT_MAX_ALL_DEVICES];
+        for (int i = 0; i < all; i++) prev[i] = t->workers[i].n;
+        clt_split_units(n, all, weights, prev, sizes);
+    }
     /* Batch norm on a shard's own statistics needs two samples (one value
      * per channel has no variance): a lone sample joins the largest shard. */
     if (training && t->sync_rounds && !t->cfg.sync_bn && n >= 2) {

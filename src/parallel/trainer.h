@@ -15,6 +15,17 @@
 
 typedef struct clt_trainer clt_trainer;
 
+/* The auto split of n samples over `all` devices of measured rates (samples
+ * per second, > 0), in whole units of 32 samples (the CPU kernels pad a
+ * shard to 32 lanes) when the batch has 4 units a device: proportional
+ * units, the rest to the fastest device. Units move from the shard the rates make slowest as
+ * long as that shortens the predicted step (the slowest shard's time), and
+ * the split in use, `prev` (NULL: none; used when it sums to n), stays
+ * unless the new one predicts a step at least 5% shorter: measured rates
+ * are noisy, and a split that flips between steps costs more than it wins.
+ * Returns 0 and leaves sizes alone when n is too small for units. */
+int clt_split_units(int n, int all, const float *rates, const int *prev, int *sizes);
+
 /* Devices over all the MPI processes of a trainer (checked at create). */
 #define CLT_MAX_ALL_DEVICES (CLT_MAX_DEVICES * 8)
 

@@ -158,6 +158,32 @@ static void split_sizes(void)
     CHECK(s[0] == 64 && s[1] == 192, "weights 1:3 of 256: %d %d", s[0], s[1]);
     CHECK(clt_split_sizes(5, 2, (float[]){0, 0}, s) == CLT_ERR_INVALID_ARG, "zero weights refused");
     CHECK(clt_split_sizes(5, 2, (float[]){1, NAN}, s) == CLT_ERR_INVALID_ARG, "NaN weight refused");
+
+    /* The auto split's units of 32 (clt_split_units). */
+    CHECK(clt_split_units(255, 2, (float[]){1, 1}, NULL, s) == 0, "255 samples are under 4 units a device");
+    CHECK(clt_split_units(256, 2, (float[]){1, 1}, NULL, s) && s[0] == 128 && s[1] == 128, "equal rates: %d %d", s[0],
+          s[1]);
+    CHECK(clt_split_units(300, 2, (float[]){1, 3}, NULL, s) && s[0] == 64 && s[1] == 236,
+          "rates 1:3 of 300: %d %d (units of 32, the rest to the faster)", s[0], s[1]);
+    /* proportional rounding of 9 units at 1:1.2 gives 4/5 (predicted 128 vs
+     * 133 time units); the search keeps it, as moving a unit makes it worse */
+    CHECK(clt_split_units(288, 2, (float[]){1.0f, 1.2f}, NULL, s) && s[0] == 128 && s[1] == 160,
+          "rates 1:1.2 of 288: %d %d", s[0], s[1]);
+    /* at 1:1.1, 256/256 predicts 256; the split in use stays while it
+     * predicts at most 5% more (224/288: 261.8), not beyond (192/320: 290.9) */
+    CHECK(clt_split_units(512, 2, (float[]){1.0f, 1.1f}, NULL, s) && s[0] == 256 && s[1] == 256,
+          "rates 1:1.1 of 512: %d %d", s[0], s[1]);
+    CHECK(clt_split_units(512, 2, (float[]){1.0f, 1.1f}, (int[]){224, 288}, s) && s[0] == 224 && s[1] == 288,
+          "a split 2%% slower than the best stays: %d %d", s[0], s[1]);
+    CHECK(clt_split_units(512, 2, (float[]){1.0f, 1.1f}, (int[]){192, 320}, s) && s[0] == 256 && s[1] == 256,
+          "a split 14%% slower is replaced: %d %d", s[0], s[1]);
+    CHECK(clt_split_units(512, 2, (float[]){1.0f, 1.1f}, (int[]){200, 200}, s) && s[0] == 256 && s[1] == 256,
+          "a previous split of another batch is ignored: %d %d", s[0], s[1]);
+    CHECK(clt_split_units(512, 3, (float[]){1, 1, 0}, NULL, s) == 0, "a device without a rate: no units");
+    int sum = 0;
+    CHECK(clt_split_units(1000, 3, (float[]){5, 1, 2}, NULL, s), "3 devices");
+    for (int i = 0; i < 3; i++) sum += s[i];
+    CHECK(sum == 1000 && s[1] % 32 == 0 && s[2] % 32 == 0, "3 devices 5:1:2 of 1000: %d %d %d", s[0], s[1], s[2]);
 }
 
 static void collectives(int k)
