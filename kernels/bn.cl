@@ -67,6 +67,13 @@
     part[r] = (P1);                                                                                \
     part[r + (size_t)C * chunks * lx] = (P2);
 
+/* A ReLU fused after the batch norm (src/nn/fuse.c): the forward's store
+ * applies it (relu), and every read of dy goes through its derivative from
+ * the forward's output ym. */
+#define BN_ARGS_RELU const int relu, __global const float *ym
+#define BN_DY(VEC)                                                                                 \
+    (relu ? RELU_BWD(bn_vload##VEC(u, ym + base), bn_vload##VEC(u, dy + base)) : bn_vload##VEC(u, dy + base))
+
 #define BN_KERNELS(SUF, VEC, T)                                                                    \
     /* Step 1: partials of S1 = sum (x - shift[c]) and S2 = sum (x - shift[c])^2. */               \
     __kernel void bn_stats_part##SUF(__global const float *x, __global const float *shift,         \
@@ -86,33 +93,36 @@
                                                                                                    \
     /* Step 1: partials of B1 = sum dy and B2 = sum dy * xhat, xhat = (x - mean) * invstd. */      \
     __kernel void bn_bstats_part##SUF(__global const float *x, __global const float *dy,           \
-                                      __global const float *mean_invstd, const ulong mi_off,       \
-                                      __global float *part, const ulong part_off, BN_ARGS_ROWS)    \
+                                      BN_ARGS_RELU, __global const float *mean_invstd,             \
+                                      const ulong mi_off, __global float *part,                    \
+                                      const ulong part_off, BN_ARGS_ROWS)                          \
     {                                                                                              \
         BN_ROW_HEAD(VEC)                                                                           \
         const float mean = mean_invstd[mi_off + c];                                                \
         T a1 = 0.0f, a2 = 0.0f;                                                                    \
         BN_UNITS_BEGIN                                                                             \
-            T d = bn_vload##VEC(u, dy + base);                                                     \
+            T d = BN_DY(VEC);                                                                      \
             a1 += d;                                                                               \
             a2 += d * (bn_vload##VEC(u, x + base) - mean);                                         \
         BN_UNITS_END                                                                               \
         BN_PART_STORE(bn_hsum##VEC(a1), bn_hsum##VEC(a2) * mean_invstd[mi_off + C + c])            \
     }                                                                                              \
                                                                                                    \
-    /* y = (x - mean) * (invstd * gamma) + beta; gamma = 1 / beta = 0 unless has_gamma /           \
-     * has_beta. y may be x. */                                                                    \
+    /* y = (x - mean) * (invstd * gamma) + beta, then a fused ReLU when relu; gamma = 1 / beta = 0 \
+     * unless has_gamma / has_beta. y may be x. */                                                 \
     __kernel void bn_apply##SUF(__global const float *x, __global const float *mean_invstd,        \
                                 const ulong mi_off, __global const float *gamma,                   \
                                 const int has_gamma, __global const float *beta,                   \
-                                const int has_beta, __global float *y, BN_ARGS_ROWS)               \
+                                const int has_beta, const int relu, __global float *y,             \
+                                BN_ARGS_ROWS)                                                      \
     {                                                                                              \
         BN_ROW_HEAD(VEC)                                                                           \
         const float mean = mean_invstd[mi_off + c];                                                \
         const float scale = mean_invstd[mi_off + C + c] * (has_gamma ? gamma[c] : 1.0f);           \
         const float shift = has_beta ? beta[c] : 0.0f;                                             \
         BN_UNITS_BEGIN                                                                             \
-            bn_vstore##VEC((bn_vload##VEC(u, x + base) - mean) * scale + shift, u, y + base);      \
+            T v = (bn_vload##VEC(u, x + base) - mean) * scale + shift;                             \
+            bn_vstore##VEC(relu ? RELU_FWD(v) : v, u, y + base);                                   \
         BN_UNITS_END                                                                               \
     }                                                                                              \
                                                                                                    \
@@ -120,8 +130,9 @@
      * [B1 | B2] summed over the M = count elements of each channel (inv_count = 1/M).             \
      * dx may be dy. */                                                                            \
     __kernel void bn_backward_apply##SUF(                                                          \
-        __global const float *x, __global const float *dy, __global const float *mean_invstd,      \
-        const ulong mi_off, __global const float *gamma, const int has_gamma,                      \
+        __global const float *x, __global const float *dy, BN_ARGS_RELU,                           \
+        __global const float *mean_invstd, const ulong mi_off, __global const float *gamma,        \
+        const int has_gamma,                                                                       \
         __global const float *bstats, const ulong bs_off, const float inv_count,                   \
         __global float *dx, BN_ARGS_ROWS)                                                          \
     {                                                                                              \
@@ -131,13 +142,13 @@
         const float mdy = bstats[bs_off + c] * inv_count;                                          \
         const float mdx = bstats[bs_off + C + c] * inv_count * invstd; /* mean(dy xhat) invstd */  \
         BN_UNITS_BEGIN                                                                             \
-            T d = bn_vload##VEC(u, dy + base), xv = bn_vload##VEC(u, x + base);                    \
+            T d = BN_DY(VEC), xv = bn_vload##VEC(u, x + base);                                     \
             bn_vstore##VEC(k * (d - mdy - (xv - mean) * mdx), u, dx + base);                       \
         BN_UNITS_END                                                                               \
     }                                                                                              \
                                                                                                    \
     /* Backward with the statistics held fixed (inference): dx = gamma * invstd * dy. */           \
-    __kernel void bn_backward_infer##SUF(__global const float *dy,                                 \
+    __kernel void bn_backward_infer##SUF(__global const float *dy, BN_ARGS_RELU,                   \
                                          __global const float *mean_invstd, const ulong mi_off,    \
                                          __global const float *gamma, const int has_gamma,         \
                                          __global float *dx, BN_ARGS_ROWS)                         \
@@ -145,7 +156,7 @@
         BN_ROW_HEAD(VEC)                                                                           \
         const float k = mean_invstd[mi_off + C + c] * (has_gamma ? gamma[c] : 1.0f);               \
         BN_UNITS_BEGIN                                                                             \
-            bn_vstore##VEC(k * bn_vload##VEC(u, dy + base), u, dx + base);                         \
+            bn_vstore##VEC(k * BN_DY(VEC), u, dx + base);                                          \
         BN_UNITS_END                                                                               \
     }
 

@@ -1,5 +1,5 @@
-/* Fusion: a relu straight after a convolution or dense layer runs in that
- * layer's store and its derivative in that layer's read of dy
+/* Fusion: a relu straight after a convolution, batch norm or dense layer
+ * runs in that layer's store and its derivative in that layer's read of dy
  * (ops/epilogue.h), so the activation costs no passes over memory of its
  * own (LeNet's relu1 alone read and wrote 14 MB per batch of 256 each
  * way). The net then treats the relu like flatten: it aliases the layer's
@@ -22,4 +22,6 @@ void clt_model_fuse(clt_model *m, const clt_device *dev)
         next->fused = 1;
         i++; /* the relu is spoken for */
     }
+    for (int i = 0; i < m->n_layers; i++)
+        if (m->layers[i].kind->fuse_parts) m->layers[i].kind->fuse_parts(&m->layers[i], dev);
 }

@@ -79,6 +79,9 @@ typedef struct clt_layer_kind {
     /* Whether a relu right after the layer can run in its store on dev
      * (ops/epilogue.h; src/nn/fuse.c decides); NULL: never. */
     int (*fuses_relu)(const clt_layer *l, const clt_device *dev);
+    /* A composite layer's own fusion of its parts (src/nn/fuse.c calls it
+     * where the device fuses); NULL: none. */
+    void (*fuse_parts)(clt_layer *l, const clt_device *dev);
 } clt_layer_kind;
 
 struct clt_layer {

@@ -40,10 +40,11 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
 {
     int c = channels(l), hw = plane(l);
     cl_mem gamma = l->params[0].w, beta = l->params[1].w, rmean = l->params[2].w, rvar = l->params[3].w;
+    clt_epilogue epi = {l->relu_epilogue, NULL};
     CLT_TRY(buffers(l, dev));
     l->last_training = pass->training;
     if (!pass->training)
-        return clt_bn_infer_raw(dev, n, c, hw, x, rmean, rvar, CLT_BN_EPS, gamma, beta, l->priv[MEAN_INVSTD], y);
+        return clt_bn_infer_raw(dev, n, c, hw, x, rmean, rvar, CLT_BN_EPS, gamma, beta, l->priv[MEAN_INVSTD], &epi, y);
     double count = (double)n * hw;
     /* Sums are taken about a shift near the mean, against cancellation in
      * the variance: the first sample of the shard; across devices, the mean
@@ -63,16 +64,16 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
                               "training batch norm needs more than one value per channel (batch %d x %d)", n, hw);
     CLT_TRY(clt_bn_finalize_raw(dev, c, count, l->priv[STATS], shift, CLT_BN_MOMENTUM, CLT_BN_EPS, rmean, rvar,
                                 l->priv[MEAN_INVSTD]));
-    return clt_bn_apply_raw(dev, n, c, hw, x, l->priv[MEAN_INVSTD], gamma, beta, y);
+    return clt_bn_apply_raw(dev, n, c, hw, x, l->priv[MEAN_INVSTD], gamma, beta, &epi, y);
 }
 
 static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
                            cl_mem dy, cl_mem dx)
 {
-    (void)y;
     int c = channels(l), hw = plane(l);
     cl_mem gamma = l->params[0].w;
-    CLT_TRY(clt_bn_backward_stats_raw(dev, n, c, hw, x, dy, l->priv[MEAN_INVSTD], l->priv[BSTATS]));
+    clt_epilogue epi = {l->relu_epilogue, y};
+    CLT_TRY(clt_bn_backward_stats_raw(dev, n, c, hw, x, dy, &epi, l->priv[MEAN_INVSTD], l->priv[BSTATS]));
     /* [sum dy | sum dy*xhat] of this shard are dbeta and dgamma: the usual
      * gradient reduction adds them over devices. */
     size_t bytes = (size_t)c * sizeof(float);
@@ -81,12 +82,21 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
     CLT_CL(clEnqueueCopyBuffer(dev->queue, l->priv[BSTATS], l->params[0].g, bytes, 0, bytes, 0, NULL, NULL),
            "batch norm: weight gradient");
     if (!l->last_training)
-        return dx ? clt_bn_backward_infer_raw(dev, n, c, hw, dy, l->priv[MEAN_INVSTD], gamma, dx) : CLT_OK;
+        return dx ? clt_bn_backward_infer_raw(dev, n, c, hw, dy, &epi, l->priv[MEAN_INVSTD], gamma, dx) : CLT_OK;
     /* Every device takes part in each round, wanted or not. */
     double count = (double)n * hw;
     if (pass->sync.fn) CLT_TRY(clt_pass_sync(pass, dev, l->priv[BSTATS], 2 * c, &count)); /* ROUND_BACKWARD */
     if (!dx) return CLT_OK;
-    return clt_bn_backward_apply_raw(dev, n, c, hw, x, dy, l->priv[MEAN_INVSTD], gamma, l->priv[BSTATS], count, dx);
+    return clt_bn_backward_apply_raw(dev, n, c, hw, x, dy, &epi, l->priv[MEAN_INVSTD], gamma, l->priv[BSTATS], count,
+                                     dx);
 }
 
-const clt_layer_kind clt_layer_bn = {"bn", configure, forward, backward, NULL, 0, NULL, NULL};
+/* Every batch norm stores through the epilogue. */
+static int fuses_relu(const clt_layer *l, const clt_device *dev)
+{
+    (void)l;
+    (void)dev;
+    return 1;
+}
+
+const clt_layer_kind clt_layer_bn = {"bn", configure, forward, backward, NULL, 0, NULL, fuses_relu, NULL};

@@ -70,4 +70,4 @@ static void release(clt_layer *l)
     l->kind_state = NULL;
 }
 
-const clt_layer_kind clt_layer_dense = {"dense", configure, forward, backward, NULL, 0, release, fuses_relu};
+const clt_layer_kind clt_layer_dense = {"dense", configure, forward, backward, NULL, 0, release, fuses_relu, NULL};

@@ -95,10 +95,18 @@ static clt_status run_fwd(clt_layer *l, int i, clt_device *dev, const clt_pass *
     return l->subs[i].kind->forward(&l->subs[i], dev, pass, n, x, y);
 }
 
-static clt_status run_bwd(clt_layer *l, int i, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem dy,
-                          cl_mem dx)
+/* y: the part's output where its backward reads it (a fused ReLU), else NULL. */
+static clt_status run_bwd(clt_layer *l, int i, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
+                          cl_mem dy, cl_mem dx)
 {
-    return l->subs[i].kind->backward(&l->subs[i], dev, pass, n, x, NULL, dy, dx);
+    return l->subs[i].kind->backward(&l->subs[i], dev, pass, n, x, y, dy, dx);
+}
+
+/* The ReLU after bn1 runs in bn1's store and backward (src/nn/fuse.c). */
+static void fuse_parts(clt_layer *l, const clt_device *dev)
+{
+    clt_layer *bn1 = &l->subs[BN1];
+    bn1->relu_epilogue = bn1->kind->fuses_relu && bn1->kind->fuses_relu(bn1, dev);
 }
 
 static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
@@ -109,7 +117,7 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
     size_t count = (size_t)n * (size_t)clt_shape_numel(&l->out);
     CLT_TRY(run_fwd(l, CONV1, dev, pass, n, x, b[T1]));
     CLT_TRY(run_fwd(l, BN1, dev, pass, n, b[T1], b[T2]));
-    CLT_TRY(clt_act_forward_raw(dev, CLT_ACT_RELU, count, b[T2], b[T2]));
+    if (!l->subs[BN1].relu_epilogue) CLT_TRY(clt_act_forward_raw(dev, CLT_ACT_RELU, count, b[T2], b[T2]));
     CLT_TRY(run_fwd(l, CONV2, dev, pass, n, b[T2], b[T4]));
     CLT_TRY(run_fwd(l, BN2, dev, pass, n, b[T4], b[T5]));
     cl_mem shortcut = x;
@@ -129,17 +137,17 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
     size_t count = (size_t)n * (size_t)clt_shape_numel(&l->out);
     cl_mem dsum = b[T5]; /* bn2's output is no longer needed */
     CLT_TRY(clt_act_backward_raw(dev, CLT_ACT_RELU, count, y, dy, dsum));
-    CLT_TRY(run_bwd(l, BN2, dev, pass, n, b[T4], dsum, b[DB]));
-    CLT_TRY(run_bwd(l, CONV2, dev, pass, n, b[T2], b[DB], b[T4]));
-    CLT_TRY(clt_act_backward_raw(dev, CLT_ACT_RELU, count, b[T2], b[T4], b[T4]));
-    CLT_TRY(run_bwd(l, BN1, dev, pass, n, b[T1], b[T4], b[DB]));
+    CLT_TRY(run_bwd(l, BN2, dev, pass, n, b[T4], NULL, dsum, b[DB]));
+    CLT_TRY(run_bwd(l, CONV2, dev, pass, n, b[T2], NULL, b[DB], b[T4]));
+    if (!l->subs[BN1].relu_epilogue) CLT_TRY(clt_act_backward_raw(dev, CLT_ACT_RELU, count, b[T2], b[T4], b[T4]));
+    CLT_TRY(run_bwd(l, BN1, dev, pass, n, b[T1], b[T2], b[T4], b[DB]));
     if (projected(l)) {
-        CLT_TRY(run_bwd(l, SHORTCUT, dev, pass, n, x, dsum, dx));
-        CLT_TRY(run_bwd(l, CONV1, dev, pass, n, x, b[DB], dx ? b[DXM] : NULL));
+        CLT_TRY(run_bwd(l, SHORTCUT, dev, pass, n, x, NULL, dsum, dx));
+        CLT_TRY(run_bwd(l, CONV1, dev, pass, n, x, NULL, b[DB], dx ? b[DXM] : NULL));
         if (dx) CLT_TRY(clt_add_raw(dev, (size_t)n * (size_t)clt_shape_numel(&l->in), dx, b[DXM], dx));
         return CLT_OK;
     }
-    CLT_TRY(run_bwd(l, CONV1, dev, pass, n, x, b[DB], dx));
+    CLT_TRY(run_bwd(l, CONV1, dev, pass, n, x, NULL, b[DB], dx));
     if (dx) CLT_TRY(clt_add_raw(dev, count, dx, dsum, dx)); /* the identity path */
     return CLT_OK;
 }
@@ -149,4 +157,4 @@ static void release(clt_layer *l)
     for (int i = 0; i < l->n_subs; i++) clt_layer_release(&l->subs[i]);
 }
 
-const clt_layer_kind clt_layer_res = {"res", configure, forward, backward, NULL, 0, release, NULL};
+const clt_layer_kind clt_layer_res = {"res", configure, forward, backward, NULL, 0, release, NULL, fuse_parts};

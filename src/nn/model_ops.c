@@ -92,6 +92,7 @@ static clt_status emit_act(builder *b, const clt_layer *l)
     const clt_layer *before = l->index > 0 ? l - 1 : NULL; /* a model's layers are one array */
     if (c.act == CLT_ACT_RELU && before && before->kind == &clt_layer_conv) c.fused_into = CLT_OP_CONV;
     if (c.act == CLT_ACT_RELU && before && before->kind == &clt_layer_dense) c.fused_into = CLT_OP_DENSE;
+    if (c.act == CLT_ACT_RELU && before && before->kind == &clt_layer_bn) c.fused_into = CLT_OP_BN;
     return add_case(b, c);
 }
 
@@ -117,11 +118,12 @@ static clt_status emit_none(builder *b, const clt_layer *l)
  * and a ReLU at the end. */
 static clt_status emit_res(builder *b, const clt_layer *l)
 {
-    clt_op_case relu = on_shape(CLT_OP_ACT, &l->out);
-    relu.act = CLT_ACT_RELU;
+    clt_op_case relu = on_shape(CLT_OP_ACT, &l->out), relu_bn1 = relu;
+    relu.act = relu_bn1.act = CLT_ACT_RELU;
+    relu_bn1.fused_into = CLT_OP_BN; /* runs in bn1 (layer_res.c) */
     CLT_TRY(emit_conv(b, &l->subs[0]));
     CLT_TRY(emit_bn(b, &l->subs[1]));
-    CLT_TRY(add_case(b, relu));
+    CLT_TRY(add_case(b, relu_bn1));
     CLT_TRY(emit_conv(b, &l->subs[2]));
     CLT_TRY(emit_bn(b, &l->subs[3]));
     if (l->n_subs > 4) CLT_TRY(emit_conv(b, &l->subs[4]));

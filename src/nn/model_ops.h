@@ -39,9 +39,9 @@ typedef struct clt_op_case {
     int oh, ow;             /* conv and pool: output plane */
     clt_pool_kind pool;     /* pool */
     clt_activation act;     /* activation */
-    clt_op_kind fused_into; /* a relu that nets run in the store of the conv or dense layer
-                             * before it (src/nn/fuse.c; dense: on CPU devices): that
-                             * layer's kind; else CLT_OP_ACT */
+    clt_op_kind fused_into; /* a relu that nets run in the store of the conv, batch norm or
+                             * dense layer before it (src/nn/fuse.c; dense: on CPU
+                             * devices): that layer's kind; else CLT_OP_ACT */
     int64_t params;         /* sgd: trainable parameters of model 0 */
 } clt_op_case;
 

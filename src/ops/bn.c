@@ -119,16 +119,21 @@ static clt_status zero_floats(clt_device *dev, cl_mem buf, size_t off, size_t co
  * or backward (bwd 1: aux = mean_invstd, sums of dy and dy * xhat) channel
  * sums into out[out_off .. + 2c), through plan_part_floats partials at
  * part[part_off ..]. */
-static clt_status stats_at(clt_device *dev, const bn_plan *pl, int bwd, cl_mem x, cl_mem dy, cl_mem aux,
-                           size_t aux_off, cl_mem part, size_t part_off, cl_mem out, size_t out_off)
+static clt_status stats_at(clt_device *dev, const bn_plan *pl, int bwd, cl_mem x, cl_mem dy, const clt_epilogue *epi,
+                           cl_mem aux, size_t aux_off, cl_mem part, size_t part_off, cl_mem out, size_t out_off)
 {
     int C = pl->c;
     if (pl->n == 0) return zero_floats(dev, out, out_off, (size_t)2 * C, "batch norm statistics: clEnqueueFillBuffer");
     cl_ulong p_off = part_off, a_off = aux_off, o_off = out_off;
     clt_arg args[16];
-    int k = 0;
+    int k = 0, relu = clt_epi_relu(epi);
+    cl_mem ym = clt_epi_mask(epi, dy);
     args[k++] = CLT_ARG(x);
-    if (bwd) args[k++] = CLT_ARG(dy);
+    if (bwd) {
+        args[k++] = CLT_ARG(dy);
+        args[k++] = CLT_ARG(relu);
+        args[k++] = CLT_ARG(ym);
+    }
     args[k++] = CLT_ARG(aux);
     args[k++] = CLT_ARG(a_off);
     args[k++] = CLT_ARG(part);
@@ -182,46 +187,56 @@ static clt_status infer_stats_at(clt_device *dev, int c, cl_mem rm, cl_mem rv, f
 }
 
 static clt_status apply_at(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem mi, size_t mi_off,
-                           cl_mem gamma, cl_mem beta, cl_mem y)
+                           cl_mem gamma, cl_mem beta, const clt_epilogue *epi, cl_mem y)
 {
     if (n == 0) return CLT_OK;
     bn_plan pl = plan_make(dev, n, c, hw);
-    int has_g = gamma != NULL, has_b = beta != NULL;
+    int has_g = gamma != NULL, has_b = beta != NULL, relu = clt_epi_relu(epi);
     cl_mem g = has_g ? gamma : mi, b = has_b ? beta : mi; /* not read when absent */
     cl_ulong m_off = mi_off;
     clt_arg args[16] = {CLT_ARG(x), CLT_ARG(mi), CLT_ARG(m_off), CLT_ARG(g), CLT_ARG(has_g), CLT_ARG(b), CLT_ARG(has_b),
-                        CLT_ARG(y)};
-    return plan_launch(dev, &pl, "bn_apply", 8, args);
+                        CLT_ARG(relu), CLT_ARG(y)};
+    return plan_launch(dev, &pl, "bn_apply", 9, args);
 }
 
-static clt_status backward_apply_at(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem dy, cl_mem mi,
-                                    size_t mi_off, cl_mem gamma, cl_mem bstats, size_t bs_off, double count,
-                                    cl_mem dx)
+static clt_status backward_apply_at(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem dy,
+                                    const clt_epilogue *epi, cl_mem mi, size_t mi_off, cl_mem gamma, cl_mem bstats,
+                                    size_t bs_off, double count, cl_mem dx)
 {
     if (n == 0) return CLT_OK;
     bn_plan pl = plan_make(dev, n, c, hw);
-    int has_g = gamma != NULL;
-    cl_mem g = has_g ? gamma : mi;
+    int has_g = gamma != NULL, relu = clt_epi_relu(epi);
+    cl_mem g = has_g ? gamma : mi, ym = clt_epi_mask(epi, dy);
     cl_ulong m_off = mi_off, b_off = bs_off;
     float inv_count = (float)(1.0 / count);
-    clt_arg args[16] = {CLT_ARG(x),      CLT_ARG(dy),    CLT_ARG(mi),        CLT_ARG(m_off), CLT_ARG(g),
-                        CLT_ARG(has_g),  CLT_ARG(bstats), CLT_ARG(b_off),    CLT_ARG(inv_count), CLT_ARG(dx)};
-    return plan_launch(dev, &pl, "bn_backward_apply", 10, args);
+    clt_arg args[16] = {CLT_ARG(x),     CLT_ARG(dy),    CLT_ARG(relu),   CLT_ARG(ym),        CLT_ARG(mi), CLT_ARG(m_off),
+                        CLT_ARG(g),     CLT_ARG(has_g), CLT_ARG(bstats), CLT_ARG(b_off),     CLT_ARG(inv_count),
+                        CLT_ARG(dx)};
+    return plan_launch(dev, &pl, "bn_backward_apply", 12, args);
 }
 
-static clt_status backward_infer_at(clt_device *dev, int n, int c, int hw, cl_mem dy, cl_mem mi, size_t mi_off,
-                                    cl_mem gamma, cl_mem dx)
+static clt_status backward_infer_at(clt_device *dev, int n, int c, int hw, cl_mem dy, const clt_epilogue *epi,
+                                    cl_mem mi, size_t mi_off, cl_mem gamma, cl_mem dx)
 {
     if (n == 0) return CLT_OK;
     bn_plan pl = plan_make(dev, n, c, hw);
-    int has_g = gamma != NULL;
-    cl_mem g = has_g ? gamma : mi;
+    int has_g = gamma != NULL, relu = clt_epi_relu(epi);
+    cl_mem g = has_g ? gamma : mi, ym = clt_epi_mask(epi, dy);
     cl_ulong m_off = mi_off;
-    clt_arg args[16] = {CLT_ARG(dy), CLT_ARG(mi), CLT_ARG(m_off), CLT_ARG(g), CLT_ARG(has_g), CLT_ARG(dx)};
-    return plan_launch(dev, &pl, "bn_backward_infer", 6, args);
+    clt_arg args[16] = {CLT_ARG(dy), CLT_ARG(relu),  CLT_ARG(ym), CLT_ARG(mi),
+                        CLT_ARG(m_off), CLT_ARG(g), CLT_ARG(has_g), CLT_ARG(dx)};
+    return plan_launch(dev, &pl, "bn_backward_infer", 8, args);
 }
 
 /* ---- raw launchers ---- */
+
+/* A fused ReLU's backward needs the forward's output. */
+static clt_status check_epi(const char *op, const clt_epilogue *epi)
+{
+    if (clt_epi_relu(epi) && !epi->y)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: a fused ReLU needs the forward's output", op);
+    return CLT_OK;
+}
 
 clt_status clt_bn_shift_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem shift)
 {
@@ -232,13 +247,13 @@ clt_status clt_bn_shift_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_
 }
 
 /* The raw statistics launchers (see stats_at), partials in the scratch buffer. */
-static clt_status stats_raw(clt_device *dev, int n, int c, int hw, int bwd, cl_mem x, cl_mem dy, cl_mem aux,
-                            cl_mem out)
+static clt_status stats_raw(clt_device *dev, int n, int c, int hw, int bwd, cl_mem x, cl_mem dy,
+                            const clt_epilogue *epi, cl_mem aux, cl_mem out)
 {
     bn_plan pl = plan_make(dev, n, c, hw);
     cl_mem part = NULL;
     if (n > 0) CLT_TRY(clt_device_scratch(dev, plan_part_floats(&pl) * sizeof(float), &part));
-    return stats_at(dev, &pl, bwd, x, dy, aux, 0, part, 0, out, 0);
+    return stats_at(dev, &pl, bwd, x, dy, epi, aux, 0, part, 0, out, 0);
 }
 
 clt_status clt_bn_stats_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem shift, cl_mem stats)
@@ -247,7 +262,7 @@ clt_status clt_bn_stats_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_
     CLT_TRY(check_dims(op, n, c, hw, 0));
     CLT_TRY(NEED(op, NAMED(stats)));
     if (n > 0) CLT_TRY(NEED(op, NAMED(x), NAMED(shift)));
-    return stats_raw(dev, n, c, hw, 0, x, NULL, shift, stats);
+    return stats_raw(dev, n, c, hw, 0, x, NULL, NULL, shift, stats);
 }
 
 clt_status clt_bn_finalize_raw(clt_device *dev, int c, double count, cl_mem stats, cl_mem shift,
@@ -267,13 +282,13 @@ clt_status clt_bn_finalize_raw(clt_device *dev, int c, double count, cl_mem stat
 }
 
 clt_status clt_bn_apply_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem mean_invstd,
-                            cl_mem gamma, cl_mem beta, cl_mem y)
+                            cl_mem gamma, cl_mem beta, const clt_epilogue *epi, cl_mem y)
 {
     const char *op = "clt_bn_apply_raw";
     CLT_TRY(check_dims(op, n, c, hw, 0));
     if (n == 0) return CLT_OK;
     CLT_TRY(NEED(op, NAMED(x), NAMED(mean_invstd), NAMED(y)));
-    return apply_at(dev, n, c, hw, x, mean_invstd, 0, gamma, beta, y);
+    return apply_at(dev, n, c, hw, x, mean_invstd, 0, gamma, beta, epi, y);
 }
 
 clt_status clt_bn_infer_stats_raw(clt_device *dev, int c, cl_mem running_mean, cl_mem running_var,
@@ -288,43 +303,46 @@ clt_status clt_bn_infer_stats_raw(clt_device *dev, int c, cl_mem running_mean, c
 
 clt_status clt_bn_infer_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem running_mean,
                             cl_mem running_var, float eps, cl_mem gamma, cl_mem beta, cl_mem mean_invstd,
-                            cl_mem y)
+                            const clt_epilogue *epi, cl_mem y)
 {
     CLT_TRY(check_dims("clt_bn_infer_raw", n, c, hw, 0));
     CLT_TRY(clt_bn_infer_stats_raw(dev, c, running_mean, running_var, eps, mean_invstd));
-    return clt_bn_apply_raw(dev, n, c, hw, x, mean_invstd, gamma, beta, y);
+    return clt_bn_apply_raw(dev, n, c, hw, x, mean_invstd, gamma, beta, epi, y);
 }
 
 clt_status clt_bn_backward_stats_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem dy,
-                                     cl_mem mean_invstd, cl_mem bstats)
+                                     const clt_epilogue *epi, cl_mem mean_invstd, cl_mem bstats)
 {
     const char *op = "clt_bn_backward_stats_raw";
     CLT_TRY(check_dims(op, n, c, hw, 0));
     CLT_TRY(NEED(op, NAMED(bstats)));
     if (n > 0) CLT_TRY(NEED(op, NAMED(x), NAMED(dy), NAMED(mean_invstd)));
-    return stats_raw(dev, n, c, hw, 1, x, dy, mean_invstd, bstats);
+    CLT_TRY(check_epi(op, epi));
+    return stats_raw(dev, n, c, hw, 1, x, dy, epi, mean_invstd, bstats);
 }
 
 clt_status clt_bn_backward_apply_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem dy,
-                                     cl_mem mean_invstd, cl_mem gamma, cl_mem bstats, double count,
-                                     cl_mem dx)
+                                     const clt_epilogue *epi, cl_mem mean_invstd, cl_mem gamma, cl_mem bstats,
+                                     double count, cl_mem dx)
 {
     const char *op = "clt_bn_backward_apply_raw";
     CLT_TRY(check_dims(op, n, c, hw, 0));
     CLT_TRY(check_count(op, count));
     if (n == 0) return CLT_OK;
     CLT_TRY(NEED(op, NAMED(x), NAMED(dy), NAMED(mean_invstd), NAMED(bstats), NAMED(dx)));
-    return backward_apply_at(dev, n, c, hw, x, dy, mean_invstd, 0, gamma, bstats, 0, count, dx);
+    CLT_TRY(check_epi(op, epi));
+    return backward_apply_at(dev, n, c, hw, x, dy, epi, mean_invstd, 0, gamma, bstats, 0, count, dx);
 }
 
-clt_status clt_bn_backward_infer_raw(clt_device *dev, int n, int c, int hw, cl_mem dy,
+clt_status clt_bn_backward_infer_raw(clt_device *dev, int n, int c, int hw, cl_mem dy, const clt_epilogue *epi,
                                      cl_mem mean_invstd, cl_mem gamma, cl_mem dx)
 {
     const char *op = "clt_bn_backward_infer_raw";
     CLT_TRY(check_dims(op, n, c, hw, 0));
     if (n == 0) return CLT_OK;
     CLT_TRY(NEED(op, NAMED(dy), NAMED(mean_invstd), NAMED(dx)));
-    return backward_infer_at(dev, n, c, hw, dy, mean_invstd, 0, gamma, dx);
+    CLT_TRY(check_epi(op, epi));
+    return backward_infer_at(dev, n, c, hw, dy, epi, mean_invstd, 0, gamma, dx);
 }
 
 /* ---- public tensor API ---- */
@@ -405,7 +423,7 @@ clt_status clt_batchnorm_forward(const clt_tensor *x, const clt_tensor *gamma, c
         if (save) mi = save->buf;
         else CLT_TRY(clt_device_scratch(dev, (size_t)2 * c * sizeof(float), &mi));
         CLT_TRY(infer_stats_at(dev, c, running_mean->buf, running_var->buf, CLT_BN_EPS, mi, 0));
-        return apply_at(dev, n, c, hw, x->buf, mi, 0, g, b, y->buf);
+        return apply_at(dev, n, c, hw, x->buf, mi, 0, g, b, NULL, y->buf);
     }
     if ((int64_t)n * hw < 2) return single_value(op, x);
     /* Scratch: [per-plane partials | shift (c) | stats (2c) | mean_invstd (2c) without save]. */
@@ -417,11 +435,11 @@ clt_status clt_batchnorm_forward(const clt_tensor *x, const clt_tensor *gamma, c
     cl_mem mi = save ? save->buf : s;
     size_t mi_off = save ? 0 : p_mi;
     CLT_TRY(shift_at(dev, c, hw, x->buf, s, p_shift));
-    CLT_TRY(stats_at(dev, &pl, 0, x->buf, NULL, s, p_shift, s, p_part, s, p_stats));
+    CLT_TRY(stats_at(dev, &pl, 0, x->buf, NULL, NULL, s, p_shift, s, p_part, s, p_stats));
     CLT_TRY(finalize_at(dev, c, (double)n * hw, s, p_stats, s, p_shift, CLT_BN_MOMENTUM, CLT_BN_EPS,
                         running_mean ? running_mean->buf : NULL, running_var ? running_var->buf : NULL, mi,
                         mi_off));
-    return apply_at(dev, n, c, hw, x->buf, mi, mi_off, g, b, y->buf);
+    return apply_at(dev, n, c, hw, x->buf, mi, mi_off, g, b, NULL, y->buf);
 }
 
 clt_status clt_batchnorm_backward(const clt_tensor *x, const clt_tensor *dy, const clt_tensor *gamma,
@@ -454,12 +472,13 @@ clt_status clt_batchnorm_backward(const clt_tensor *x, const clt_tensor *dy, con
         bn_plan pl = plan_make(dev, n, c, hw);
         p_bs = plan_part_floats(&pl);
         CLT_TRY(clt_device_scratch(dev, (p_bs + 2 * (size_t)c) * sizeof(float), &s));
-        CLT_TRY(stats_at(dev, &pl, 1, x->buf, dy->buf, save->buf, 0, s, 0, s, p_bs));
+        CLT_TRY(stats_at(dev, &pl, 1, x->buf, dy->buf, NULL, save->buf, 0, s, 0, s, p_bs));
         if (dbeta) CLT_TRY(copy_floats(dev, s, p_bs, dbeta->buf, (size_t)c));
         if (dgamma) CLT_TRY(copy_floats(dev, s, p_bs + c, dgamma->buf, (size_t)c));
     }
     if (!dx) return CLT_OK;
     if (training)
-        return backward_apply_at(dev, n, c, hw, x->buf, dy->buf, save->buf, 0, g, s, p_bs, (double)n * hw, dx->buf);
-    return backward_infer_at(dev, n, c, hw, dy->buf, save->buf, 0, g, dx->buf);
+        return backward_apply_at(dev, n, c, hw, x->buf, dy->buf, NULL, save->buf, 0, g, s, p_bs, (double)n * hw,
+                                 dx->buf);
+    return backward_infer_at(dev, n, c, hw, dy->buf, NULL, save->buf, 0, g, dx->buf);
 }

@@ -56,6 +56,7 @@
 #ifndef CLT_OPS_BN_H
 #define CLT_OPS_BN_H
 
+#include "ops/epilogue.h"
 #include "runtime/device.h"
 
 #define CLT_BN_EPS 1e-5f
@@ -75,9 +76,10 @@ clt_status clt_bn_stats_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_
 clt_status clt_bn_finalize_raw(clt_device *dev, int c, double count, cl_mem stats, cl_mem shift,
                                float momentum, float eps, cl_mem running_mean, cl_mem running_var,
                                cl_mem mean_invstd);
-/* y = (x - mean) * invstd * gamma + beta; gamma NULL = 1, beta NULL = 0; y may be x. */
+/* y = (x - mean) * invstd * gamma + beta; gamma NULL = 1, beta NULL = 0; y may be x.
+ * epi (NULL: none): a ReLU fused into the store (ops/epilogue.h). */
 clt_status clt_bn_apply_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem mean_invstd,
-                            cl_mem gamma, cl_mem beta, cl_mem y);
+                            cl_mem gamma, cl_mem beta, const clt_epilogue *epi, cl_mem y);
 
 /* mean_invstd = [running_mean | 1/sqrt(running_var + eps)]. */
 clt_status clt_bn_infer_stats_raw(clt_device *dev, int c, cl_mem running_mean, cl_mem running_var,
@@ -86,20 +88,22 @@ clt_status clt_bn_infer_stats_raw(clt_device *dev, int c, cl_mem running_mean, c
  * mean_invstd (2c) is written for the backward. */
 clt_status clt_bn_infer_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem running_mean,
                             cl_mem running_var, float eps, cl_mem gamma, cl_mem beta,
-                            cl_mem mean_invstd, cl_mem y);
+                            cl_mem mean_invstd, const clt_epilogue *epi, cl_mem y);
 
 /* bstats (2c) = [sum dy | sum dy * xhat], xhat = (x - mean) * invstd, over
- * this shard (n = 0 writes zeros). In both modes these are dbeta and dgamma. */
+ * this shard (n = 0 writes zeros). In both modes these are dbeta and dgamma.
+ * The backward launchers read dy through epi's ReLU derivative (epi: the
+ * forward's, with its output; NULL: none). */
 clt_status clt_bn_backward_stats_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem dy,
-                                     cl_mem mean_invstd, cl_mem bstats);
+                                     const clt_epilogue *epi, cl_mem mean_invstd, cl_mem bstats);
 /* Training mode: dx = gamma * invstd * (dy - B1/count - xhat * B2/count) with
  * bstats = [B1 | B2] summed over the `count` elements per channel of the
  * whole (possibly multi-device) batch. dx may be dy. */
 clt_status clt_bn_backward_apply_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem dy,
-                                     cl_mem mean_invstd, cl_mem gamma, cl_mem bstats, double count,
-                                     cl_mem dx);
+                                     const clt_epilogue *epi, cl_mem mean_invstd, cl_mem gamma, cl_mem bstats,
+                                     double count, cl_mem dx);
 /* Statistics held fixed (inference): dx = gamma * invstd * dy. dx may be dy. */
-clt_status clt_bn_backward_infer_raw(clt_device *dev, int n, int c, int hw, cl_mem dy,
+clt_status clt_bn_backward_infer_raw(clt_device *dev, int n, int c, int hw, cl_mem dy, const clt_epilogue *epi,
                                      cl_mem mean_invstd, cl_mem gamma, cl_mem dx);
 
 #endif

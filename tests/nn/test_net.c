@@ -1,7 +1,8 @@
 /* Nets: spec parsing and errors, parameter names, init, and whole-net
  * forward/backward/SGD against the plain-C reference (ref_net.c), whose own
- * gradients are checked by finite differences; fused relus train bit for
- * bit as separate ones. */
+ * gradients are checked by finite differences; fused relus (after conv,
+ * dense and batch norm, and inside residual blocks) train and infer bit
+ * for bit as separate ones. */
 #include <math.h>
 #include <string.h>
 
@@ -281,6 +282,14 @@ static void fused_equals_separate(clt_device *dev, const char *spec, int c, int 
         CHECK_OK(clt_net_sgd_step(b, 0.1f, 0.9f, 1e-3f));
         CHECK(la == lb, "%s: step %d loss %.9g fused, %.9g separate", spec, step, la, lb);
     }
+    /* Inference: the forward (batch norm on running statistics) and a
+     * backward after it (batch norm's statistics held fixed). */
+    double la, lb;
+    CHECK_OK(clt_net_forward(a, img, n, 0));
+    CHECK_OK(clt_net_backward(a, lab, 1.0f / (float)n, &la, NULL));
+    CHECK_OK(clt_net_forward(b, img, n, 0));
+    CHECK_OK(clt_net_backward(b, lab, 1.0f / (float)n, &lb, NULL));
+    CHECK(la == lb, "%s: inference loss %.9g fused, %.9g separate", spec, la, lb);
     for (int i = 0; i < np; i++) {
         const clt_param *p = clt_net_param_at(a, i);
         float *va = malloc(sizeof(float) * (size_t)p->numel), *vb = malloc(sizeof(float) * (size_t)p->numel);
@@ -288,6 +297,12 @@ static void fused_equals_separate(clt_device *dev, const char *spec, int c, int 
         CHECK_OK(clt_net_param_get(b, p->name, vb, p->numel));
         CHECK(memcmp(va, vb, sizeof(float) * (size_t)p->numel) == 0, "%s: %s differs after 3 steps fused vs separate",
               spec, p->name);
+        if (!p->is_buffer) {
+            CHECK_OK(clt_net_grad_get(a, p->name, va, p->numel));
+            CHECK_OK(clt_net_grad_get(b, p->name, vb, p->numel));
+            CHECK(memcmp(va, vb, sizeof(float) * (size_t)p->numel) == 0,
+                  "%s: gradient of %s after an inference forward differs fused vs separate", spec, p->name);
+        }
         free(va), free(vb);
     }
     free(img), free(lab);
@@ -375,6 +390,8 @@ int main(void)
     fused_equals_separate(dev, "lenet", 1, 28, 28, 5, 1 + 1 + dense_fuse);
     fused_equals_separate(dev, "conv:4:3:2:1,relu,relu,conv:3:1,relu,flatten,dense:6,relu,dense:3,relu", 2, 9, 8, 4,
                           2 + 2 * dense_fuse);
+    /* batch norm: after a conv, inside residual blocks (bn1's relu), and on features */
+    fused_equals_separate(dev, "conv:4:3:1:1,bn,relu,res:4,res:6:2,gap,bn,relu,dense:3", 2, 7, 6, 3, 2);
     /* The whole builtin at its real size on a tiny batch (the blocks above
      * carry the finite differences). */
     against_reference(dev, "resnet18", 1, 28, 28, 2, 0);

@@ -285,7 +285,7 @@ static void check_errors(const op_env *e)
                NULL);
     EXPECT_ERR(clt_bn_stats_raw(dev, 2, 3, 16, x->buf, NULL, save->buf), CLT_ERR_INVALID_ARG, "shift", NULL);
     EXPECT_ERR(clt_bn_shift_raw(dev, 0, 3, 16, x->buf, rm->buf), CLT_ERR_SHAPE, "n >= 1", NULL);
-    EXPECT_ERR(clt_bn_backward_apply_raw(dev, 2, 3, 16, x->buf, y->buf, save->buf, NULL, save->buf, 32.0, NULL),
+    EXPECT_ERR(clt_bn_backward_apply_raw(dev, 2, 3, 16, x->buf, y->buf, NULL, save->buf, NULL, save->buf, 32.0, NULL),
                CLT_ERR_INVALID_ARG, "dx", NULL);
     /* Tensors of another device. */
     if (dev1) {

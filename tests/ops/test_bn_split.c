@@ -88,20 +88,20 @@ static void check_split(clt_device *dev0, clt_device *dev1, ref_bn_shape s, int 
         CHECK_OK(clt_bn_finalize_raw(devs[k], c, count, sst[k]->buf, sh, 0.1f, 1e-5f, srm[k]->buf, srv[k]->buf,
                                      smi[k]->buf));
         if (ns[k]) CHECK_OK(clt_bn_apply_raw(devs[k], ns[k], c, hw, sx[k]->buf, smi[k]->buf, sg[k]->buf, sb[k]->buf,
-                                             sy[k]->buf));
+                                             NULL, sy[k]->buf));
     }
     /* Backward: bstats per shard, host sum, then dx. */
     float bsum[64] = {0};
     for (int k = 0; k < 3; k++) {
         CHECK_OK(clt_bn_backward_stats_raw(devs[k], ns[k], c, hw, sx[k] ? sx[k]->buf : NULL,
-                                           sdy[k] ? sdy[k]->buf : NULL, smi[k]->buf, sbs[k]->buf));
+                                           sdy[k] ? sdy[k]->buf : NULL, NULL, smi[k]->buf, sbs[k]->buf));
         float *part = dl(sbs[k]);
         for (int i = 0; i < 2 * c; i++) bsum[i] += part[i];
         free(part);
     }
     for (int k = 0; k < 2; k++) {
         CHECK_OK(clt_tensor_upload(sbs[k], bsum, 2 * c));
-        CHECK_OK(clt_bn_backward_apply_raw(devs[k], ns[k], c, hw, sx[k]->buf, sdy[k]->buf, smi[k]->buf, sg[k]->buf,
+        CHECK_OK(clt_bn_backward_apply_raw(devs[k], ns[k], c, hw, sx[k]->buf, sdy[k]->buf, NULL, smi[k]->buf, sg[k]->buf,
                                            sbs[k]->buf, count, sdx[k]->buf));
     }
 

@@ -231,15 +231,15 @@ static clt_status run_bn(bench_case *b, int pass)
     int hw = c->h * c->w;
     double elems = (double)c->n * hw;
     if (pass == 1) {
-        CLT_TRY(clt_bn_backward_stats_raw(dev, c->n, c->c, hw, m[B_X], m[B_DY], m[B_E2], m[B_DW]));
-        return clt_bn_backward_apply_raw(dev, c->n, c->c, hw, m[B_X], m[B_DY], m[B_E2], m[B_W], m[B_DW], elems,
+        CLT_TRY(clt_bn_backward_stats_raw(dev, c->n, c->c, hw, m[B_X], m[B_DY], NULL, m[B_E2], m[B_DW]));
+        return clt_bn_backward_apply_raw(dev, c->n, c->c, hw, m[B_X], m[B_DY], NULL, m[B_E2], m[B_W], m[B_DW], elems,
                                          m[B_DX]);
     }
     CLT_TRY(clt_bn_shift_raw(dev, c->n, c->c, hw, m[B_X], m[B_AUX]));
     CLT_TRY(clt_bn_stats_raw(dev, c->n, c->c, hw, m[B_X], m[B_AUX], m[B_E1]));
     CLT_TRY(clt_bn_finalize_raw(dev, c->c, elems, m[B_E1], m[B_AUX], CLT_BN_MOMENTUM, CLT_BN_EPS, m[B_E3], m[B_E4],
                                 m[B_E2]));
-    return clt_bn_apply_raw(dev, c->n, c->c, hw, m[B_X], m[B_E2], m[B_W], m[B_B], m[B_Y]);
+    return clt_bn_apply_raw(dev, c->n, c->c, hw, m[B_X], m[B_E2], m[B_W], m[B_B], NULL, m[B_Y]);
 }
 
 static clt_status run_pass(bench_case *b, int pass)
