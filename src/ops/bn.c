@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "runtime/launch.h"
 #include "tensor/tensor.h"
@@ -90,9 +91,16 @@ static const char *plan_kernel(const bn_plan *pl, const char *base, char *buf, s
     return buf;
 }
 
-/* Launches a kernel of the row layout; the row arguments come last. */
-static clt_status plan_launch(clt_device *dev, const bn_plan *pl, const char *base, int nargs, clt_arg *args)
+/* Launches a kernel of the row layout: its own nargs arguments, then the
+ * row arguments. */
+static clt_status plan_launch(clt_device *dev, const bn_plan *pl, const char *base, int nargs, const clt_arg *own)
 {
+    enum { ROW_ARGS = 5, MAX_ARGS = 24 };
+    clt_arg args[MAX_ARGS];
+    if (nargs < 0 || nargs > MAX_ARGS - ROW_ARGS)
+        return clt_fail(CLT_ERR_INTERNAL, "batch norm: %s takes %d arguments, more than %d", base, nargs,
+                        MAX_ARGS - ROW_ARGS);
+    memcpy(args, own, (size_t)nargs * sizeof *args);
     char name[64];
     args[nargs++] = CLT_ARG(pl->n);
     args[nargs++] = CLT_ARG(pl->c);
@@ -125,7 +133,7 @@ static clt_status stats_at(clt_device *dev, const bn_plan *pl, int bwd, cl_mem x
     int C = pl->c;
     if (pl->n == 0) return zero_floats(dev, out, out_off, (size_t)2 * C, "batch norm statistics: clEnqueueFillBuffer");
     cl_ulong p_off = part_off, a_off = aux_off, o_off = out_off;
-    clt_arg args[16];
+    clt_arg args[8];
     int k = 0, relu = clt_epi_relu(epi);
     cl_mem ym = clt_epi_mask(epi, dy);
     args[k++] = CLT_ARG(x);
@@ -194,9 +202,9 @@ static clt_status apply_at(clt_device *dev, int n, int c, int hw, cl_mem x, cl_m
     int has_g = gamma != NULL, has_b = beta != NULL, relu = clt_epi_relu(epi);
     cl_mem g = has_g ? gamma : mi, b = has_b ? beta : mi; /* not read when absent */
     cl_ulong m_off = mi_off;
-    clt_arg args[16] = {CLT_ARG(x), CLT_ARG(mi), CLT_ARG(m_off), CLT_ARG(g), CLT_ARG(has_g), CLT_ARG(b), CLT_ARG(has_b),
-                        CLT_ARG(relu), CLT_ARG(y)};
-    return plan_launch(dev, &pl, "bn_apply", 9, args);
+    const clt_arg args[] = {CLT_ARG(x),     CLT_ARG(mi), CLT_ARG(m_off), CLT_ARG(g), CLT_ARG(has_g),
+                            CLT_ARG(b),     CLT_ARG(has_b), CLT_ARG(relu), CLT_ARG(y)};
+    return plan_launch(dev, &pl, "bn_apply", (int)(sizeof args / sizeof *args), args);
 }
 
 static clt_status backward_apply_at(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem dy,
@@ -209,10 +217,10 @@ static clt_status backward_apply_at(clt_device *dev, int n, int c, int hw, cl_me
     cl_mem g = has_g ? gamma : mi, ym = clt_epi_mask(epi, dy);
     cl_ulong m_off = mi_off, b_off = bs_off;
     float inv_count = (float)(1.0 / count);
-    clt_arg args[16] = {CLT_ARG(x),     CLT_ARG(dy),    CLT_ARG(relu),   CLT_ARG(ym),        CLT_ARG(mi), CLT_ARG(m_off),
-                        CLT_ARG(g),     CLT_ARG(has_g), CLT_ARG(bstats), CLT_ARG(b_off),     CLT_ARG(inv_count),
-                        CLT_ARG(dx)};
-    return plan_launch(dev, &pl, "bn_backward_apply", 12, args);
+    const clt_arg args[] = {CLT_ARG(x),     CLT_ARG(dy),    CLT_ARG(relu),   CLT_ARG(ym),    CLT_ARG(mi),
+                            CLT_ARG(m_off), CLT_ARG(g),     CLT_ARG(has_g),  CLT_ARG(bstats), CLT_ARG(b_off),
+                            CLT_ARG(inv_count), CLT_ARG(dx)};
+    return plan_launch(dev, &pl, "bn_backward_apply", (int)(sizeof args / sizeof *args), args);
 }
 
 static clt_status backward_infer_at(clt_device *dev, int n, int c, int hw, cl_mem dy, const clt_epilogue *epi,
@@ -223,20 +231,12 @@ static clt_status backward_infer_at(clt_device *dev, int n, int c, int hw, cl_me
     int has_g = gamma != NULL, relu = clt_epi_relu(epi);
     cl_mem g = has_g ? gamma : mi, ym = clt_epi_mask(epi, dy);
     cl_ulong m_off = mi_off;
-    clt_arg args[16] = {CLT_ARG(dy), CLT_ARG(relu),  CLT_ARG(ym), CLT_ARG(mi),
-                        CLT_ARG(m_off), CLT_ARG(g), CLT_ARG(has_g), CLT_ARG(dx)};
-    return plan_launch(dev, &pl, "bn_backward_infer", 8, args);
+    const clt_arg args[] = {CLT_ARG(dy),    CLT_ARG(relu), CLT_ARG(ym),    CLT_ARG(mi),
+                            CLT_ARG(m_off), CLT_ARG(g),    CLT_ARG(has_g), CLT_ARG(dx)};
+    return plan_launch(dev, &pl, "bn_backward_infer", (int)(sizeof args / sizeof *args), args);
 }
 
 /* ---- raw launchers ---- */
-
-/* A fused ReLU's backward needs the forward's output. */
-static clt_status check_epi(const char *op, const clt_epilogue *epi)
-{
-    if (clt_epi_relu(epi) && !epi->y)
-        return clt_fail(CLT_ERR_INVALID_ARG, "%s: a fused ReLU needs the forward's output", op);
-    return CLT_OK;
-}
 
 clt_status clt_bn_shift_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem shift)
 {
@@ -317,7 +317,7 @@ clt_status clt_bn_backward_stats_raw(clt_device *dev, int n, int c, int hw, cl_m
     CLT_TRY(check_dims(op, n, c, hw, 0));
     CLT_TRY(NEED(op, NAMED(bstats)));
     if (n > 0) CLT_TRY(NEED(op, NAMED(x), NAMED(dy), NAMED(mean_invstd)));
-    CLT_TRY(check_epi(op, epi));
+    CLT_TRY(clt_epi_check_backward(epi, op));
     return stats_raw(dev, n, c, hw, 1, x, dy, epi, mean_invstd, bstats);
 }
 
@@ -330,7 +330,7 @@ clt_status clt_bn_backward_apply_raw(clt_device *dev, int n, int c, int hw, cl_m
     CLT_TRY(check_count(op, count));
     if (n == 0) return CLT_OK;
     CLT_TRY(NEED(op, NAMED(x), NAMED(dy), NAMED(mean_invstd), NAMED(bstats), NAMED(dx)));
-    CLT_TRY(check_epi(op, epi));
+    CLT_TRY(clt_epi_check_backward(epi, op));
     return backward_apply_at(dev, n, c, hw, x, dy, epi, mean_invstd, 0, gamma, bstats, 0, count, dx);
 }
 
@@ -341,7 +341,7 @@ clt_status clt_bn_backward_infer_raw(clt_device *dev, int n, int c, int hw, cl_m
     CLT_TRY(check_dims(op, n, c, hw, 0));
     if (n == 0) return CLT_OK;
     CLT_TRY(NEED(op, NAMED(dy), NAMED(mean_invstd), NAMED(dx)));
-    CLT_TRY(check_epi(op, epi));
+    CLT_TRY(clt_epi_check_backward(epi, op));
     return backward_infer_at(dev, n, c, hw, dy, epi, mean_invstd, 0, gamma, dx);
 }
 
