@@ -183,8 +183,7 @@ clt_status clt_conv_plan_backward(clt_device *dev, const clt_conv_plan *plan, cl
 {
     CLT_TRY(check_plan(dev, plan, "conv2d backward"));
     if (!dy) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: dy is NULL");
-    if (clt_epi_relu(epi) && !epi->y)
-        return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: a fused ReLU needs the forward's output");
+    CLT_TRY(clt_epi_check_backward(epi, "conv2d backward"));
     if ((dw && !x) || (dx && !w))
         return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: dw needs x and dx needs w");
     const clt_conv_algo *data = dx ? plan->algo[CLT_CONV_BWD_DATA] : NULL;

@@ -9,6 +9,7 @@
 #ifndef CLT_OPS_EPILOGUE_H
 #define CLT_OPS_EPILOGUE_H
 
+#include "core/error.h"
 #include "runtime/cl.h"
 
 typedef struct clt_epilogue {
@@ -21,5 +22,13 @@ static inline int clt_epi_relu(const clt_epilogue *e) { return e && e->relu; }
 /* The kernels' `ym` argument: the forward's output, or `any` (a valid
  * buffer the kernel does not read) without a ReLU. */
 static inline cl_mem clt_epi_mask(const clt_epilogue *e, cl_mem any) { return clt_epi_relu(e) ? e->y : any; }
+/* A backward's check: a fused ReLU needs the forward's output (op names
+ * the caller in the error). */
+static inline clt_status clt_epi_check_backward(const clt_epilogue *e, const char *op)
+{
+    if (clt_epi_relu(e) && !e->y)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: a fused ReLU needs the forward's output", op);
+    return CLT_OK;
+}
 
 #endif

@@ -77,7 +77,7 @@ int clt_split_units(int n, int all, const float *rates, const int *prev, int *si
     sizes[fastest] += n - given * UNIT;
     /* One unit at a time from the slowest shard to where it costs least. */
     for (int moves = 0; moves < n / UNIT; moves++) {
-        double now = predicted(all, rates, sizes), best = now;
+        double best = predicted(all, rates, sizes);
         int slow = 0, to = -1;
         for (int i = 1; i < all; i++)
             if (sizes[i] / (double)rates[i] > sizes[slow] / (double)rates[slow]) slow = i;
