@@ -5,6 +5,7 @@
 #define CLT_NN_LAYER_H
 
 #include "nn/net.h"
+#include "ops/conv.h"
 #include "ops/dropout.h"
 #include "runtime/device.h"
 
@@ -125,6 +126,15 @@ clt_param *clt_layer_add_param(clt_layer *l, const char *suffix, int ndim, const
 clt_param *clt_layer_add_buffer(clt_layer *l, const char *suffix, int64_t numel, float value);
 /* Error for a layer: "layer 3 (conv:50:5): <message>". */
 clt_status clt_layer_fail(const clt_layer *l, clt_status s, const char *fmt, ...) CLT_PRINTF(3, 4);
+
+/* fuses_relu of the kinds whose every path stores through the epilogue. */
+int clt_layer_fuses_always(const clt_layer *l, const clt_device *dev);
+/* The convolution plan a layer keeps in kind_state for geometry g (conv
+ * layers, and dense layers that run as 1x1 convolutions): made once, again
+ * only when g or the device's settings change (a smaller last batch). */
+clt_status clt_layer_conv_plan(clt_layer *l, clt_device *dev, const clt_conv_geom *g, clt_conv_plan **out);
+/* A kind's release of that plan. */
+void clt_layer_release_conv_plan(clt_layer *l);
 
 /* The kinds (one file each). */
 extern const clt_layer_kind clt_layer_conv;

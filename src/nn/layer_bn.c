@@ -91,12 +91,4 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
                                      dx);
 }
 
-/* Every batch norm stores through the epilogue. */
-static int fuses_relu(const clt_layer *l, const clt_device *dev)
-{
-    (void)l;
-    (void)dev;
-    return 1;
-}
-
-const clt_layer_kind clt_layer_bn = {"bn", configure, forward, backward, NULL, 0, NULL, fuses_relu, NULL};
+const clt_layer_kind clt_layer_bn = {"bn", configure, forward, backward, NULL, 0, NULL, clt_layer_fuses_always, NULL};

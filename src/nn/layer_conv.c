@@ -31,17 +31,27 @@ static clt_status configure(clt_layer *l)
     return CLT_OK;
 }
 
-/* The layer's plan for n samples on dev: made once, again only when the
- * batch size or the device's settings change (a smaller last batch). */
+/* The layer's plan for n samples on dev. */
 static clt_status plan(clt_layer *l, clt_device *dev, int n, clt_conv_plan **out)
 {
     clt_conv_geom g;
     CLT_TRY(geom(l, n, &g));
+    return clt_layer_conv_plan(l, dev, &g, out);
+}
+
+clt_status clt_layer_conv_plan(clt_layer *l, clt_device *dev, const clt_conv_geom *g, clt_conv_plan **out)
+{
     clt_conv_plan *p = l->kind_state;
-    clt_status s = clt_conv_plan_ensure(dev, &g, &p);
+    clt_status s = clt_conv_plan_ensure(dev, g, &p);
     l->kind_state = p;
     *out = p;
     return s;
+}
+
+void clt_layer_release_conv_plan(clt_layer *l)
+{
+    clt_conv_plan_destroy(l->kind_state);
+    l->kind_state = NULL;
 }
 
 static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
@@ -64,17 +74,5 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
 }
 
 /* Every algorithm stores through the epilogue. */
-static int fuses_relu(const clt_layer *l, const clt_device *dev)
-{
-    (void)l;
-    (void)dev;
-    return 1;
-}
-
-static void release(clt_layer *l)
-{
-    clt_conv_plan_destroy(l->kind_state);
-    l->kind_state = NULL;
-}
-
-const clt_layer_kind clt_layer_conv = {"conv", configure, forward, backward, NULL, 0, release, fuses_relu, NULL};
+const clt_layer_kind clt_layer_conv = {"conv", configure, forward, backward, NULL, 0, clt_layer_release_conv_plan,
+                                       clt_layer_fuses_always, NULL};

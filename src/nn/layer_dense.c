@@ -28,12 +28,7 @@ static clt_status plan(clt_layer *l, clt_device *dev, int n, clt_conv_plan **out
     int conv;
     *out = NULL;
     CLT_TRY(clt_dense_as_conv(dev, n, l->in.d[0], l->out.d[0], &g, &conv));
-    if (!conv) return CLT_OK;
-    clt_conv_plan *p = l->kind_state;
-    clt_status s = clt_conv_plan_ensure(dev, &g, &p);
-    l->kind_state = p;
-    *out = p;
-    return s;
+    return conv ? clt_layer_conv_plan(l, dev, &g, out) : CLT_OK;
 }
 
 static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
@@ -64,10 +59,5 @@ static int fuses_relu(const clt_layer *l, const clt_device *dev)
     return clt_dense_fuses(dev);
 }
 
-static void release(clt_layer *l)
-{
-    clt_conv_plan_destroy(l->kind_state);
-    l->kind_state = NULL;
-}
-
-const clt_layer_kind clt_layer_dense = {"dense", configure, forward, backward, NULL, 0, release, fuses_relu, NULL};
+const clt_layer_kind clt_layer_dense = {"dense", configure, forward, backward, NULL, 0, clt_layer_release_conv_plan,
+                                        fuses_relu, NULL};
