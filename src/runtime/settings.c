@@ -29,12 +29,21 @@ static int bwdw_known(int a, int b)
     return 0;
 }
 
+/* A variable that takes one of two words: *out = v0 or v1; anything else is
+ * refused naming the variable, its value and `expected`. */
+static clt_status parse_either(const char *name, const char *e, const char *w0, int v0, const char *w1, int v1,
+                               const char *expected, int *out)
+{
+    if (strcmp(e, w0) == 0) *out = v0;
+    else if (strcmp(e, w1) == 0) *out = v1;
+    else return clt_fail(CLT_ERR_INVALID_ARG, "%s=\"%s\": expected %s", name, e, expected);
+    return CLT_OK;
+}
+
 static clt_status parse_algo(const char *e, clt_device_settings *s)
 {
-    if (strcmp(e, "lanes") == 0) s->conv_algo = CLT_CONV_ALGO_LANES;
-    else if (strcmp(e, "gemm") == 0) s->conv_algo = CLT_CONV_ALGO_GEMM;
-    else return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_ALGO=\"%s\": expected lanes or gemm", e);
-    return CLT_OK;
+    return parse_either("CLTRAIN_CONV_ALGO", e, "lanes", CLT_CONV_ALGO_LANES, "gemm", CLT_CONV_ALGO_GEMM,
+                        "lanes or gemm", &s->conv_algo);
 }
 
 static clt_status parse_budget(const char *e, clt_device_settings *s)
@@ -66,18 +75,13 @@ static clt_status parse_bwdw(const char *e, clt_device_settings *s)
 
 static clt_status parse_tune(const char *e, clt_device_settings *s)
 {
-    if (strcmp(e, "0") == 0) s->tune = CLT_TUNE_OFF;
-    else if (strcmp(e, "1") == 0) s->tune = CLT_TUNE_ON;
-    else return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_TUNE=\"%s\": expected 0 (rule-based kernels) or 1 (tune)", e);
-    return CLT_OK;
+    return parse_either("CLTRAIN_TUNE", e, "0", CLT_TUNE_OFF, "1", CLT_TUNE_ON, "0 (rule-based kernels) or 1 (tune)",
+                        &s->tune);
 }
 
 static clt_status parse_fuse(const char *e, clt_device_settings *s)
 {
-    if (strcmp(e, "0") == 0) s->no_fuse = 1;
-    else if (strcmp(e, "1") == 0) s->no_fuse = 0;
-    else return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_FUSE=\"%s\": expected 0 (activations run alone) or 1 (fused)", e);
-    return CLT_OK;
+    return parse_either("CLTRAIN_FUSE", e, "0", 1, "1", 0, "0 (activations run alone) or 1 (fused)", &s->no_fuse);
 }
 
 clt_status clt_device_settings_from_env(clt_device_settings *s)
