@@ -23,10 +23,6 @@
 static size_t up(size_t v, size_t m) { return clt_conv_round_up(v, m); }
 
 /* ------------------------------------------------------------------ */
-/* Plan                                                                */
-/* ------------------------------------------------------------------ */
-
-/* ------------------------------------------------------------------ */
 /* Kernel configurations: the rule, the candidates the tuner times      */
 /* ------------------------------------------------------------------ */
 
@@ -73,14 +69,10 @@ static int pass_channels(const clt_conv_geom *g, int pass) { return pass == CLT_
 static double cfg_cost(const clt_conv_lanes_params *lp, int pass, const clt_conv_lanes_cfg *c)
 {
     const clt_conv_geom *g = &lp->gk;
-    double work, loads;
-    if (pass == CLT_CONV_BWD_WEIGHTS) {
-        work = (double)up((size_t)g->co, (size_t)c->a) * (double)up((size_t)g->c, (size_t)c->b);
-        loads = (double)(c->a + c->b) / (double)(c->a * c->b);
-    } else {
-        work = (double)up((size_t)pass_channels(g, pass), (size_t)c->a);
-        loads = (double)(c->a + c->b) / (double)(c->a * c->b);
-    }
+    double work = pass == CLT_CONV_BWD_WEIGHTS
+                      ? (double)up((size_t)g->co, (size_t)c->a) * (double)up((size_t)g->c, (size_t)c->b)
+                      : (double)up((size_t)pass_channels(g, pass), (size_t)c->a);
+    double loads = (double)(c->a + c->b) / (double)(c->a * c->b);
     return work * (1.0 + loads) * (c->px ? 1.001 : 1.0);
 }
 
@@ -177,6 +169,10 @@ int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params
     return n;
 }
 
+/* ------------------------------------------------------------------ */
+/* Plan                                                                */
+/* ------------------------------------------------------------------ */
+
 /* Backward-weights chunking: a chunk is `rows` output rows x `vecs` vw-lane
  * vectors. A work-group (the k*k taps of one WA x WB block) streams WB input
  * channels and WA dy channels of its chunk; keep that within ~512 KiB (half
@@ -210,7 +206,7 @@ static void bwd_weights_chunks(const clt_device *dev, clt_conv_lanes_params *lp)
     lp->bw_chunks = (g->oh + rows - 1) / rows * lp->bw_vchunks;
 }
 
-/* Forward scratch: xT (C, H, W, NP), the transposed weights, yT (CO, P, NP). */
+/* Forward scratch: xT (C, H, W, NP), the weights in register blocks, yT (CO, P, NP). */
 static size_t forward_floats(const clt_conv_lanes_params *lp, size_t *x_elems, size_t *wf_elems)
 {
     const clt_conv_geom *g = &lp->gk;
