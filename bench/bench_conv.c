@@ -1,8 +1,8 @@
 /* Convolution benchmark: GFLOP/s of forward, backward-data and
  * backward-weights for the LeNet and ResNet-18 (28x28) shapes, for each
- * algorithm (the device settings' lanes / gemm), on one device.
+ * algorithm (the device settings' lanes / implicit / gemm), on one device.
  *
- *   bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|gemm|both]
+ *   bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|implicit|gemm|both|all]
  *              [--pass fwd|bwd-data|bwd-weights]... [--peak GFLOPS]
  *              [--shape n,c,h,w,co,k,s,p]...
  *
@@ -92,7 +92,9 @@ static void bench(clt_device *dev, const shape *sh, const char *algo, int iters,
                   double peak)
 {
     clt_device_settings set = *clt_device_get_settings(dev);
-    set.conv_algo = strcmp(algo, "lanes") == 0 ? CLT_CONV_ALGO_LANES : CLT_CONV_ALGO_GEMM;
+    set.conv_algo = strcmp(algo, "lanes") == 0 ? CLT_CONV_ALGO_LANES
+                    : strcmp(algo, "gemm") == 0 ? CLT_CONV_ALGO_GEMM
+                                                : CLT_CONV_ALGO_IMPLICIT;
     TRY(clt_device_set_settings(dev, &set));
     int oh = (sh->h + 2 * sh->p - sh->k) / sh->s + 1, ow = (sh->w + 2 * sh->p - sh->k) / sh->s + 1;
     int64_t xs[4] = {sh->n, sh->c, sh->h, sh->w}, ws[4] = {sh->co, sh->c, sh->k, sh->k};
@@ -121,7 +123,7 @@ static void bench(clt_device *dev, const shape *sh, const char *algo, int iters,
         med[pass] = flops / t[iters / 2] * 1e-9;
         free(t);
     }
-    printf("%-36s n=%-4d %-5s", sh->name, sh->n, algo);
+    printf("%-36s n=%-4d %-8s", sh->name, sh->n, algo);
     static const char *const names[PASSES] = {"fwd", "bwd-data", "bwd-weights"};
     for (int pass = 0; pass < PASSES; pass++) {
         if (!(passes & (1u << pass))) continue;
@@ -169,7 +171,7 @@ int main(int argc, char **argv)
             ncustom++;
         } else {
             fprintf(stderr,
-                    "usage: bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|gemm|both] "
+                    "usage: bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|implicit|gemm|both|all] "
                     "[--pass fwd|bwd-data|bwd-weights]... [--peak GFLOPS] "
                     "[--shape n,c,h,w,co,k,s,p]...\n");
             return 2;
@@ -177,8 +179,9 @@ int main(int argc, char **argv)
     }
     if (iters < 1) iters = 1;
     if (!passes) passes = (1u << PASSES) - 1;
-    if (strcmp(algo, "lanes") && strcmp(algo, "gemm") && strcmp(algo, "both")) {
-        fprintf(stderr, "--algo wants lanes, gemm or both, not \"%s\"\n", algo);
+    if (strcmp(algo, "lanes") && strcmp(algo, "implicit") && strcmp(algo, "gemm") && strcmp(algo, "both") &&
+        strcmp(algo, "all")) {
+        fprintf(stderr, "--algo wants lanes, implicit, gemm, both (lanes and gemm) or all, not \"%s\"\n", algo);
         return 2;
     }
     clt_device *dev;
@@ -192,8 +195,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < count; i++) {
         shape sh = list[i];
         if (batch > 0) sh.n = batch;
-        if (strcmp(algo, "gemm") != 0) bench(dev, &sh, "lanes", iters, passes, peak);
-        if (strcmp(algo, "lanes") != 0) bench(dev, &sh, "gemm", iters, passes, peak);
+        int all = !strcmp(algo, "all"), both = all || !strcmp(algo, "both");
+        if (both || !strcmp(algo, "lanes")) bench(dev, &sh, "lanes", iters, passes, peak);
+        if (all || !strcmp(algo, "implicit")) bench(dev, &sh, "implicit", iters, passes, peak);
+        if (both || !strcmp(algo, "gemm")) bench(dev, &sh, "gemm", iters, passes, peak);
     }
     clt_device_destroy(dev);
     return 0;

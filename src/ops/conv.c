@@ -1,6 +1,6 @@
 /* 2-D convolution: geometry, the plan (which algorithm runs each pass,
  * conv_algo.h), dispatch, and the tensor API. The algorithms live in
- * conv_direct.c, conv_lanes.c and conv_gemm.c. */
+ * conv_direct.c, conv_lanes.c, conv_implicit.c and conv_gemm.c. */
 #include "ops/conv.h"
 
 #include <stdint.h>
@@ -59,7 +59,7 @@ clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes)
     if (!dev || !yes) return clt_fail(CLT_ERR_INVALID_ARG, "clt_conv_uses_lanes: NULL argument");
     int algo = dev->settings.conv_algo;
     if (algo == CLT_CONV_ALGO_AUTO)
-        algo = dev->info.type == CLT_DEVICE_CPU ? CLT_CONV_ALGO_LANES : CLT_CONV_ALGO_GEMM;
+        algo = dev->info.type == CLT_DEVICE_CPU ? CLT_CONV_ALGO_LANES : CLT_CONV_ALGO_IMPLICIT;
     *yes = algo == CLT_CONV_ALGO_LANES;
     return CLT_OK;
 }
@@ -88,11 +88,14 @@ static clt_status check_geom(const clt_device *dev, const clt_conv_geom *g, cons
 static void assign(const clt_device *dev, clt_conv_plan *plan, unsigned open)
 {
     static const clt_conv_algo *const lanes_order[] = {&clt_conv_direct, &clt_conv_lanes, &clt_conv_gemm};
+    static const clt_conv_algo *const gpu_order[] = {&clt_conv_implicit, &clt_conv_gemm};
     static const clt_conv_algo *const gemm_order[] = {&clt_conv_gemm};
     int lanes = 0;
     clt_conv_uses_lanes(dev, &lanes);
-    const clt_conv_algo *const *order = lanes ? lanes_order : gemm_order;
-    size_t n = lanes ? sizeof lanes_order / sizeof *lanes_order : 1;
+    const clt_conv_algo *const *order = gpu_order;
+    size_t n = 2;
+    if (lanes) order = lanes_order, n = 3;
+    else if (dev->settings.conv_algo == CLT_CONV_ALGO_GEMM) order = gemm_order, n = 1;
     for (size_t i = 0; i < n && open; i++) {
         unsigned take = order[i]->supports(&plan->g, open);
         if (!take || !order[i]->plan(dev, plan, take)) continue;
@@ -129,6 +132,7 @@ clt_status clt_conv_plan_ensure(clt_device *dev, const clt_conv_geom *g, clt_con
     if (!p && !(p = malloc(sizeof *p))) return clt_fail(CLT_ERR_NO_MEMORY, "convolution plan");
     clt_status s = plan_init(dev, g, all_passes, p, "conv2d plan");
     if (s == CLT_OK) s = clt_conv_lanes_tune(dev, p);
+    if (s == CLT_OK) s = clt_conv_gpu_tune(dev, p);
     if (s != CLT_OK) {
         free(p);
         *plan = NULL;
@@ -152,7 +156,9 @@ void clt_conv_plan_describe(const clt_conv_plan *plan, int pass, char *buf, size
     char cfg[64] = "";
     if (algo && plan->algo[pass] == &clt_conv_lanes) clt_conv_lanes_describe(plan, pass, cfg, sizeof cfg);
     if (algo && plan->algo[pass] == &clt_conv_direct) clt_conv_direct_describe(plan, pass, cfg, sizeof cfg);
-    snprintf(buf, cap, "%s%s%s", algo ? algo : "", cfg[0] ? " " : "", cfg);
+    if (algo && plan->algo[pass] == &clt_conv_implicit) clt_conv_implicit_describe(plan, pass, cfg, sizeof cfg);
+    snprintf(buf, cap, "%s%s%s%s", algo ? algo : "", cfg[0] ? " " : "", cfg,
+             algo && plan->gpu_tuned[pass] ? " tuned" : "");
 }
 
 /* ------------------------------------------------------------------ */
@@ -210,6 +216,7 @@ clt_status clt_conv_forward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem 
     clt_conv_plan plan;
     CLT_TRY(plan_init(dev, g, CLT_CONV_PASS(CLT_CONV_FWD), &plan, "conv2d forward"));
     CLT_TRY(clt_conv_lanes_tune(dev, &plan));
+    CLT_TRY(clt_conv_gpu_tune(dev, &plan));
     return clt_conv_plan_forward(dev, &plan, x, w, b, epi, y);
 }
 
@@ -221,6 +228,7 @@ clt_status clt_conv_backward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem
     clt_conv_plan plan;
     CLT_TRY(plan_init(dev, g, passes, &plan, "conv2d backward"));
     CLT_TRY(clt_conv_lanes_tune(dev, &plan));
+    CLT_TRY(clt_conv_gpu_tune(dev, &plan));
     return clt_conv_plan_backward(dev, &plan, x, w, dy, epi, dx, dw, db);
 }
 
@@ -231,6 +239,7 @@ clt_status clt_conv_describe_raw(clt_device *dev, const clt_conv_geom *g, int pa
     clt_conv_plan plan;
     CLT_TRY(plan_init(dev, g, CLT_CONV_PASS(pass), &plan, "conv2d describe"));
     CLT_TRY(clt_conv_lanes_tune(dev, &plan));
+    CLT_TRY(clt_conv_gpu_tune(dev, &plan));
     clt_conv_plan_describe(&plan, pass, buf, cap);
     return CLT_OK;
 }

@@ -4,11 +4,13 @@
  *  direct  (conv_direct.c) CPU devices, stride 1 and a tiny reduction
  *          (first layers): NCHW rows as vectors, no layout copies.
  *  lanes   (conv_lanes.c) CPU devices: the batch is the SIMD lane.
+ *  implicit (conv_implicit.c) GPUs: tiled products gathering their
+ *          operands from the NCHW tensors (no im2col).
  *  gemm    (conv_gemm.c) GPUs and accelerators: im2col + CLBlast SGEMM.
  *
  * conv.c plans: for the forward, then for the two backward passes, it offers
  * the passes still open to each algorithm in turn (direct, lanes, gemm on a
- * lanes device; gemm alone otherwise); an algorithm takes every open pass
+ * lanes device; implicit, gemm otherwise); an algorithm takes every open pass
  * it supports for the shape when its work buffer fits, or none. gemm takes
  * anything (it chunks the batch to fit). conv_common.c has what they share.
  * Measurements behind the choices: bench/README.md. */
@@ -64,6 +66,18 @@ typedef struct clt_conv_gemm_params {
     int splits;       /* slices of K = images*p in the weight-gradient GEMM */
 } clt_conv_gemm_params;
 
+/* One pass's tile (the -D parameters of kernels/conv_implicit.cl): tm x tn
+ * results per work-group over tk of K per step, rm x rn per work-item. */
+typedef struct clt_conv_implicit_cfg {
+    int tm, tn, rm, rn, tk;
+} clt_conv_implicit_cfg;
+
+typedef struct clt_conv_implicit_params {
+    clt_conv_implicit_cfg cfg[CLT_CONV_PASSES]; /* per pass; tm 0 for passes not planned */
+    int slices, kslice; /* backward-weights: slices of K, K per slice */
+    size_t part_elems;  /* floats of the slices' partial matrices (0 with one slice) */
+} clt_conv_implicit_params;
+
 typedef struct clt_conv_algo clt_conv_algo;
 
 struct clt_conv_plan {
@@ -74,6 +88,8 @@ struct clt_conv_plan {
     clt_conv_lanes_params lanes;
     clt_conv_direct_params direct;
     clt_conv_gemm_params gemm;
+    clt_conv_implicit_params implicit;
+    int gpu_tuned[CLT_CONV_PASSES]; /* the pass's algorithm and tile came from the GPU tuner */
 };
 
 struct clt_conv_algo {
@@ -94,10 +110,31 @@ struct clt_conv_algo {
                            cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db);
 };
 
-extern const clt_conv_algo clt_conv_direct, clt_conv_lanes, clt_conv_gemm;
+extern const clt_conv_algo clt_conv_direct, clt_conv_lanes, clt_conv_implicit, clt_conv_gemm;
 
 /* The direct kernels' configuration of a planned pass ("vw8 rm4"). */
 void clt_conv_direct_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
+/* The implicit kernels' tile of a planned pass ("64x64x16 r4x4", with
+ * "k/S" for S backward-weights slices). */
+void clt_conv_implicit_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
+/* The tiles the tuner times for pass of g on dev (at most max; 0 when
+ * implicit cannot run g). */
+int clt_conv_implicit_candidates(const clt_device *dev, const clt_conv_geom *g, int pass,
+                                 clt_conv_implicit_cfg *out, int max);
+/* Runs pass of plan with c (one of the candidates); 0 when c is not one or
+ * its work buffer does not fit. */
+int clt_conv_implicit_use(const clt_device *dev, clt_conv_plan *plan, int pass, const clt_conv_implicit_cfg *c);
+/* A tile as text ("64x128x16 r4x8") and back (1: parsed; the caller checks
+ * it is a candidate). */
+void clt_conv_implicit_format(const clt_conv_implicit_cfg *c, char *buf, size_t cap);
+int clt_conv_implicit_parse(const char *text, clt_conv_implicit_cfg *c);
+/* The GPU tuner (conv_gpu_tune.c): on a device that does not run lanes,
+ * each pass planned with implicit or gemm takes its kept choice, else the
+ * fastest of implicit's tiles and (algorithm auto) gemm, timed on the real
+ * shape and kept (CLTRAIN_TUNE as for lanes). */
+clt_status clt_conv_gpu_tune(clt_device *dev, clt_conv_plan *plan);
+/* The one notice per device that its convolutions are being tuned (conv_tune.c). */
+void clt_conv_tune_announce(clt_device *dev);
 
 /* Shared by the algorithms (conv_common.c). */
 static inline size_t clt_conv_round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }

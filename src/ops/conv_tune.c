@@ -159,13 +159,7 @@ clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan)
                 continue;
             }
         }
-        if (!dev->tune_announced) {
-            dev->tune_announced = 1;
-            clt_device_log(dev, 1,
-                           "device %d (%s): tuning the convolution kernels for its shapes, once per device and "
-                           "driver (kept in %s; CLTRAIN_TUNE=0 skips it)",
-                           dev->info.index, dev->info.name, dev->cache_enabled ? dev->cache_dir : "memory only");
-        }
+        clt_conv_tune_announce(dev);
         CLT_TRY(measure(dev, lp, p, mask));
         lp->tuned[p] = 1;
         format_cfg(p, &lp->cfg[p], value, sizeof value);
@@ -174,6 +168,16 @@ clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan)
     if (!clt_conv_lanes_derive(dev, lp, mask))
         return clt_fail(CLT_ERR_INTERNAL, "conv2d plan: the tuned configuration no longer fits");
     return CLT_OK;
+}
+
+void clt_conv_tune_announce(clt_device *dev)
+{
+    if (dev->tune_announced) return;
+    dev->tune_announced = 1;
+    clt_device_log(dev, 1,
+                   "device %d (%s): tuning the convolution kernels for its shapes, once per device and "
+                   "driver (kept in %s; CLTRAIN_TUNE=0 skips it)",
+                   dev->info.index, dev->info.name, dev->cache_enabled ? dev->cache_dir : "memory only");
 }
 
 void clt_conv_lanes_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)

@@ -9,7 +9,7 @@
 #include "runtime/cl.h"
 
 /* Convolution algorithm choice (CLTRAIN_CONV_ALGO). */
-enum { CLT_CONV_ALGO_AUTO, CLT_CONV_ALGO_LANES, CLT_CONV_ALGO_GEMM };
+enum { CLT_CONV_ALGO_AUTO, CLT_CONV_ALGO_LANES, CLT_CONV_ALGO_GEMM, CLT_CONV_ALGO_IMPLICIT };
 /* Kernel tuning (CLTRAIN_TUNE): AUTO measures where the on-disk cache can
  * keep the result (CLTRAIN_TUNE unset); OFF (0) takes the rule-based
  * choice; ON (1) measures even without a cache (every run). */
@@ -21,10 +21,10 @@ enum { CLT_TUNE_AUTO, CLT_TUNE_OFF, CLT_TUNE_ON };
 
 /* A device's tuning settings, in plain values: runtime/ reads and checks
  * them, each op interprets its own. Zero is the default everywhere. */
-#define CLT_PROGRAM_DEFINES_MAX 96
+#define CLT_PROGRAM_DEFINES_MAX 256
 
 typedef struct clt_device_settings {
-    int conv_algo;                /* CLT_CONV_ALGO_*; AUTO: lanes on CPU devices, gemm elsewhere */
+    int conv_algo;                /* CLT_CONV_ALGO_*; AUTO: lanes on CPU devices, implicit and gemm elsewhere */
     size_t conv_budget;           /* bytes a convolution's work buffer may take (a diagnostic
                                    * that reaches the chunked and fallback paths); 0: the
                                    * device's limits */
@@ -98,7 +98,7 @@ clt_status clt_program_build(clt_device *dev, const char *label, const char *sou
 /* Resolves the cache directory from the environment (program.c). */
 clt_status clt_cache_configure(clt_device *dev);
 
-/* The settings CLTRAIN_CONV_ALGO (lanes|gemm), CLTRAIN_CONV_BUDGET (bytes),
+/* The settings CLTRAIN_CONV_ALGO (lanes|implicit|gemm), CLTRAIN_CONV_BUDGET (bytes),
  * CLTRAIN_CONV_BWDW (AxB) and CLTRAIN_TUNE (0|1) give (unset or empty: the default); a bad
  * value is an error naming the variable and the value. clt_device_open
  * calls it, so the environment is read once per device (settings.c). */

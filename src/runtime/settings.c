@@ -42,8 +42,12 @@ static clt_status parse_either(const char *name, const char *e, const char *w0, 
 
 static clt_status parse_algo(const char *e, clt_device_settings *s)
 {
+    if (strcmp(e, "implicit") == 0) {
+        s->conv_algo = CLT_CONV_ALGO_IMPLICIT;
+        return CLT_OK;
+    }
     return parse_either("CLTRAIN_CONV_ALGO", e, "lanes", CLT_CONV_ALGO_LANES, "gemm", CLT_CONV_ALGO_GEMM,
-                        "lanes or gemm", &s->conv_algo);
+                        "lanes, implicit or gemm", &s->conv_algo);
 }
 
 static clt_status parse_budget(const char *e, clt_device_settings *s)
@@ -107,10 +111,10 @@ clt_status clt_device_settings_from_env(clt_device_settings *s)
 clt_status clt_device_set_settings(clt_device *dev, const clt_device_settings *s)
 {
     if (!dev || !s) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_set_settings: NULL argument");
-    if (s->conv_algo < CLT_CONV_ALGO_AUTO || s->conv_algo > CLT_CONV_ALGO_GEMM)
+    if (s->conv_algo < CLT_CONV_ALGO_AUTO || s->conv_algo > CLT_CONV_ALGO_IMPLICIT)
         return clt_fail(CLT_ERR_INVALID_ARG,
                         "clt_device_set_settings: conv_algo %d (CLTRAIN_CONV_ALGO): "
-                        "expected auto, lanes or gemm",
+                        "expected auto, lanes, implicit or gemm",
                         s->conv_algo);
     if (s->tune < CLT_TUNE_AUTO || s->tune > CLT_TUNE_ON)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_set_settings: tune %d (CLTRAIN_TUNE): expected auto, off or on",

@@ -33,14 +33,17 @@
 #define TOL 1e-4
 
 static uint64_t rng = 0xc0417e57ull;
-static const char *const algos[] = {"lanes", "gemm"};
+static const char *const algos[] = {"lanes", "gemm", "implicit"};
+#define N_ALGOS (int)(sizeof algos / sizeof *algos)
 
 /* Settings of dev with one field changed (the tests pass settings, not
  * the environment, which is read once when a device opens). */
 static void set_algo(clt_device *dev, const char *a)
 {
     clt_device_settings s = *clt_device_get_settings(dev);
-    s.conv_algo = strcmp(a, "lanes") == 0 ? CLT_CONV_ALGO_LANES : CLT_CONV_ALGO_GEMM;
+    s.conv_algo = strcmp(a, "lanes") == 0 ? CLT_CONV_ALGO_LANES
+                  : strcmp(a, "gemm") == 0 ? CLT_CONV_ALGO_GEMM
+                                           : CLT_CONV_ALGO_IMPLICIT;
     REQUIRE_OK(clt_device_set_settings(dev, &s));
 }
 
@@ -176,12 +179,18 @@ static void check_case(clt_device *dev, case_data *d, const char *algo)
     }
 }
 
-static void run_case(clt_device *dev, int n, int c, int h, int w, int co, int k, int s, int p)
+/* The first n_algos algorithms of algos[] on one shape. */
+static void run_case_algos(clt_device *dev, int n_algos, int n, int c, int h, int w, int co, int k, int s, int p)
 {
     case_data d;
     case_make(dev, &d, n, c, h, w, co, k, s, p);
-    for (int a = 0; a < 2; a++) check_case(dev, &d, algos[a]);
+    for (int a = 0; a < n_algos; a++) check_case(dev, &d, algos[a]);
     case_free(&d);
+}
+
+static void run_case(clt_device *dev, int n, int c, int h, int w, int co, int k, int s, int p)
+{
+    run_case_algos(dev, N_ALGOS, n, c, h, w, co, k, s, p);
 }
 
 /* Every (k, s, p) of {1,3,5} x {1,2,3} x {0,1,2} on a random shape with an
@@ -238,23 +247,24 @@ static void test_shapes(clt_device *dev)
  * chunk of images (db written directly) and several (db summed). */
 static void test_direct_widths(clt_device *dev)
 {
+    /* lanes (with direct) and gemm: implicit does not look at the width */
     int keep = dev->native_float_width;
     static const int widths[] = {8, 16};
     for (int i = 0; i < 2; i++) {
         dev->native_float_width = widths[i];
-        run_case(dev, 1, 1, 7, 5, 1, 3, 1, 1);    /* width 3, batch 1 */
-        run_case(dev, 2, 1, 6, 9, 2, 3, 1, 0);    /* width 7 */
-        run_case(dev, 2, 1, 9, 10, 3, 3, 1, 0);   /* width 8 */
-        run_case(dev, 2, 1, 5, 14, 5, 3, 1, 0);   /* width 12 */
-        run_case(dev, 4, 1, 18, 18, 2, 3, 1, 0);  /* width 16, no copy; 2 channels */
-        run_case(dev, 2, 3, 9, 17, 8, 3, 1, 1);   /* a row of 17, 3 channels (overlapping stores) */
-        run_case(dev, 2, 1, 6, 20, 3, 3, 1, 0);   /* width 18 */
-        run_case(dev, 2, 1, 9, 34, 3, 3, 1, 0);   /* width 32; 3 channels */
-        run_case(dev, 2, 1, 6, 42, 5, 3, 1, 0);   /* width 40: second block slides back */
-        run_case(dev, 3, 1, 20, 18, 7, 3, 1, 1);  /* stem-like: pad 1, exact-width copy */
-        run_case(dev, 2, 1, 16, 17, 96, 3, 1, 0); /* width 15, one image chunk */
-        run_case(dev, 2, 2, 5, 40, 4, 1, 1, 0);   /* 1x1, c = 2: backward-weights direct */
-        run_case(dev, 5, 1, 28, 27, 20, 3, 1, 0); /* LeNet conv1-like, partial row tail */
+        run_case_algos(dev, 2, 1, 1, 7, 5, 1, 3, 1, 1);    /* width 3, batch 1 */
+        run_case_algos(dev, 2, 2, 1, 6, 9, 2, 3, 1, 0);    /* width 7 */
+        run_case_algos(dev, 2, 2, 1, 9, 10, 3, 3, 1, 0);   /* width 8 */
+        run_case_algos(dev, 2, 2, 1, 5, 14, 5, 3, 1, 0);   /* width 12 */
+        run_case_algos(dev, 2, 4, 1, 18, 18, 2, 3, 1, 0);  /* width 16, no copy; 2 channels */
+        run_case_algos(dev, 2, 2, 3, 9, 17, 8, 3, 1, 1);   /* a row of 17, 3 channels (overlapping stores) */
+        run_case_algos(dev, 2, 2, 1, 6, 20, 3, 3, 1, 0);   /* width 18 */
+        run_case_algos(dev, 2, 2, 1, 9, 34, 3, 3, 1, 0);   /* width 32; 3 channels */
+        run_case_algos(dev, 2, 2, 1, 6, 42, 5, 3, 1, 0);   /* width 40: second block slides back */
+        run_case_algos(dev, 2, 3, 1, 20, 18, 7, 3, 1, 1);  /* stem-like: pad 1, exact-width copy */
+        run_case_algos(dev, 2, 2, 1, 16, 17, 96, 3, 1, 0); /* width 15, one image chunk */
+        run_case_algos(dev, 2, 2, 2, 5, 40, 4, 1, 1, 0);   /* 1x1, c = 2: backward-weights direct */
+        run_case_algos(dev, 2, 5, 1, 28, 27, 20, 3, 1, 0); /* LeNet conv1-like, partial row tail */
     }
     dev->native_float_width = keep;
 }
@@ -356,7 +366,7 @@ static void test_fd_device(clt_device *dev, const char *algo, int s, int p)
 /* Two backward runs give bit-identical results (no atomics, fixed order). */
 static void test_deterministic(clt_device *dev)
 {
-    for (int a = 0; a < 2; a++) {
+    for (int a = 0; a < N_ALGOS; a++) {
         set_algo(dev, algos[a]);
         case_data d;
         case_make(dev, &d, 19, 6, 9, 8, 10, 3, 1, 1);
@@ -522,7 +532,7 @@ static void test_plan(clt_device *dev, clt_device *dev1)
     static const int shapes[3][8] = {
         {8, 1, 28, 28, 20, 3, 1, 0}, {8, 20, 13, 13, 50, 5, 1, 0}, {8, 16, 14, 14, 32, 1, 2, 0}};
     clt_conv_plan *plan = NULL;
-    for (int a = 0; a < 2; a++) {
+    for (int a = 0; a < N_ALGOS; a++) {
         set_algo(dev, algos[a]);
         for (int i = 0; i < 3; i++) {
             const int *v = shapes[i];
@@ -530,7 +540,7 @@ static void test_plan(clt_device *dev, clt_device *dev1)
             REQUIRE_OK(clt_conv_geom_init(&g, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]));
             REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
             for (int p = 0; p < CLT_CONV_PASSES; p++) {
-                const char *got = clt_conv_plan_algo(plan, p), *want = a == 0 ? want_lanes[i][p] : "gemm";
+                const char *got = clt_conv_plan_algo(plan, p), *want = a == 0 ? want_lanes[i][p] : algos[a];
                 CHECK(got && strcmp(got, want) == 0, "shape %d (%s): pass %d runs %s, expected %s", i,
                       algos[a], p, got ? got : "nothing", want);
             }
@@ -550,7 +560,7 @@ static void test_plan(clt_device *dev, clt_device *dev1)
     REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
     CHECK(plan == kept && strcmp(clt_conv_plan_algo(plan, CLT_CONV_FWD), "lanes") == 0,
           "the plan was not kept");
-    for (int a = 0; a < 2; a++) {
+    for (int a = 0; a < N_ALGOS; a++) {
         set_algo(dev, algos[a]);
         REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
         CHECK(strcmp(clt_conv_plan_algo(plan, CLT_CONV_BWD_DATA), algos[a]) == 0,
@@ -734,7 +744,7 @@ static void test_epilogue(clt_device *dev)
         const int *c = cases[i];
         case_data d;
         case_make(dev, &d, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]);
-        for (int a = 0; a < 2; a++) check_epilogue(dev, &d, algos[a]);
+        for (int a = 0; a < N_ALGOS; a++) check_epilogue(dev, &d, algos[a]);
         case_free(&d);
     }
 }
@@ -756,6 +766,7 @@ static void test_settings_env(void)
         {"CLTRAIN_TUNE", "yes", 0, {0}},
         {"CLTRAIN_FUSE", "2", 0, {0}},
         {"CLTRAIN_CONV_ALGO", "gemm", 1, {CLT_CONV_ALGO_GEMM, 0, 0, 0, CLT_TUNE_AUTO, 0}},
+        {"CLTRAIN_CONV_ALGO", "implicit", 1, {CLT_CONV_ALGO_IMPLICIT, 0, 0, 0, CLT_TUNE_AUTO, 0}},
         {"CLTRAIN_CONV_BUDGET", "6000", 1, {CLT_CONV_ALGO_AUTO, 6000, 0, 0, CLT_TUNE_AUTO, 0}},
         {"CLTRAIN_CONV_BWDW", "4x6", 1, {CLT_CONV_ALGO_AUTO, 0, 4, 6, CLT_TUNE_AUTO, 0}},
         {"CLTRAIN_CONV_ALGO", "", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0}},

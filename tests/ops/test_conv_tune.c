@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "tmpdir.h"
 #include "ops/conv_lanes.h"
 #include "runtime/device.h"
 #include "runtime/launch.h"
@@ -273,23 +274,12 @@ int main(void)
         fprintf(stderr, "skip: the lanes kernels run on CPU devices\n");
         return 77;
     }
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/clt-tune-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!tmpdir_make(dir, sizeof dir, "clt-tune")) return 1;
     test_tune_and_reuse();
     test_damaged();
     test_modes();
     test_same_results();
     /* the test's own cache directory: program binaries and the tuning file */
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char path[600];
-    while (d && (e = readdir(d)))
-        if (e->d_name[0] != '.' && snprintf(path, sizeof path, "%s/%s", dir, e->d_name) > 0) unlink(path);
-    if (d) closedir(d);
-    CHECK(rmdir(dir) == 0, "could not remove %s", dir);
+    CHECK(tmpdir_remove(dir), "could not remove %s", dir);
     return test_result();
 }

@@ -1,7 +1,8 @@
 /* cltrain tune: the convolution kernels' tuning ahead of time. Each device
  * in turn (so one's timing does not disturb another's) runs one training
  * step of the model on synthetic data at its share of the batch, which
- * makes every plan and so measures every lanes pass not yet in the cache;
+ * makes every plan and so measures every pass not yet in the cache (lanes
+ * configurations on CPUs, algorithms and tiles on GPUs);
  * a later train, eval or bench on that device and driver spends no time
  * tuning. */
 #include <stdio.h>

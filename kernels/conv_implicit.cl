@@ -1,0 +1,203 @@
+/* The "implicit" convolution (src/ops/conv_implicit.c; GPUs): every pass is
+ * one tiled matrix product whose operands are gathered from the NCHW tensors
+ * while the tiles load, so there is no im2col matrix and no transpose, and
+ * the forward adds the bias and applies a fused ReLU in its store:
+ *
+ *   PASS 0 forward           y(co, q)  = sum over r of w(co, r) x~(r, q)     M CO, N n*P,   K C*KK
+ *   PASS 1 backward-data     dx(c, t)  = sum over s of w~(c, s) dy~(s, t)    M C,  N n*H*W, K CO*KK
+ *   PASS 2 backward-weights  dw(co, r) = sum over q of dy(co, q) x~(q, r)    M CO, N C*KK,  K n*P
+ *
+ * with q = (image, output pixel), r = (input channel, tap), s = (output
+ * channel, tap), t = (image, input pixel) and ~ a gather (0 where a tap
+ * falls in the padding, or, backward-data, off the stride). Backward-weights
+ * splits K into slices (dimension 1 of the range: slice * row tiles + row
+ * tile), each writing its own partial matrix, summed later in a fixed order.
+ *
+ * Build-time: PASS; the tile TM x TN x TK; RM x RN results per work-item (4
+ * or 8 each); and, on GPUs, the geometry GC GH GW GCO GK GS GPAD GOH GOW,
+ * so that the index arithmetic divides by constants. Without it the
+ * geometry comes from the argument gv (c, h, w, co, k, stride, pad, oh, ow
+ * in s0..s8): one program per pass and tile, for CPU devices, where a
+ * program per shape would cost seconds of compiling each. A work-group is
+ * (TN/RN) x (TM/RM) items; item (tx, ty) holds the rows and columns
+ * SPREAD(e, t, items): runs of 4 strided by the items, which makes its
+ * local reads float4s without bank conflicts and its stores coalesced.
+ * Indices are ints: the plan refuses tensors of 2^31 elements or more. */
+
+#ifndef PASS /* defaults that let the source build alone */
+#define PASS 0
+#endif
+#ifndef TM
+#define TM 64
+#define TN 64
+#define TK 16
+#define RM 4
+#define RN 4
+#endif
+#ifndef GC
+#define GC gv.s0
+#define GH gv.s1
+#define GW gv.s2
+#define GCO gv.s3
+#define GK gv.s4
+#define GS gv.s5
+#define GPAD gv.s6
+#define GOH gv.s7
+#define GOW gv.s8
+#endif
+
+#define LX (TN / RN)
+#define LY (TM / RM)
+#define NT (LX * LY)
+#define KK (GK * GK)
+#define P (GOH * GOW)
+#define HW (GH * GW)
+/* Local rows padded by 4 floats: a column's stores land on 2 banks at most. */
+#define AS (TM + 4)
+#define BS (TN + 4)
+
+#if PASS == 0
+#define MDIM GCO
+#define KDIM (GC * KK)
+#elif PASS == 1
+#define MDIM GC
+#define KDIM (GCO * KK)
+#else
+#define MDIM GCO
+#define NDIM (GC * KK)
+#endif
+
+/* x at input channel c, tap (i, j) of output pixel p of image img; 0 in the padding. */
+INLINE float x_tap(__global const float *x, int img, int c, int i, int j, int p, int16 gv)
+{
+    int h = (p / GOW) * GS - GPAD + i, w = (p % GOW) * GS - GPAD + j;
+    return h >= 0 && h < GH && w >= 0 && w < GW ? x[((img * GC + c) * GH + h) * GW + w] : 0.0f;
+}
+
+/* dy at (img, co, at) through a fused ReLU's derivative when relu. */
+INLINE float dy_at(__global const float *dy, __global const float *ym, int relu, int at)
+{
+    return relu ? RELU_BWD(ym[at], dy[at]) : dy[at];
+}
+
+/* Operand A (m, k); m < MDIM and 0 <= k < kdim are the caller's checks. */
+INLINE float load_a(__global const float *a, __global const float *ym, int relu, int m, int k, int16 gv)
+{
+#if PASS == 0
+    return a[m * KDIM + k];
+#elif PASS == 1
+    return a[((k / KK) * GC + m) * KK + k % KK];
+#else
+    return dy_at(a, ym, relu, ((k / P) * GCO + m) * P + k % P);
+#endif
+}
+
+/* Operand B (k, n); n < ndim and 0 <= k < kdim are the caller's checks. */
+INLINE float load_b(__global const float *b, __global const float *ym, int relu, int k, int n, int16 gv)
+{
+#if PASS == 0
+    int c = k / KK, t = k % KK;
+    return x_tap(b, n / P, c, t / GK, t % GK, n % P, gv);
+#elif PASS == 1
+    int co = k / KK, t = k % KK, px = n % HW;
+    int y = px / GW + GPAD - t / GK, x = px % GW + GPAD - t % GK;
+    if (y < 0 || x < 0 || y % GS || x % GS) return 0.0f;
+    y /= GS;
+    x /= GS;
+    if (y >= GOH || x >= GOW) return 0.0f;
+    return dy_at(b, ym, relu, (((n / HW) * GCO + co) * GOH + y) * GOW + x);
+#else
+    int t = n % KK;
+    return x_tap(b, k / P, n / KK, t / GK, t % GK, k % P, gv);
+#endif
+}
+
+INLINE void unpack4(float4 v, float *to)
+{
+    to[0] = v.x;
+    to[1] = v.y;
+    to[2] = v.z;
+    to[3] = v.w;
+}
+
+/* Row or column index of register e of an item at position pos of a
+ * work-group dimension of `items` items: runs of 4. */
+#define SPREAD(e, pos, items) (((e) / 4) * (items) * 4 + (pos) * 4 + (e) % 4)
+
+/* gv: the geometry (above); nimg images; kslice: K per slice (PASS 2, a
+ * multiple of TK; else unused);
+ * a, b: the operands' tensors; aux: the bias (PASS 0, flags bit 0) or a
+ * fused ReLU's output (flags bit 1: ReLU); out: y, dx, or the partial
+ * matrices at out_off (PASS 2). */
+__kernel __attribute__((reqd_work_group_size(LX, LY, 1))) void conv_implicit(
+    int16 gv, int nimg, int kslice, __global const float *a, __global const float *b, __global const float *aux,
+    int flags, __global float *out, ulong out_off)
+{
+    __local float As[TK * AS];
+    __local float Bs[TK * BS];
+    int tx = get_local_id(0), ty = get_local_id(1), lid = ty * LX + tx;
+    int n0 = get_group_id(0) * TN;
+#if PASS == 2
+    int tiles_m = (MDIM + TM - 1) / TM;
+    int slice = get_group_id(1) / tiles_m, m0 = (get_group_id(1) % tiles_m) * TM;
+    int kdim = nimg * P, kbeg = slice * kslice, kend = min(kdim, kbeg + kslice);
+    int ndim = NDIM;
+#else
+    int m0 = get_group_id(1) * TM, kbeg = 0, kend = KDIM;
+#if PASS == 0
+    int ndim = nimg * P;
+#else
+    int ndim = nimg * HW;
+#endif
+#endif
+    int relu = (flags >> 1) & 1;
+    float acc[RM][RN];
+    for (int i = 0; i < RM; i++)
+        for (int j = 0; j < RN; j++) acc[i][j] = 0.0f;
+
+    for (int k0 = kbeg; k0 < kend; k0 += TK) {
+        /* A tile: consecutive items along k (w's rows and dy's pixels are contiguous). */
+        for (int e = lid; e < TM * TK; e += NT) {
+            int kk = e % TK, mm = e / TK, m = m0 + mm, k = k0 + kk;
+            As[kk * AS + mm] = m < MDIM && k < kend ? load_a(a, aux, relu, m, k, gv) : 0.0f;
+        }
+        /* B tile: along n where the gather is contiguous in n (x's and dy's
+         * pixels), along k for backward-weights (x's pixels are its k). */
+        for (int e = lid; e < TK * TN; e += NT) {
+#if PASS == 2
+            int kk = e % TK, nn = e / TK;
+#else
+            int nn = e % TN, kk = e / TN;
+#endif
+            int n = n0 + nn, k = k0 + kk;
+            Bs[kk * BS + nn] = n < ndim && k < kend ? load_b(b, aux, relu, k, n, gv) : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int kk = 0; kk < TK; kk++) {
+            float ar[RM], br[RN];
+            for (int i = 0; i < RM; i += 4) unpack4(vload4(0, &As[kk * AS + SPREAD(i, ty, LY)]), ar + i);
+            for (int j = 0; j < RN; j += 4) unpack4(vload4(0, &Bs[kk * BS + SPREAD(j, tx, LX)]), br + j);
+            for (int i = 0; i < RM; i++)
+                for (int j = 0; j < RN; j++) acc[i][j] = mad(ar[i], br[j], acc[i][j]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    for (int i = 0; i < RM; i++) {
+        int m = m0 + SPREAD(i, ty, LY);
+        if (m >= MDIM) continue;
+        for (int j = 0; j < RN; j++) {
+            int n = n0 + SPREAD(j, tx, LX);
+            if (n >= ndim) continue;
+            float v = acc[i][j];
+#if PASS == 0
+            if (flags & 1) v += aux[m];
+            out[((n / P) * GCO + m) * P + n % P] = (flags & 2) ? RELU_FWD(v) : v;
+#elif PASS == 1
+            out[((n / HW) * GC + m) * HW + n % HW] = v;
+#else
+            out[out_off + ((size_t)slice * MDIM + m) * NDIM + n] = v;
+#endif
+        }
+    }
+}

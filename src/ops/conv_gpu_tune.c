@@ -1,0 +1,215 @@
+/* The GPU convolution tuner: on a device that does not run lanes, each pass
+ * a plan gives to implicit or gemm takes the choice kept for this device and
+ * shape (runtime/tune_cache.c), else the fastest of implicit's tiles and,
+ * when the algorithm is auto, gemm, timed on the real shape with zeros, then
+ * kept. implicit's rule (conv_implicit.c) was fitted to one GPU; this is
+ * what makes another GPU, or another driver, pick its own. The key holds
+ * the batch: a tile's fill of the compute units depends on it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "ops/conv_algo.h"
+#include "runtime/tune_cache.h"
+
+#define MAX_CANDIDATES 8
+#define ROUNDS 3
+#define RUNS 3 /* back to back per timing: GPU passes of tens of microseconds */
+
+static const char *const pass_names[CLT_CONV_PASSES] = {"fwd", "bwd-data", "bwd-weights"};
+
+/* A candidate: gemm, or implicit with a tile. */
+typedef struct choice {
+    int gemm;
+    clt_conv_implicit_cfg cfg;
+} choice;
+
+static void format_choice(const choice *c, char *buf, size_t cap)
+{
+    if (c->gemm) snprintf(buf, cap, "gemm");
+    else {
+        char t[40]; /* "128x128x16 r8x8" */
+        clt_conv_implicit_format(&c->cfg, t, sizeof t);
+        snprintf(buf, cap, "implicit %s", t);
+    }
+}
+
+/* pass of plan runs c; 0 when it cannot. */
+static int apply(const clt_device *dev, clt_conv_plan *plan, int pass, const choice *c)
+{
+    if (c->gemm) {
+        if (!clt_conv_gemm.plan(dev, plan, CLT_CONV_PASS(pass))) return 0;
+        plan->algo[pass] = &clt_conv_gemm;
+        return 1;
+    }
+    if (!clt_conv_implicit_use(dev, plan, pass, &c->cfg)) return 0;
+    plan->algo[pass] = &clt_conv_implicit;
+    return 1;
+}
+
+/* A kept value back into a choice; 0 unless it is one the tuner would time now. */
+static int parse_choice(const char *v, int with_gemm, choice *c)
+{
+    memset(c, 0, sizeof *c);
+    if (!strcmp(v, "gemm")) {
+        c->gemm = 1;
+        return with_gemm;
+    }
+    return !strncmp(v, "implicit ", 9) && clt_conv_implicit_parse(v + 9, &c->cfg);
+}
+
+/* The pass's tensors, zero-filled: x, w, and y or dy, and dx or dw. */
+typedef struct pass_bufs {
+    cl_mem x, w, y, out;
+} pass_bufs;
+
+static clt_status make_buf(clt_device *dev, size_t floats, cl_mem *out)
+{
+    cl_int err;
+    float zero = 0.0f;
+    *out = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, floats * sizeof(float), NULL, &err);
+    if (!*out) return clt_cl_fail(err, "clCreateBuffer (convolution tuning)");
+    err = clEnqueueFillBuffer(dev->queue, *out, &zero, sizeof zero, 0, floats * sizeof(float), 0, NULL, NULL);
+    return err == CL_SUCCESS ? CLT_OK : clt_cl_fail(err, "clEnqueueFillBuffer (convolution tuning)");
+}
+
+static void free_bufs(pass_bufs *b)
+{
+    cl_mem *all[] = {&b->x, &b->w, &b->y, &b->out};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (*all[i]) clReleaseMemObject(*all[i]), *all[i] = NULL;
+}
+
+static clt_status make_bufs(clt_device *dev, const clt_conv_geom *g, int pass, pass_bufs *b)
+{
+    size_t x = (size_t)g->n * g->c * g->h * g->w, w = (size_t)g->co * g->c * g->k * g->k;
+    size_t y = (size_t)g->n * g->co * g->oh * g->ow;
+    size_t out = pass == CLT_CONV_FWD ? y : pass == CLT_CONV_BWD_DATA ? x : w;
+    memset(b, 0, sizeof *b);
+    clt_status s = make_buf(dev, x, &b->x);
+    if (s == CLT_OK) s = make_buf(dev, w, &b->w);
+    if (s == CLT_OK) s = make_buf(dev, y, &b->y);
+    if (s == CLT_OK) s = make_buf(dev, out, &b->out);
+    if (s != CLT_OK) free_bufs(b);
+    return s;
+}
+
+static clt_status run_pass(clt_device *dev, const clt_conv_plan *plan, int pass, const pass_bufs *b)
+{
+    const clt_conv_algo *a = plan->algo[pass];
+    if (pass == CLT_CONV_FWD) return a->forward(dev, plan, b->x, b->w, NULL, NULL, b->out);
+    if (pass == CLT_CONV_BWD_DATA) return a->backward(dev, plan, NULL, b->w, b->y, NULL, b->out, NULL, NULL);
+    return a->backward(dev, plan, b->x, NULL, b->y, NULL, NULL, b->out, NULL);
+}
+
+/* Seconds of RUNS runs of pass with t (first: one untimed run before, which builds its programs). */
+static clt_status time_choice(clt_device *dev, const clt_conv_plan *t, int pass, const pass_bufs *b, int first,
+                              double *seconds)
+{
+    if (first) CLT_TRY(run_pass(dev, t, pass, b));
+    CLT_TRY(clt_device_finish(dev));
+    double t0 = clt_now();
+    for (int i = 0; i < RUNS; i++) CLT_TRY(run_pass(dev, t, pass, b));
+    CLT_TRY(clt_device_finish(dev));
+    *seconds = (clt_now() - t0) / RUNS;
+    return CLT_OK;
+}
+
+/* The candidates for pass: gemm first (when with_gemm), then implicit's tiles. */
+static int candidates(const clt_device *dev, const clt_conv_geom *g, int pass, int with_gemm, choice *out)
+{
+    clt_conv_implicit_cfg t[MAX_CANDIDATES];
+    int n = 0, k = clt_conv_implicit_candidates(dev, g, pass, t, MAX_CANDIDATES - 1);
+    if (with_gemm) out[n++] = (choice){1, {0, 0, 0, 0, 0}};
+    for (int i = 0; i < k; i++) out[n++] = (choice){0, t[i]};
+    return n;
+}
+
+/* The fastest candidate that runs, into *best (0 when none did): the best
+ * of ROUNDS timings each, in rounds over the candidates, so that a burst of
+ * other work slows one timing of each rather than every timing of one. A
+ * candidate that fails to build or run is logged and dropped; a lost
+ * device ends the tuning. */
+static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, int with_gemm, choice *best,
+                          int *found)
+{
+    choice cand[MAX_CANDIDATES];
+    clt_conv_plan t[MAX_CANDIDATES];
+    double best_s[MAX_CANDIDATES];
+    int ok[MAX_CANDIDATES], n = candidates(dev, &plan->g, pass, with_gemm, cand);
+    for (int i = 0; i < n; i++) {
+        t[i] = *plan;
+        ok[i] = apply(dev, &t[i], pass, &cand[i]);
+    }
+    pass_bufs b;
+    CLT_TRY(make_bufs(dev, &plan->g, pass, &b));
+    clt_status s = CLT_OK;
+    for (int r = 0; r < ROUNDS && s != CLT_ERR_DEVICE_LOST; r++) {
+        for (int i = 0; i < n; i++) {
+            if (!ok[i]) continue;
+            double secs = 0;
+            s = time_choice(dev, &t[i], pass, &b, r == 0, &secs);
+            if (s == CLT_ERR_DEVICE_LOST) break;
+            if (s == CLT_OK && (r == 0 || secs < best_s[i])) best_s[i] = secs;
+            if (s == CLT_OK && r < ROUNDS - 1) continue;
+            char name[CLT_TUNE_VALUE_MAX];
+            format_choice(&cand[i], name, sizeof name);
+            if (s != CLT_OK) {
+                clt_device_log(dev, 0, "tuning device %d: %s %s skipped: %s", dev->info.index, pass_names[pass], name,
+                               clt_last_error());
+                clt_clear_error();
+                ok[i] = 0;
+                s = CLT_OK;
+            } else {
+                clt_device_log(dev, 0, "tuning device %d: %s %s: %.3f ms", dev->info.index, pass_names[pass], name,
+                               best_s[i] * 1e3);
+            }
+        }
+    }
+    free_bufs(&b);
+    if (s == CLT_ERR_DEVICE_LOST) return s;
+    int at = -1;
+    for (int i = 0; i < n; i++)
+        if (ok[i] && (at < 0 || best_s[i] < best_s[at])) at = i;
+    *found = at >= 0;
+    if (at >= 0) *best = cand[at];
+    return CLT_OK;
+}
+
+clt_status clt_conv_gpu_tune(clt_device *dev, clt_conv_plan *plan)
+{
+    int mode = dev->settings.tune, algo = dev->settings.conv_algo, lanes = 0;
+    CLT_TRY(clt_conv_uses_lanes(dev, &lanes));
+    /* AUTO: with a cache to keep the result; a forced gemm has nothing to choose */
+    if (lanes || algo == CLT_CONV_ALGO_GEMM || mode == CLT_TUNE_OFF || (mode == CLT_TUNE_AUTO && !dev->cache_enabled))
+        return CLT_OK;
+    int with_gemm = algo == CLT_CONV_ALGO_AUTO;
+    const clt_conv_geom *g = &plan->g;
+    for (int p = 0; p < CLT_CONV_PASSES; p++) {
+        if (plan->algo[p] != &clt_conv_implicit && plan->algo[p] != &clt_conv_gemm) continue;
+        if (!clt_conv_implicit_candidates(dev, g, p, &(clt_conv_implicit_cfg){0}, 1)) continue;
+        char key[CLT_TUNE_KEY_MAX], value[CLT_TUNE_VALUE_MAX];
+        snprintf(key, sizeof key, "gpu %s n%d c%d h%d w%d co%d k%d s%d p%d%s", pass_names[p], g->n, g->c, g->h, g->w,
+                 g->co, g->k, g->stride, g->pad, with_gemm ? "" : " implicit");
+        choice c;
+        clt_conv_plan t = *plan;
+        if (clt_tune_lookup(dev, key, value, sizeof value) && parse_choice(value, with_gemm, &c) &&
+            apply(dev, &t, p, &c)) {
+            *plan = t;
+            plan->gpu_tuned[p] = 1;
+            continue;
+        }
+        clt_conv_tune_announce(dev);
+        int found = 0;
+        CLT_TRY(measure(dev, plan, p, with_gemm, &c, &found));
+        if (!found) continue; /* nothing ran: the rule's choice stays, unkept */
+        t = *plan;
+        if (!apply(dev, &t, p, &c))
+            return clt_fail(CLT_ERR_INTERNAL, "conv2d plan: the tuned %s choice no longer fits", pass_names[p]);
+        *plan = t;
+        plan->gpu_tuned[p] = 1;
+        format_choice(&c, value, sizeof value);
+        CLT_TRY(clt_tune_store(dev, key, value));
+    }
+    return CLT_OK;
+}

@@ -1,0 +1,236 @@
+/* The "implicit" convolution (GPUs): each pass is one tiled matrix product
+ * whose operands are gathered from the NCHW tensors as its tiles load
+ * (kernels/conv_implicit.cl). Against gemm (im2col + CLBlast) it moves no
+ * im2col matrix (231 MB per call for ResNet-18's 64x28x28 layers at batch
+ * 128) and transposes nothing, and the forward stores NCHW with the bias
+ * and a fused ReLU. The backward-weights product splits its long K (images
+ * x pixels) into slices with partial matrices, as gemm's split-K does. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/conv_algo.h"
+#include "runtime/launch.h"
+
+/* Every index the kernels form must fit an int. */
+static int fits_int(const clt_conv_geom *g)
+{
+    int64_t n = g->n, in = n * g->c * g->h * g->w, out = n * g->co * g->oh * g->ow;
+    int64_t wts = (int64_t)g->co * g->c * g->k * g->k;
+    return in < INT32_MAX && out < INT32_MAX && wts < INT32_MAX;
+}
+
+/* Where gemm (CLBlast's tuned SGEMM over an im2col matrix) was faster on
+ * an H100, at every ResNet-18 and LeNet shape (bench/README.md), gemm
+ * keeps the pass:
+ *  - backward-data of a strided layer: the gather visits K*K*CO taps per
+ *    input pixel where 1 in stride^2 lands (a third of gemm's speed); 1x1
+ *    layers lose nothing to it;
+ *  - the forward of a layer with 256 and more output channels, and every
+ *    pass of one with 4x4 outputs or fewer: few, long dot products, where
+ *    CLBlast's blocking did better than these tiles. */
+static unsigned implicit_supports(const clt_conv_geom *g, unsigned open)
+{
+    if (!fits_int(g)) return 0;
+    if (g->k > 1 && g->oh * g->ow <= 16) return 0;
+    if (g->k > 1 && g->co >= 256) open &= ~CLT_CONV_PASS(CLT_CONV_FWD);
+    if (g->stride > 1 && g->k > 1) open &= ~CLT_CONV_PASS(CLT_CONV_BWD_DATA);
+    return open;
+}
+
+/* The product of a pass: M rows, N columns, K long. */
+static void pass_dims(const clt_conv_geom *g, int pass, int64_t *m, int64_t *n, int64_t *k)
+{
+    int64_t kk = (int64_t)g->k * g->k, p = (int64_t)g->oh * g->ow;
+    if (pass == CLT_CONV_FWD) *m = g->co, *n = g->n * p, *k = g->c * kk;
+    else if (pass == CLT_CONV_BWD_DATA) *m = g->c, *n = (int64_t)g->n * g->h * g->w, *k = g->co * kk;
+    else *m = g->co, *n = g->c * kk, *k = g->n * p;
+}
+
+/* The tiles, 256 work-items each but the narrow one (128). */
+enum { TILE_BIG, TILE_TALL, TILE_WIDE, TILE_SQUARE, TILE_NARROW, N_TILES };
+static const clt_conv_implicit_cfg tiles[N_TILES] = {
+    [TILE_BIG] = {128, 128, 8, 8, 8},   [TILE_TALL] = {128, 64, 8, 4, 16}, [TILE_WIDE] = {64, 128, 4, 8, 16},
+    [TILE_SQUARE] = {64, 64, 4, 4, 16}, [TILE_NARROW] = {32, 64, 4, 4, 16},
+};
+
+static int cfg_fits(const clt_device *dev, const clt_conv_implicit_cfg *c)
+{
+    int64_t items = (int64_t)(c->tm / c->rm) * (c->tn / c->rn);
+    int64_t local = (int64_t)c->tk * (c->tm + c->tn + 8) * (int64_t)sizeof(float);
+    return items <= dev->info.max_work_group_size && local <= dev->info.local_mem_bytes;
+}
+
+/* The rule, from every tile timed on every ResNet-18 and LeNet pass at
+ * batch 128 on an H100 (bench/README.md): rows padded to the tile cost
+ * their share, so the tile's height follows M (32, 64, or 128 and up);
+ * the forward and backward-data take the longer tile while it still gives
+ * every compute unit a work-group, else the square one; backward-weights
+ * (whose K slices give the units their work-groups) runs the big 8x8
+ * blocks from 64 rows. Tiles a device cannot run are skipped. */
+static clt_conv_implicit_cfg pick_cfg(const clt_device *dev, const clt_conv_geom *g, int pass)
+{
+    int64_t m, n, k;
+    pass_dims(g, pass, &m, &n, &k);
+    int64_t units = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
+    int order[3], count = 0;
+    if (m <= 32) order[count++] = TILE_NARROW;
+    else if (pass == CLT_CONV_BWD_WEIGHTS) {
+        if (m >= 64) order[count++] = TILE_BIG;
+    } else {
+        int t = m <= 64 ? TILE_WIDE : TILE_TALL;
+        if (((m + tiles[t].tm - 1) / tiles[t].tm) * ((n + tiles[t].tn - 1) / tiles[t].tn) >= units) order[count++] = t;
+    }
+    order[count++] = TILE_SQUARE;
+    order[count++] = TILE_NARROW;
+    for (int i = 0; i < count; i++)
+        if (cfg_fits(dev, &tiles[order[i]])) return tiles[order[i]];
+    return (clt_conv_implicit_cfg){0, 0, 0, 0, 0};
+}
+
+/* Backward-weights slices of K: about four work-groups per compute unit,
+ * each slice at least 256 long (a multiple of TK). */
+static void plan_slices(const clt_device *dev, clt_conv_plan *plan)
+{
+    clt_conv_implicit_params *ip = &plan->implicit;
+    const clt_conv_implicit_cfg *c = &ip->cfg[CLT_CONV_BWD_WEIGHTS];
+    int64_t m, n, k;
+    pass_dims(&plan->g, CLT_CONV_BWD_WEIGHTS, &m, &n, &k);
+    int64_t tiles_mn = ((m + c->tm - 1) / c->tm) * ((n + c->tn - 1) / c->tn);
+    int64_t want = (4 * (int64_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) + tiles_mn - 1) / tiles_mn;
+    int64_t most = k / 256;
+    if (want > most) want = most;
+    if (want > 256) want = 256;
+    if (want < 1) want = 1;
+    int64_t len = (k + want - 1) / want;
+    len = (len + c->tk - 1) / c->tk * c->tk;
+    ip->kslice = (int)len;
+    ip->slices = (int)((k + len - 1) / len);
+    ip->part_elems = ip->slices > 1 ? (size_t)ip->slices * (size_t)(m * n) : 0;
+}
+
+/* c for pass into plan, with the backward-weights slices; 0 when it does not fit. */
+static int use_cfg(const clt_device *dev, clt_conv_plan *plan, int pass, const clt_conv_implicit_cfg *c)
+{
+    if (!c->tm || !cfg_fits(dev, c)) return 0;
+    plan->implicit.cfg[pass] = *c;
+    if (pass != CLT_CONV_BWD_WEIGHTS) return 1;
+    plan_slices(dev, plan);
+    return !plan->implicit.part_elems || clt_conv_fits(dev, plan->implicit.part_elems * sizeof(float));
+}
+
+static int implicit_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passes)
+{
+    for (int p = 0; p < CLT_CONV_PASSES; p++) {
+        clt_conv_implicit_cfg c = pick_cfg(dev, &plan->g, p);
+        if ((passes & CLT_CONV_PASS(p)) && !use_cfg(dev, plan, p, &c)) return 0;
+    }
+    return 1;
+}
+
+int clt_conv_implicit_candidates(const clt_device *dev, const clt_conv_geom *g, int pass,
+                                 clt_conv_implicit_cfg *out, int max)
+{
+    int n = 0;
+    if (!fits_int(g)) return 0;
+    for (int i = 0; i < N_TILES && n < max; i++)
+        if (cfg_fits(dev, &tiles[i])) out[n++] = tiles[i];
+    (void)pass;
+    return n;
+}
+
+int clt_conv_implicit_use(const clt_device *dev, clt_conv_plan *plan, int pass, const clt_conv_implicit_cfg *c)
+{
+    clt_conv_implicit_cfg cand[N_TILES];
+    int n = clt_conv_implicit_candidates(dev, &plan->g, pass, cand, N_TILES);
+    for (int i = 0; i < n; i++)
+        if (!memcmp(&cand[i], c, sizeof *c)) return use_cfg(dev, plan, pass, c);
+    return 0;
+}
+
+/* Launches pass with its configuration: a, b the operands' tensors, aux
+ * the bias or a fused ReLU's output, out the result (or the partials). */
+static clt_status launch(clt_device *dev, const clt_conv_plan *plan, int pass, cl_mem a, cl_mem b,
+                         cl_mem aux, int flags, cl_mem out)
+{
+    const clt_conv_geom *g = &plan->g;
+    const clt_conv_implicit_cfg *c = &plan->implicit.cfg[pass];
+    /* GPUs build the geometry in (constant divisors); CPUs pass it (see
+     * kernels/conv_implicit.cl) */
+    char prog[320], geom[160] = "";
+    if (dev->info.type != CLT_DEVICE_CPU)
+        snprintf(geom, sizeof geom, " -DGC=%d -DGH=%d -DGW=%d -DGCO=%d -DGK=%d -DGS=%d -DGPAD=%d -DGOH=%d -DGOW=%d",
+                 g->c, g->h, g->w, g->co, g->k, g->stride, g->pad, g->oh, g->ow);
+    snprintf(prog, sizeof prog, "conv_implicit -DPASS=%d -DTM=%d -DTN=%d -DTK=%d -DRM=%d -DRN=%d%s", pass, c->tm,
+             c->tn, c->tk, c->rm, c->rn, geom);
+    cl_int16 gv = {{g->c, g->h, g->w, g->co, g->k, g->stride, g->pad, g->oh, g->ow}};
+    int64_t m, n, k;
+    pass_dims(g, pass, &m, &n, &k);
+    size_t lx = (size_t)(c->tn / c->rn), ly = (size_t)(c->tm / c->rm);
+    size_t gx = (size_t)((n + c->tn - 1) / c->tn) * lx, gy = (size_t)((m + c->tm - 1) / c->tm) * ly;
+    int nimg = g->n, kslice = 0;
+    cl_ulong out_off = 0;
+    if (pass == CLT_CONV_BWD_WEIGHTS) {
+        gy *= (size_t)plan->implicit.slices;
+        kslice = plan->implicit.kslice;
+    }
+    return clt_launch_2d(dev, prog, "conv_implicit", gx, gy, lx, ly,
+                         CLT_ARGS(CLT_ARG(gv), CLT_ARG(nimg), CLT_ARG(kslice), CLT_ARG(a), CLT_ARG(b), CLT_ARG(aux),
+                                  CLT_ARG(flags), CLT_ARG(out), CLT_ARG(out_off)));
+}
+
+static clt_status implicit_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
+                                   cl_mem b, const clt_epilogue *epi, cl_mem y)
+{
+    int flags = (b ? 1 : 0) | (clt_epi_relu(epi) ? 2 : 0);
+    return launch(dev, plan, CLT_CONV_FWD, w, x, b ? b : w, flags, y);
+}
+
+static clt_status implicit_backward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
+                                    cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db)
+{
+    if (db) CLT_TRY(clt_conv_bias_grad(dev, &plan->g, dy, epi, db));
+    int flags = clt_epi_relu(epi) ? 2 : 0;
+    cl_mem ym = clt_epi_mask(epi, dy);
+    if (dw) {
+        const clt_conv_implicit_params *ip = &plan->implicit;
+        if (!ip->part_elems) CLT_TRY(launch(dev, plan, CLT_CONV_BWD_WEIGHTS, dy, x, ym, flags, dw));
+        else {
+            cl_mem scratch;
+            CLT_TRY(clt_device_scratch(dev, ip->part_elems * sizeof(float), &scratch));
+            CLT_TRY(launch(dev, plan, CLT_CONV_BWD_WEIGHTS, dy, x, ym, flags, scratch));
+            int64_t m, n, k;
+            pass_dims(&plan->g, CLT_CONV_BWD_WEIGHTS, &m, &n, &k);
+            CLT_TRY(clt_conv_sum_chunks(dev, (int)(m * n), ip->slices, scratch, 0, dw));
+        }
+    }
+    if (dx) CLT_TRY(launch(dev, plan, CLT_CONV_BWD_DATA, w, dy, ym, flags, dx));
+    return CLT_OK;
+}
+
+void clt_conv_implicit_format(const clt_conv_implicit_cfg *c, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%dx%dx%d r%dx%d", c->tm, c->tn, c->tk, c->rm, c->rn);
+}
+
+int clt_conv_implicit_parse(const char *text, clt_conv_implicit_cfg *c)
+{
+    char back[64];
+    int used = 0;
+    if (sscanf(text, "%dx%dx%d r%dx%d%n", &c->tm, &c->tn, &c->tk, &c->rm, &c->rn, &used) != 5 || text[used])
+        return 0;
+    clt_conv_implicit_format(c, back, sizeof back);
+    return strcmp(back, text) == 0; /* no signs, zeros or spaces of its own */
+}
+
+void clt_conv_implicit_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)
+{
+    char c[64];
+    clt_conv_implicit_format(&plan->implicit.cfg[pass], c, sizeof c);
+    if (pass == CLT_CONV_BWD_WEIGHTS && plan->implicit.slices > 1)
+        snprintf(buf, cap, "%s k/%d", c, plan->implicit.slices);
+    else snprintf(buf, cap, "%s", c);
+}
+
+const clt_conv_algo clt_conv_implicit = {"implicit", implicit_supports, implicit_plan, implicit_forward,
+                                         implicit_backward};

@@ -1,0 +1,214 @@
+/* The GPU convolution tuner (src/ops/conv_gpu_tune.c) on the first device,
+ * taken for a GPU where it is a CPU (its type set in the handle, as the
+ * plan reads it): a plan times gemm and implicit's tiles for each pass,
+ * logs one notice, keeps the choices, and computes what the rule's plan
+ * computes; another device object reads the choices back without timing;
+ * a damaged value is timed again; a forced implicit never keeps gemm, under
+ * its own key; a forced gemm and CLTRAIN_TUNE=0 time nothing. */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "tmpdir.h"
+#include "ops/conv_algo.h"
+#include "runtime/device.h"
+#include "runtime/tune_cache.h"
+
+static char dir[256];
+
+typedef struct log_count {
+    int notices, timed;
+} log_count;
+
+static void count_log(void *user, int level, const char *msg)
+{
+    log_count *c = user;
+    if (level == 1 && strstr(msg, "tuning the convolution kernels")) c->notices++;
+    if (level == 0 && strstr(msg, "tuning device") && !strstr(msg, "skipped")) c->timed++;
+}
+
+static clt_device *open_dev(int algo, int tune, log_count *lc)
+{
+    setenv("CLTRAIN_CACHE_DIR", dir, 1);
+    clt_device *dev;
+    REQUIRE_OK(clt_device_open(0, &dev));
+    dev->info.type = CLT_DEVICE_GPU;
+    clt_device_settings s = *clt_device_get_settings(dev);
+    s.conv_algo = algo;
+    s.tune = tune;
+    REQUIRE_OK(clt_device_set_settings(dev, &s));
+    memset(lc, 0, sizeof *lc);
+    clt_device_set_log(dev, count_log, lc);
+    return dev;
+}
+
+static clt_conv_geom geom(void)
+{
+    clt_conv_geom g;
+    REQUIRE_OK(clt_conv_geom_init(&g, 4, 6, 9, 8, 10, 3, 1, 1));
+    return g;
+}
+
+static clt_conv_plan *plan_for(clt_device *dev)
+{
+    clt_conv_geom g = geom();
+    clt_conv_plan *plan = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
+    return plan;
+}
+
+static int all_tuned(const clt_conv_plan *p, int want)
+{
+    for (int i = 0; i < CLT_CONV_PASSES; i++)
+        if (p->gpu_tuned[i] != want) return 0;
+    return 1;
+}
+
+static int same_choices(const clt_conv_plan *a, const clt_conv_plan *b)
+{
+    for (int i = 0; i < CLT_CONV_PASSES; i++) {
+        if (a->algo[i] != b->algo[i]) return 0;
+        if (a->algo[i] == &clt_conv_implicit &&
+            memcmp(&a->implicit.cfg[i], &b->implicit.cfg[i], sizeof a->implicit.cfg[i]))
+            return 0;
+    }
+    return 1;
+}
+
+static cl_mem buffer(clt_device *dev, size_t floats, const float *from)
+{
+    cl_int err;
+    cl_mem m = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, floats * sizeof(float), NULL, &err);
+    REQUIRE_OK(m ? CLT_OK : CLT_ERR_OPENCL);
+    if (from)
+        REQUIRE_OK(clEnqueueWriteBuffer(dev->queue, m, CL_TRUE, 0, floats * sizeof(float), from, 0, NULL, NULL)
+                       ? CLT_ERR_OPENCL
+                       : CLT_OK);
+    return m;
+}
+
+/* Reads floats of m into to and releases m. */
+static void take(clt_device *dev, cl_mem m, size_t floats, float *to)
+{
+    cl_int err = clEnqueueReadBuffer(dev->queue, m, CL_TRUE, 0, floats * sizeof(float), to, 0, NULL, NULL);
+    REQUIRE_OK(err ? CLT_ERR_OPENCL : CLT_OK);
+    clReleaseMemObject(m);
+}
+
+/* y, dx and dw of plan on fixed x, w and dy, concatenated (caller frees). */
+static float *outputs(clt_device *dev, const clt_conv_plan *plan, size_t *count)
+{
+    const clt_conv_geom *g = &plan->g;
+    size_t nx = (size_t)g->n * g->c * g->h * g->w, nw = (size_t)g->co * g->c * g->k * g->k;
+    size_t ny = (size_t)g->n * g->co * g->oh * g->ow;
+    float *in = malloc((nx + nw + ny) * sizeof(float)), *out = malloc((ny + nx + nw) * sizeof(float));
+    REQUIRE_OK(in && out ? CLT_OK : CLT_ERR_NO_MEMORY);
+    for (size_t i = 0; i < nx + nw + ny; i++) in[i] = (float)((i * 7919) % 23) / 11.0f - 1.0f;
+    cl_mem x = buffer(dev, nx, in), w = buffer(dev, nw, in + nx), dy = buffer(dev, ny, in + nx + nw);
+    cl_mem y = buffer(dev, ny, NULL), dx = buffer(dev, nx, NULL), dw = buffer(dev, nw, NULL);
+    REQUIRE_OK(clt_conv_plan_forward(dev, plan, x, w, NULL, NULL, y));
+    REQUIRE_OK(clt_conv_plan_backward(dev, plan, x, w, dy, NULL, dx, dw, NULL));
+    take(dev, y, ny, out);
+    take(dev, dx, nx, out + ny);
+    take(dev, dw, nw, out + ny + nx);
+    clReleaseMemObject(x), clReleaseMemObject(w), clReleaseMemObject(dy);
+    free(in);
+    *count = ny + nx + nw;
+    return out;
+}
+
+static void test_tune_and_reuse(void)
+{
+    log_count lc;
+    clt_device *dev = open_dev(CLT_CONV_ALGO_AUTO, CLT_TUNE_ON, &lc);
+    clt_conv_plan *tuned = plan_for(dev);
+    CHECK(all_tuned(tuned, 1), "a pass was not tuned");
+    /* every pass: gemm and the five tiles */
+    CHECK(lc.notices == 1 && lc.timed == 18, "notices %d, timed %d (want 1, 18)", lc.notices, lc.timed);
+    char desc[128];
+    clt_conv_plan_describe(tuned, CLT_CONV_BWD_WEIGHTS, desc, sizeof desc);
+    CHECK(strstr(desc, " tuned") != NULL, "describe: %s", desc);
+
+    /* The same numbers as the rule's plan (another algorithm or tile sums
+     * in another order: rounding only). */
+    clt_device *rule_dev = open_dev(CLT_CONV_ALGO_AUTO, CLT_TUNE_OFF, &lc);
+    clt_conv_plan *rule = plan_for(rule_dev);
+    CHECK(all_tuned(rule, 0), "CLTRAIN_TUNE=0 tuned");
+    size_t n1, n2;
+    float *a = outputs(dev, tuned, &n1), *b = outputs(rule_dev, rule, &n2);
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < n1 && n1 == n2; i++) {
+        worst = fmax(worst, fabs((double)a[i] - b[i]));
+        scale = fmax(scale, fabs((double)b[i]));
+    }
+    CHECK(n1 == n2 && worst <= 1e-5 * (scale + 1), "tuned and rule plans differ by %g (scale %g)", worst, scale);
+    free(a), free(b);
+    clt_conv_plan_destroy(rule);
+    clt_device_destroy(rule_dev);
+    clt_device_destroy(dev);
+
+    /* Another device object: the choices from the file, nothing timed. */
+    dev = open_dev(CLT_CONV_ALGO_AUTO, CLT_TUNE_AUTO, &lc);
+    clt_conv_plan *again = plan_for(dev);
+    CHECK(all_tuned(again, 1) && same_choices(tuned, again) && lc.timed == 0 && lc.notices == 0,
+          "the kept choices were timed again (%d)", lc.timed);
+    clt_conv_plan_destroy(again);
+
+    /* A damaged value: timed again, and a valid one kept. */
+    char key[CLT_TUNE_KEY_MAX], value[CLT_TUNE_VALUE_MAX];
+    const clt_conv_geom g = geom();
+    snprintf(key, sizeof key, "gpu fwd n%d c%d h%d w%d co%d k%d s%d p%d", g.n, g.c, g.h, g.w, g.co, g.k, g.stride,
+             g.pad);
+    REQUIRE_OK(clt_tune_store(dev, key, "implicit 64x64x16 r4x9"));
+    again = plan_for(dev);
+    CHECK(lc.timed == 6 && clt_tune_lookup(dev, key, value, sizeof value) && strcmp(value, "implicit 64x64x16 r4x9"),
+          "a damaged value: timed %d, kept \"%s\"", lc.timed, value);
+    clt_conv_plan_destroy(again);
+    clt_device_destroy(dev);
+    clt_conv_plan_destroy(tuned);
+}
+
+static void test_modes(void)
+{
+    log_count lc;
+    /* A forced implicit: its own key, tiles only. */
+    clt_device *dev = open_dev(CLT_CONV_ALGO_IMPLICIT, CLT_TUNE_ON, &lc);
+    clt_conv_plan *plan = plan_for(dev);
+    CHECK(lc.timed == 15, "forced implicit timed %d choices (want 15)", lc.timed);
+    for (int p = 0; p < CLT_CONV_PASSES; p++)
+        CHECK(plan->algo[p] == &clt_conv_implicit, "pass %d runs %s under a forced implicit", p, plan->algo[p]->name);
+    /* gemm kept under implicit's key is refused and timed again */
+    const clt_conv_geom g = geom();
+    char key[CLT_TUNE_KEY_MAX];
+    snprintf(key, sizeof key, "gpu fwd n%d c%d h%d w%d co%d k%d s%d p%d implicit", g.n, g.c, g.h, g.w, g.co, g.k,
+             g.stride, g.pad);
+    REQUIRE_OK(clt_tune_store(dev, key, "gemm"));
+    clt_conv_plan_destroy(plan);
+    plan = plan_for(dev);
+    CHECK(lc.timed == 20 && plan->algo[CLT_CONV_FWD] == &clt_conv_implicit, "gemm under implicit's key: timed %d",
+          lc.timed);
+    clt_conv_plan_destroy(plan);
+    clt_device_destroy(dev);
+    /* A forced gemm and CLTRAIN_TUNE=0: nothing to time. */
+    int modes[2][2] = {{CLT_CONV_ALGO_GEMM, CLT_TUNE_ON}, {CLT_CONV_ALGO_AUTO, CLT_TUNE_OFF}};
+    for (int i = 0; i < 2; i++) {
+        dev = open_dev(modes[i][0], modes[i][1], &lc);
+        plan = plan_for(dev);
+        CHECK(lc.timed == 0 && all_tuned(plan, 0), "mode %d timed %d choices", i, lc.timed);
+        clt_conv_plan_destroy(plan);
+        clt_device_destroy(dev);
+    }
+}
+
+int main(void)
+{
+    test_need_devices(1);
+    if (!tmpdir_make(dir, sizeof dir, "clt-gpu-tune")) return 1;
+    test_tune_and_reuse();
+    test_modes();
+    CHECK(tmpdir_remove(dir), "could not remove %s", dir);
+    return test_result();
+}
