@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "ops/conv_algo.h"
+#include "runtime/launch.h"
 #include "runtime/tune_cache.h"
 
 #define MAX_CANDIDATES 8
@@ -28,7 +29,7 @@ static void format_choice(const choice *c, char *buf, size_t cap)
 {
     if (c->gemm) snprintf(buf, cap, "gemm");
     else {
-        char t[40]; /* "128x128x16 r8x8" */
+        char t[40]; /* "128x128x8 r8x8" */
         clt_conv_implicit_format(&c->cfg, t, sizeof t);
         snprintf(buf, cap, "implicit %s", t);
     }
@@ -142,8 +143,16 @@ static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, 
         ok[i] = apply(dev, &t[i], pass, &cand[i]);
     }
     pass_bufs b;
-    CLT_TRY(make_bufs(dev, &plan->g, pass, &b));
-    clt_status s = CLT_OK;
+    size_t scratch_before = dev->scratch_bytes;
+    clt_status s = make_bufs(dev, &plan->g, pass, &b);
+    if (s != CLT_OK) {
+        /* no room for a second set of tensors: the rule's choice stays */
+        clt_device_log(dev, 0, "tuning device %d: %s not timed: %s", dev->info.index, pass_names[pass],
+                       clt_last_error());
+        clt_clear_error();
+        *found = 0;
+        return CLT_OK;
+    }
     for (int r = 0; r < ROUNDS && s != CLT_ERR_DEVICE_LOST; r++) {
         for (int i = 0; i < n; i++) {
             if (!ok[i]) continue;
@@ -168,6 +177,9 @@ static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, 
     }
     free_bufs(&b);
     if (s == CLT_ERR_DEVICE_LOST) return s;
+    /* gemm's timing grew the scratch buffer (its im2col matrix): give the
+     * memory back; the algorithm that runs grows it again if it needs it */
+    if (dev->scratch_bytes > scratch_before) clt_device_scratch_release(dev);
     int at = -1;
     for (int i = 0; i < n; i++)
         if (ok[i] && (at < 0 || best_s[i] < best_s[at])) at = i;

@@ -12,12 +12,13 @@
 #include "ops/conv_algo.h"
 #include "runtime/launch.h"
 
-/* Every index the kernels form must fit an int. */
+/* Every index the kernels form must fit an int, with room for a tile's
+ * overhang past the end and a slice's end past K. */
 static int fits_int(const clt_conv_geom *g)
 {
     int64_t n = g->n, in = n * g->c * g->h * g->w, out = n * g->co * g->oh * g->ow;
     int64_t wts = (int64_t)g->co * g->c * g->k * g->k;
-    return in < INT32_MAX && out < INT32_MAX && wts < INT32_MAX;
+    return in < INT32_MAX / 2 && out < INT32_MAX / 2 && wts < INT32_MAX / 2;
 }
 
 /* Where gemm (CLBlast's tuned SGEMM over an im2col matrix) was faster on

@@ -62,6 +62,14 @@ clt_status clt_launch_2d(clt_device *dev, const char *program, const char *kerne
     return enqueue(dev, k, kernel, 2, global, lx && ly ? local : NULL);
 }
 
+void clt_device_scratch_release(clt_device *dev)
+{
+    /* Release is deferred by OpenCL until queued commands using it finish. */
+    if (dev->scratch) clReleaseMemObject(dev->scratch);
+    dev->scratch = NULL;
+    dev->scratch_bytes = 0;
+}
+
 clt_status clt_device_scratch(clt_device *dev, size_t bytes, cl_mem *out)
 {
     if (bytes == 0) bytes = 4;
@@ -73,10 +81,7 @@ clt_status clt_device_scratch(clt_device *dev, size_t bytes, cl_mem *out)
         return clt_fail(CLT_ERR_DEVICE_MEMORY,
                         "device %d (%s): a %zu-byte work buffer exceeds its largest allocation (%lld bytes)",
                         dev->info.index, dev->info.name, bytes, (long long)dev->info.max_alloc_bytes);
-    /* Release is deferred by OpenCL until queued commands using it finish. */
-    if (dev->scratch) clReleaseMemObject(dev->scratch);
-    dev->scratch = NULL;
-    dev->scratch_bytes = 0;
+    clt_device_scratch_release(dev);
     cl_int err;
     cl_mem m = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (!m) return clt_cl_fail(err, "clCreateBuffer (scratch)");

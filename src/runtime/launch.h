@@ -29,5 +29,7 @@ clt_status clt_launch_2d(clt_device *dev, const char *program, const char *kerne
 /* The device-wide scratch buffer of at least `bytes` (grown, never shrunk).
  * Valid until the next call on this device; ops use it for im2col columns. */
 clt_status clt_device_scratch(clt_device *dev, size_t bytes, cl_mem *out);
+/* Frees it (the next clt_device_scratch allocates again). */
+void clt_device_scratch_release(clt_device *dev);
 
 #endif

@@ -1,10 +1,12 @@
 /* The GPU convolution tuner (src/ops/conv_gpu_tune.c) on the first device,
  * taken for a GPU where it is a CPU (its type set in the handle, as the
- * plan reads it): a plan times gemm and implicit's tiles for each pass,
- * logs one notice, keeps the choices, and computes what the rule's plan
- * computes; another device object reads the choices back without timing;
- * a damaged value is timed again; a forced implicit never keeps gemm, under
- * its own key; a forced gemm and CLTRAIN_TUNE=0 time nothing. */
+ * plan reads it; so implicit builds the geometry in, as on a GPU): a plan
+ * times gemm and implicit's tiles for each pass, logs one notice, keeps
+ * the choices, and computes what the plain-C reference computes (so does
+ * a forced implicit, weight gradient in two slices); another device object
+ * reads the choices back without timing; a damaged or unknown value is
+ * timed again; a forced implicit never keeps gemm, under its own key; a
+ * forced gemm and CLTRAIN_TUNE=0 time nothing. */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "ref_conv.h"
 #include "tmpdir.h"
 #include "ops/conv_algo.h"
 #include "runtime/device.h"
@@ -48,7 +51,7 @@ static clt_device *open_dev(int algo, int tune, log_count *lc)
 static clt_conv_geom geom(void)
 {
     clt_conv_geom g;
-    REQUIRE_OK(clt_conv_geom_init(&g, 4, 6, 9, 8, 10, 3, 1, 1));
+    REQUIRE_OK(clt_conv_geom_init(&g, 8, 6, 9, 8, 10, 3, 1, 1)); /* K = 8*72: two weight-gradient slices */
     return g;
 }
 
@@ -98,26 +101,41 @@ static void take(clt_device *dev, cl_mem m, size_t floats, float *to)
     clReleaseMemObject(m);
 }
 
-/* y, dx and dw of plan on fixed x, w and dy, concatenated (caller frees). */
-static float *outputs(clt_device *dev, const clt_conv_plan *plan, size_t *count)
+/* y, dx and dw of plan on fixed x, w and dy against the plain-C reference. */
+static void check_ref(clt_device *dev, const clt_conv_plan *plan, const char *what)
 {
     const clt_conv_geom *g = &plan->g;
     size_t nx = (size_t)g->n * g->c * g->h * g->w, nw = (size_t)g->co * g->c * g->k * g->k;
-    size_t ny = (size_t)g->n * g->co * g->oh * g->ow;
-    float *in = malloc((nx + nw + ny) * sizeof(float)), *out = malloc((ny + nx + nw) * sizeof(float));
-    REQUIRE_OK(in && out ? CLT_OK : CLT_ERR_NO_MEMORY);
-    for (size_t i = 0; i < nx + nw + ny; i++) in[i] = (float)((i * 7919) % 23) / 11.0f - 1.0f;
+    size_t ny = (size_t)g->n * g->co * g->oh * g->ow, all = nx + nw + ny;
+    float *in = malloc(all * sizeof(float)), *got = malloc(all * sizeof(float)), *want = malloc(all * sizeof(float));
+    float *zero = calloc((size_t)g->co, sizeof(float));
+    REQUIRE_OK(in && got && want && zero ? CLT_OK : CLT_ERR_NO_MEMORY);
+    for (size_t i = 0; i < all; i++) in[i] = (float)((i * 7919) % 23) / 11.0f - 1.0f;
     cl_mem x = buffer(dev, nx, in), w = buffer(dev, nw, in + nx), dy = buffer(dev, ny, in + nx + nw);
     cl_mem y = buffer(dev, ny, NULL), dx = buffer(dev, nx, NULL), dw = buffer(dev, nw, NULL);
     REQUIRE_OK(clt_conv_plan_forward(dev, plan, x, w, NULL, NULL, y));
     REQUIRE_OK(clt_conv_plan_backward(dev, plan, x, w, dy, NULL, dx, dw, NULL));
-    take(dev, y, ny, out);
-    take(dev, dx, nx, out + ny);
-    take(dev, dw, nw, out + ny + nx);
+    take(dev, y, ny, got);
+    take(dev, dx, nx, got + ny);
+    take(dev, dw, nw, got + ny + nx);
     clReleaseMemObject(x), clReleaseMemObject(w), clReleaseMemObject(dy);
-    free(in);
-    *count = ny + nx + nw;
-    return out;
+    ref_conv_shape r;
+    REQUIRE_OK(ref_conv_shape_init(&r, g->n, g->c, g->h, g->w, g->co, g->k, g->stride, g->pad) ? CLT_OK
+                                                                                             : CLT_ERR_SHAPE);
+    ref_conv_forward(&r, in, in + nx, zero, want);
+    ref_conv_backward(&r, in, in + nx, in + nx + nw, want + ny, want + ny + nx, NULL);
+    static const char *const names[3] = {"y", "dx", "dw"};
+    size_t start[4] = {0, ny, ny + nx, all};
+    for (int o = 0; o < 3; o++) {
+        double worst = 0, scale = 0;
+        for (size_t i = start[o]; i < start[o + 1]; i++) {
+            worst = fmax(worst, fabs((double)got[i] - want[i]));
+            scale = fmax(scale, fabs((double)want[i]));
+        }
+        CHECK(worst <= 1e-4 * scale, "%s: %s differs from the reference by %g (scale %g)", what, names[o], worst,
+              scale);
+    }
+    free(in), free(got), free(want), free(zero);
 }
 
 static void test_tune_and_reuse(void)
@@ -132,22 +150,7 @@ static void test_tune_and_reuse(void)
     clt_conv_plan_describe(tuned, CLT_CONV_BWD_WEIGHTS, desc, sizeof desc);
     CHECK(strstr(desc, " tuned") != NULL, "describe: %s", desc);
 
-    /* The same numbers as the rule's plan (another algorithm or tile sums
-     * in another order: rounding only). */
-    clt_device *rule_dev = open_dev(CLT_CONV_ALGO_AUTO, CLT_TUNE_OFF, &lc);
-    clt_conv_plan *rule = plan_for(rule_dev);
-    CHECK(all_tuned(rule, 0), "CLTRAIN_TUNE=0 tuned");
-    size_t n1, n2;
-    float *a = outputs(dev, tuned, &n1), *b = outputs(rule_dev, rule, &n2);
-    double worst = 0, scale = 0;
-    for (size_t i = 0; i < n1 && n1 == n2; i++) {
-        worst = fmax(worst, fabs((double)a[i] - b[i]));
-        scale = fmax(scale, fabs((double)b[i]));
-    }
-    CHECK(n1 == n2 && worst <= 1e-5 * (scale + 1), "tuned and rule plans differ by %g (scale %g)", worst, scale);
-    free(a), free(b);
-    clt_conv_plan_destroy(rule);
-    clt_device_destroy(rule_dev);
+    check_ref(dev, tuned, "the tuned plan");
     clt_device_destroy(dev);
 
     /* Another device object: the choices from the file, nothing timed. */
@@ -162,11 +165,14 @@ static void test_tune_and_reuse(void)
     const clt_conv_geom g = geom();
     snprintf(key, sizeof key, "gpu fwd n%d c%d h%d w%d co%d k%d s%d p%d", g.n, g.c, g.h, g.w, g.co, g.k, g.stride,
              g.pad);
-    REQUIRE_OK(clt_tune_store(dev, key, "implicit 64x64x16 r4x9"));
-    again = plan_for(dev);
-    CHECK(lc.timed == 6 && clt_tune_lookup(dev, key, value, sizeof value) && strcmp(value, "implicit 64x64x16 r4x9"),
-          "a damaged value: timed %d, kept \"%s\"", lc.timed, value);
-    clt_conv_plan_destroy(again);
+    static const char *const bad[2] = {"implicit 64x64x16 r4x9", "implicit 64x64x16 r4x4 "}; /* no tile; no parse */
+    for (int i = 0; i < 2; i++) {
+        REQUIRE_OK(clt_tune_store(dev, key, bad[i]));
+        again = plan_for(dev);
+        CHECK(lc.timed == 6 * (i + 1) && clt_tune_lookup(dev, key, value, sizeof value) && strcmp(value, bad[i]),
+              "the value \"%s\": timed %d, kept \"%s\"", bad[i], lc.timed, value);
+        clt_conv_plan_destroy(again);
+    }
     clt_device_destroy(dev);
     clt_conv_plan_destroy(tuned);
 }
@@ -180,6 +186,8 @@ static void test_modes(void)
     CHECK(lc.timed == 15, "forced implicit timed %d choices (want 15)", lc.timed);
     for (int p = 0; p < CLT_CONV_PASSES; p++)
         CHECK(plan->algo[p] == &clt_conv_implicit, "pass %d runs %s under a forced implicit", p, plan->algo[p]->name);
+    CHECK(plan->implicit.slices == 2, "backward-weights in %d slices, expected 2", plan->implicit.slices);
+    check_ref(dev, plan, "a forced implicit");
     /* gemm kept under implicit's key is refused and timed again */
     const clt_conv_geom g = geom();
     char key[CLT_TUNE_KEY_MAX];
