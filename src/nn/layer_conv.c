@@ -32,17 +32,23 @@ static clt_status configure(clt_layer *l)
 }
 
 /* The layer's plan for n samples on dev. */
-static clt_status plan(clt_layer *l, clt_device *dev, int n, clt_conv_plan **out)
+static clt_status plan(clt_layer *l, clt_device *dev, int n, unsigned passes, clt_conv_plan **out)
 {
     clt_conv_geom g;
     CLT_TRY(geom(l, n, &g));
-    return clt_layer_conv_plan(l, dev, &g, out);
+    return clt_layer_conv_plan(l, dev, &g, passes, out);
 }
 
-clt_status clt_layer_conv_plan(clt_layer *l, clt_device *dev, const clt_conv_geom *g, clt_conv_plan **out)
+unsigned clt_layer_backward_passes(const clt_layer *l, cl_mem dx)
+{
+    return (dx ? CLT_CONV_PASS(CLT_CONV_BWD_DATA) : 0) | (l->params[0].g ? CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS) : 0);
+}
+
+clt_status clt_layer_conv_plan(clt_layer *l, clt_device *dev, const clt_conv_geom *g, unsigned passes,
+                               clt_conv_plan **out)
 {
     clt_conv_plan *p = l->kind_state;
-    clt_status s = clt_conv_plan_ensure(dev, g, &p);
+    clt_status s = clt_conv_plan_ensure_passes(dev, g, passes, &p);
     l->kind_state = p;
     *out = p;
     return s;
@@ -58,7 +64,7 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
 {
     (void)pass;
     clt_conv_plan *p;
-    CLT_TRY(plan(l, dev, n, &p));
+    CLT_TRY(plan(l, dev, n, CLT_CONV_PASS(CLT_CONV_FWD), &p));
     clt_epilogue e = {l->relu_epilogue, NULL};
     return clt_conv_plan_forward(dev, p, x, l->params[0].w, l->params[1].w, &e, y);
 }
@@ -68,7 +74,7 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
 {
     (void)pass;
     clt_conv_plan *p;
-    CLT_TRY(plan(l, dev, n, &p));
+    CLT_TRY(plan(l, dev, n, clt_layer_backward_passes(l, dx), &p));
     clt_epilogue e = {l->relu_epilogue, y};
     return clt_conv_plan_backward(dev, p, x, l->params[0].w, dy, &e, dx, l->params[0].g, l->params[1].g);
 }

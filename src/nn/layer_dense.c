@@ -22,20 +22,20 @@ static clt_status configure(clt_layer *l)
 
 /* The kept convolution plan for n samples, or NULL where the layer runs
  * CLBlast's GEMM. */
-static clt_status plan(clt_layer *l, clt_device *dev, int n, clt_conv_plan **out)
+static clt_status plan(clt_layer *l, clt_device *dev, int n, unsigned passes, clt_conv_plan **out)
 {
     clt_conv_geom g;
     int conv;
     *out = NULL;
     CLT_TRY(clt_dense_as_conv(dev, n, l->in.d[0], l->out.d[0], &g, &conv));
-    return conv ? clt_layer_conv_plan(l, dev, &g, out) : CLT_OK;
+    return conv ? clt_layer_conv_plan(l, dev, &g, passes, out) : CLT_OK;
 }
 
 static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
 {
     (void)pass;
     clt_conv_plan *p;
-    CLT_TRY(plan(l, dev, n, &p));
+    CLT_TRY(plan(l, dev, n, CLT_CONV_PASS(CLT_CONV_FWD), &p));
     clt_epilogue e = {l->relu_epilogue, NULL};
     if (p) return clt_conv_plan_forward(dev, p, x, l->params[0].w, l->params[1].w, &e, y);
     return clt_dense_forward_raw(dev, n, l->in.d[0], l->out.d[0], x, l->params[0].w, l->params[1].w, &e, y);
@@ -46,7 +46,7 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
 {
     (void)pass;
     clt_conv_plan *p;
-    CLT_TRY(plan(l, dev, n, &p));
+    CLT_TRY(plan(l, dev, n, clt_layer_backward_passes(l, dx), &p));
     clt_epilogue e = {l->relu_epilogue, y};
     if (p) return clt_conv_plan_backward(dev, p, x, l->params[0].w, dy, &e, dx, l->params[0].g, l->params[1].g);
     return clt_dense_backward_raw(dev, n, l->in.d[0], l->out.d[0], x, l->params[0].w, dy, &e, dx,

@@ -68,6 +68,8 @@ clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes)
 /* Plan                                                                */
 /* ------------------------------------------------------------------ */
 
+static const unsigned all_passes = (1u << CLT_CONV_PASSES) - 1;
+
 /* The geometry must be what clt_conv_geom_init makes of its sizes (the
  * kernels trust oh and ow). */
 static clt_status check_geom(const clt_device *dev, const clt_conv_geom *g, const char *op)
@@ -115,24 +117,38 @@ static clt_status plan_init(const clt_device *dev, const clt_conv_geom *g, unsig
     plan->g = *g;
     plan->dev = dev;
     plan->settings_version = dev->settings_version;
+    plan->planned = passes;
     assign(dev, plan, passes & CLT_CONV_PASS(CLT_CONV_FWD));
     assign(dev, plan, passes & ~CLT_CONV_PASS(CLT_CONV_FWD));
     return CLT_OK;
 }
 
-static const unsigned all_passes = (1u << CLT_CONV_PASSES) - 1;
+/* The tuners, for the passes planned so far (each skips what it tuned). */
+static clt_status tune(clt_device *dev, clt_conv_plan *plan)
+{
+    CLT_TRY(clt_conv_lanes_tune(dev, plan));
+    return clt_conv_gpu_tune(dev, plan);
+}
 
-clt_status clt_conv_plan_ensure(clt_device *dev, const clt_conv_geom *g, clt_conv_plan **plan)
+clt_status clt_conv_plan_ensure_passes(clt_device *dev, const clt_conv_geom *g, unsigned passes,
+                                       clt_conv_plan **plan)
 {
     if (!plan) return clt_fail(CLT_ERR_INVALID_ARG, "clt_conv_plan_ensure: plan is NULL");
+    passes &= all_passes;
     clt_conv_plan *p = *plan;
     if (p && dev && g && p->dev == dev && p->settings_version == dev->settings_version &&
-        memcmp(&p->g, g, sizeof *g) == 0)
-        return CLT_OK;
+        memcmp(&p->g, g, sizeof *g) == 0) {
+        unsigned missing = passes & ~p->planned;
+        if (!missing) return CLT_OK;
+        /* the forward on its own, the backward passes together (as plan_init) */
+        assign(dev, p, missing & CLT_CONV_PASS(CLT_CONV_FWD));
+        assign(dev, p, missing & ~CLT_CONV_PASS(CLT_CONV_FWD));
+        p->planned |= missing;
+        return tune(dev, p);
+    }
     if (!p && !(p = malloc(sizeof *p))) return clt_fail(CLT_ERR_NO_MEMORY, "convolution plan");
-    clt_status s = plan_init(dev, g, all_passes, p, "conv2d plan");
-    if (s == CLT_OK) s = clt_conv_lanes_tune(dev, p);
-    if (s == CLT_OK) s = clt_conv_gpu_tune(dev, p);
+    clt_status s = plan_init(dev, g, passes, p, "conv2d plan");
+    if (s == CLT_OK) s = tune(dev, p);
     if (s != CLT_OK) {
         free(p);
         *plan = NULL;
@@ -140,6 +156,11 @@ clt_status clt_conv_plan_ensure(clt_device *dev, const clt_conv_geom *g, clt_con
     }
     *plan = p;
     return CLT_OK;
+}
+
+clt_status clt_conv_plan_ensure(clt_device *dev, const clt_conv_geom *g, clt_conv_plan **plan)
+{
+    return clt_conv_plan_ensure_passes(dev, g, all_passes, plan);
 }
 
 void clt_conv_plan_destroy(clt_conv_plan *plan) { free(plan); }
@@ -215,8 +236,7 @@ clt_status clt_conv_forward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem 
 {
     clt_conv_plan plan;
     CLT_TRY(plan_init(dev, g, CLT_CONV_PASS(CLT_CONV_FWD), &plan, "conv2d forward"));
-    CLT_TRY(clt_conv_lanes_tune(dev, &plan));
-    CLT_TRY(clt_conv_gpu_tune(dev, &plan));
+    CLT_TRY(tune(dev, &plan));
     return clt_conv_plan_forward(dev, &plan, x, w, b, epi, y);
 }
 
@@ -227,8 +247,7 @@ clt_status clt_conv_backward_raw(clt_device *dev, const clt_conv_geom *g, cl_mem
                       (dw ? CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS) : 0);
     clt_conv_plan plan;
     CLT_TRY(plan_init(dev, g, passes, &plan, "conv2d backward"));
-    CLT_TRY(clt_conv_lanes_tune(dev, &plan));
-    CLT_TRY(clt_conv_gpu_tune(dev, &plan));
+    CLT_TRY(tune(dev, &plan));
     return clt_conv_plan_backward(dev, &plan, x, w, dy, epi, dx, dw, db);
 }
 
@@ -238,8 +257,7 @@ clt_status clt_conv_describe_raw(clt_device *dev, const clt_conv_geom *g, int pa
     if (pass < 0 || pass >= CLT_CONV_PASSES) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d describe: pass %d", pass);
     clt_conv_plan plan;
     CLT_TRY(plan_init(dev, g, CLT_CONV_PASS(pass), &plan, "conv2d describe"));
-    CLT_TRY(clt_conv_lanes_tune(dev, &plan));
-    CLT_TRY(clt_conv_gpu_tune(dev, &plan));
+    CLT_TRY(tune(dev, &plan));
     clt_conv_plan_describe(&plan, pass, buf, cap);
     return CLT_OK;
 }

@@ -33,9 +33,19 @@ clt_status clt_conv_geom_init(clt_conv_geom *g, int n, int c, int h, int w, int 
  * unless its settings say otherwise); other ops may borrow them. */
 clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes);
 
-/* Makes *plan (NULL: none yet) the plan of geometry g for every pass on dev:
- * kept when it already is one for g and the device's current settings,
- * else (re)made. Free it with clt_conv_plan_destroy. */
+/* Pass bits (CLT_CONV_PASS(CLT_CONV_FWD) | ...). */
+#define CLT_CONV_PASS(p) (1u << (p))
+
+/* Makes *plan (NULL: none yet) the plan of geometry g on dev for the passes
+ * in `passes` (pass bits): kept when it already is one for g and the
+ * device's current settings (a pass it lacks is planned, and tuned, then),
+ * else (re)made. Planning a pass where it is first needed keeps the tuners
+ * from timing passes that never run (a first layer's backward-data, the
+ * backward of an evaluation-only batch size). Free it with
+ * clt_conv_plan_destroy. */
+clt_status clt_conv_plan_ensure_passes(clt_device *dev, const clt_conv_geom *g, unsigned passes,
+                                       clt_conv_plan **plan);
+/* The same for every pass. */
 clt_status clt_conv_plan_ensure(clt_device *dev, const clt_conv_geom *g, clt_conv_plan **plan);
 void clt_conv_plan_destroy(clt_conv_plan *plan);
 /* The name of the algorithm that runs pass `pass` (CLT_CONV_FWD...):

@@ -25,8 +25,6 @@
 #define CLT_CONV_COPY_LX 8
 /* Regions of the scratch buffer start on 256-byte boundaries. */
 #define CLT_CONV_ALIGN_FLOATS 64
-/* Pass bits of clt_conv_algo.supports and .plan. */
-#define CLT_CONV_PASS(p) (1u << (p))
 
 /* One pass's kernel configuration (the -D parameters of
  * kernels/conv_lanes.cl): vw lanes per vector (4, 8, 16); forward and
@@ -84,6 +82,7 @@ struct clt_conv_plan {
     clt_conv_geom g;
     const clt_device *dev;
     unsigned settings_version;            /* the device settings it was made with */
+    unsigned planned;                     /* pass bits planned so far */
     const clt_conv_algo *algo[CLT_CONV_PASSES];
     clt_conv_lanes_params lanes;
     clt_conv_direct_params direct;

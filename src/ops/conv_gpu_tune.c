@@ -198,7 +198,7 @@ clt_status clt_conv_gpu_tune(clt_device *dev, clt_conv_plan *plan)
     int with_gemm = algo == CLT_CONV_ALGO_AUTO;
     const clt_conv_geom *g = &plan->g;
     for (int p = 0; p < CLT_CONV_PASSES; p++) {
-        if (plan->algo[p] != &clt_conv_implicit && plan->algo[p] != &clt_conv_gemm) continue;
+        if ((plan->algo[p] != &clt_conv_implicit && plan->algo[p] != &clt_conv_gemm) || plan->gpu_tuned[p]) continue;
         if (!clt_conv_implicit_candidates(dev, g, p, &(clt_conv_implicit_cfg){0}, 1)) continue;
         char key[CLT_TUNE_KEY_MAX], value[CLT_TUNE_VALUE_MAX];
         snprintf(key, sizeof key, "gpu %s n%d c%d h%d w%d co%d k%d s%d p%d%s", pass_names[p], g->n, g->c, g->h, g->w,

@@ -144,7 +144,7 @@ clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan)
     for (int p = 0; p < CLT_CONV_PASSES; p++)
         if (plan->algo[p] == &clt_conv_lanes) mask |= CLT_CONV_PASS(p);
     for (int p = 0; p < CLT_CONV_PASSES; p++) {
-        if (!(mask & CLT_CONV_PASS(p))) continue;
+        if (!(mask & CLT_CONV_PASS(p)) || lp->tuned[p]) continue;
         /* CLTRAIN_CONV_BWDW forces the backward-weights block: nothing to measure. */
         if (p == CLT_CONV_BWD_WEIGHTS && dev->settings.conv_bwdw_a > 0) continue;
         char key[CLT_TUNE_KEY_MAX], value[CLT_TUNE_VALUE_MAX];

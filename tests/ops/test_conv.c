@@ -519,9 +519,10 @@ static void test_split_k(void)
 }
 
 /* The plan: the algorithm per pass (direct for a first layer's forward and
- * backward-weights on a lanes device, lanes for the rest, gemm when the
- * settings say so or nothing else fits), results through a kept plan, and
- * when a kept plan is made again (batch size, settings). */
+ * backward-weights on a lanes device, lanes for the rest, gemm or implicit
+ * when the settings say so or nothing else fits), results through a kept
+ * plan, passes added to a kept plan where first needed, and when a kept
+ * plan is made again (batch size, settings). */
 static void test_plan(clt_device *dev, clt_device *dev1)
 {
     static const char *const want_lanes[3][3] = {
@@ -573,6 +574,38 @@ static void test_plan(clt_device *dev, clt_device *dev1)
                                         d.tdb->buf));
         e = tensor_err(d.tdx, d.dx) + tensor_err(d.tdw, d.dw) + tensor_err(d.tdb, d.db);
         CHECK(e < TOL, "backward through a kept plan (%s): rel err %g", algos[a], e);
+    }
+    /* Passes are planned where first needed: the forward alone, then
+     * backward-weights alone (a first layer's backward), then backward-data
+     * into the same plan. */
+    for (int a = 0; a < N_ALGOS; a++) {
+        set_algo(dev, algos[a]);
+        clt_conv_plan *lazy = NULL;
+        REQUIRE_OK(clt_conv_plan_ensure_passes(dev, &g, CLT_CONV_PASS(CLT_CONV_FWD), &lazy));
+        CHECK(clt_conv_plan_algo(lazy, CLT_CONV_FWD) && !clt_conv_plan_algo(lazy, CLT_CONV_BWD_DATA) &&
+                  !clt_conv_plan_algo(lazy, CLT_CONV_BWD_WEIGHTS),
+              "%s: a forward-only plan planned a backward pass", algos[a]);
+        CHECK_OK(clt_conv_plan_forward(dev, lazy, d.tx->buf, d.tw->buf, d.tb->buf, NULL, d.ty->buf));
+        CHECK(tensor_err(d.ty, d.y) < TOL, "%s: forward of a forward-only plan", algos[a]);
+        clt_conv_plan *first = lazy;
+        REQUIRE_OK(clt_conv_plan_ensure_passes(dev, &g, CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS), &lazy));
+        CHECK(lazy == first && clt_conv_plan_algo(lazy, CLT_CONV_BWD_WEIGHTS) &&
+                  !clt_conv_plan_algo(lazy, CLT_CONV_BWD_DATA),
+              "%s: backward-weights was not added alone to the first plan", algos[a]);
+        EXPECT_ERR(CLT_ERR_INVALID_ARG, "backward-data",
+                   clt_conv_plan_backward(dev, lazy, d.tx->buf, d.tw->buf, d.tdy->buf, NULL, d.tdx->buf, NULL, NULL));
+        CHECK_OK(clt_conv_plan_backward(dev, lazy, d.tx->buf, d.tw->buf, d.tdy->buf, NULL, NULL, d.tdw->buf,
+                                        d.tdb->buf));
+        CHECK(tensor_err(d.tdw, d.dw) + tensor_err(d.tdb, d.db) < TOL, "%s: backward-weights added later",
+              algos[a]);
+        REQUIRE_OK(clt_conv_plan_ensure_passes(dev, &g, CLT_CONV_PASS(CLT_CONV_BWD_DATA), &lazy));
+        CHECK(lazy == first && clt_conv_plan_algo(lazy, CLT_CONV_BWD_DATA), "%s: backward-data was not added",
+              algos[a]);
+        CHECK_OK(clt_conv_plan_backward(dev, lazy, d.tx->buf, d.tw->buf, d.tdy->buf, NULL, d.tdx->buf, d.tdw->buf,
+                                        d.tdb->buf));
+        double e = tensor_err(d.tdx, d.dx) + tensor_err(d.tdw, d.dw) + tensor_err(d.tdb, d.db);
+        CHECK(e < TOL, "%s: backward after both passes were added: rel err %g", algos[a], e);
+        clt_conv_plan_destroy(lazy);
     }
     clt_conv_geom g2 = g;
     g2.n = 7;

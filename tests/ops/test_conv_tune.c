@@ -4,7 +4,8 @@
  * reads them back without measuring; another batch of the same class
  * reuses them in memory; damaged values, junk lines and a file of another
  * identity are ignored and replaced; CLTRAIN_TUNE off measures nothing and
- * writes nothing; without a cache only "on" measures, in memory. A tuned
+ * writes nothing; without a cache only "on" measures, in memory; a pass is
+ * timed when a plan first needs it. A tuned
  * forward and backward-data equal the rule-based ones bit for bit (each
  * lane sums in the same order whatever the block), backward-weights within
  * rounding. */
@@ -210,6 +211,29 @@ static void test_modes(void)
     }
 }
 
+/* A pass is tuned when it is first planned: a forward-only plan times the
+ * forward alone; the backward passes added later are timed then. */
+static void test_lazy_passes(void)
+{
+    log_count lc;
+    clt_device *dev = open_dev(0, CLT_TUNE_ON, &lc); /* no cache: in memory, every pass timed */
+    clt_conv_geom g;
+    REQUIRE_OK(clt_conv_geom_init(&g, 40, 20, 13, 13, 50, 5, 1, 0));
+    clt_conv_plan *p = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure_passes(dev, &g, CLT_CONV_PASS(CLT_CONV_FWD), &p));
+    int fwd = lc.measured;
+    CHECK(p->lanes.tuned[CLT_CONV_FWD] && !p->lanes.tuned[CLT_CONV_BWD_DATA] && !p->lanes.tuned[CLT_CONV_BWD_WEIGHTS] &&
+              fwd > 0,
+          "a forward-only plan: tuned %d %d %d, %d timed", p->lanes.tuned[0], p->lanes.tuned[1], p->lanes.tuned[2],
+          fwd);
+    unsigned backward = CLT_CONV_PASS(CLT_CONV_BWD_DATA) | CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS);
+    REQUIRE_OK(clt_conv_plan_ensure_passes(dev, &g, backward, &p));
+    CHECK(all_tuned(p, 1) && lc.measured > fwd && lc.notices == 1, "the backward added: %d timed, %d notices",
+          lc.measured - fwd, lc.notices);
+    clt_conv_plan_destroy(p);
+    clt_device_destroy(dev);
+}
+
 /* The first lanes pass's output of plan on fixed inputs (host copy). */
 static float *run_pass(clt_device *dev, const clt_conv_plan *plan, int pass)
 {
@@ -251,7 +275,9 @@ static void test_same_results(void)
         if (p < CLT_CONV_BWD_WEIGHTS)
             CHECK(!memcmp(a, b, n[p] * sizeof *a), "pass %d: tuned and rule-based results differ", p);
         else
-            CHECK(max_rel_err(b, a, n[p]) < 1e-5, "backward-weights: tuned and rule-based differ by %g",
+            /* sums of 3,240 products in another order: 1.2e-5 was seen
+             * between two blocks; an indexing error gives O(1) */
+            CHECK(max_rel_err(b, a, n[p]) < 1e-4, "backward-weights: tuned and rule-based differ by %g",
                   max_rel_err(b, a, n[p]));
         free(a);
         free(b);
@@ -278,6 +304,7 @@ int main(void)
     test_tune_and_reuse();
     test_damaged();
     test_modes();
+    test_lazy_passes();
     test_same_results();
     /* the test's own cache directory: program binaries and the tuning file */
     CHECK(tmpdir_remove(dir), "could not remove %s", dir);
