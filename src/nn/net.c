@@ -7,6 +7,7 @@
 
 #include "core/alloc.h"
 #include "ops/loss.h"
+#include "runtime/launch.h"
 
 static clt_status make_buffer(clt_device *dev, size_t bytes, const char *what, cl_mem *out)
 {
@@ -32,9 +33,7 @@ static clt_status sub_buffer(cl_mem parent, size_t offset_floats, int64_t numel,
 
 static clt_status zero(clt_device *dev, cl_mem m, size_t bytes)
 {
-    float z = 0;
-    CLT_CL(clEnqueueFillBuffer(dev->queue, m, &z, sizeof z, 0, bytes, 0, NULL, NULL), "clEnqueueFillBuffer");
-    return CLT_OK;
+    return clt_device_zero(dev, m, 0, bytes, "clEnqueueFillBuffer");
 }
 
 size_t clt_net_base_align(const clt_device *dev)

@@ -114,14 +114,6 @@ static clt_status plan_launch(clt_device *dev, const bn_plan *pl, const char *ba
 /* Floats of partials a reduction of this plan needs. */
 static size_t plan_part_floats(const bn_plan *pl) { return (size_t)2 * pl->c * pl->chunks * pl->lx; }
 
-static clt_status zero_floats(clt_device *dev, cl_mem buf, size_t off, size_t count, const char *what)
-{
-    float zero = 0.0f;
-    CLT_CL(clEnqueueFillBuffer(dev->queue, buf, &zero, sizeof zero, off * sizeof(float), count * sizeof(float),
-                               0, NULL, NULL),
-           what);
-    return CLT_OK;
-}
 
 /* Forward (bwd 0: aux = shift, sums of x - shift and its square; dy unused)
  * or backward (bwd 1: aux = mean_invstd, sums of dy and dy * xhat) channel
@@ -131,7 +123,9 @@ static clt_status stats_at(clt_device *dev, const bn_plan *pl, int bwd, cl_mem x
                            cl_mem aux, size_t aux_off, cl_mem part, size_t part_off, cl_mem out, size_t out_off)
 {
     int C = pl->c;
-    if (pl->n == 0) return zero_floats(dev, out, out_off, (size_t)2 * C, "batch norm statistics: clEnqueueFillBuffer");
+    if (pl->n == 0)
+        return clt_device_zero(dev, out, out_off * sizeof(float), (size_t)2 * C * sizeof(float),
+                               "batch norm statistics: clEnqueueFillBuffer");
     cl_ulong p_off = part_off, a_off = aux_off, o_off = out_off;
     clt_arg args[8];
     int k = 0, relu = clt_epi_relu(epi);

@@ -95,8 +95,8 @@ static void assign(const clt_device *dev, clt_conv_plan *plan, unsigned open)
     int lanes = 0;
     clt_conv_uses_lanes(dev, &lanes);
     const clt_conv_algo *const *order = gpu_order;
-    size_t n = 2;
-    if (lanes) order = lanes_order, n = 3;
+    size_t n = sizeof gpu_order / sizeof *gpu_order;
+    if (lanes) order = lanes_order, n = sizeof lanes_order / sizeof *lanes_order;
     else if (dev->settings.conv_algo == CLT_CONV_ALGO_GEMM) order = gemm_order, n = 1;
     for (size_t i = 0; i < n && open; i++) {
         unsigned take = order[i]->supports(&plan->g, open);

@@ -139,8 +139,16 @@ void clt_conv_tune_announce(clt_device *dev);
 static inline size_t clt_conv_round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
 /* Work-group width for `blocks` items along dimension 0 (at most the device's limit). */
 size_t clt_conv_group_x(const clt_device *dev, size_t blocks);
+/* "fwd", "bwd-data", "bwd-weights" (tuning keys and logs). */
+extern const char *const clt_conv_pass_names[CLT_CONV_PASSES];
+/* The device's compute units (at least 1). */
+size_t clt_conv_units(const clt_device *dev);
 /* Work-items that keep every compute unit busy (16 per unit). */
 size_t clt_conv_items_wanted(const clt_device *dev);
+/* Slices of a product's K (k long) for `tiles` result tiles: about four
+ * tiles per compute unit, each slice at least 256 long, at most 256
+ * slices, at least 1 (split-K of the weight gradients). */
+size_t clt_conv_k_slices(const clt_device *dev, size_t tiles, size_t k);
 /* Bytes of work buffer a convolution may use on dev: the settings' budget,
  * else the device's largest allocation, at most default_cap. */
 size_t clt_conv_budget(const clt_device *dev, size_t default_cap);

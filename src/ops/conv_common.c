@@ -12,9 +12,21 @@ size_t clt_conv_group_x(const clt_device *dev, size_t blocks)
     return blocks < max ? blocks : max;
 }
 
-size_t clt_conv_items_wanted(const clt_device *dev)
+const char *const clt_conv_pass_names[CLT_CONV_PASSES] = {"fwd", "bwd-data", "bwd-weights"};
+
+size_t clt_conv_units(const clt_device *dev)
 {
-    return (size_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) * 16;
+    return (size_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1);
+}
+
+size_t clt_conv_items_wanted(const clt_device *dev) { return clt_conv_units(dev) * 16; }
+
+size_t clt_conv_k_slices(const clt_device *dev, size_t tiles, size_t k)
+{
+    size_t want = (4 * clt_conv_units(dev) + tiles - 1) / tiles, most = k / 256;
+    if (want > most) want = most;
+    if (want > 256) want = 256;
+    return want < 1 ? 1 : want;
 }
 
 size_t clt_conv_budget(const clt_device *dev, size_t default_cap)

@@ -25,12 +25,7 @@ static unsigned gemm_supports(const clt_conv_geom *g, unsigned open)
 static int gemm_splits(const clt_device *dev, const clt_conv_geom *g, size_t q)
 {
     size_t ckk = (size_t)g->c * g->k * g->k;
-    size_t tiles = (((size_t)g->co + 31) / 32) * ((ckk + 31) / 32);
-    size_t want = (4 * (size_t)dev->info.compute_units + tiles - 1) / tiles;
-    size_t most = q / 256;
-    if (want > most) want = most;
-    if (want > 256) want = 256;
-    return want < 1 ? 1 : (int)want;
+    return (int)clt_conv_k_slices(dev, (((size_t)g->co + 31) / 32) * ((ckk + 31) / 32), q);
 }
 
 /* Floats of the (co, images*p) matrix of a chunk. */

@@ -17,7 +17,6 @@
 #define ROUNDS 3
 #define RUNS 3 /* back to back per timing: GPU passes of tens of microseconds */
 
-static const char *const pass_names[CLT_CONV_PASSES] = {"fwd", "bwd-data", "bwd-weights"};
 
 /* A candidate: gemm, or implicit with a tile. */
 typedef struct choice {
@@ -67,11 +66,9 @@ typedef struct pass_bufs {
 static clt_status make_buf(clt_device *dev, size_t floats, cl_mem *out)
 {
     cl_int err;
-    float zero = 0.0f;
     *out = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, floats * sizeof(float), NULL, &err);
     if (!*out) return clt_cl_fail(err, "clCreateBuffer (convolution tuning)");
-    err = clEnqueueFillBuffer(dev->queue, *out, &zero, sizeof zero, 0, floats * sizeof(float), 0, NULL, NULL);
-    return err == CL_SUCCESS ? CLT_OK : clt_cl_fail(err, "clEnqueueFillBuffer (convolution tuning)");
+    return clt_device_zero(dev, *out, 0, floats * sizeof(float), "clEnqueueFillBuffer (convolution tuning)");
 }
 
 static void free_bufs(pass_bufs *b)
@@ -147,7 +144,7 @@ static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, 
     clt_status s = make_bufs(dev, &plan->g, pass, &b);
     if (s != CLT_OK) {
         /* no room for a second set of tensors: the rule's choice stays */
-        clt_device_log(dev, 0, "tuning device %d: %s not timed: %s", dev->info.index, pass_names[pass],
+        clt_device_log(dev, 0, "tuning device %d: %s not timed: %s", dev->info.index, clt_conv_pass_names[pass],
                        clt_last_error());
         clt_clear_error();
         *found = 0;
@@ -164,14 +161,14 @@ static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, 
             char name[CLT_TUNE_VALUE_MAX];
             format_choice(&cand[i], name, sizeof name);
             if (s != CLT_OK) {
-                clt_device_log(dev, 0, "tuning device %d: %s %s skipped: %s", dev->info.index, pass_names[pass], name,
-                               clt_last_error());
+                clt_device_log(dev, 0, "tuning device %d: %s %s skipped: %s", dev->info.index,
+                               clt_conv_pass_names[pass], name, clt_last_error());
                 clt_clear_error();
                 ok[i] = 0;
                 s = CLT_OK;
             } else {
-                clt_device_log(dev, 0, "tuning device %d: %s %s: %.3f ms", dev->info.index, pass_names[pass], name,
-                               best_s[i] * 1e3);
+                clt_device_log(dev, 0, "tuning device %d: %s %s: %.3f ms", dev->info.index,
+                               clt_conv_pass_names[pass], name, best_s[i] * 1e3);
             }
         }
     }
@@ -201,8 +198,8 @@ clt_status clt_conv_gpu_tune(clt_device *dev, clt_conv_plan *plan)
         if ((plan->algo[p] != &clt_conv_implicit && plan->algo[p] != &clt_conv_gemm) || plan->gpu_tuned[p]) continue;
         if (!clt_conv_implicit_candidates(dev, g, p, &(clt_conv_implicit_cfg){0}, 1)) continue;
         char key[CLT_TUNE_KEY_MAX], value[CLT_TUNE_VALUE_MAX];
-        snprintf(key, sizeof key, "gpu %s n%d c%d h%d w%d co%d k%d s%d p%d%s", pass_names[p], g->n, g->c, g->h, g->w,
-                 g->co, g->k, g->stride, g->pad, with_gemm ? "" : " implicit");
+        snprintf(key, sizeof key, "gpu %s n%d c%d h%d w%d co%d k%d s%d p%d%s", clt_conv_pass_names[p], g->n, g->c,
+                 g->h, g->w, g->co, g->k, g->stride, g->pad, with_gemm ? "" : " implicit");
         choice c;
         clt_conv_plan t = *plan;
         if (clt_tune_lookup(dev, key, value, sizeof value) && parse_choice(value, with_gemm, &c) &&
@@ -217,7 +214,8 @@ clt_status clt_conv_gpu_tune(clt_device *dev, clt_conv_plan *plan)
         if (!found) continue; /* nothing ran: the rule's choice stays, unkept */
         t = *plan;
         if (!apply(dev, &t, p, &c))
-            return clt_fail(CLT_ERR_INTERNAL, "conv2d plan: the tuned %s choice no longer fits", pass_names[p]);
+            return clt_fail(CLT_ERR_INTERNAL, "conv2d plan: the tuned %s choice no longer fits",
+                            clt_conv_pass_names[p]);
         *plan = t;
         plan->gpu_tuned[p] = 1;
         format_choice(&c, value, sizeof value);

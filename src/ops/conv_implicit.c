@@ -73,7 +73,7 @@ static clt_conv_implicit_cfg pick_cfg(const clt_device *dev, const clt_conv_geom
 {
     int64_t m, n, k;
     pass_dims(g, pass, &m, &n, &k);
-    int64_t units = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
+    int64_t units = (int64_t)clt_conv_units(dev);
     int order[3], count = 0;
     if (m <= 32) order[count++] = TILE_NARROW;
     else if (pass == CLT_CONV_BWD_WEIGHTS) {
@@ -89,8 +89,7 @@ static clt_conv_implicit_cfg pick_cfg(const clt_device *dev, const clt_conv_geom
     return (clt_conv_implicit_cfg){0, 0, 0, 0, 0};
 }
 
-/* Backward-weights slices of K: about four work-groups per compute unit,
- * each slice at least 256 long (a multiple of TK). */
+/* Backward-weights slices of K (clt_conv_k_slices), each a multiple of TK long. */
 static void plan_slices(const clt_device *dev, clt_conv_plan *plan)
 {
     clt_conv_implicit_params *ip = &plan->implicit;
@@ -98,11 +97,7 @@ static void plan_slices(const clt_device *dev, clt_conv_plan *plan)
     int64_t m, n, k;
     pass_dims(&plan->g, CLT_CONV_BWD_WEIGHTS, &m, &n, &k);
     int64_t tiles_mn = ((m + c->tm - 1) / c->tm) * ((n + c->tn - 1) / c->tn);
-    int64_t want = (4 * (int64_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) + tiles_mn - 1) / tiles_mn;
-    int64_t most = k / 256;
-    if (want > most) want = most;
-    if (want > 256) want = 256;
-    if (want < 1) want = 1;
+    int64_t want = (int64_t)clt_conv_k_slices(dev, (size_t)tiles_mn, (size_t)k);
     int64_t len = (k + want - 1) / want;
     len = (len + c->tk - 1) / c->tk * c->tk;
     ip->kslice = (int)len;

@@ -13,12 +13,11 @@
 #include "runtime/tune_cache.h"
 
 #define MAX_CANDIDATES 10
-static const char *const pass_names[CLT_CONV_PASSES] = {"fwd", "bwd-data", "bwd-weights"};
 
 static void make_key(const clt_conv_lanes_params *lp, int pass, char *key, size_t cap)
 {
     const clt_conv_geom *g = &lp->gk;
-    snprintf(key, cap, "lanes %s c%d h%d w%d co%d k%d s%d p%d np%s", pass_names[pass], g->c, g->h, g->w, g->co,
+    snprintf(key, cap, "lanes %s c%d h%d w%d co%d k%d s%d p%d np%s", clt_conv_pass_names[pass], g->c, g->h, g->w, g->co,
              g->k, g->stride, g->pad, lp->np % 32 == 0 ? "32" : "16");
 }
 
@@ -72,9 +71,7 @@ static clt_status time_cfg(clt_device *dev, const clt_conv_lanes_params *lp, int
     CLT_TRY(clt_device_scratch(dev, bytes, &scratch));
     if (first) {
         /* Zeros: no denormals or NaNs to slow the arithmetic. */
-        float zero = 0.0f;
-        cl_int err = clEnqueueFillBuffer(dev->queue, scratch, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
-        if (err != CL_SUCCESS) return clt_cl_fail(err, "clEnqueueFillBuffer (tuning)");
+        CLT_TRY(clt_device_zero(dev, scratch, 0, bytes, "clEnqueueFillBuffer (tuning)"));
         CLT_TRY(clt_conv_lanes_time_pass(dev, lp, pass, scratch, &bytes));
     }
     CLT_TRY(clt_device_finish(dev));
@@ -116,12 +113,12 @@ static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, 
             format_cfg(pass, &cand[i], name, sizeof name);
             if (s != CLT_OK) {
                 clt_device_log(dev, 0, "tuning device %d: lanes %s %s skipped: %s", dev->info.index,
-                               pass_names[pass], name, clt_last_error());
+                               clt_conv_pass_names[pass], name, clt_last_error());
                 clt_clear_error();
                 ok[i] = 0;
             } else {
-                clt_device_log(dev, 0, "tuning device %d: lanes %s %s: %.3f ms", dev->info.index, pass_names[pass],
-                               name, best_s[i] * 1e3);
+                clt_device_log(dev, 0, "tuning device %d: lanes %s %s: %.3f ms", dev->info.index,
+                               clt_conv_pass_names[pass], name, best_s[i] * 1e3);
             }
         }
     }

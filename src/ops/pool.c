@@ -135,10 +135,8 @@ clt_status clt_pool_backward_raw(clt_device *dev, clt_pool_kind kind, int n, int
          * row kernels zero the edges themselves). */
         int rows_kernel = by_rows(dev, k, stride, ow);
         if (!rows_kernel && (stride != k || oh * k != h || ow * k != w)) {
-            float zero = 0.0f;
-            CLT_CL(clEnqueueFillBuffer(dev->queue, dx, &zero, sizeof zero, 0,
-                                       (size_t)n * c * h * w * sizeof(float), 0, NULL, NULL),
-                   "pool backward: clEnqueueFillBuffer");
+            CLT_TRY(clt_device_zero(dev, dx, 0, (size_t)n * c * h * w * sizeof(float),
+                                    "pool backward: clEnqueueFillBuffer"));
         }
         int rows = n * c * oh;
         if (rows_kernel)

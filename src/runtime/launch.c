@@ -62,6 +62,13 @@ clt_status clt_launch_2d(clt_device *dev, const char *program, const char *kerne
     return enqueue(dev, k, kernel, 2, global, lx && ly ? local : NULL);
 }
 
+clt_status clt_device_zero(clt_device *dev, cl_mem buf, size_t off, size_t bytes, const char *what)
+{
+    float zero = 0.0f;
+    CLT_CL(clEnqueueFillBuffer(dev->queue, buf, &zero, sizeof zero, off, bytes, 0, NULL, NULL), what);
+    return CLT_OK;
+}
+
 void clt_device_scratch_release(clt_device *dev)
 {
     /* Release is deferred by OpenCL until queued commands using it finish. */

@@ -32,4 +32,8 @@ clt_status clt_device_scratch(clt_device *dev, size_t bytes, cl_mem *out);
 /* Frees it (the next clt_device_scratch allocates again). */
 void clt_device_scratch_release(clt_device *dev);
 
+/* Enqueues zeros over `bytes` bytes of buf from byte `off` (both multiples
+ * of 4); `what` names the call in an error. */
+clt_status clt_device_zero(clt_device *dev, cl_mem buf, size_t off, size_t bytes, const char *what);
+
 #endif
