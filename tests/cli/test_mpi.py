@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """cltrain train under mpirun (2 processes, one PoCL device each): the run
-equals one process on both devices, only process 0 prints and writes, a
-killed process ends the whole job within a bound and the last checkpoint
-stays loadable, SIGTERM stops every process at the same step."""
+equals one process on both devices, also launched as two machines from a
+hostfile over TCP; only process 0 prints and writes; a killed process or a
+device fault in one process ends the whole job within a bound, naming the
+process and device, and the last checkpoint stays loadable; SIGTERM and
+SIGINT stop every process at the same step."""
 import json
 import os
 import re
@@ -16,6 +18,8 @@ import zipfile
 
 CLTRAIN, MPIRUN = sys.argv[1], sys.argv[2]
 LAUNCHER_ARGS = sys.argv[3].split() if len(sys.argv) > 3 else []  # Open MPI's flags; none for MPICH
+CLFAULT = sys.argv[4] if len(sys.argv) > 4 else None  # tests/common/clfault.c, preloaded into one process
+OPEN_MPI = '--oversubscribe' in LAUNCHER_ARGS
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
 from checks import check, device_count, finish  # noqa: E402
 
@@ -50,23 +54,52 @@ def npz(path):
 
 
 # two processes equal one process on the two devices (float rounding)
-p = subprocess.run(MPI + [CLTRAIN, 'train', *COMMON, '--epochs', '2', '--export-npz', P('mpi.npz'),
-                          '--log-csv', P('mpi.csv')], capture_output=True, text=True, timeout=300)
 q = subprocess.run([CLTRAIN, 'train', *COMMON, '--epochs', '2', '--devices', '0,1', '--export-npz', P('one.npz')],
                    capture_output=True, text=True, timeout=300)
-check(p.returncode == 0 and q.returncode == 0, f'runs: {p.returncode} {p.stderr[-800:]} / {q.returncode} {q.stderr[-400:]}')
-a, b = lines(p.stdout), lines(q.stdout)
-check(len(a) == 2, f'process 0 alone prints: {len(a)} epoch lines, {p.stdout[-600:]}')
-check(all(x.get('processes') == 2 for x in a), f'the lines name 2 processes: {a}')
-for x, y in zip(a, b):
-    check(abs(x['loss'] - y['loss']) <= 1e-5 * y['loss'] and abs(x['test_acc'] - y['test_acc']) <= 1 / 256,
-          f'epoch {x["epoch"]}: 2 processes {x} vs 1 process {y}')
-if os.path.exists(P('mpi.npz')) and os.path.exists(P('one.npz')):
-    A, B = npz(P('mpi.npz')), npz(P('one.npz'))
-    worst = max(max(abs(x - y) for x, y in zip(A[k], B[k])) / (max(abs(y) for y in B[k]) + 1e-6) for k in B)
-    check(A.keys() == B.keys() and worst < 1e-4, f'parameters after 2 epochs differ by {worst:.2e}')
-check(os.path.exists(P('mpi.csv')) and len(open(P('mpi.csv')).read().splitlines()) == 3,
-      'one CSV, written once per epoch by process 0')
+check(q.returncode == 0, f'one process: {q.returncode} {q.stderr[-400:]}')
+
+
+def equals_one_process(launch, what, env=None):
+    """The MPI run `launch` (a launcher's words before the cltrain command)
+    trains as one process on both devices did."""
+    p = subprocess.run(launch + [CLTRAIN, 'train', *COMMON, '--epochs', '2', '--export-npz', P('mpi.npz'),
+                                 '--log-csv', P('mpi.csv')], capture_output=True, text=True, timeout=300, env=env)
+    if not check(p.returncode == 0, f'{what}: {p.returncode} {p.stderr[-800:]}'):
+        return
+    a, b = lines(p.stdout), lines(q.stdout)
+    check(len(a) == 2, f'{what}: process 0 alone prints: {len(a)} epoch lines, {p.stdout[-600:]}')
+    check(all(x.get('processes') == 2 for x in a), f'{what}: the lines name 2 processes: {a}')
+    for x, y in zip(a, b):
+        check(abs(x['loss'] - y['loss']) <= 1e-5 * y['loss'] and abs(x['test_acc'] - y['test_acc']) <= 1 / 256,
+              f'{what}: epoch {x["epoch"]}: 2 processes {x} vs 1 process {y}')
+    if os.path.exists(P('mpi.npz')) and os.path.exists(P('one.npz')):
+        A, B = npz(P('mpi.npz')), npz(P('one.npz'))
+        worst = max(max(abs(x - y) for x, y in zip(A[k], B[k])) / (max(abs(y) for y in B[k]) + 1e-6) for k in B)
+        check(A.keys() == B.keys() and worst < 1e-4, f'{what}: parameters after 2 epochs differ by {worst:.2e}')
+    check(os.path.exists(P('mpi.csv')) and len(open(P('mpi.csv')).read().splitlines()) == 3,
+          f'{what}: one CSV, written once per epoch by process 0')
+    for f in ('mpi.npz', 'mpi.csv'):
+        if os.path.exists(P(f)):
+            os.remove(P(f))
+
+
+equals_one_process(MPI, 'mpirun -np 2')
+
+# Two machines as a cluster launches them: a hostfile, Open MPI starting
+# its daemons through an ssh stand-in that runs the command here, and only
+# TCP between the processes (no shared memory). Each machine shows one
+# device: a process that took itself for the second on one machine would
+# find none (world.c shares a machine's devices out by local rank).
+if OPEN_MPI:
+    with open(P('hosts'), 'w') as f:
+        f.write('node-a slots=1\nnode-b slots=1\n')
+    with open(P('ssh'), 'w') as f:  # ssh [options] host command...: the command, here
+        f.write('#!/bin/sh\nwhile [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done\n'
+                'shift\nexec sh -c "$*"\n')
+    os.chmod(P('ssh'), 0o755)
+    equals_one_process([MPIRUN, *LAUNCHER_ARGS, '--hostfile', P('hosts'), '-np', '2', '--mca', 'plm_rsh_agent',
+                        P('ssh'), '--mca', 'btl', 'tcp,self'], 'two machines from a hostfile, over TCP',
+                       dict(os.environ, POCL_DEVICES='pthread'))
 
 
 def rank_pid(marker, rank):
@@ -118,32 +151,56 @@ if check(wait_for(P('k.ck'), job), 'a checkpoint after the first epoch'):
 job.kill()
 job.wait()
 
-# SIGTERM to mpirun reaches every process; all stop after the same step, exit 143
-job = start_long(P('t.ck'))
+# SIGINT (Ctrl-C) or SIGTERM to mpirun reaches every process; all stop
+# after the same step, and process 0 alone says so
 stopped_at = None
-if check(wait_for(P('t.ck'), job), 'a checkpoint before SIGTERM'):
-    job.send_signal(signal.SIGTERM)
-    try:
-        out, err = job.communicate(timeout=60)
-        m = re.search(r'terminated \(SIGTERM\) after step (\d+)', err)
-        stopped_at = int(m.group(1)) if m else None
-        check('terminated (SIGTERM)' in err and err.count('terminated (SIGTERM)') == 1,
-              f'process 0 alone reports the stop: {err[-500:]}')
-        check(job.returncode != 0, f'exit {job.returncode}')
-    except subprocess.TimeoutExpired:
-        job.kill()
-        check(False, 'SIGTERM: the job did not end within 60 s')
-job.kill()
-job.wait()
+for sig in (signal.SIGINT, signal.SIGTERM):
+    ck = P(f'{sig.name}.ck')
+    job = start_long(ck)
+    if check(wait_for(ck, job), f'{sig.name}: a checkpoint before the signal'):
+        job.send_signal(sig)
+        try:
+            out, err = job.communicate(timeout=60)
+            m = re.search(r'terminated \(SIG[A-Z]+\) after step (\d+)', err)
+            stopped_at = int(m.group(1)) if m else None
+            check(m and err.count('terminated (') == 1, f'{sig.name}: process 0 alone reports the stop: {err[-500:]}')
+            check(job.returncode != 0, f'{sig.name}: exit {job.returncode}')
+        except subprocess.TimeoutExpired:
+            job.kill()
+            check(False, f'{sig.name}: the job did not end within 60 s')
+    job.kill()
+    job.wait()
 
 # the stopped run resumes under mpirun, to its end
 if check(stopped_at is not None, 'the stop names its step'):
-    r = subprocess.run(MPI + [CLTRAIN, 'train', '--resume', P('t.ck'), '--steps', str(stopped_at + 20), '--json',
+    r = subprocess.run(MPI + [CLTRAIN, 'train', '--resume', P('SIGTERM.ck'), '--steps', str(stopped_at + 20), '--json',
                               '--limit-test', '256'],
                        capture_output=True, text=True, timeout=300)
     got = lines(r.stdout)
     check(r.returncode == 0 and got and got[-1]['steps'] == stopped_at + 20,
           f'resume under mpirun: {r.returncode} {got} {r.stderr[-500:]}')
+
+# A device fault in process 1 mid-run (clfault.c makes its OpenCL library
+# refuse every kernel launch from the 800th on, in epoch 2): the whole job
+# ends within a bound, process 1 names itself, its device and the error,
+# and the checkpoint of epoch 1 stays loadable.
+if CLFAULT:
+    ck = P('fault.ck')
+    argv = [CLTRAIN, 'train', *COMMON, '--epochs', '1000', '--save', ck]
+    faulty = ['env', f'LD_PRELOAD={CLFAULT}', 'CLFAULT_LAUNCH=800', 'ASAN_OPTIONS=verify_asan_link_order=0']
+    t0 = time.time()
+    try:
+        r = subprocess.run([MPIRUN, *LAUNCHER_ARGS, '-np', '1', *argv, ':', '-np', '1', *faulty, *argv],
+                           capture_output=True, text=True, timeout=120)
+        check(r.returncode != 0 and time.time() - t0 < 60, f'the faulty job ended after {time.time() - t0:.1f} s, '
+              f'exit {r.returncode}')
+        check(re.search(r'rank 1: epoch 2, step \d+: device \d+ \(.*\): .*CL_OUT_OF_RESOURCES', r.stderr),
+              f'process 1 names itself, its device and the error: {r.stderr[-600:]}')
+    except subprocess.TimeoutExpired:
+        check(False, 'a device fault in process 1: the job did not end within 120 s')
+    r = subprocess.run([CLTRAIN, 'eval', '--resume', ck, '--limit-test', '64', '--devices', '0'],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, f'the checkpoint before the fault loads: {r.stderr[-300:]}')
 
 # bench train: process 0 alone, then both; the allreduce's bus bandwidth
 r = subprocess.run(MPI + [CLTRAIN, 'bench', 'train', '--batch-size', '32', '--steps', '2', '--json'],
