@@ -30,10 +30,15 @@ int clt_cluster_first(const clt_cluster *c);
 const float *clt_cluster_weights(const clt_cluster *c);
 
 /* Starts summing `count` floats in place over the processes as request
- * `slot` (0 .. slots-1, one per gradient bucket) and lets earlier ones
- * progress; clt_cluster_wait_all finishes every request started. */
+ * `slot` (one per gradient bucket, started in order 0 .. slots-1 every
+ * step) and lets earlier ones progress. */
 clt_status clt_cluster_start_sum(clt_cluster *c, int slot, int slots, float *buf, size_t count);
-clt_status clt_cluster_wait_all(clt_cluster *c);
+/* Progresses the started sums (MPI moves non-blocking collectives only
+ * inside its calls) and gives in *done how many leading ones are complete;
+ * with `wait`, first waits for the next incomplete one, if any started. */
+clt_status clt_cluster_progress(clt_cluster *c, int wait, int *done);
+/* Whether a started sum is not complete yet. */
+int clt_cluster_pending(const clt_cluster *c);
 /* Blocking in-place sums over the processes. */
 clt_status clt_cluster_sum_floats(clt_cluster *c, float *v, size_t n);
 clt_status clt_cluster_sum_doubles(clt_cluster *c, double *v, size_t n);

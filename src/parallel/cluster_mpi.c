@@ -16,6 +16,7 @@ struct clt_cluster {
     MPI_Status *st;       /* their statuses: MPICH's MPI_STATUSES_IGNORE, (MPI_Status *)1, makes
                            * GCC 12 warn that MPI_Testall writes a region of size 0 */
     int n_req;
+    int started, done;    /* this step's sums started, and the leading ones complete */
 };
 
 static clt_status mpi_fail(int err, const char *what)
@@ -114,19 +115,31 @@ clt_status clt_cluster_start_sum(clt_cluster *c, int slot, int slots, float *buf
         c->n_req = slots;
     }
     if (count > INT_MAX) return clt_fail(CLT_ERR_INVALID_ARG, "cluster: a bucket of %zu floats (at most %d)", count, INT_MAX);
+    if (slot == 0) c->started = c->done = 0; /* a new step: the last one's sums all completed */
+    if (slot != c->started) return clt_fail(CLT_ERR_INTERNAL, "cluster: sum %d started after %d", slot, c->started);
     MPI_TRY(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, c->comm, &c->req[slot]),
             "MPI_Iallreduce (gradient bucket)");
-    /* MPI progresses non-blocking collectives inside its calls */
-    int done = 0;
-    MPI_TRY(MPI_Testall(c->n_req, c->req, &done, c->st), "MPI_Testall (gradient buckets)");
+    c->started++;
+    int done;
+    return clt_cluster_progress(c, 0, &done);
+}
+
+clt_status clt_cluster_progress(clt_cluster *c, int wait, int *done)
+{
+    if (wait && c->done < c->started) {
+        MPI_TRY(MPI_Wait(&c->req[c->done], &c->st[c->done]), "MPI_Wait (gradient bucket)");
+        c->done++;
+    }
+    /* testing the first incomplete sum progresses all of them */
+    for (int flag = 1; flag && c->done < c->started;) {
+        MPI_TRY(MPI_Test(&c->req[c->done], &flag, &c->st[c->done]), "MPI_Test (gradient bucket)");
+        c->done += flag;
+    }
+    *done = c->done;
     return CLT_OK;
 }
 
-clt_status clt_cluster_wait_all(clt_cluster *c)
-{
-    if (c->n_req) MPI_TRY(MPI_Waitall(c->n_req, c->req, c->st), "MPI_Waitall (gradient buckets)");
-    return CLT_OK;
-}
+int clt_cluster_pending(const clt_cluster *c) { return c->done < c->started; }
 
 /* MPI counts are int: long buffers go in pieces. */
 static clt_status sum_pieces(clt_cluster *c, void *v, size_t n, MPI_Datatype type, size_t elem)

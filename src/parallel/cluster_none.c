@@ -24,7 +24,13 @@ clt_status clt_cluster_start_sum(clt_cluster *c, int slot, int slots, float *buf
     (void)c; (void)slot; (void)slots; (void)buf; (void)count;
     return clt_fail(CLT_ERR_INTERNAL, "cluster: built without MPI");
 }
-clt_status clt_cluster_wait_all(clt_cluster *c) { (void)c; return CLT_OK; }
+clt_status clt_cluster_progress(clt_cluster *c, int wait, int *done)
+{
+    (void)c; (void)wait;
+    *done = 0;
+    return CLT_OK;
+}
+int clt_cluster_pending(const clt_cluster *c) { (void)c; return 0; }
 clt_status clt_cluster_sum_floats(clt_cluster *c, float *v, size_t n) { (void)c; (void)v; (void)n; return CLT_OK; }
 clt_status clt_cluster_sum_doubles(clt_cluster *c, double *v, size_t n) { (void)c; (void)v; (void)n; return CLT_OK; }
 clt_status clt_cluster_broadcast(clt_cluster *c, float *v, size_t n) { (void)c; (void)v; (void)n; return CLT_OK; }

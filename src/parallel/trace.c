@@ -95,18 +95,20 @@ void clt_trace_free(clt_trace *tr)
 }
 
 /* Track of an event kind within a device slot: compute queue, transfer
- * queue, host thread. */
+ * queue, host thread, the processes' sums. */
 static int track_of(clt_trace_kind k)
 {
     switch (k) {
     case CLT_TR_FORWARD: case CLT_TR_BACKWARD: case CLT_TR_OPTIMIZER: return 0;
     case CLT_TR_READ: case CLT_TR_WRITE: return 1;
+    case CLT_TR_ALLREDUCE: return 3;
     default: return 2;
     }
 }
 
-static const char *const kind_names[] = {"forward", "backward", "optimizer", "read", "write", "sum", "write-back"};
-static const char *const track_names[] = {"compute queue", "transfer queue", "host thread"};
+static const char *const kind_names[] = {"forward", "backward", "optimizer", "read", "write", "sum", "write-back",
+                                          "allreduce"};
+static const char *const track_names[] = {"compute queue", "transfer queue", "host thread", "MPI processes"};
 
 /* Names come from device names: keep only characters JSON takes as is. */
 static void json_safe(char *out, size_t cap, const char *in)
@@ -141,7 +143,9 @@ static clt_status write_all(clt_atomic_file *af, const clt_trace *const *tr, con
         CLT_TRY(put(af, "%s{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": \"device %d: %s\"}}",
                     sep, d, d, name));
         sep = ",\n";
-        for (int q = 0; q < 3; q++)
+        int processes = 0; /* the MPI track only where it has events */
+        for (int i = 0; i < tr[d]->n; i++) processes |= tr[d]->ev[i].kind == CLT_TR_ALLREDUCE;
+        for (int q = 0; q < 3 + processes; q++)
             CLT_TRY(put(af, ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, \"args\": {\"name\": \"%s\"}}",
                         d, q, track_names[q]));
         for (int i = 0; i < tr[d]->n; i++) {

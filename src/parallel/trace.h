@@ -1,7 +1,8 @@
 /* A step trace for Chrome's trace-event format (Perfetto, chrome://tracing):
  * per device a compute-queue track (layers by pass, from profiling markers)
  * and a transfer-queue track (bucket reads and write-backs), per worker a
- * host track (bucket sums, write-backs); device times mapped onto the host
+ * host track (bucket sums, write-backs), under MPI a track of the
+ * processes' sums (from start to completion seen); device times mapped onto the host
  * clock through the marker that ends backward. */
 #ifndef CLT_PARALLEL_TRACE_H
 #define CLT_PARALLEL_TRACE_H
@@ -10,7 +11,7 @@
 #include "runtime/cl.h"
 
 typedef enum { CLT_TR_FORWARD, CLT_TR_BACKWARD, CLT_TR_OPTIMIZER, CLT_TR_READ, CLT_TR_WRITE, CLT_TR_SUM,
-               CLT_TR_WRITE_BACK } clt_trace_kind;
+               CLT_TR_WRITE_BACK, CLT_TR_ALLREDUCE } clt_trace_kind;
 
 typedef struct clt_trace_event {
     clt_trace_kind kind;

@@ -234,6 +234,7 @@ static clt_status start(clt_trainer *t, const size_t *force_align)
     memset(t->sum, 0, t->flat * sizeof(float));
     CLT_TRY(clt_calloc((void **)&t->arrived, (size_t)t->n_buckets, sizeof(int), "bucket counters"));
     CLT_TRY(clt_calloc((void **)&t->reduced, (size_t)t->n_buckets, sizeof(int), "bucket counters"));
+    CLT_TRY(clt_calloc((void **)&t->cross_t0, (size_t)t->n_buckets, sizeof(double), "bucket counters"));
     CLT_TRY(clt_calloc((void **)&t->weights, (size_t)k, sizeof(float), "split weights"));
     for (int i = 0; i < k; i++) {
         CLT_TRY(clt_pipeline_open(&t->workers[i]));
@@ -323,6 +324,7 @@ void clt_trainer_destroy(clt_trainer *t)
     clt_aligned_free(t->sum);
     free(t->arrived);
     free(t->reduced);
+    free(t->cross_t0);
     free(t->weights);
     for (int p = 0; p < 2; p++) {
         free(t->bn_slots[p]);

@@ -84,7 +84,8 @@ struct clt_trainer {
     float *weights;       /* current split fractions */
     clt_cluster *cl;      /* the other processes (cfg.mpi_comm), NULL alone */
     int empty_shards;     /* devices (of every process) given no sample this step */
-    int crossed;          /* the processes' sums of this step's buckets are in (mutex) */
+    int crossed;          /* leading buckets of this step whose processes' sum is in (mutex) */
+    double *cross_t0;     /* per bucket: when worker 0 started the processes' sum (trace) */
     clt_bucket *buckets;
     int n_buckets;
     float *sum;           /* reduced gradients, flat */

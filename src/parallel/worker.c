@@ -23,14 +23,29 @@ void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char 
     pthread_cond_broadcast(&t->cv);
 }
 
+static clt_status cross_progress(clt_worker *w, int wait);
+
 /* Waits (mutex held) until *counter reaches k or the trainer failed;
  * returns 0 on failure. Adds the wait after this device's backward ended
- * to the idle time. */
+ * to the idle time. Worker 0 keeps the processes' sums moving meanwhile
+ * (MPI progresses them only inside its calls). */
 static int wait_count(clt_worker *w, const int *counter)
 {
     clt_trainer *t = w->t;
     double t0 = clt_now();
-    while (*counter < t->k && !t->failed) pthread_cond_wait(&t->cv, &t->mu);
+    while (*counter < t->k && !t->failed) {
+        if (w->slot == 0 && t->cl && clt_cluster_pending(t->cl)) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 200000; /* 0.2 ms */
+            if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+            pthread_cond_timedwait(&t->cv, &t->mu, &until);
+            pthread_mutex_unlock(&t->mu);
+            cross_progress(w, 0); /* a failure is the trainer's */
+            pthread_mutex_lock(&t->mu);
+        } else
+            pthread_cond_wait(&t->cv, &t->mu);
+    }
     /* Waiting while this device still computes is not idle. */
     if (w->backward_ended) w->stats.idle_s += clt_now() - (w->backward_end > t0 ? w->backward_end : t0);
     return !t->failed;
@@ -162,28 +177,70 @@ static clt_status write_bucket(clt_worker *w, int b, float factor)
     return s;
 }
 
-/* Worker 0 waits for the processes' sums of every bucket; the others wait
- * for it. */
-static clt_status cross_processes(clt_worker *w)
+/* Worker 0 alone calls MPI: it progresses the processes' sums (with
+ * `wait`, waits for the next one) and publishes how many leading buckets
+ * are in. */
+static clt_status cross_progress(clt_worker *w, int wait)
 {
     clt_trainer *t = w->t;
-    clt_status s = CLT_OK;
+    double c0 = clt_now();
+    int done = 0;
+    clt_status s = clt_cluster_progress(t->cl, wait, &done);
+    double c1 = clt_now();
+    w->stats.reduce_s += c1 - c0;
+    clt_pipeline_poll_backward(w);
+    if (!w->backward_ended) w->hidden_reduce_s += c1 - c0;
+    for (int b = t->crossed; w->tracing && b < done; b++) /* only this thread writes t->crossed */
+        clt_trace_add(&w->trace, CLT_TR_ALLREDUCE, b, t->cross_t0[b], c1 - t->cross_t0[b]);
     pthread_mutex_lock(&t->mu);
-    if (w->slot == 0) {
-        pthread_mutex_unlock(&t->mu);
-        double c0 = clt_now();
-        s = clt_cluster_wait_all(t->cl);
-        w->stats.reduce_s += clt_now() - c0;
-        pthread_mutex_lock(&t->mu);
-        if (s != CLT_OK) clt_trainer_fail_locked(t, -1, s, clt_last_error());
-        t->crossed = 1;
+    if (s != CLT_OK) clt_trainer_fail_locked(t, -1, s, clt_last_error());
+    if (done > t->crossed) {
+        t->crossed = done;
         pthread_cond_broadcast(&t->cv);
-    } else {
-        while (!t->crossed && !t->failed) pthread_cond_wait(&t->cv, &t->mu);
-        if (t->failed) s = CLT_ERR_CANCELLED;
     }
     pthread_mutex_unlock(&t->mu);
     return s;
+}
+
+/* Takes the buckets whose processes' sums are in, from *taken on, in
+ * bucket order; with `all`, waits until every bucket is in. With `write`
+ * each is written back as it comes, so the first buckets travel to the
+ * devices while the processes still sum later ones. */
+static clt_status take_crossed(clt_worker *w, int *taken, int all, int write)
+{
+    clt_trainer *t = w->t;
+    while (*taken < t->n_buckets) {
+        if (w->slot == 0) {
+            clt_status s = cross_progress(w, all);
+            if (s != CLT_OK) return s;
+        }
+        pthread_mutex_lock(&t->mu);
+        while (all && w->slot != 0 && t->crossed <= *taken && !t->failed) pthread_cond_wait(&t->cv, &t->mu);
+        int in = t->crossed, failed = t->failed;
+        pthread_mutex_unlock(&t->mu);
+        if (failed) return CLT_ERR_CANCELLED;
+        for (; *taken < in; (*taken)++)
+            if (write) CLT_TRY(write_bucket(w, *taken, 1.0f));
+        if (!all) break;
+    }
+    return CLT_OK;
+}
+
+/* This device's copy of bucket b on the host. Worker 0 keeps the
+ * processes' sums of earlier buckets moving while it waits, so they run
+ * during backward rather than after it. */
+static clt_status await_bucket(clt_worker *w, int b)
+{
+    clt_trainer *t = w->t;
+    while (w->slot == 0 && t->cl && clt_cluster_pending(t->cl)) {
+        cl_int st = CL_QUEUED;
+        if (clGetEventInfo(w->events[b], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) != CL_SUCCESS ||
+            st <= CL_COMPLETE)
+            break; /* done, or failed: clt_pipeline_await says which */
+        if (cross_progress(w, 0) != CLT_OK) return CLT_ERR_CANCELLED;
+        nanosleep(&(struct timespec){0, 200000}, NULL); /* 0.2 ms */
+    }
+    return clt_pipeline_await(w, b);
 }
 
 /* Bucket by bucket, as soon as every device's copy arrived: this thread's
@@ -201,14 +258,14 @@ static clt_status run_step_body(clt_worker *w)
 
     float scale = 1.0f / (float)t->batch;
     int local = clt_trainer_local_step(t);
-    /* Clipping needs the norm of every bucket, and across processes the
-     * sums come back together: then every bucket is written at the end. */
-    int deferred = t->cfg.clip_grad_norm > 0 || t->cl;
+    /* Clipping needs the norm of every bucket: then every bucket is
+     * written at the end. */
+    int clip = t->cfg.clip_grad_norm > 0, taken = 0;
     if (local) s = clt_net_scale(w->net, CLT_NET_GRADS, (clt_span){0, t->flat}, scale);
     const float *in[CLT_MAX_DEVICES];
     for (int b = 0; b < t->n_buckets && !local; b++) {
         const clt_bucket *bk = &t->buckets[b];
-        if (w->n > 0 && (s = clt_pipeline_await(w, b)) != CLT_OK) return s;
+        if (w->n > 0 && (s = await_bucket(w, b)) != CLT_OK) return s;
         clt_pipeline_poll_backward(w);
         pthread_mutex_lock(&t->mu);
         int ok = wait_count(w, &t->arrived[b]);
@@ -242,6 +299,7 @@ static clt_status run_step_body(clt_worker *w)
         pthread_mutex_unlock(&t->mu);
         if (!ok) return CLT_ERR_CANCELLED;
         /* the processes' sum of the bucket starts while later ones are summed here */
+        if (t->cl && w->slot == 0) t->cross_t0[b] = clt_now();
         if (t->cl && w->slot == 0 &&
             (s = clt_cluster_start_sum(t->cl, b, t->n_buckets, t->sum + bk->span.offset, bk->span.count)) != CLT_OK) {
             pthread_mutex_lock(&t->mu);
@@ -249,11 +307,12 @@ static clt_status run_step_body(clt_worker *w)
             pthread_mutex_unlock(&t->mu);
             return s;
         }
-        if (s == CLT_OK && !deferred) s = write_bucket(w, b, 1.0f);
+        if (t->cl) s = take_crossed(w, &taken, 0, !clip);
+        else if (!clip) s = write_bucket(w, b, 1.0f);
         if (s != CLT_OK) break;
     }
-    if (s == CLT_OK && !local && t->cl) s = cross_processes(w);
-    if (s == CLT_OK && !local && deferred) {
+    if (s == CLT_OK && !local && t->cl) s = take_crossed(w, &taken, 1, !clip);
+    if (s == CLT_OK && !local && clip) {
         /* every thread computes the same factor from the same sums */
         float factor = t->cfg.clip_grad_norm > 0
                            ? clt_clip_factor(clt_grad_norm(t->sum, t->flat), t->cfg.clip_grad_norm)

@@ -203,14 +203,23 @@ if CLFAULT:
     check(r.returncode == 0, f'the checkpoint before the fault loads: {r.stderr[-300:]}')
 
 # bench train: process 0 alone, then both; the allreduce's bus bandwidth
-r = subprocess.run(MPI + [CLTRAIN, 'bench', 'train', '--batch-size', '32', '--steps', '2', '--json'],
-                   capture_output=True, text=True, timeout=300)
+# (and its trace: the processes' sum of every bucket on a track of its own)
+r = subprocess.run(MPI + [CLTRAIN, 'bench', 'train', '--batch-size', '32', '--steps', '2', '--json',
+                          '--trace', P('trace.json')], capture_output=True, text=True, timeout=300)
 try:
     bj = json.loads(r.stdout)
     check([x['processes'] for x in bj['runs']] == [1, 2] and bj['runs'][1]['devices'] == 2 and
           bj['allreduce']['busbw_gb_per_s'] > 0 and bj['allreduce']['bytes'] > 0, f'bench under mpirun: {bj}')
 except (ValueError, KeyError) as e:
     check(False, f'bench under mpirun printed no JSON object ({e}): {r.stdout[-300:]} {r.stderr[-300:]}')
+try:
+    ev = json.load(open(P('trace.json')))['traceEvents']
+    sums = [e for e in ev if e.get('cat') == 'allreduce']
+    named = [e for e in ev if e.get('ph') == 'M' and e['args'].get('name') == 'MPI processes']
+    check(len(sums) >= 2 and all(e['dur'] >= 0 for e in sums) and len(named) == 1,
+          f'the trace shows the processes\' sums: {len(sums)} events, {len(named)} tracks')
+except (OSError, ValueError, KeyError) as e:
+    check(False, f'bench trace under mpirun: {e}')
 
 # eval runs in one process: refused under mpirun with 2
 r = subprocess.run(MPI + [CLTRAIN, 'eval', '--limit-test', '64'], capture_output=True, text=True, timeout=120)
