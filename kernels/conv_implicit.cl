@@ -49,6 +49,12 @@
 #define LX (TN / RN)
 #define LY (TM / RM)
 #define NT (LX * LY)
+/* Tile elements each item loads (every tile divides evenly). */
+#define NA (TM * TK / NT)
+#define NB (TK * TN / NT)
+#if (TM * TK) % NT || (TK * TN) % NT
+#error "conv_implicit: a tile whose elements do not divide evenly among its items"
+#endif
 #define KK (GK * GK)
 #define P (GOH * GOW)
 #define HW (GH * GW)
@@ -120,6 +126,30 @@ INLINE void unpack4(float4 v, float *to)
     to[3] = v.w;
 }
 
+/* The operands' tiles at k0 into an item's registers: element e of the A
+ * tile is (k0 + e % TK, m0 + e / TK), consecutive items along k (w's rows
+ * and dy's pixels are contiguous); the B tile goes along n where the
+ * gather is contiguous in n (x's and dy's pixels), along k for
+ * backward-weights (x's pixels are its k). Zero outside the matrices. */
+INLINE void fetch_tiles(float *pa, float *pb, __global const float *a, __global const float *b,
+                        __global const float *aux, int relu, int lid, int m0, int n0, int k0, int kend, int ndim,
+                        int16 gv)
+{
+    for (int i = 0; i < NA; i++) {
+        int e = lid + i * NT, m = m0 + e / TK, k = k0 + e % TK;
+        pa[i] = m < MDIM && k < kend ? load_a(a, aux, relu, m, k, gv) : 0.0f;
+    }
+    for (int i = 0; i < NB; i++) {
+        int e = lid + i * NT;
+#if PASS == 2
+        int n = n0 + e / TK, k = k0 + e % TK;
+#else
+        int n = n0 + e % TN, k = k0 + e / TN;
+#endif
+        pb[i] = n < ndim && k < kend ? load_b(b, aux, relu, k, n, gv) : 0.0f;
+    }
+}
+
 /* Row or column index of register e of an item at position pos of a
  * work-group dimension of `items` items: runs of 4. */
 #define SPREAD(e, pos, items) (((e) / 4) * (items) * 4 + (pos) * 4 + (e) % 4)
@@ -155,24 +185,26 @@ __kernel __attribute__((reqd_work_group_size(LX, LY, 1))) void conv_implicit(
     for (int i = 0; i < RM; i++)
         for (int j = 0; j < RN; j++) acc[i][j] = 0.0f;
 
+    /* The next tiles are loaded into registers while this one computes
+     * (the loads' latency hides behind the FMAs) and stored to local
+     * memory after it. */
+    float pa[NA], pb[NB];
+    fetch_tiles(pa, pb, a, b, aux, relu, lid, m0, n0, kbeg, kend, ndim, gv);
     for (int k0 = kbeg; k0 < kend; k0 += TK) {
-        /* A tile: consecutive items along k (w's rows and dy's pixels are contiguous). */
-        for (int e = lid; e < TM * TK; e += NT) {
-            int kk = e % TK, mm = e / TK, m = m0 + mm, k = k0 + kk;
-            As[kk * AS + mm] = m < MDIM && k < kend ? load_a(a, aux, relu, m, k, gv) : 0.0f;
+        for (int i = 0; i < NA; i++) {
+            int e = lid + i * NT;
+            As[(e % TK) * AS + e / TK] = pa[i];
         }
-        /* B tile: along n where the gather is contiguous in n (x's and dy's
-         * pixels), along k for backward-weights (x's pixels are its k). */
-        for (int e = lid; e < TK * TN; e += NT) {
+        for (int i = 0; i < NB; i++) {
+            int e = lid + i * NT;
 #if PASS == 2
-            int kk = e % TK, nn = e / TK;
+            Bs[(e % TK) * BS + e / TK] = pb[i];
 #else
-            int nn = e % TN, kk = e / TN;
+            Bs[(e / TN) * BS + e % TN] = pb[i];
 #endif
-            int n = n0 + nn, k = k0 + kk;
-            Bs[kk * BS + nn] = n < ndim && k < kend ? load_b(b, aux, relu, k, n, gv) : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+        if (k0 + TK < kend) fetch_tiles(pa, pb, a, b, aux, relu, lid, m0, n0, k0 + TK, kend, ndim, gv);
         for (int kk = 0; kk < TK; kk++) {
             float ar[RM], br[RN];
             for (int i = 0; i < RM; i += 4) unpack4(vload4(0, &As[kk * AS + SPREAD(i, ty, LY)]), ar + i);
