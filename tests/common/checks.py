@@ -23,10 +23,10 @@ def finish():
     sys.exit(1 if failures else 0)
 
 
-def device_count():
+def device_count(env=None):
     """OpenCL devices cltrain-smi lists (0 when it fails), from the build tree."""
     smi = os.path.join(os.environ['CLTRAIN_BUILD_ROOT'], 'tools', 'smi', 'cltrain-smi')
-    p = subprocess.run([smi, '--json'], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([smi, '--json'], capture_output=True, text=True, timeout=60, env=env)
     try:
         return len(json.loads(p.stdout)['devices']) if p.returncode == 0 else 0
     except (ValueError, KeyError):
