@@ -116,8 +116,9 @@ void clt_conv_direct_describe(const clt_conv_plan *plan, int pass, char *buf, si
 /* The implicit kernels' tile of a planned pass ("64x64x16 r4x4", with
  * "k/S" for S backward-weights slices). */
 void clt_conv_implicit_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
-/* The tiles the tuner times for pass of g on dev (at most max; 0 when
- * implicit cannot run g). */
+/* The tiles the tuner times for pass of g on dev (at most max, and never
+ * more than CLT_CONV_IMPLICIT_TILES; 0 when implicit cannot run g). */
+#define CLT_CONV_IMPLICIT_TILES 8
 int clt_conv_implicit_candidates(const clt_device *dev, const clt_conv_geom *g, int pass,
                                  clt_conv_implicit_cfg *out, int max);
 /* Runs pass of plan with c (one of the candidates); 0 when c is not one or

@@ -13,7 +13,7 @@
 #include "runtime/launch.h"
 #include "runtime/tune_cache.h"
 
-#define MAX_CANDIDATES 8
+#define MAX_CANDIDATES (1 + CLT_CONV_IMPLICIT_TILES) /* gemm and every tile */
 #define ROUNDS 3
 #define RUNS 3 /* back to back per timing: GPU passes of tens of microseconds */
 

@@ -23,18 +23,14 @@ static int fits_int(const clt_conv_geom *g)
 
 /* Where gemm (CLBlast's tuned SGEMM over an im2col matrix) was faster on
  * an H100, at every ResNet-18 and LeNet shape (bench/README.md), gemm
- * keeps the pass:
- *  - backward-data of a strided layer: the gather visits K*K*CO taps per
- *    input pixel where 1 in stride^2 lands (a third of gemm's speed); 1x1
- *    layers lose nothing to it;
- *  - the forward of a layer with 256 and more output channels, and every
- *    pass of one with 4x4 outputs or fewer: few, long dot products, where
- *    CLBlast's blocking did better than these tiles. */
+ * keeps the pass: backward-data of a strided layer, where the gather
+ * visits K*K*CO taps per input pixel and 1 in stride^2 lands (half of
+ * gemm's speed); 1x1 layers lose nothing to it. (Before the tiles loaded
+ * ahead, 0.6, gemm also kept the forward from 256 output channels and
+ * the layers with 4x4 outputs.) */
 static unsigned implicit_supports(const clt_conv_geom *g, unsigned open)
 {
     if (!fits_int(g)) return 0;
-    if (g->k > 1 && g->oh * g->ow <= 16) return 0;
-    if (g->k > 1 && g->co >= 256) open &= ~CLT_CONV_PASS(CLT_CONV_FWD);
     if (g->stride > 1 && g->k > 1) open &= ~CLT_CONV_PASS(CLT_CONV_BWD_DATA);
     return open;
 }
@@ -48,12 +44,17 @@ static void pass_dims(const clt_conv_geom *g, int pass, int64_t *m, int64_t *n, 
     else *m = g->co, *n = g->c * kk, *k = g->n * p;
 }
 
-/* The tiles, 256 work-items each but the narrow one (128). */
+/* The tiles, 256 work-items each but the narrow one (128). (8x8 blocks
+ * with K steps of 16 in 128x128, 128x64 and 64x128 tiles, timed by the
+ * tuner on every ResNet-18 pass on an H100, won one pass by 0.015 ms: not
+ * worth their tuning time.) */
 enum { TILE_BIG, TILE_TALL, TILE_WIDE, TILE_SQUARE, TILE_NARROW, N_TILES };
 static const clt_conv_implicit_cfg tiles[N_TILES] = {
     [TILE_BIG] = {128, 128, 8, 8, 8},   [TILE_TALL] = {128, 64, 8, 4, 16}, [TILE_WIDE] = {64, 128, 4, 8, 16},
     [TILE_SQUARE] = {64, 64, 4, 4, 16}, [TILE_NARROW] = {32, 64, 4, 4, 16},
 };
+
+_Static_assert(N_TILES <= CLT_CONV_IMPLICIT_TILES, "conv_algo.h promises at most CLT_CONV_IMPLICIT_TILES tiles");
 
 static int cfg_fits(const clt_device *dev, const clt_conv_implicit_cfg *c)
 {
@@ -62,13 +63,13 @@ static int cfg_fits(const clt_device *dev, const clt_conv_implicit_cfg *c)
     return items <= dev->info.max_work_group_size && local <= dev->info.local_mem_bytes;
 }
 
-/* The rule, from every tile timed on every ResNet-18 and LeNet pass at
- * batch 128 on an H100 (bench/README.md): rows padded to the tile cost
- * their share, so the tile's height follows M (32, 64, or 128 and up);
- * the forward and backward-data take the longer tile while it still gives
- * every compute unit a work-group, else the square one; backward-weights
+/* The rule, from every tile timed on every ResNet-18 pass at batch 128 on
+ * an H100 (bench/README.md): rows padded to the tile cost their share, so
+ * the tile's height follows M (32, 64, or 128 and up); the forward and
+ * backward-data take the longer tile while it gives at least half of the
+ * compute units a work-group, else the square one; backward-weights
  * (whose K slices give the units their work-groups) runs the big 8x8
- * blocks from 64 rows. Tiles a device cannot run are skipped. */
+ * blocks from 128 rows. Tiles a device cannot run are skipped. */
 static clt_conv_implicit_cfg pick_cfg(const clt_device *dev, const clt_conv_geom *g, int pass)
 {
     int64_t m, n, k;
@@ -76,11 +77,12 @@ static clt_conv_implicit_cfg pick_cfg(const clt_device *dev, const clt_conv_geom
     int64_t units = (int64_t)clt_conv_units(dev);
     int order[3], count = 0;
     if (m <= 32) order[count++] = TILE_NARROW;
-    else if (pass == CLT_CONV_BWD_WEIGHTS) {
-        if (m >= 64) order[count++] = TILE_BIG;
-    } else {
+    else if (pass == CLT_CONV_BWD_WEIGHTS)
+        order[count++] = m >= 128 ? TILE_BIG : TILE_WIDE;
+    else {
         int t = m <= 64 ? TILE_WIDE : TILE_TALL;
-        if (((m + tiles[t].tm - 1) / tiles[t].tm) * ((n + tiles[t].tn - 1) / tiles[t].tn) >= units) order[count++] = t;
+        if (((m + tiles[t].tm - 1) / tiles[t].tm) * ((n + tiles[t].tn - 1) / tiles[t].tn) * 2 >= units)
+            order[count++] = t;
     }
     order[count++] = TILE_SQUARE;
     order[count++] = TILE_NARROW;

@@ -623,6 +623,27 @@ static void test_plan(clt_device *dev, clt_device *dev1)
     case_free(&d);
 }
 
+/* Pass p of plan on case d against the reference (the result poisoned
+ * with NaN first). */
+static void check_pass(clt_device *dev, const clt_conv_plan *plan, case_data *d, int p, const char *what)
+{
+    double e;
+    if (p == CLT_CONV_FWD) {
+        CHECK_OK(clt_tensor_fill(d->ty, NAN));
+        CHECK_OK(clt_conv_plan_forward(dev, plan, d->tx->buf, d->tw->buf, d->tb->buf, NULL, d->ty->buf));
+        e = tensor_err(d->ty, d->y);
+    } else if (p == CLT_CONV_BWD_DATA) {
+        CHECK_OK(clt_tensor_fill(d->tdx, NAN));
+        CHECK_OK(clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, d->tdy->buf, NULL, d->tdx->buf, NULL, NULL));
+        e = tensor_err(d->tdx, d->dx);
+    } else {
+        CHECK_OK(clt_tensor_fill(d->tdw, NAN));
+        CHECK_OK(clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, d->tdy->buf, NULL, NULL, d->tdw->buf, NULL));
+        e = tensor_err(d->tdw, d->dw);
+    }
+    CHECK(e < TOL, SHAPE_FMT ": error %.3g", SHAPE_ARGS(d, what), e);
+}
+
 /* Every configuration the tuner may pick for a pass (its candidates on
  * this device, and vector widths 4, 8 and 16 beyond them) computes the
  * reference's result: installed in a plan one at a time, on shapes with
@@ -671,22 +692,7 @@ static void test_lanes_configs(clt_device *dev)
                 tried++;
                 char what[64];
                 snprintf(what, sizeof what, "lanes pass %d vw%d %dx%d", p, cand[c].vw, cand[c].a, cand[c].b);
-                double e;
-                if (p == CLT_CONV_FWD) {
-                    CHECK_OK(clt_conv_plan_forward(dev, plan, d.tx->buf, d.tw->buf, d.tb->buf, NULL, d.ty->buf));
-                    e = tensor_err(d.ty, d.y);
-                } else if (p == CLT_CONV_BWD_DATA) {
-                    CHECK_OK(clt_tensor_fill(d.tdx, NAN));
-                    CHECK_OK(clt_conv_plan_backward(dev, plan, d.tx->buf, d.tw->buf, d.tdy->buf, NULL, d.tdx->buf, NULL,
-                                                    NULL));
-                    e = tensor_err(d.tdx, d.dx);
-                } else {
-                    CHECK_OK(clt_tensor_fill(d.tdw, NAN));
-                    CHECK_OK(clt_conv_plan_backward(dev, plan, d.tx->buf, d.tw->buf, d.tdy->buf, NULL, NULL, d.tdw->buf,
-                                                    NULL));
-                    e = tensor_err(d.tdw, d.dw);
-                }
-                CHECK(e < TOL, SHAPE_FMT ": error %.3g", SHAPE_ARGS(&d, what), e);
+                check_pass(dev, plan, &d, p, what);
             }
         }
         clt_conv_plan_destroy(plan);
@@ -695,6 +701,44 @@ static void test_lanes_configs(clt_device *dev)
     CHECK(tried >= 50, "only %d configurations ran", tried);
     s.tune = tune;
     REQUIRE_OK(clt_device_set_settings(dev, &s));
+}
+
+/* Every tile the GPU tuner may pick for a pass computes the reference's
+ * result: installed in a forced-implicit plan one at a time, on shapes
+ * with stride, padding, partial tiles in M, N and K, a strided 1x1, and a
+ * weight gradient in several K slices. */
+static void test_implicit_configs(clt_device *dev)
+{
+    static const int shapes[][8] = {{3, 7, 9, 8, 11, 3, 1, 1}, {5, 13, 7, 6, 70, 3, 2, 0}, {4, 6, 8, 8, 130, 1, 2, 0},
+                                    {33, 20, 13, 13, 50, 5, 1, 0}, {64, 4, 12, 12, 8, 3, 1, 1}};
+    set_algo(dev, "implicit");
+    int tried = 0, sliced = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const int *v = shapes[i];
+        case_data d;
+        case_make(dev, &d, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+        clt_conv_geom g;
+        REQUIRE_OK(clt_conv_geom_init(&g, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]));
+        clt_conv_plan *plan = NULL;
+        REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
+        for (int p = 0; p < CLT_CONV_PASSES; p++) {
+            clt_conv_implicit_cfg cand[16];
+            int n = clt_conv_implicit_candidates(dev, &g, p, cand, 16);
+            CHECK(n >= 5, "shape %zu pass %d: %d tiles", i, p, n);
+            for (int c = 0; c < n; c++) {
+                if (!clt_conv_implicit_use(dev, plan, p, &cand[c])) continue;
+                tried++;
+                sliced += p == CLT_CONV_BWD_WEIGHTS && plan->implicit.slices > 1;
+                char what[64], tile[32];
+                clt_conv_implicit_format(&cand[c], tile, sizeof tile);
+                snprintf(what, sizeof what, "implicit pass %d %s", p, tile);
+                check_pass(dev, plan, &d, p, what);
+            }
+        }
+        clt_conv_plan_destroy(plan);
+        case_free(&d);
+    }
+    CHECK(tried >= 60 && sliced >= 5, "only %d tiles ran (%d in K slices)", tried, sliced);
 }
 
 /* The environment is read when a device opens: good values become its
@@ -837,6 +881,7 @@ static void run_shapes(const op_env *e) { test_shapes(e->dev); }
 static void run_models(const op_env *e) { test_models(e->dev); }
 static void run_bwdw_blocks(const op_env *e) { test_bwdw_blocks(e->dev); }
 static void run_lanes_configs(const op_env *e) { test_lanes_configs(e->dev); }
+static void run_implicit_configs(const op_env *e) { test_implicit_configs(e->dev); }
 static void run_epilogue(const op_env *e) { test_epilogue(e->dev); }
 static void run_direct_widths(const op_env *e) { test_direct_widths(e->dev); }
 
@@ -871,7 +916,7 @@ static const op_test tests[] = {
     {"shapes", run_shapes},           {"models", run_models},               {"bwdw-blocks", run_bwdw_blocks},
     {"finite-differences", run_fd},   {"deterministic", run_deterministic}, {"budget", run_budget},
     {"split-k", run_split_k},         {"lanes-configs", run_lanes_configs}, {"epilogue", run_epilogue},
-    {"direct-widths", run_direct_widths},
+    {"direct-widths", run_direct_widths}, {"implicit-configs", run_implicit_configs},
     {"plan", run_plan},               {"errors", run_errors},               {"settings-env", run_settings_env},
 };
 OP_HARNESS_MAIN(tests)
