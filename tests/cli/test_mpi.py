@@ -90,6 +90,13 @@ runs = []  # each MPI run's parameters
 
 equals_one_process(MPI, 'mpirun -np 2')
 
+# Open MPI gives each process a pseudo-terminal: no progress bar in
+# mpirun's output (here a pipe, as a log file would be)
+r = subprocess.run(MPI + [CLTRAIN, 'train', '--limit-train', '512', '--limit-test', '128', '--batch-size', '64',
+                          '--epochs', '1'], capture_output=True, text=True, timeout=300)
+check(r.returncode == 0 and 'epoch 1:' in r.stdout and '\r' not in r.stdout and '[#' not in r.stdout,
+      f'plain output under mpirun: {r.returncode} {r.stdout[-300:]!r} {r.stderr[-300:]}')
+
 # Two machines as a cluster launches them: a hostfile, Open MPI starting
 # its daemons through ssh (a stand-in that runs the command here; `plm rsh`
 # overrides an environment's OMPI_MCA_plm=isolated), and only

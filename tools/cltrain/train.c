@@ -376,7 +376,9 @@ int cli_train(int argc, char **argv, const cli_world *world)
     sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C or SIGTERM ends the process at once */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    int tty = isatty(STDOUT_FILENO) && !o.quiet && !o.json;
+    /* Under mpirun the output is a pseudo-terminal of the launcher's
+     * whatever mpirun's own output is (a log file, a pipe): no progress bar. */
+    int tty = isatty(STDOUT_FILENO) && !o.quiet && !o.json && world->size == 1;
     int64_t total_steps = start.steps;
     int64_t last_epoch = o.steps ? INT64_MAX : o.epochs;
     /* a checkpoint of this run exists (the one resumed, when it is saved over) */
