@@ -91,11 +91,17 @@ runs = []  # each MPI run's parameters
 equals_one_process(MPI, 'mpirun -np 2')
 
 # Open MPI gives each process a pseudo-terminal: no progress bar in
-# mpirun's output (here a pipe, as a log file would be)
+# mpirun's output (here a pipe, as a log file would be); the library's
+# notices (each process tunes its device, in a cache of its own here) name
+# their process
 r = subprocess.run(MPI + [CLTRAIN, 'train', '--limit-train', '512', '--limit-test', '128', '--batch-size', '64',
-                          '--epochs', '1'], capture_output=True, text=True, timeout=300)
+                          '--epochs', '1', '--model', 'conv:4:3,relu,flatten,dense:10'], capture_output=True, text=True,
+                   timeout=300, env=dict(os.environ, CLTRAIN_TUNE='1', CLTRAIN_CACHE_DIR=P('tune-cache')))
 check(r.returncode == 0 and 'epoch 1:' in r.stdout and '\r' not in r.stdout and '[#' not in r.stdout,
       f'plain output under mpirun: {r.returncode} {r.stdout[-300:]!r} {r.stderr[-300:]}')
+notices = [x for x in r.stderr.splitlines() if 'tuning the convolution kernels' in x]
+check(len(notices) == 2 and all(re.match(r'cltrain: rank [01]: device \d', x) for x in notices),
+      f'notices under mpirun name their process: {notices}')
 
 # Two machines as a cluster launches them: a hostfile, Open MPI starting
 # its daemons through ssh (a stand-in that runs the command here; `plm rsh`

@@ -1,4 +1,5 @@
 #include "log.h"
+#include "world.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -24,7 +25,10 @@ int cli_log_check(void)
 
 void cli_log(void *user, int level, const char *message)
 {
-    if (level >= (int)(intptr_t)user) fprintf(stderr, "cltrain: %s\n", message);
+    if (level < (int)(intptr_t)user) return;
+    int rank = cli_launch_rank(); /* under mpirun every process may speak: say which */
+    if (rank >= 0) fprintf(stderr, "cltrain: rank %d: %s\n", rank, message);
+    else fprintf(stderr, "cltrain: %s\n", message);
 }
 
 void *cli_log_user(void)

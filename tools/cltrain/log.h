@@ -1,5 +1,6 @@
-/* The library's log lines on stderr ("cltrain: ..."): its notices and
- * warnings, and its debug lines too with CLTRAIN_LOG=debug. */
+/* The library's log lines on stderr ("cltrain: ...", "cltrain: rank R:
+ * ..." under mpirun): its notices and warnings, and its debug lines too
+ * with CLTRAIN_LOG=debug. */
 #ifndef CLT_CLI_LOG_H
 #define CLT_CLI_LOG_H
 

@@ -18,6 +18,18 @@ static int launched(void)
     return 0;
 }
 
+int cli_launch_rank(void)
+{
+    const char *n = getenv("OMPI_COMM_WORLD_SIZE"), *r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!n) n = getenv("PMI_SIZE");
+    if (!r) r = getenv("PMI_RANK");
+    if (!r) r = getenv("PMIX_RANK");
+    char *end;
+    long rank = r ? strtol(r, &end, 10) : -1;
+    if (!r || *end || rank < 0 || rank > INT_MAX || (n && atoi(n) <= 1)) return -1;
+    return (int)rank;
+}
+
 #if CLTRAIN_HAVE_MPI
 static const MPI_Comm world_comm = MPI_COMM_WORLD; /* only its address is passed on */
 

@@ -11,6 +11,9 @@ typedef struct cli_world {
     void *comm;                  /* the MPI_Comm of the run (NULL alone) */
 } cli_world;
 
+/* This process's rank from the launcher's environment (before or without
+ * MPI_Init), or -1 when no launcher started more than one process. */
+int cli_launch_rank(void);
 /* Initialises MPI (MPI_THREAD_SERIALIZED) when mpirun or mpiexec started
  * this process; 0, or the exit code after a message (launched by mpirun in
  * a build without MPI, a thread level too low). */
