@@ -623,6 +623,16 @@ static void test_plan(clt_device *dev, clt_device *dev1)
     case_free(&d);
 }
 
+/* Case d of shape v (n c h w co k s p), its geometry and a plan for it. */
+static clt_conv_plan *case_plan(clt_device *dev, const int *v, case_data *d, clt_conv_geom *g)
+{
+    case_make(dev, d, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+    REQUIRE_OK(clt_conv_geom_init(g, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]));
+    clt_conv_plan *plan = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure(dev, g, &plan));
+    return plan;
+}
+
 /* Pass p of plan on case d against the reference (the result poisoned
  * with NaN first). */
 static void check_pass(clt_device *dev, const clt_conv_plan *plan, case_data *d, int p, const char *what)
@@ -667,13 +677,9 @@ static void test_lanes_configs(clt_device *dev)
     REQUIRE_OK(clt_device_set_settings(dev, &s));
     int tried = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const int *v = shapes[i];
         case_data d;
-        case_make(dev, &d, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
         clt_conv_geom g;
-        REQUIRE_OK(clt_conv_geom_init(&g, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]));
-        clt_conv_plan *plan = NULL;
-        REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
+        clt_conv_plan *plan = case_plan(dev, shapes[i], &d, &g);
         unsigned mask = 0;
         for (int p = 0; p < CLT_CONV_PASSES; p++)
             if (clt_conv_plan_algo(plan, p) && !strcmp(clt_conv_plan_algo(plan, p), "lanes")) mask |= CLT_CONV_PASS(p);
@@ -681,8 +687,8 @@ static void test_lanes_configs(clt_device *dev)
         for (int p = 0; p < CLT_CONV_PASSES; p++) {
             if (!(mask & CLT_CONV_PASS(p))) continue;
             clt_conv_lanes_cfg cand[24];
-            int n = clt_conv_lanes_candidates(dev, &plan->lanes, p, cand, v[8]);
-            CHECK(n >= (v[8] > 1 ? 2 : 1), "shape %zu pass %d: %d candidates", i, p, n);
+            int n = clt_conv_lanes_candidates(dev, &plan->lanes, p, cand, shapes[i][8]);
+            CHECK(n >= (shapes[i][8] > 1 ? 2 : 1), "shape %zu pass %d: %d candidates", i, p, n);
             for (size_t x = 0; x < sizeof extra / sizeof extra[0] && i < 2; x++) cand[n++] = extra[x][p == CLT_CONV_BWD_WEIGHTS];
             for (int c = 0; c < n; c++) {
                 plan->lanes = rule;
@@ -714,13 +720,9 @@ static void test_implicit_configs(clt_device *dev)
     set_algo(dev, "implicit");
     int tried = 0, sliced = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const int *v = shapes[i];
         case_data d;
-        case_make(dev, &d, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
         clt_conv_geom g;
-        REQUIRE_OK(clt_conv_geom_init(&g, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]));
-        clt_conv_plan *plan = NULL;
-        REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
+        clt_conv_plan *plan = case_plan(dev, shapes[i], &d, &g);
         for (int p = 0; p < CLT_CONV_PASSES; p++) {
             clt_conv_implicit_cfg cand[16];
             int n = clt_conv_implicit_candidates(dev, &g, p, cand, 16);
