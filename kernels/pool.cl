@@ -251,10 +251,9 @@ __kernel void pool_max_bwd_rows(__global const float *dy, __global const int *ar
     POOL_ROW_EDGES(dx)
     POOL_ROW_STEPS {
         floatP d = vloadP(0, dy + POOL_ROW_OUT), z = (floatP)0.0f;
-        intP am = vloadP(0, argmax + POOL_ROW_OUT);
-        intP i00 = (intP)(in0 + 2 * ox) + 2 * POOL_LANE;
-        POOL_ROW_STORE(dx, am == i00 ? d : z, am == i00 + 1 ? d : z, am == i00 + w ? d : z,
-                       am == i00 + w + 1 ? d : z)
+        intP rel = vloadP(0, argmax + POOL_ROW_OUT) - ((intP)(in0 + 2 * ox) + 2 * POOL_LANE);
+        POOL_ROW_STORE(dx, select(z, d, rel == 0), select(z, d, rel == 1), select(z, d, rel == w),
+                       select(z, d, rel == w + 1))
     }
 }
 
