@@ -18,8 +18,9 @@ typedef struct clt_cluster clt_cluster;
  * apart); `weights` are this process's n_local devices' split weights.
  * Gathers every process's weights in rank order: the global device list. */
 clt_status clt_cluster_open(void *comm, int n_local, const float *weights, clt_cluster **out);
-/* After a failed step with sums still in flight the communicator is left
- * to MPI_Abort, which the caller must then call. */
+/* After a failed step with sums still in flight (clt_cluster_pending) the
+ * communicator is left to MPI_Abort, which the caller must then call; the
+ * buffers those sums write must stay allocated. */
 void clt_cluster_close(clt_cluster *c);
 int clt_cluster_rank(const clt_cluster *c);
 int clt_cluster_size(const clt_cluster *c);

@@ -319,9 +319,12 @@ void clt_trainer_destroy(clt_trainer *t)
     }
     free(t->workers);
     free(t->buckets);
-    clt_cluster_close(t->cl); /* before the sum its requests may still write */
+    /* After a failed step MPI may still write into the sum (the requests
+     * are left to MPI_Abort, cluster.h): then the sum is left too. */
+    int in_flight = t->cl && clt_cluster_pending(t->cl);
+    clt_cluster_close(t->cl);
     t->cl = NULL;
-    clt_aligned_free(t->sum);
+    if (!in_flight) clt_aligned_free(t->sum);
     free(t->arrived);
     free(t->reduced);
     free(t->cross_t0);

@@ -32,7 +32,7 @@ static clt_status cross_progress(clt_worker *w, int wait);
 static int wait_count(clt_worker *w, const int *counter)
 {
     clt_trainer *t = w->t;
-    double t0 = clt_now();
+    double t0 = clt_now(), mpi_s = 0;
     while (*counter < t->k && !t->failed) {
         if (w->slot == 0 && t->cl && clt_cluster_pending(t->cl)) {
             struct timespec until;
@@ -41,13 +41,18 @@ static int wait_count(clt_worker *w, const int *counter)
             if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
             pthread_cond_timedwait(&t->cv, &t->mu, &until);
             pthread_mutex_unlock(&t->mu);
-            cross_progress(w, 0); /* a failure is the trainer's */
+            double m0 = clt_now();
+            cross_progress(w, 0); /* a failure is the trainer's; its time counts as reduce_s */
+            mpi_s += clt_now() - m0;
             pthread_mutex_lock(&t->mu);
         } else
             pthread_cond_wait(&t->cv, &t->mu);
     }
-    /* Waiting while this device still computes is not idle. */
-    if (w->backward_ended) w->stats.idle_s += clt_now() - (w->backward_end > t0 ? w->backward_end : t0);
+    /* Waiting while this device still computes is not idle, nor is summing over the processes. */
+    if (w->backward_ended) {
+        double idle = clt_now() - (w->backward_end > t0 ? w->backward_end : t0) - mpi_s;
+        if (idle > 0) w->stats.idle_s += idle;
+    }
     return !t->failed;
 }
 
@@ -229,16 +234,19 @@ static clt_status take_crossed(clt_worker *w, int *taken, int all, int write)
 /* This device's copy of bucket b on the host. Worker 0 keeps the
  * processes' sums of earlier buckets moving while it waits, so they run
  * during backward rather than after it. */
+static int read_ended(const clt_worker *w, int b) /* done, or failed: clt_pipeline_await says which */
+{
+    cl_int st = CL_QUEUED;
+    return clGetEventInfo(w->events[b], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) != CL_SUCCESS ||
+           st <= CL_COMPLETE;
+}
+
 static clt_status await_bucket(clt_worker *w, int b)
 {
     clt_trainer *t = w->t;
-    while (w->slot == 0 && t->cl && clt_cluster_pending(t->cl)) {
-        cl_int st = CL_QUEUED;
-        if (clGetEventInfo(w->events[b], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) != CL_SUCCESS ||
-            st <= CL_COMPLETE)
-            break; /* done, or failed: clt_pipeline_await says which */
+    while (w->slot == 0 && t->cl && clt_cluster_pending(t->cl) && !read_ended(w, b)) {
         if (cross_progress(w, 0) != CLT_OK) return CLT_ERR_CANCELLED;
-        nanosleep(&(struct timespec){0, 200000}, NULL); /* 0.2 ms */
+        if (!read_ended(w, b)) nanosleep(&(struct timespec){0, 200000}, NULL); /* 0.2 ms */
     }
     return clt_pipeline_await(w, b);
 }
