@@ -231,16 +231,17 @@ static clt_status take_crossed(clt_worker *w, int *taken, int all, int write)
     return CLT_OK;
 }
 
-/* This device's copy of bucket b on the host. Worker 0 keeps the
- * processes' sums of earlier buckets moving while it waits, so they run
- * during backward rather than after it. */
-static int read_ended(const clt_worker *w, int b) /* done, or failed: clt_pipeline_await says which */
+/* Whether the read of bucket b ended: done, or failed (clt_pipeline_await says which). */
+static int read_ended(const clt_worker *w, int b)
 {
     cl_int st = CL_QUEUED;
     return clGetEventInfo(w->events[b], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) != CL_SUCCESS ||
            st <= CL_COMPLETE;
 }
 
+/* This device's copy of bucket b on the host. Worker 0 keeps the
+ * processes' sums of earlier buckets moving while it waits, so they run
+ * during backward rather than after it. */
 static clt_status await_bucket(clt_worker *w, int b)
 {
     clt_trainer *t = w->t;
@@ -322,9 +323,7 @@ static clt_status run_step_body(clt_worker *w)
     if (s == CLT_OK && !local && t->cl) s = take_crossed(w, &taken, 1, !clip);
     if (s == CLT_OK && !local && clip) {
         /* every thread computes the same factor from the same sums */
-        float factor = t->cfg.clip_grad_norm > 0
-                           ? clt_clip_factor(clt_grad_norm(t->sum, t->flat), t->cfg.clip_grad_norm)
-                           : 1.0f;
+        float factor = clt_clip_factor(clt_grad_norm(t->sum, t->flat), t->cfg.clip_grad_norm);
         for (int b = 0; b < t->n_buckets && s == CLT_OK; b++) s = write_bucket(w, b, factor);
     }
     if (s == CLT_OK) s = local ? (w->tracing ? clt_pipeline_mark(w, -1, 2) : CLT_OK) : clt_pipeline_before_update(w);
