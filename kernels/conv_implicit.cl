@@ -126,26 +126,32 @@ INLINE void unpack4(float4 v, float *to)
     to[3] = v.w;
 }
 
-/* The operands' tiles at k0 into an item's registers: element e of the A
- * tile is (k0 + e % TK, m0 + e / TK), consecutive items along k (w's rows
- * and dy's pixels are contiguous); the B tile goes along n where the
- * gather is contiguous in n (x's and dy's pixels), along k for
- * backward-weights (x's pixels are its k). Zero outside the matrices. */
+/* Element e of a tile, as fetch_tiles loads it and the kernel stores it:
+ * A runs along k, consecutive items along k (w's rows and dy's pixels are
+ * contiguous); B along n where the gather is contiguous in n (x's and dy's
+ * pixels), along k for backward-weights (x's pixels are its k). */
+#define A_K(e) ((e) % TK)
+#define A_M(e) ((e) / TK)
+#if PASS == 2
+#define B_K(e) ((e) % TK)
+#define B_N(e) ((e) / TK)
+#else
+#define B_K(e) ((e) / TN)
+#define B_N(e) ((e) % TN)
+#endif
+
+/* The operands' tiles at k0 into an item's registers; zero outside the
+ * matrices. */
 INLINE void fetch_tiles(float *pa, float *pb, __global const float *a, __global const float *b,
                         __global const float *aux, int relu, int lid, int m0, int n0, int k0, int kend, int ndim,
                         int16 gv)
 {
     for (int i = 0; i < NA; i++) {
-        int e = lid + i * NT, m = m0 + e / TK, k = k0 + e % TK;
+        int e = lid + i * NT, m = m0 + A_M(e), k = k0 + A_K(e);
         pa[i] = m < MDIM && k < kend ? load_a(a, aux, relu, m, k, gv) : 0.0f;
     }
     for (int i = 0; i < NB; i++) {
-        int e = lid + i * NT;
-#if PASS == 2
-        int n = n0 + e / TK, k = k0 + e % TK;
-#else
-        int n = n0 + e % TN, k = k0 + e / TN;
-#endif
+        int e = lid + i * NT, n = n0 + B_N(e), k = k0 + B_K(e);
         pb[i] = n < ndim && k < kend ? load_b(b, aux, relu, k, n, gv) : 0.0f;
     }
 }
@@ -191,18 +197,8 @@ __kernel __attribute__((reqd_work_group_size(LX, LY, 1))) void conv_implicit(
     float pa[NA], pb[NB];
     fetch_tiles(pa, pb, a, b, aux, relu, lid, m0, n0, kbeg, kend, ndim, gv);
     for (int k0 = kbeg; k0 < kend; k0 += TK) {
-        for (int i = 0; i < NA; i++) {
-            int e = lid + i * NT;
-            As[(e % TK) * AS + e / TK] = pa[i];
-        }
-        for (int i = 0; i < NB; i++) {
-            int e = lid + i * NT;
-#if PASS == 2
-            Bs[(e % TK) * BS + e / TK] = pb[i];
-#else
-            Bs[(e / TN) * BS + e % TN] = pb[i];
-#endif
-        }
+        for (int i = 0; i < NA; i++) As[A_K(lid + i * NT) * AS + A_M(lid + i * NT)] = pa[i];
+        for (int i = 0; i < NB; i++) Bs[B_K(lid + i * NT) * BS + B_N(lid + i * NT)] = pb[i];
         barrier(CLK_LOCAL_MEM_FENCE);
         if (k0 + TK < kend) fetch_tiles(pa, pb, a, b, aux, relu, lid, m0, n0, k0 + TK, kend, ndim, gv);
         for (int kk = 0; kk < TK; kk++) {
