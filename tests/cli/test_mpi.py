@@ -53,6 +53,26 @@ def npz(path):
     return out
 
 
+def long_run(ck):
+    """A training that runs until stopped, saving to ck every epoch."""
+    return [CLTRAIN, 'train', *COMMON, '--epochs', '1000', '--save', ck]
+
+
+def start_long(ck):
+    return subprocess.Popen(MPI + long_run(ck), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def mpmd(rank0, rank1):
+    """An MPI launch of two processes running different command lines."""
+    return [MPIRUN, *LAUNCHER_ARGS, '-np', '1', *rank0, ':', '-np', '1', *rank1]
+
+
+def check_loads(ck, what):
+    r = subprocess.run([CLTRAIN, 'eval', '--resume', ck, '--limit-test', '64', '--devices', '0'],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, f'{what} loads: {r.stderr[-300:]}')
+
+
 # two processes equal one process on the two devices (float rounding)
 q = subprocess.run([CLTRAIN, 'train', *COMMON, '--epochs', '2', '--devices', '0,1', '--export-npz', P('one.npz')],
                    capture_output=True, text=True, timeout=300)
@@ -96,9 +116,8 @@ equals_one_process(MPI, 'mpirun -np 2')
 # their process
 tiny = [CLTRAIN, 'train', '--limit-train', '512', '--limit-test', '128', '--batch-size', '64', '--epochs', '1',
         '--model', 'conv:4:3,relu,flatten,dense:10']
-per_rank = [x for rank in (0, 1) for x in ([':'] if rank else []) +  # MPMD: a tuning cache per process
-            ['-np', '1', 'env', f'CLTRAIN_CACHE_DIR={P(f"tune-cache-{rank}")}', *tiny]]
-r = subprocess.run([MPIRUN, *LAUNCHER_ARGS, *per_rank], capture_output=True, text=True, timeout=300,
+cache = [['env', f'CLTRAIN_CACHE_DIR={P(f"tune-cache-{rank}")}'] for rank in (0, 1)]  # a cache per process
+r = subprocess.run(mpmd(cache[0] + tiny, cache[1] + tiny), capture_output=True, text=True, timeout=300,
                    env=dict(os.environ, CLTRAIN_TUNE='1'))
 check(r.returncode == 0 and 'epoch 1:' in r.stdout and '\r' not in r.stdout and '[#' not in r.stdout,
       f'plain output under mpirun: {r.returncode} {r.stdout[-300:]!r} {r.stderr[-300:]}')
@@ -149,11 +168,6 @@ def rank_pid(marker, rank):
     return None
 
 
-def start_long(ck):
-    return subprocess.Popen(MPI + [CLTRAIN, 'train', *COMMON, '--epochs', '1000', '--save', ck],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
 def wait_for(path, proc, limit=120):
     t0 = time.time()
     while not os.path.exists(path) and proc.poll() is None and time.time() - t0 < limit:
@@ -175,9 +189,7 @@ if check(wait_for(P('k.ck'), job), 'a checkpoint after the first epoch'):
             job.kill()
         check(job.returncode not in (None, 0) and time.time() - t0 < 60,
               f'the job ended {time.time() - t0:.1f} s after process 1 was killed, exit {job.returncode}')
-    r = subprocess.run([CLTRAIN, 'eval', '--resume', P('k.ck'), '--limit-test', '64', '--devices', '0'],
-                       capture_output=True, text=True, timeout=120)
-    check(r.returncode == 0, f'the last checkpoint loads: {r.stderr[-300:]}')
+    check_loads(P('k.ck'), 'the last checkpoint')
 job.kill()
 job.wait()
 
@@ -217,22 +229,18 @@ if check(stopped_at is not None, 'the stop names its step'):
 # its device and the error, and the checkpoint stays loadable.
 if CLFAULT:
     ck = P('fault.ck')
-    argv = [CLTRAIN, 'train', *COMMON, '--epochs', '1000', '--save', ck]
     faulty = ['env', f'LD_PRELOAD={CLFAULT}', 'CLFAULT_LAUNCH=50', f'CLFAULT_AFTER={ck}',
               'ASAN_OPTIONS=' + ':'.join(filter(None, [os.environ.get('ASAN_OPTIONS'), 'verify_asan_link_order=0']))]
     t0 = time.time()
     try:
-        r = subprocess.run([MPIRUN, *LAUNCHER_ARGS, '-np', '1', *argv, ':', '-np', '1', *faulty, *argv],
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(mpmd(long_run(ck), faulty + long_run(ck)), capture_output=True, text=True, timeout=120)
         check(r.returncode != 0 and time.time() - t0 < 60, f'the faulty job ended after {time.time() - t0:.1f} s, '
               f'exit {r.returncode}')
         check(re.search(r'rank 1: epoch \d+, step \d+: device \d+ \(.*\): .*CL_OUT_OF_RESOURCES', r.stderr),
               f'process 1 names itself, its device and the error: {r.stderr[-600:]}')
     except subprocess.TimeoutExpired:
         check(False, 'a device fault in process 1: the job did not end within 120 s')
-    r = subprocess.run([CLTRAIN, 'eval', '--resume', ck, '--limit-test', '64', '--devices', '0'],
-                       capture_output=True, text=True, timeout=120)
-    check(r.returncode == 0, f'the checkpoint before the fault loads: {r.stderr[-300:]}')
+    check_loads(ck, 'the checkpoint before the fault')
 
 # bench train: process 0 alone, then both; the allreduce's bus bandwidth
 # (and its trace: the processes' sum of every bucket on a track of its own)

@@ -48,9 +48,6 @@ static clt_device *open_dev(int algo, int tune, log_count *lc)
     return dev;
 }
 
-/* The tiles the tuner times per pass of geom() (every pass has the same). */
-static int tiles(clt_device *dev);
-
 static clt_conv_geom geom(void)
 {
     clt_conv_geom g;
@@ -58,6 +55,7 @@ static clt_conv_geom geom(void)
     return g;
 }
 
+/* The tiles the tuner times per pass of geom() (every pass has the same). */
 static int tiles(clt_device *dev)
 {
     clt_conv_implicit_cfg cand[16];

@@ -18,10 +18,16 @@ static int launched(void)
     return 0;
 }
 
+/* The number of processes the launcher started (Open MPI, MPICH's Hydra), as text; NULL if it says none. */
+static const char *launch_size(void)
+{
+    const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+    return n ? n : getenv("PMI_SIZE");
+}
+
 int cli_launch_rank(void)
 {
-    const char *n = getenv("OMPI_COMM_WORLD_SIZE"), *r = getenv("OMPI_COMM_WORLD_RANK");
-    if (!n) n = getenv("PMI_SIZE");
+    const char *n = launch_size(), *r = getenv("OMPI_COMM_WORLD_RANK");
     if (!r) r = getenv("PMI_RANK");
     if (!r) r = getenv("PMIX_RANK");
     char *end;
@@ -111,8 +117,7 @@ int cli_world_open(cli_world *w, int *argc, char ***argv)
     (void)argc;
     (void)argv;
     *w = (cli_world){1, 0, 1, 0, NULL};
-    const char *n = getenv("OMPI_COMM_WORLD_SIZE");
-    if (!n) n = getenv("PMI_SIZE");
+    const char *n = launch_size();
     if (launched() && n && atoi(n) > 1) {
         fprintf(stderr, "cltrain: started by mpirun with %s processes, but this cltrain was built without MPI: "
                 "install libopenmpi-dev (tools/setup does) and rebuild\n", n);
