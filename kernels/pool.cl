@@ -122,16 +122,18 @@ POOL_VARIANTS(POOL_MAX_BWD_TILE, pool_max_bwd_tile)
 POOL_VARIANTS(POOL_AVG_BWD_TILE, pool_avg_bwd_tile)
 
 /* 2x2 windows at stride 2, the common case (LeNet, the tutorials), on CPU
- * devices: one work-item per output row of at least PV (-DPV=4 or 8, the
- * program "pool -DPV=4"; 8 without), PV outputs per step as vectors (a
+ * devices: one work-item per (n, c) plane, its output rows (at least PV
+ * long: -DPV=4 or 8, the program "pool -DPV=4"; 8 without) one after the
+ * other, PV outputs per step as vectors (a
  * 2PV-float load of each input row, its even and odd lanes the windows'
  * columns; the last step slides back to end at the row's end, so only this
  * work-item writes its row twice). The arithmetic
  * is the one-window kernels' with their order, lane by lane: the same
  * bits, NaN and -0 included. The scalar kernels left the vectorising to
  * PoCL, which handled the stride-2 gathers poorly (LeNet's first average
- * pooling ran at 25% of the copy peak, max pooling at 12%). Global: rows
- * = n*c*oh. */
+ * pooling ran at 25% of the copy peak, max pooling at 12%). A work-item a
+ * row, finding its plane by a division, ran 1.2-1.4x longer. Global:
+ * planes = n*c. */
 #ifndef PV
 #define PV 8
 #endif
@@ -155,18 +157,18 @@ POOL_VARIANTS(POOL_AVG_BWD_TILE, pool_avg_bwd_tile)
 #define vstoreW CAT(vstore, PW)
 
 #define POOL_ROW_HEAD                                                                              \
-    int row = get_global_id(0);                                                                    \
-    if (row >= rows) return;                                                                       \
-    int plane = POOL_DIV(row, oh_m, oh_sh);                                                        \
-    int oy = row - plane * oh;                                                                     \
-    int in0 = 2 * oy * w; /* the window row's start within its plane */
+    int plane = get_global_id(0);                                                                  \
+    if (plane >= planes) return;                                                                   \
+    for (int oy = 0; oy < oh; oy++) {                                                              \
+        int row = plane * oh + oy;                                                                 \
+        int in0 = 2 * oy * w; /* the window row's start within its plane */
+#define POOL_ROW_TAIL } /* closes POOL_ROW_HEAD's loop over the rows */
 
 /* Steps of PV windows along the row: outputs [ox, ox + PV). */
 #define POOL_ROW_STEPS for (int ob = 0, ox = min(ob, ow - PV); ob < ow; ob += PV, ox = min(ob, ow - PV))
 #define POOL_ROW_OUT ((size_t)row * ow + ox)
 
-#define POOL_ROW_ARGS const int h, const int w, const int oh, const uint oh_m, const uint oh_sh, const int ow, \
-                      const int rows
+#define POOL_ROW_ARGS const int h, const int w, const int oh, const int ow, const int planes
 
 /* The four cells of PV windows: vij is cell (i, j) of each. */
 #define POOL_ROW_LOAD(x)                                                                           \
@@ -185,6 +187,7 @@ __kernel void pool_avg_fwd_rows(__global const float *x, __global float *y, POOL
         sum += v11;
         vstoreP(sum / 4.0f, 0, y + POOL_ROW_OUT);
     }
+    POOL_ROW_TAIL
 }
 
 __kernel void pool_max_fwd_rows(__global const float *x, __global float *y, __global int *argmax, POOL_ROW_ARGS)
@@ -194,27 +197,25 @@ __kernel void pool_max_fwd_rows(__global const float *x, __global float *y, __gl
         POOL_ROW_LOAD(x)
         intP i00 = (intP)(in0 + 2 * ox) + 2 * POOL_LANE;
         intP i01 = i00 + 1, i10 = i00 + w, i11 = i10 + 1;
+        /* One pass in raster order taking v > best or NaN, as PyTorch's
+         * CPU kernel: the first maximum, or the last NaN (the same bits as
+         * the one-window kernels' two passes; in vectors one pass is the
+         * shorter code). */
         floatP best = v00;
-        best = v01 > best ? v01 : best;
-        best = v10 > best ? v10 : best;
-        best = v11 > best ? v11 : best;
-        /* the first maximum in raster order; with NaN, the last NaN */
-        intP besti = v11 == best ? i11 : i00;
-        besti = v10 == best ? i10 : besti;
-        besti = v01 == best ? i01 : besti;
-        besti = v00 == best ? i00 : besti;
-        floatP nanv = v00;
-        intP nani = i00;
-        nanv = isnan(v01) ? v01 : nanv;
-        nani = isnan(v01) ? i01 : nani;
-        nanv = isnan(v10) ? v10 : nanv;
-        nani = isnan(v10) ? i10 : nani;
-        nanv = isnan(v11) ? v11 : nanv;
-        nani = isnan(v11) ? i11 : nani;
-        intP nan = isnan(v00) | isnan(v01) | isnan(v10) | isnan(v11);
-        vstoreP(nan ? nanv : best, 0, y + POOL_ROW_OUT);
-        vstoreP(nan ? nani : besti, 0, argmax + POOL_ROW_OUT);
+        intP besti = i00, t;
+        t = (v01 > best) | (v01 != v01);
+        best = t ? v01 : best;
+        besti = t ? i01 : besti;
+        t = (v10 > best) | (v10 != v10);
+        best = t ? v10 : best;
+        besti = t ? i10 : besti;
+        t = (v11 > best) | (v11 != v11);
+        best = t ? v11 : best;
+        besti = t ? i11 : besti;
+        vstoreP(best, 0, y + POOL_ROW_OUT);
+        vstoreP(besti, 0, argmax + POOL_ROW_OUT);
     }
+    POOL_ROW_TAIL
 }
 
 /* Backward: the cells of row pair (2oy, 2oy+1) from PV windows' dy,
@@ -240,6 +241,7 @@ __kernel void pool_avg_bwd_rows(__global const float *dy, __global float *dx, PO
         floatP d = vloadP(0, dy + POOL_ROW_OUT) / 4.0f;
         POOL_ROW_STORE(dx, d, d, d, d)
     }
+    POOL_ROW_TAIL
 }
 
 /* dy to the argmax cell, zeros elsewhere; an argmax outside its window
@@ -255,6 +257,7 @@ __kernel void pool_max_bwd_rows(__global const float *dy, __global const int *ar
         POOL_ROW_STORE(dx, select(z, d, rel == 0), select(z, d, rel == 1), select(z, d, rel == w),
                        select(z, d, rel == w + 1))
     }
+    POOL_ROW_TAIL
 }
 
 /* Backward with overlapping windows (s < k), by gathering: work-item

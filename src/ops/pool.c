@@ -70,20 +70,19 @@ static int by_rows(const clt_device *dev, int k, int stride, int ow)
     return k == 2 && stride == 2 && ow >= 4 && clt_conv_uses_lanes(dev, &lanes) == CLT_OK && lanes;
 }
 
-/* A row kernel over the n*c*oh output rows, 8 outputs a step (4 for rows
- * shorter than 8). */
-static clt_status launch_rows(clt_device *dev, const char *name, int h, int w, int oh, int ow, int rows, cl_mem a,
+/* A row kernel over the n*c planes, 8 outputs a step (4 for rows shorter
+ * than 8). */
+static clt_status launch_rows(clt_device *dev, const char *name, int h, int w, int oh, int ow, int planes, cl_mem a,
                               cl_mem b, cl_mem c)
 {
-    divisor dh = make_divisor(oh);
     const char *program = ow >= 8 ? "pool" : "pool -DPV=4";
     if (!c)
-        return clt_launch_1d(dev, program, name, (size_t)rows,
-                             CLT_ARGS(CLT_ARG(a), CLT_ARG(b), CLT_ARG(h), CLT_ARG(w), CLT_ARG(oh), CLT_ARG(dh.m),
-                                      CLT_ARG(dh.sh), CLT_ARG(ow), CLT_ARG(rows)));
-    return clt_launch_1d(dev, program, name, (size_t)rows,
+        return clt_launch_1d(dev, program, name, (size_t)planes,
+                             CLT_ARGS(CLT_ARG(a), CLT_ARG(b), CLT_ARG(h), CLT_ARG(w), CLT_ARG(oh), CLT_ARG(ow),
+                                      CLT_ARG(planes)));
+    return clt_launch_1d(dev, program, name, (size_t)planes,
                          CLT_ARGS(CLT_ARG(a), CLT_ARG(b), CLT_ARG(c), CLT_ARG(h), CLT_ARG(w), CLT_ARG(oh),
-                                  CLT_ARG(dh.m), CLT_ARG(dh.sh), CLT_ARG(ow), CLT_ARG(rows)));
+                                  CLT_ARG(ow), CLT_ARG(planes)));
 }
 
 clt_status clt_pool_forward_raw(clt_device *dev, clt_pool_kind kind, int n, int c, int h, int w,
@@ -95,8 +94,8 @@ clt_status clt_pool_forward_raw(clt_device *dev, clt_pool_kind kind, int n, int 
     if (kind == CLT_POOL_MAX && !argmax)
         return clt_fail(CLT_ERR_INVALID_ARG, "max pool forward: argmax buffer is NULL");
     if ((kind == CLT_POOL_MAX || kind == CLT_POOL_AVG) && by_rows(dev, k, stride, ow))
-        return kind == CLT_POOL_MAX ? launch_rows(dev, "pool_max_fwd_rows", h, w, oh, ow, rows, x, y, argmax)
-                                    : launch_rows(dev, "pool_avg_fwd_rows", h, w, oh, ow, rows, x, y, NULL);
+        return kind == CLT_POOL_MAX ? launch_rows(dev, "pool_max_fwd_rows", h, w, oh, ow, n * c, x, y, argmax)
+                                    : launch_rows(dev, "pool_avg_fwd_rows", h, w, oh, ow, n * c, x, y, NULL);
     divisor dh = make_divisor(oh);
     size_t lx, ly;
     rows_local(dev, ow, &lx, &ly);
@@ -138,10 +137,10 @@ clt_status clt_pool_backward_raw(clt_device *dev, clt_pool_kind kind, int n, int
             CLT_TRY(clt_device_zero(dev, dx, 0, (size_t)n * c * h * w * sizeof(float),
                                     "pool backward: clEnqueueFillBuffer"));
         }
-        int rows = n * c * oh;
         if (rows_kernel)
-            return kind == CLT_POOL_MAX ? launch_rows(dev, "pool_max_bwd_rows", h, w, oh, ow, rows, dy, argmax, dx)
-                                        : launch_rows(dev, "pool_avg_bwd_rows", h, w, oh, ow, rows, dy, dx, NULL);
+            return kind == CLT_POOL_MAX ? launch_rows(dev, "pool_max_bwd_rows", h, w, oh, ow, n * c, dy, argmax, dx)
+                                        : launch_rows(dev, "pool_avg_bwd_rows", h, w, oh, ow, n * c, dy, dx, NULL);
+        int rows = n * c * oh;
         divisor dh = make_divisor(oh);
         rows_local(dev, ow, &lx, &ly);
         snprintf(name, sizeof name, "%s_bwd_tile%s", kname, k == 2 ? "_k2" : k == 3 ? "_k3" : "");
