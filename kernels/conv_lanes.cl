@@ -41,7 +41,7 @@
 #define WB 5
 #endif
 #ifndef PX
-#define PX 0 /* 1: dimension 0 walks the pixels' lane blocks, dimension 1 the channel blocks */
+#define PX 0 /* 1: dimension 0 walks the pixels, dimension 1 the channel blocks, then the lane blocks */
 #endif
 #if VW != 4 && VW != 8 && VW != 16
 #error "VW must be 4, 8 or 16"
@@ -86,22 +86,31 @@ INLINE void store_lanes(floatV acc[NV][RM], int ch0, int NCH, int n0, int NP, si
     }
 }
 
-/* The register block of this work-item: channels ch0.. (of NCH, blocks of
- * RM along dimension 0) x the VW*NV lanes from n0 of pixel pix (of P,
- * blocks of lanes along dimension 1), its accumulators zeroed. 0 when the
- * item lies past the end. */
+/* The register block of this work-item: channels ch0.. (of NCH, in blocks
+ * of RM) x the VW*NV lanes from n0 of pixel pix (of P), its accumulators
+ * zeroed; PX picks the order (see its #define). 0 when the item lies past
+ * the end. */
 INLINE int lanes_item(int NCH, int P, int NP, int *ch0, int *pix, int *n0, floatV acc[NV][RM])
 {
 #pragma unroll
     for (int r = 0; r < RM; r++)
 #pragma unroll
         for (int v = 0; v < NV; v++) acc[v][r] = (floatV)0.0f;
-    int item = get_global_id(PX ? 0 : 1);
     int nblocks = NP / (VW * NV);
-    *ch0 = get_global_id(PX ? 1 : 0) * RM;
+#if PX
+    int ncb = (NCH + RM - 1) / RM, g1 = get_global_id(1);
+    *pix = get_global_id(0);
+    *ch0 = (g1 % ncb) * RM;
+    int lb = g1 / ncb;
+    if (*pix >= P || lb >= nblocks || *ch0 >= NCH) return 0;
+    *n0 = lb * VW * NV;
+#else
+    int item = get_global_id(1);
+    *ch0 = get_global_id(0) * RM;
     if (*ch0 >= NCH || item >= P * nblocks) return 0;
     *pix = item / nblocks;
     *n0 = (item % nblocks) * VW * NV;
+#endif
     return 1;
 }
 

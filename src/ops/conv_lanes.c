@@ -384,12 +384,15 @@ static clt_status rank1_kernel(clt_device *dev, const clt_conv_lanes_params *lp,
     snprintf(spec, sizeof spec, "conv_lanes -DVW=%d -DRM=%d -DNV=%d%s", c->vw, c->a, c->b, c->px ? " -DPX=1" : "");
     size_t blocks = (size_t)padded / (size_t)c->a;
     size_t pixels = fwd ? (size_t)g->oh * g->ow : (size_t)g->h * g->w;
-    size_t items = pixels * (size_t)(lp->np / (c->vw * c->b));
-    /* px: dimension 0 walks the items of one channel block, in groups of
-     * up to 64 (one width, so PoCL compiles each kernel once) */
-    size_t gx = c->px ? items : blocks, gy = c->px ? blocks : items;
+    size_t lane_blocks = (size_t)(lp->np / (c->vw * c->b)), items = pixels * lane_blocks;
+    /* px: dimension 0 walks the pixels (work-groups of up to 64), dimension
+     * 1 the channel blocks, then the lane blocks, so consecutive
+     * work-groups read the same lanes of the input with the next weights
+     * (the pixel-major order before ran the 512-channel 4x4 layer 1.2x
+     * longer at batch 128, its input re-read from L3 per channel block) */
+    size_t gx = c->px ? pixels : blocks, gy = c->px ? blocks * lane_blocks : items;
     return clt_launch_2d(dev, spec, fwd ? "conv_lanes_fwd" : "conv_lanes_bwd_data", gx, gy,
-                         c->px ? clt_conv_group_x(dev, 64) : clt_conv_group_x(dev, blocks), 1,
+                         c->px ? clt_conv_group_x(dev, pixels < 64 ? pixels : 64) : clt_conv_group_x(dev, blocks), 1,
                          CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->np),
                                   CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),
                                   CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(scratch), CLT_ARG(in_off),
