@@ -1,8 +1,15 @@
 /* The "lanes" algorithm's arithmetic (src/ops/conv_lanes.c; CPU devices),
- * on activations in the lanes layout (C, H, W, NP) that conv_layout.cl
- * makes: each work-item keeps a register block of RM channels x NV vectors
- * of VW lanes of one pixel in accumulators, and the inner loop is a rank-1
+ * on activations in the lanes layouts that conv_layout.cl makes: each
+ * work-item keeps a register block of RM channels x NV vectors of VW lanes
+ * of one pixel in accumulators, and the inner loop is a rank-1
  * update (RM broadcast weights times NV contiguous vector loads).
+ * The forward reads and writes the pixel-major layout (H, W, C, NP), so
+ * its channel loop walks memory NP floats at a time (in channel-major
+ * planes each channel's load is on another page: the batch-128 forward
+ * ran 1.1-1.3x longer); the backward passes the channel-major (C, H, W,
+ * NP), where the weight gradient walks the pixels of a few channels
+ * (pixel-major, it ran 1.5-2x longer) and backward-data gained nothing
+ * measurable.
  * Forward and backward-data visit only the taps that land inside the input
  * (backward-data only those of the pixel's stride phase: no zero dilation,
  * no padded copies, no work on zeros). Loops over register blocks carry
@@ -49,10 +56,10 @@
 
 #if LANES_RANK1
 /* acc[v][r] += sum over `cin` channels of a[r] * b[v]: a walks `ap` by
- * a_step (RM contiguous weights per channel), b walks `bp` by b_step (one
+ * RM (contiguous weights per channel), b walks `bp` by b_step (one
  * channel of the lanes layout). */
 INLINE void rank1_loop(floatV acc[NV][RM], __global const float *ap, __global const float *bp, int cin,
-                       size_t a_step, size_t b_step)
+                       size_t b_step)
 {
     for (int ch = 0; ch < cin; ch++) {
         floatV b[NV];
@@ -65,22 +72,22 @@ INLINE void rank1_loop(floatV acc[NV][RM], __global const float *ap, __global co
             for (int v = 0; v < NV; v++) acc[v][r] = fma(a, b[v], acc[v][r]);
         }
         bp += b_step;
-        ap += a_step;
+        ap += RM;
     }
 }
 
-/* Writes acc (channels ch0.., lanes n0..) into the lanes layout
- * out (NCH, P, NP) at pixel pix: contiguous vector stores (a scalar scatter
- * straight into NCHW measured 1.5-6x slower); conv_layout_from_lanes then
- * makes NCHW. Channels >= NCH are dropped. */
-INLINE void store_lanes(floatV acc[NV][RM], int ch0, int NCH, int n0, int NP, size_t P, int pix,
+/* Writes acc (channels ch0.., lanes n0..) into the lanes layout out at
+ * pixel pix, pixels ps and channels cs floats apart: contiguous vector
+ * stores (a scalar scatter straight into NCHW measured 1.5-6x slower);
+ * conv_layout_from_lanes then makes NCHW. Channels >= NCH are dropped. */
+INLINE void store_lanes(floatV acc[NV][RM], int ch0, int NCH, int n0, size_t ps, size_t cs, int pix,
                         __global float *out)
 {
 #pragma unroll
     for (int r = 0; r < RM; r++) {
         int ch = ch0 + r;
         if (ch >= NCH) break;
-        __global float *op = out + ((size_t)ch * P + pix) * NP + n0;
+        __global float *op = out + pix * ps + ch * cs + n0;
 #pragma unroll
         for (int v = 0; v < NV; v++) vstoreV(acc[v][r], v, op);
     }
@@ -115,7 +122,7 @@ INLINE int lanes_item(int NCH, int P, int NP, int *ch0, int *pix, int *n0, float
 }
 
 /* Forward: y[n][co][oy][ox] = b[co] + sum_{c,i,j} x[n][c][oy*S-PAD+i][ox*S-PAD+j] w[co][c][i][j].
- * xT: (C, H, W, NP); yT: (CO, OH*OW, NP). Only the taps that land inside the input are visited
+ * xT: (H, W, C, NP); yT: (OH*OW, CO, NP). Only the taps that land inside the input are visited
  * (no padded copy, no work on padding). One work-item: RM output channels
  * x VW*NV lanes of one output pixel, its weights the RM-channel block of
  * wf (conv_layout_weights). Global: (ceil(CO/RM), OH*OW*NP/(VW*NV)); a
@@ -128,18 +135,17 @@ __kernel void conv_lanes_fwd(int C, int H, int W, int NP, int CO, int OH, int OW
     floatV acc[NV][RM];
     if (!lanes_item(CO, OH * OW, NP, &co0, &pix, &n0, acc)) return;
     int oy = pix / OW, ox = pix - (pix / OW) * OW;
-    size_t cstride = (size_t)H * W * NP;
     int iy0 = oy * S - PAD, ix0 = ox * S - PAD;
     int i0 = max(0, -iy0), i1 = min(K, H - iy0);
     int j0 = max(0, -ix0), j1 = min(K, W - ix0);
     for (int i = i0; i < i1; i++) {
         for (int j = j0; j < j1; j++) {
-            __global const float *bp = x + x_off + ((size_t)(iy0 + i) * W + (ix0 + j)) * NP + n0;
+            __global const float *bp = x + x_off + ((size_t)(iy0 + i) * W + (ix0 + j)) * C * NP + n0;
             __global const float *ap = wf + wf_off + ((size_t)(co0 / RM) * K * K + i * K + j) * C * RM;
-            rank1_loop(acc, ap, bp, C, RM, cstride);
+            rank1_loop(acc, ap, bp, C, NP);
         }
     }
-    store_lanes(acc, co0, CO, n0, NP, (size_t)OH * OW, pix, y + y_off);
+    store_lanes(acc, co0, CO, n0, (size_t)CO * NP, NP, pix, y + y_off);
 }
 
 /* Backward data: dx[n][c][y][x] = sum over (co, i, j) with (y+PAD-i) and
@@ -169,10 +175,10 @@ __kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int CO, int OH, i
             int ox = (xs - j) / S;
             __global const float *bp = dy + dy_off + ((size_t)oy * OW + ox) * NP + n0;
             __global const float *ap = wb + wb_off + ((size_t)(c0 / RM) * K * K + i * K + j) * CO * RM;
-            rank1_loop(acc, ap, bp, CO, RM, cstride);
+            rank1_loop(acc, ap, bp, CO, cstride);
         }
     }
-    store_lanes(acc, c0, C, n0, NP, (size_t)H * W, pix, dx + dx_off);
+    store_lanes(acc, c0, C, n0, NP, (size_t)H * W * NP, pix, dx + dx_off);
 }
 
 #endif

@@ -1,6 +1,9 @@
-/* The "lanes" layout (src/ops/conv_lanes.c): the batch becomes the vector
- * lane. Activations are copied from NCHW into (C, H, W, NP), the batch
- * padded to NP (a multiple of 16), and weights into the order the lanes
+/* The "lanes" layouts (src/ops/conv_lanes.c): the batch becomes the vector
+ * lane. Activations are copied from NCHW into rows of NP floats (the batch
+ * padded to a multiple of 16), pixel p of channel c in row p*ps + c*cs:
+ * channel-major (C, H, W, NP) with ps = 1, cs = H*W, or pixel-major (H, W,
+ * C, NP) with ps = C, cs = 1 (conv_lanes.cl says which pass takes which);
+ * weights into the order the lanes
  * kernels (conv_lanes.cl) broadcast them in. The copies are 16 x 16
  * in-register transposes (2x the per-element gathers they replaced); a 1x1
  * layer with stride copies only the pixels it reads. Copy kernels whose
@@ -30,25 +33,27 @@ INLINE void transpose16(float16 r[LANES])
 }
 
 /* The lanes layout of a 1x1 convolution with stride S (and no padding),
- * which only reads every S-th row and column: dst (C, OH, OW, NP) at
- * dst_off, dst[c][oy][ox][n] = src[n][c][oy*S][ox*S], zero for n >= N.
+ * which only reads every S-th row and column: the OH x OW pixels at
+ * dst_off, row (oy*OW + ox)*ps + c*cs holding src[n][c][oy*S][ox*S], zero
+ * for n >= N.
  * One work-item per (c, oy) row of 16 lanes: it walks ox, gathering 16
  * images into one vector store. Dimension 0 runs along the rows, so a
  * work-group walks down the same 16 images. Global: (C*OH, NP/16). */
 __kernel void conv_layout_to_lanes_sub(int N, int C, int H, int W, int S, int OH, int OW,
-                                       int NP, __global const float *src, __global float *dst,
-                                       ulong dst_off)
+                                       int ps, int cs, int NP, __global const float *src,
+                                       __global float *dst, ulong dst_off)
 {
     int row = get_global_id(0); /* c*OH + oy */
     int nb = get_global_id(1);
     if (nb * LANES >= NP || row >= C * OH) return;
     int n0 = nb * LANES;
-    __global float *d = dst + dst_off + (size_t)row * OW * NP + n0;
+    int c = row / OH, oy = row - (row / OH) * OH;
+    size_t step = (size_t)ps * NP; /* from one pixel to the next */
+    __global float *d = dst + dst_off + ((size_t)oy * OW * ps + (size_t)c * cs) * NP + n0;
     if (n0 >= N) {
-        for (int ox = 0; ox < OW; ox++) vstore16((float16)0.0f, 0, d + (size_t)ox * NP);
+        for (int ox = 0; ox < OW; ox++) vstore16((float16)0.0f, 0, d + ox * step);
         return;
     }
-    int c = row / OH, oy = row - (row / OH) * OH;
     size_t img = (size_t)C * H * W;
     __global const float *s = src + ((size_t)n0 * C + c) * H * W + (size_t)oy * S * W;
     int nn = min(LANES, N - n0);
@@ -58,19 +63,19 @@ __kernel void conv_layout_to_lanes_sub(int N, int C, int H, int W, int S, int OH
             float16 v = (float16)(p[0], p[img], p[2 * img], p[3 * img], p[4 * img], p[5 * img],
                                   p[6 * img], p[7 * img], p[8 * img], p[9 * img], p[10 * img],
                                   p[11 * img], p[12 * img], p[13 * img], p[14 * img], p[15 * img]);
-            vstore16(v, 0, d + (size_t)ox * NP);
+            vstore16(v, 0, d + ox * step);
         }
     } else {
         for (int ox = 0; ox < OW; ox++) {
             float v[LANES];
             for (int q = 0; q < LANES; q++) v[q] = q < nn ? s[q * img + ox * S] : 0.0f;
-            vstore16(vload16(0, v), 0, d + (size_t)ox * NP);
+            vstore16(vload16(0, v), 0, d + ox * step);
         }
     }
 }
 
 /* The inverse for dx of such a layer: dst[n][c][y][x] = src[c][y/S][x/S][n]
- * (src (C, OH, OW, NP) at src_off) where S divides y and x, else 0: every
+ * (src channel-major (C, OH, OW, NP) at src_off) where S divides y and x, else 0: every
  * dx element is written once. One work-item per channel of 16 lanes: it
  * writes the 16 images' (c) planes one after the other, each in order; a
  * row with values is assembled in private memory and stored as vectors
@@ -117,23 +122,29 @@ __kernel void conv_layout_from_lanes_sub(int N, int C, int H, int W, int S, int 
     }
 }
 
-/* dst (M, NP) at dst_off: dst[m][n] = src[n][m] for an (N, M) source (an
- * NCHW tensor with M = C*H*W is its lanes layout (C, H, W, NP)), zero for
+/* The lanes layout at dst_off of an (N, M) source, M = C*P (an NCHW tensor
+ * of P = H*W pixels): row p*ps + c*cs holds src[n][c*P + p], zero for
  * n >= N; with relu, src is a dy read through a fused ReLU's derivative
  * (ym: that ReLU's output, shaped as src). One work-item per 16 images x
  * 16 consecutive m: 16 row loads, an in-register transpose, 16 vector
  * stores; a partial block of m takes scalar loads. Dimension 0 runs along
  * m, so a work-group streams along the same 16 images. Global:
  * (ceil(M/16), NP/16). */
-__kernel void conv_layout_to_lanes_t(int N, int M, int NP, __global const float *src, int relu,
-                                     __global const float *ym, __global float *dst, ulong dst_off)
+__kernel void conv_layout_to_lanes_t(int N, int M, int P, int ps, int cs, int NP, __global const float *src,
+                                     int relu, __global const float *ym, __global float *dst, ulong dst_off)
 {
     int mb = get_global_id(0);
     int nb = get_global_id(1);
     int n0 = nb * LANES, m0 = mb * LANES;
     if (n0 >= NP || m0 >= M) return;
-    __global float *d = dst + dst_off + (size_t)m0 * NP + n0;
     int nn = clamp(N - n0, 0, LANES), mm = min(LANES, M - m0);
+    /* m's row of dst, walked from m0 without dividing per m */
+    size_t at[LANES];
+    int c = m0 / P, p = m0 - c * P;
+    for (int u = 0; u < LANES; u++) {
+        at[u] = dst_off + ((size_t)p * ps + (size_t)c * cs) * NP + n0;
+        if (++p == P) p = 0, c++;
+    }
     float16 r[LANES];
     if (mm == LANES) {
 #pragma unroll
@@ -145,7 +156,7 @@ __kernel void conv_layout_to_lanes_t(int N, int M, int NP, __global const float 
         }
         transpose16(r);
 #pragma unroll
-        for (int u = 0; u < LANES; u++) vstore16(r[u], 0, d + (size_t)u * NP);
+        for (int u = 0; u < LANES; u++) vstore16(r[u], 0, dst + at[u]);
     } else {
         for (int u = 0; u < mm; u++) {
             float v[LANES];
@@ -153,17 +164,17 @@ __kernel void conv_layout_to_lanes_t(int N, int M, int NP, __global const float 
                 size_t at = (size_t)(n0 + q) * M + m0 + u;
                 v[q] = q >= nn ? 0.0f : relu ? RELU_BWD(ym[at], src[at]) : src[at];
             }
-            vstore16(vload16(0, v), 0, d + (size_t)u * NP);
+            vstore16(vload16(0, v), 0, dst + at[u]);
         }
     }
 }
 
-/* dst[n][ch][p] = src[ch][p][n] (+ bias[ch], then a fused ReLU when relu)
- * for n < N: the lanes layout (CH, P, NP) at src_off back to NCHW. One work-item per 16 pixels x 16
+/* dst[n][ch][p] = row p*ps + ch*cs of src, lane n (+ bias[ch], then a
+ * fused ReLU when relu) for n < N: a lanes layout at src_off back to NCHW. One work-item per 16 pixels x 16
  * lanes of one channel: 16 vector loads, an in-register transpose, one
  * vector store per image; a partial block of pixels (P not a multiple of
  * 16) stores scalars. Global: (ceil(P/16), CH*NP/16). */
-__kernel void conv_layout_from_lanes(int N, int CH, int P, int NP, __global const float *src,
+__kernel void conv_layout_from_lanes(int N, int CH, int P, int ps, int cs, int NP, __global const float *src,
                                      ulong src_off, __global const float *bias, int has_bias,
                                      int relu, __global float *dst)
 {
@@ -174,12 +185,13 @@ __kernel void conv_layout_from_lanes(int N, int CH, int P, int NP, __global cons
     int ch = g1 / nbs, n0 = (g1 - (g1 / nbs) * nbs) * LANES, p0 = pb * LANES;
     if (n0 >= N) return;
     float bv = has_bias ? bias[ch] : 0.0f;
-    __global const float *s = src + src_off + ((size_t)ch * P + p0) * NP + n0;
+    size_t step = (size_t)ps * NP; /* from one pixel to the next */
+    __global const float *s = src + src_off + ((size_t)p0 * ps + (size_t)ch * cs) * NP + n0;
     int nn = min(LANES, N - n0), pp = min(LANES, P - p0);
     if (pp == LANES) {
         float16 r[LANES];
 #pragma unroll
-        for (int u = 0; u < LANES; u++) r[u] = vload16(0, s + (size_t)u * NP);
+        for (int u = 0; u < LANES; u++) r[u] = vload16(0, s + u * step);
         transpose16(r);
 #pragma unroll
         for (int q = 0; q < LANES; q++)
@@ -191,7 +203,7 @@ __kernel void conv_layout_from_lanes(int N, int CH, int P, int NP, __global cons
         for (int q = 0; q < nn; q++) {
             __global float *d = dst + ((size_t)(n0 + q) * CH + ch) * P + p0;
             for (int u = 0; u < pp; u++) {
-                float v = s[(size_t)u * NP + q] + bv;
+                float v = s[u * step + q] + bv;
                 d[u] = relu ? RELU_FWD(v) : v;
             }
         }
@@ -200,10 +212,10 @@ __kernel void conv_layout_from_lanes(int N, int CH, int P, int NP, __global cons
 
 /* The same for images smaller than 16 pixels (a dense layer's are 1x1),
  * whose rows conv_layout_from_lanes would store one scalar at a time: the
- * transpose runs over m = ch*P, dst[n][m] = src[m][n] (+ bias[m / P]), 16
+ * transpose runs over m = ch*P, dst[n][m] = row p*ps + ch*cs (+ bias[ch]), 16
  * consecutive m x 16 lanes per work-item (relu: a fused ReLU after the
  * bias). Global: (ceil(M/16), NP/16). */
-__kernel void conv_layout_from_lanes_flat(int N, int M, int P, int NP, __global const float *src,
+__kernel void conv_layout_from_lanes_flat(int N, int M, int P, int ps, int cs, int NP, __global const float *src,
                                           ulong src_off, __global const float *bias, int has_bias,
                                           int relu, __global float *dst)
 {
@@ -211,34 +223,32 @@ __kernel void conv_layout_from_lanes_flat(int N, int M, int P, int NP, __global 
     int nb = get_global_id(1);
     int m0 = mb * LANES, n0 = nb * LANES;
     if (m0 >= M || n0 >= N) return;
-    __global const float *s = src + src_off + (size_t)m0 * NP + n0;
     int nn = min(LANES, N - n0), mm = min(LANES, M - m0);
     float bv[LANES];
-    for (int l = 0; l < LANES; l++) bv[l] = 0.0f;
-    if (has_bias) {
-        int ch = m0 / P, r = m0 - ch * P; /* walk (ch, p) without dividing */
-        for (int l = 0; l < mm; l++) {
-            bv[l] = bias[ch];
-            if (++r == P) r = 0, ch++;
-        }
+    size_t at[LANES]; /* m's row of src */
+    int ch = m0 / P, r = m0 - ch * P; /* walk (ch, p) without dividing */
+    for (int l = 0; l < LANES; l++) {
+        bv[l] = has_bias && l < mm ? bias[ch] : 0.0f;
+        at[l] = src_off + ((size_t)r * ps + (size_t)ch * cs) * NP + n0;
+        if (++r == P) r = 0, ch++;
     }
     if (mm == LANES) {
-        float16 r[LANES];
+        float16 rv[LANES];
 #pragma unroll
-        for (int u = 0; u < LANES; u++) r[u] = vload16(0, s + (size_t)u * NP);
-        transpose16(r);
+        for (int u = 0; u < LANES; u++) rv[u] = vload16(0, src + at[u]);
+        transpose16(rv);
         float16 b16 = vload16(0, bv);
 #pragma unroll
         for (int q = 0; q < LANES; q++)
             if (q < nn) {
-                float16 v = r[q] + b16;
+                float16 v = rv[q] + b16;
                 vstore16(relu ? RELU_FWD(v) : v, 0, dst + (size_t)(n0 + q) * M + m0);
             }
     } else {
         for (int q = 0; q < nn; q++) {
             __global float *d = dst + (size_t)(n0 + q) * M + m0;
             for (int l = 0; l < mm; l++) {
-                float v = s[(size_t)l * NP + q] + bv[l];
+                float v = src[at[l] + q] + bv[l];
                 d[l] = relu ? RELU_FWD(v) : v;
             }
         }

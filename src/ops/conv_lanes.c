@@ -1,5 +1,5 @@
 /* The "lanes" convolution (CPU devices): the batch is the SIMD lane.
- * Activations are copied to a (C, H, W, N') layout (kernels/conv_layout.cl)
+ * Activations are copied to an (H, W, C, N') layout (kernels/conv_layout.cl)
  * and each work-item keeps an RM channels x 16*NV images register block in
  * float16 accumulators (kernels/conv_lanes.cl), so every weight is one
  * broadcast and every input one vector load, whatever the shape. Forward
@@ -206,7 +206,7 @@ static void bwd_weights_chunks(const clt_device *dev, clt_conv_lanes_params *lp)
     lp->bw_chunks = (g->oh + rows - 1) / rows * lp->bw_vchunks;
 }
 
-/* Forward scratch: xT (C, H, W, NP), the weights in register blocks, yT (CO, P, NP). */
+/* Forward scratch: xT (H, W, C, NP), the weights in register blocks, yT (OH*OW, CO, NP). */
 static size_t forward_floats(const clt_conv_lanes_params *lp, size_t *x_elems, size_t *wf_elems)
 {
     const clt_conv_geom *g = &lp->gk;
@@ -289,53 +289,70 @@ static clt_status layout_2d(clt_device *dev, const char *kernel, size_t gx, size
     return clt_launch_2d(dev, "conv_layout", kernel, gx, gy, lx, 1, nargs, args);
 }
 
-/* An NCHW tensor into the lanes layout (C, H, W, NP) at `off` floats: a
- * transpose of (N, C*H*W) in 16 x 16 blocks. */
-static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi, int n, int c, int h, int w,
-                           int np, cl_mem dst, cl_ulong off)
+/* Where a lanes layout keeps pixel p of channel c: row p * ps + c * cs of
+ * NP floats. The forward's layout is pixel-major, the backward's
+ * channel-major (kernels/conv_lanes.cl says why). */
+typedef struct lanes_rows {
+    int ps, cs;
+} lanes_rows;
+
+static lanes_rows lanes_layout(int pixel_major, int channels, int pixels)
 {
-    int m = c * h * w, relu = clt_epi_relu(epi);
+    return pixel_major ? (lanes_rows){channels, 1} : (lanes_rows){1, pixels};
+}
+
+/* An NCHW tensor into a lanes layout at `off` floats: a transpose of (N,
+ * C*H*W) in 16 x 16 blocks. */
+static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi, int n, int c, int h, int w,
+                           int pixel_major, int np, cl_mem dst, cl_ulong off)
+{
+    int p = h * w, m = c * p, relu = clt_epi_relu(epi);
+    lanes_rows r = lanes_layout(pixel_major, c, p);
     cl_mem ym = clt_epi_mask(epi, src);
     size_t blocks = (size_t)np / LANES, mblocks = ((size_t)m + LANES - 1) / LANES;
     return layout_2d(dev, "conv_layout_to_lanes_t", mblocks, blocks, clt_conv_group_x(dev, CLT_CONV_COPY_LX),
-                     CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(np), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(ym),
-                              CLT_ARG(dst), CLT_ARG(off)));
+                     CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(p), CLT_ARG(r.ps), CLT_ARG(r.cs), CLT_ARG(np),
+                              CLT_ARG(src), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(dst), CLT_ARG(off)));
 }
 
-/* The lanes layout (ch, p, NP) at `off` back to NCHW (n, ch, p), plus bias
- * and a fused ReLU (relu).
+/* A lanes layout of (ch, p) at `off` back to NCHW (n, ch, p), plus bias and
+ * a fused ReLU (relu).
  * Images under 16 pixels transpose over ch*p instead (dense layers as 1x1
  * convolutions: 0.24 -> 0.03 ms for 800 x 256). */
-static clt_status from_lanes(clt_device *dev, cl_mem src, cl_ulong off, int n, int ch, int p,
+static clt_status from_lanes(clt_device *dev, cl_mem src, cl_ulong off, int n, int ch, int p, int pixel_major,
                              int np, cl_mem bias, int has_bias, int relu, cl_mem dst)
 {
     size_t blocks = (size_t)np / LANES, lx = clt_conv_group_x(dev, CLT_CONV_COPY_LX);
+    lanes_rows r = lanes_layout(pixel_major, ch, p);
     if (p < LANES) {
         int m = ch * p;
         size_t mblocks = ((size_t)m + LANES - 1) / LANES;
         return layout_2d(dev, "conv_layout_from_lanes_flat", mblocks, blocks, lx,
-                         CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(p), CLT_ARG(np), CLT_ARG(src),
-                                  CLT_ARG(off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu), CLT_ARG(dst)));
+                         CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(p), CLT_ARG(r.ps), CLT_ARG(r.cs), CLT_ARG(np),
+                                  CLT_ARG(src), CLT_ARG(off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu),
+                                  CLT_ARG(dst)));
     }
     size_t pblocks = ((size_t)p + LANES - 1) / LANES, rows = (size_t)ch * blocks;
     return layout_2d(dev, "conv_layout_from_lanes", pblocks, rows, lx,
-                     CLT_ARGS(CLT_ARG(n), CLT_ARG(ch), CLT_ARG(p), CLT_ARG(np), CLT_ARG(src),
-                              CLT_ARG(off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu), CLT_ARG(dst)));
+                     CLT_ARGS(CLT_ARG(n), CLT_ARG(ch), CLT_ARG(p), CLT_ARG(r.ps), CLT_ARG(r.cs), CLT_ARG(np),
+                              CLT_ARG(src), CLT_ARG(off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu),
+                              CLT_ARG(dst)));
 }
 
-/* x into the lanes layout of the kernels' geometry: a strided 1x1 layer
+/* x into a lanes layout of the kernels' geometry: a strided 1x1 layer
  * copies only the pixels it reads (a quarter of x at stride 2). */
-static clt_status x_to_lanes(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem dst,
+static clt_status x_to_lanes(clt_device *dev, const clt_conv_plan *plan, cl_mem x, int pixel_major, cl_mem dst,
                              cl_ulong off)
 {
     const clt_conv_geom *g = &plan->g;
     int np = plan->lanes.np;
-    if (!plan->lanes.subsampled) return to_lanes(dev, x, NULL, g->n, g->c, g->h, g->w, np, dst, off);
+    if (!plan->lanes.subsampled) return to_lanes(dev, x, NULL, g->n, g->c, g->h, g->w, pixel_major, np, dst, off);
+    lanes_rows r = lanes_layout(pixel_major, g->c, g->oh * g->ow);
     size_t rows = (size_t)g->c * g->oh, blocks = (size_t)np / LANES;
     return layout_2d(dev, "conv_layout_to_lanes_sub", rows, blocks, clt_conv_group_x(dev, CLT_CONV_COPY_LX),
                      CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w),
-                              CLT_ARG(g->stride), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(np),
-                              CLT_ARG(x), CLT_ARG(dst), CLT_ARG(off)));
+                              CLT_ARG(g->stride), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(r.ps), CLT_ARG(r.cs),
+                              CLT_ARG(np), CLT_ARG(x), CLT_ARG(dst), CLT_ARG(off)));
 }
 
 /* dx from the lanes layout of the kernels' geometry (a strided 1x1 layer:
@@ -345,7 +362,7 @@ static clt_status dx_from_lanes(clt_device *dev, const clt_conv_plan *plan, cl_m
 {
     const clt_conv_geom *g = &plan->g;
     int np = plan->lanes.np;
-    if (!plan->lanes.subsampled) return from_lanes(dev, src, off, g->n, g->c, g->h * g->w, np, dx, 0, 0, dx);
+    if (!plan->lanes.subsampled) return from_lanes(dev, src, off, g->n, g->c, g->h * g->w, 0, np, dx, 0, 0, dx);
     return layout_2d(dev, "conv_layout_from_lanes_sub", (size_t)g->c, (size_t)np / LANES, 1,
                      CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w),
                               CLT_ARG(g->stride), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(np),
@@ -417,11 +434,12 @@ static clt_status lanes_forward(clt_device *dev, const clt_conv_plan *plan, cl_m
     cl_mem scratch;
     CLT_TRY(clt_device_scratch(dev, total * sizeof(float), &scratch));
     cl_ulong x_off = 0, wf_off = x_elems, y_off = x_elems + wf_elems;
-    CLT_TRY(x_to_lanes(dev, plan, x, scratch, x_off));
+    CLT_TRY(x_to_lanes(dev, plan, x, 1, scratch, x_off));
     CLT_TRY(rank1_pass(dev, lp, 1, w, scratch, x_off, wf_off, y_off));
     int has_bias = b != NULL;
     cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
-    return from_lanes(dev, scratch, y_off, g->n, g->co, g->oh * g->ow, lp->np, bias, has_bias, clt_epi_relu(epi), y);
+    return from_lanes(dev, scratch, y_off, g->n, g->co, g->oh * g->ow, 1, lp->np, bias, has_bias, clt_epi_relu(epi),
+                      y);
 }
 
 /* The backward-weights kernel into part (chunks > 1) or dw. */
@@ -448,7 +466,7 @@ static clt_status backward_weights(clt_device *dev, const clt_conv_plan *plan, c
 {
     const clt_conv_lanes_params *lp = &plan->lanes;
     const clt_conv_geom *g = &lp->gk;
-    CLT_TRY(x_to_lanes(dev, plan, x, scratch, L->x_off));
+    CLT_TRY(x_to_lanes(dev, plan, x, 0, scratch, L->x_off));
     int chunks = lp->bw_chunks;
     cl_mem part = chunks > 1 ? scratch : dw;
     CLT_TRY(bwdw_kernel(dev, lp, scratch, L->x_off, L->dy_off, part, chunks > 1 ? L->part_off : 0));
@@ -492,7 +510,7 @@ static clt_status lanes_backward(clt_device *dev, const clt_conv_plan *plan, cl_
     backward_layout(lp, dx != NULL, dw != NULL, &L);
     cl_mem scratch;
     CLT_TRY(clt_device_scratch(dev, L.total * sizeof(float), &scratch));
-    CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, lp->np, scratch, L.dy_off));
+    CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 0, lp->np, scratch, L.dy_off));
     if (dx) {
         CLT_TRY(rank1_pass(dev, lp, 0, w, scratch, L.dy_off, L.wb_off, L.dx_off));
         CLT_TRY(dx_from_lanes(dev, plan, scratch, L.dx_off, dx));
