@@ -3,13 +3,13 @@
  * work-item keeps a register block of RM channels x NV vectors of VW lanes
  * of one pixel in accumulators, and the inner loop is a rank-1
  * update (RM broadcast weights times NV contiguous vector loads).
- * The forward reads and writes the pixel-major layout (H, W, C, NP), so
- * its channel loop walks memory NP floats at a time (in channel-major
- * planes each channel's load is on another page: the batch-128 forward
- * ran 1.1-1.3x longer); the backward passes the channel-major (C, H, W,
- * NP), where the weight gradient walks the pixels of a few channels
- * (pixel-major, it ran 1.5-2x longer) and backward-data gained nothing
- * measurable.
+ * The forward and backward-data read the pixel-major layout (H, W, C, NP),
+ * so their channel loop walks memory NP floats at a time (in channel-major
+ * planes each channel's load is on another page: at batch 128 the forward
+ * ran 1.05-1.2x longer, backward-data up to 1.2x); the weight gradient
+ * reads the channel-major (C, H, W, NP), walking the pixels of a few
+ * channels (pixel-major, it ran 1.2-2x longer). The forward writes y
+ * pixel-major, backward-data dx channel-major.
  * Forward and backward-data visit only the taps that land inside the input
  * (backward-data only those of the pixel's stride phase: no zero dilation,
  * no padded copies, no work on zeros). Loops over register blocks carry
@@ -150,7 +150,7 @@ __kernel void conv_lanes_fwd(int C, int H, int W, int NP, int CO, int OH, int OW
 
 /* Backward data: dx[n][c][y][x] = sum over (co, i, j) with (y+PAD-i) and
  * (x+PAD-j) divisible by S and inside dy of
- * dy[n][co][(y+PAD-i)/S][(x+PAD-j)/S] w[co][c][i][j]. dyT: (CO, OH, OW, NP),
+ * dy[n][co][(y+PAD-i)/S][(x+PAD-j)/S] w[co][c][i][j]. dyT: (OH, OW, CO, NP),
  * dxT: (C, H*W, NP).
  * Only the taps of the pixel's stride phase that land inside dy are visited
  * (no zero dilation, no padding). One work-item: RM input channels x VW*NV
@@ -164,7 +164,6 @@ __kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int CO, int OH, i
     floatV acc[NV][RM];
     if (!lanes_item(C, H * W, NP, &c0, &pix, &n0, acc)) return;
     int yy = pix / W, xx = pix - (pix / W) * W;
-    size_t cstride = (size_t)OH * OW * NP;
     int ys = yy + PAD, xs = xx + PAD;
     /* taps i = ys - S*oy for oy in [0, OH), 0 <= i < K */
     int i0 = max(ys % S, ys - (OH - 1) * S), i1 = min(K - 1, ys);
@@ -173,9 +172,9 @@ __kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int CO, int OH, i
         int oy = (ys - i) / S;
         for (int j = j0; j <= j1; j += S) {
             int ox = (xs - j) / S;
-            __global const float *bp = dy + dy_off + ((size_t)oy * OW + ox) * NP + n0;
+            __global const float *bp = dy + dy_off + ((size_t)oy * OW + ox) * CO * NP + n0;
             __global const float *ap = wb + wb_off + ((size_t)(c0 / RM) * K * K + i * K + j) * CO * RM;
-            rank1_loop(acc, ap, bp, CO, cstride);
+            rank1_loop(acc, ap, bp, CO, NP);
         }
     }
     store_lanes(acc, c0, C, n0, NP, (size_t)H * W * NP, pix, dx + dx_off);
