@@ -412,8 +412,12 @@ static clt_status rank1_kernel(clt_device *dev, const clt_conv_lanes_params *lp,
      * (the pixel-major order before ran the 512-channel 4x4 layer 1.2x
      * longer at batch 128, its input re-read from L3 per channel block) */
     size_t gx = c->px ? pixels : blocks, gy = c->px ? blocks * lane_blocks : items;
-    return clt_launch_2d(dev, spec, fwd ? "conv_lanes_fwd" : "conv_lanes_bwd_data", gx, gy,
-                         c->px ? clt_conv_group_x(dev, pixels < 64 ? pixels : 64) : clt_conv_group_x(dev, blocks), 1,
+    /* px groups of fewer than 64 pixels take several channel blocks, so a
+     * dense layer (1 pixel) does not run one work-item per group */
+    size_t lx = c->px ? clt_conv_group_x(dev, pixels < 64 ? pixels : 64) : clt_conv_group_x(dev, blocks);
+    size_t ly = c->px ? clt_conv_group_x(dev, 64) / lx : 1;
+    if (ly > blocks) ly = blocks;
+    return clt_launch_2d(dev, spec, fwd ? "conv_lanes_fwd" : "conv_lanes_bwd_data", gx, gy, lx, ly,
                          CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->np),
                                   CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),
                                   CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(scratch), CLT_ARG(in_off),
