@@ -156,30 +156,31 @@ POOL_VARIANTS(POOL_AVG_BWD_TILE, pool_avg_bwd_tile)
 #define vloadW CAT(vload, PW)
 #define vstoreW CAT(vstore, PW)
 
-#define POOL_ROW_HEAD                                                                              \
+#define POOL_PLANE_HEAD                                                                            \
     int plane = get_global_id(0);                                                                  \
-    if (plane >= planes) return;                                                                   \
-    for (int oy = 0; oy < oh; oy++) {                                                              \
-        int row = plane * oh + oy;                                                                 \
-        int in0 = 2 * oy * w; /* the window row's start within its plane */
-#define POOL_ROW_TAIL } /* closes POOL_ROW_HEAD's loop over the rows */
+    if (plane >= planes) return;
+
+/* The plane's output rows oy; POOL_IN0 is the window row's start within
+ * the plane. */
+#define POOL_ROWS for (int oy = 0; oy < oh; oy++)
+#define POOL_IN0 (2 * oy * w)
 
 /* Steps of PV windows along the row: outputs [ox, ox + PV). */
 #define POOL_ROW_STEPS for (int ob = 0, ox = min(ob, ow - PV); ob < ow; ob += PV, ox = min(ob, ow - PV))
-#define POOL_ROW_OUT ((size_t)row * ow + ox)
+#define POOL_ROW_OUT ((size_t)(plane * oh + oy) * ow + ox)
 
 #define POOL_ROW_ARGS const int h, const int w, const int oh, const int ow, const int planes
 
 /* The four cells of PV windows: vij is cell (i, j) of each. */
 #define POOL_ROW_LOAD(x)                                                                           \
-    __global const float *r0 = (x) + (size_t)plane * h * w + in0 + 2 * ox;                         \
+    __global const float *r0 = (x) + (size_t)plane * h * w + POOL_IN0 + 2 * ox;                    \
     floatW a = vloadW(0, r0), b = vloadW(0, r0 + w);                                               \
     floatP v00 = a.even, v01 = a.odd, v10 = b.even, v11 = b.odd;
 
 __kernel void pool_avg_fwd_rows(__global const float *x, __global float *y, POOL_ROW_ARGS)
 {
-    POOL_ROW_HEAD
-    POOL_ROW_STEPS {
+    POOL_PLANE_HEAD
+    POOL_ROWS POOL_ROW_STEPS {
         POOL_ROW_LOAD(x)
         floatP sum = (floatP)0.0f + v00; /* from 0, as the window loop (-0 + 0 is +0) */
         sum += v01;
@@ -187,15 +188,14 @@ __kernel void pool_avg_fwd_rows(__global const float *x, __global float *y, POOL
         sum += v11;
         vstoreP(sum / 4.0f, 0, y + POOL_ROW_OUT);
     }
-    POOL_ROW_TAIL
 }
 
 __kernel void pool_max_fwd_rows(__global const float *x, __global float *y, __global int *argmax, POOL_ROW_ARGS)
 {
-    POOL_ROW_HEAD
-    POOL_ROW_STEPS {
+    POOL_PLANE_HEAD
+    POOL_ROWS POOL_ROW_STEPS {
         POOL_ROW_LOAD(x)
-        intP i00 = (intP)(in0 + 2 * ox) + 2 * POOL_LANE;
+        intP i00 = (intP)(POOL_IN0 + 2 * ox) + 2 * POOL_LANE;
         intP i01 = i00 + 1, i10 = i00 + w, i11 = i10 + 1;
         /* One pass in raster order taking v > best or NaN, as PyTorch's
          * CPU kernel: the first maximum, or the last NaN (the same bits as
@@ -215,33 +215,33 @@ __kernel void pool_max_fwd_rows(__global const float *x, __global float *y, __gl
         vstoreP(best, 0, y + POOL_ROW_OUT);
         vstoreP(besti, 0, argmax + POOL_ROW_OUT);
     }
-    POOL_ROW_TAIL
 }
 
 /* Backward: the cells of row pair (2oy, 2oy+1) from PV windows' dy,
  * interleaved back into rows. */
 #define POOL_ROW_STORE(dx, c00, c01, c10, c11)                                                     \
-    __global float *d0 = (dx) + (size_t)plane * h * w + in0 + 2 * ox;                              \
+    __global float *d0 = (dx) + (size_t)plane * h * w + POOL_IN0 + 2 * ox;                         \
     vstoreW(shuffle2((c00), (c01), POOL_MIX), 0, d0);                                              \
     vstoreW(shuffle2((c10), (c11), POOL_MIX), 0, d0 + w);
 
 /* The cells floor mode drops (a last column, a last row when w or h is
  * odd) are zeroed by the row next to them, so dx needs no fill first. */
 #define POOL_ROW_EDGES(dx)                                                                         \
-    __global float *e0 = (dx) + (size_t)plane * h * w + in0;                                       \
+    __global float *e0 = (dx) + (size_t)plane * h * w + POOL_IN0;                                  \
     for (int cx = 2 * ow; cx < w; cx++) e0[cx] = e0[w + cx] = 0.0f;                                \
     if (oy == oh - 1)                                                                              \
         for (int e = 2 * w; e < (h - 2 * oy) * w; e++) e0[e] = 0.0f;
 
 __kernel void pool_avg_bwd_rows(__global const float *dy, __global float *dx, POOL_ROW_ARGS)
 {
-    POOL_ROW_HEAD
-    POOL_ROW_EDGES(dx)
-    POOL_ROW_STEPS {
-        floatP d = vloadP(0, dy + POOL_ROW_OUT) / 4.0f;
-        POOL_ROW_STORE(dx, d, d, d, d)
+    POOL_PLANE_HEAD
+    POOL_ROWS {
+        POOL_ROW_EDGES(dx)
+        POOL_ROW_STEPS {
+            floatP d = vloadP(0, dy + POOL_ROW_OUT) / 4.0f;
+            POOL_ROW_STORE(dx, d, d, d, d)
+        }
     }
-    POOL_ROW_TAIL
 }
 
 /* dy to the argmax cell, zeros elsewhere; an argmax outside its window
@@ -249,15 +249,16 @@ __kernel void pool_avg_bwd_rows(__global const float *dy, __global float *dx, PO
 __kernel void pool_max_bwd_rows(__global const float *dy, __global const int *argmax, __global float *dx,
                                 POOL_ROW_ARGS)
 {
-    POOL_ROW_HEAD
-    POOL_ROW_EDGES(dx)
-    POOL_ROW_STEPS {
-        floatP d = vloadP(0, dy + POOL_ROW_OUT), z = (floatP)0.0f;
-        intP rel = vloadP(0, argmax + POOL_ROW_OUT) - ((intP)(in0 + 2 * ox) + 2 * POOL_LANE);
-        POOL_ROW_STORE(dx, select(z, d, rel == 0), select(z, d, rel == 1), select(z, d, rel == w),
-                       select(z, d, rel == w + 1))
+    POOL_PLANE_HEAD
+    POOL_ROWS {
+        POOL_ROW_EDGES(dx)
+        POOL_ROW_STEPS {
+            floatP d = vloadP(0, dy + POOL_ROW_OUT), z = (floatP)0.0f;
+            intP rel = vloadP(0, argmax + POOL_ROW_OUT) - ((intP)(POOL_IN0 + 2 * ox) + 2 * POOL_LANE);
+            POOL_ROW_STORE(dx, select(z, d, rel == 0), select(z, d, rel == 1), select(z, d, rel == w),
+                           select(z, d, rel == w + 1))
+        }
     }
-    POOL_ROW_TAIL
 }
 
 /* Backward with overlapping windows (s < k), by gathering: work-item
