@@ -3,12 +3,12 @@
  * padded to a multiple of 16), pixel p of channel c in row p*ps + c*cs:
  * channel-major (C, H, W, NP) with ps = 1, cs = H*W, or pixel-major (H, W,
  * C, NP) with ps = C, cs = 1 (conv_lanes.cl says which pass takes which);
- * weights into the order the lanes
- * kernels (conv_lanes.cl) broadcast them in. The copies are 16 x 16
- * in-register transposes (2x the per-element gathers they replaced); a 1x1
- * layer with stride copies only the pixels it reads. Copy kernels whose
- * neighbouring work-items touched 16 different images (pages) each ran
- * 2-2.5x slower than these, which walk along the same images. */
+ * weights into the order the lanes kernels broadcast them in. The copies
+ * are 16 x 16 in-register transposes (2x the per-element gathers they
+ * replaced); a 1x1 layer with stride copies only the pixels it reads. Copy
+ * kernels whose neighbouring work-items touched 16 different images
+ * (pages) each ran 2-2.5x slower than these, which walk along the same
+ * images. */
 
 #define LANES 16
 
@@ -29,6 +29,20 @@ INLINE void transpose16(float16 r[LANES])
         }
 #pragma unroll
         for (int k = 0; k < LANES; k++) r[k] = t[k];
+    }
+}
+
+/* Where m = c*P + p and the 15 after it lie in a lanes layout: at[u] is
+ * the offset of lane n0 of m + u's row p*ps + c*cs (past the end of M too:
+ * callers read only the m < M), ch[u] its channel; (c, p) walked from m,
+ * not divided per m. */
+INLINE void lanes_rows16(int m, int P, int ps, int cs, int NP, size_t off, size_t at[LANES], int ch[LANES])
+{
+    int c = m / P, p = m - c * P;
+    for (int u = 0; u < LANES; u++) {
+        at[u] = off + ((size_t)p * ps + (size_t)c * cs) * NP;
+        ch[u] = c;
+        if (++p == P) p = 0, c++;
     }
 }
 
@@ -75,8 +89,8 @@ __kernel void conv_layout_to_lanes_sub(int N, int C, int H, int W, int S, int OH
 }
 
 /* The inverse for dx of such a layer: dst[n][c][y][x] = src[c][y/S][x/S][n]
- * (src channel-major (C, OH, OW, NP) at src_off) where S divides y and x, else 0: every
- * dx element is written once. One work-item per channel of 16 lanes: it
+ * (src channel-major (C, OH, OW, NP) at src_off) where S divides y and x,
+ * else 0: every dx element is written once. One work-item per channel of 16 lanes: it
  * writes the 16 images' (c) planes one after the other, each in order; a
  * row with values is assembled in private memory and stored as vectors
  * (1.7x faster than scalar stores into dx). Global: (C, NP/16). */
@@ -138,13 +152,9 @@ __kernel void conv_layout_to_lanes_t(int N, int M, int P, int ps, int cs, int NP
     int n0 = nb * LANES, m0 = mb * LANES;
     if (n0 >= NP || m0 >= M) return;
     int nn = clamp(N - n0, 0, LANES), mm = min(LANES, M - m0);
-    /* m's row of dst, walked from m0 without dividing per m */
     size_t at[LANES];
-    int c = m0 / P, p = m0 - c * P;
-    for (int u = 0; u < LANES; u++) {
-        at[u] = dst_off + ((size_t)p * ps + (size_t)c * cs) * NP + n0;
-        if (++p == P) p = 0, c++;
-    }
+    int ch[LANES];
+    lanes_rows16(m0, P, ps, cs, NP, dst_off + n0, at, ch);
     float16 r[LANES];
     if (mm == LANES) {
 #pragma unroll
@@ -170,9 +180,9 @@ __kernel void conv_layout_to_lanes_t(int N, int M, int P, int ps, int cs, int NP
 }
 
 /* dst[n][ch][p] = row p*ps + ch*cs of src, lane n (+ bias[ch], then a
- * fused ReLU when relu) for n < N: a lanes layout at src_off back to NCHW. One work-item per 16 pixels x 16
- * lanes of one channel: 16 vector loads, an in-register transpose, one
- * vector store per image; a partial block of pixels (P not a multiple of
+ * fused ReLU when relu) for n < N: a lanes layout at src_off back to NCHW.
+ * One work-item per 16 pixels x 16 lanes of one channel: 16 vector loads,
+ * an in-register transpose, one vector store per image; a partial block of pixels (P not a multiple of
  * 16) stores scalars. Global: (ceil(P/16), CH*NP/16). */
 __kernel void conv_layout_from_lanes(int N, int CH, int P, int ps, int cs, int NP, __global const float *src,
                                      ulong src_off, __global const float *bias, int has_bias,
@@ -224,14 +234,11 @@ __kernel void conv_layout_from_lanes_flat(int N, int M, int P, int ps, int cs, i
     int m0 = mb * LANES, n0 = nb * LANES;
     if (m0 >= M || n0 >= N) return;
     int nn = min(LANES, N - n0), mm = min(LANES, M - m0);
+    size_t at[LANES];
+    int ch[LANES];
+    lanes_rows16(m0, P, ps, cs, NP, src_off + n0, at, ch);
     float bv[LANES];
-    size_t at[LANES]; /* m's row of src */
-    int ch = m0 / P, r = m0 - ch * P; /* walk (ch, p) without dividing */
-    for (int l = 0; l < LANES; l++) {
-        bv[l] = has_bias && l < mm ? bias[ch] : 0.0f;
-        at[l] = src_off + ((size_t)r * ps + (size_t)ch * cs) * NP + n0;
-        if (++r == P) r = 0, ch++;
-    }
+    for (int l = 0; l < LANES; l++) bv[l] = has_bias && l < mm ? bias[ch[l]] : 0.0f;
     if (mm == LANES) {
         float16 rv[LANES];
 #pragma unroll
