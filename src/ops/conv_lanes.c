@@ -1,8 +1,10 @@
 /* The "lanes" convolution (CPU devices): the batch is the SIMD lane.
- * Activations are copied to an (H, W, C, N') layout (kernels/conv_layout.cl)
- * and each work-item keeps an RM channels x 16*NV images register block in
- * float16 accumulators (kernels/conv_lanes.cl), so every weight is one
- * broadcast and every input one vector load, whatever the shape. Forward
+ * Activations are copied to a lanes layout (kernels/conv_layout.cl):
+ * (H, W, C, N') for forward and backward-data, (C, H, W, N') for the
+ * weight gradient; each work-item keeps a register block of RM channels x
+ * NV vectors of images in accumulators (kernels/conv_lanes.cl), so every
+ * weight is one broadcast and every input one vector load, whatever the
+ * shape. Forward
  * and backward-data visit only the taps that land inside the input;
  * backward-weights keeps WA x WB channels of one tap and sums partials over
  * chunks of rows x lanes in a fixed order. A 1x1 layer with stride (a
