@@ -188,17 +188,12 @@ static clt_status build(clt_model *models, int n_models, int batch, clt_op_cases
         for (b.spec = 0; b.spec < n_models; b.spec++)
             if (i < models[b.spec].n_layers) CLT_TRY(emit_layer(&b, &models[b.spec].layers[i]));
     for (b.spec = 0; b.spec < n_models; b.spec++) {
-        clt_op_case xent;
-        memset(&xent, 0, sizeof xent);
-        xent.kind = CLT_OP_XENT;
-        xent.c = models[b.spec].classes;
-        xent.h = xent.w = 1;
-        CLT_TRY(add_case(&b, xent));
+        const clt_shape logits = {1, {models[b.spec].classes}};
+        CLT_TRY(add_case(&b, on_shape(CLT_OP_XENT, &logits)));
     }
     out->params = trainable_params(&models[0]);
-    clt_op_case sgd;
-    memset(&sgd, 0, sizeof sgd);
-    sgd.kind = CLT_OP_SGD;
+    const clt_shape none = {1, {1}};
+    clt_op_case sgd = on_shape(CLT_OP_SGD, &none);
     sgd.params = out->params;
     b.spec = 0;
     CLT_TRY(add_case(&b, sgd));
