@@ -148,11 +148,14 @@ CLT_API void clt_device_destroy(clt_device *dev);
 CLT_API const clt_device_info *clt_device_get_info(const clt_device *dev);
 CLT_API void clt_device_set_log(clt_device *dev, clt_log_fn fn, void *user);
 /* Builds (or loads from the on-disk cache) every kernel program the
- * library's layers use (a tool's own programs are built when it asks) and
- * warms up CLBlast on this device. Optional: programs are otherwise built on first
- * use. Not thread-safe across devices: CLBlast 1.5's compile cache breaks
- * when two threads compile at once, so warm devices up one at a time (and
- * do not create trainers from two threads at once). */
+ * library's layers use (a tool's own programs are built when it asks) and,
+ * on devices other than CPUs, warms up CLBlast. Optional: programs are
+ * otherwise built on first use. Not thread-safe across devices: CLBlast
+ * 1.5's compile cache breaks when two threads compile at once, so warm
+ * devices up one at a time (and do not create trainers from two threads
+ * at once). A CPU device, whose layers call CLBlast only where a
+ * convolution's work buffer does not fit, compiles it at its first GEMM;
+ * a trainer serialises that between its devices. */
 CLT_API clt_status clt_device_warmup(clt_device *dev);
 /* Waits until all work queued on the device has finished. */
 CLT_API clt_status clt_device_finish(clt_device *dev);

@@ -181,6 +181,7 @@ static clt_status open_worker(clt_trainer *t, int slot, int device_index)
     w->slot = slot;
     CLT_TRY(clt_device_open(device_index, &w->dev));
     clt_device_set_log(w->dev, t->cfg.log, t->cfg.log_user);
+    w->dev->gemm_lock = &t->gemm_mu;
     /* Build every program here, one device at a time, before any worker
      * thread runs (CLBlast's compile cache is not thread-safe). */
     return clt_device_warmup(w->dev);
@@ -221,6 +222,8 @@ static clt_status start(clt_trainer *t, const size_t *force_align)
             if (devs[i] == devs[j])
                 return clt_fail(CLT_ERR_INVALID_ARG, "trainer: device %d is listed twice", devs[i]);
     CLT_TRY(clt_calloc((void **)&t->workers, (size_t)k, sizeof *t->workers, "workers"));
+    if (pthread_mutex_init(&t->gemm_mu, NULL) != 0) return clt_fail(CLT_ERR_INTERNAL, "trainer: mutex");
+    t->gemm_mu_ready = 1;
     t->k = k;
     for (int i = 0; i < k; i++) {
         CLT_TRY(open_worker(t, i, devs[i])); /* its errors name the device */
@@ -313,6 +316,7 @@ void clt_trainer_destroy(clt_trainer *t)
         clt_net_destroy(w->net); /* waits for its queue first */
         clt_device_destroy(w->dev);
     }
+    if (t->gemm_mu_ready) pthread_mutex_destroy(&t->gemm_mu);
     if (t->sync_ready) {
         pthread_cond_destroy(&t->cv);
         pthread_mutex_destroy(&t->mu);

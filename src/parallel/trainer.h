@@ -92,6 +92,8 @@ struct clt_trainer {
     size_t flat;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    pthread_mutex_t gemm_mu; /* CLBlast's compiles, for every device (clt_gemm_warmup) */
+    int gemm_mu_ready;
     int sync_ready;       /* mutex and condvar initialised */
     clt_command command;
     uint64_t generation;  /* bumped for every command */

@@ -2,6 +2,7 @@
 #ifndef CLT_RUNTIME_DEVICE_H
 #define CLT_RUNTIME_DEVICE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "cltrain_diag.h"
@@ -65,6 +66,9 @@ struct clt_device {
     int cache_enabled;
     char cache_dir[1024];
     int gemm_ready;           /* CLBlast warmed up on this device */
+    pthread_mutex_t *gemm_lock; /* held while CLBlast compiles for it: one lock shared by the
+                                 * devices of a trainer, whose workers may warm CLBlast up late
+                                 * (clt_gemm_warmup); NULL: one thread at a time by contract */
     int native_float_width;   /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, read at open (0: not reported) */
     cl_mem scratch;           /* see clt_device_scratch (launch.h) */
     size_t scratch_bytes;

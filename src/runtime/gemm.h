@@ -1,5 +1,6 @@
-/* Row-major SGEMM on a device through CLBlast: a service of the device, which
- * warms it up (clt_device_warmup), used by the ops. */
+/* Row-major SGEMM on a device through CLBlast: a service of the device, used
+ * by the ops. CLBlast compiles its kernels at a device's first GEMM, or in
+ * clt_device_warmup on devices other than CPUs. */
 #ifndef CLT_RUNTIME_GEMM_H
 #define CLT_RUNTIME_GEMM_H
 
@@ -19,7 +20,9 @@ clt_status clt_gemm_batched(clt_device *dev, bool trans_a, bool trans_b, size_t 
                             size_t a_stride, cl_mem b, size_t b_off, size_t ldb, size_t b_stride,
                             float beta, cl_mem c, size_t c_off, size_t ldc, size_t c_stride,
                             size_t batches);
-/* Compiles CLBlast's kernels for this device (one thread at a time). */
+/* Compiles CLBlast's kernels for this device, under dev->gemm_lock where
+ * set (else one thread at a time); nothing when done before. clt_gemm and
+ * clt_gemm_batched call it first. */
 clt_status clt_gemm_warmup(clt_device *dev);
 
 #endif
