@@ -393,6 +393,14 @@ static clt_status weights_to_lanes(clt_device *dev, const clt_conv_geom *g, int 
 /* Passes (kernels/conv_lanes.cl)                                      */
 /* ------------------------------------------------------------------ */
 
+void clt_conv_lanes_program(int pass, const clt_conv_lanes_cfg *c, char *spec, size_t cap)
+{
+    if (pass == CLT_CONV_BWD_WEIGHTS)
+        snprintf(spec, cap, "conv_lanes -DVW=%d -DWA=%d -DWB=%d", c->vw, c->a, c->b);
+    else
+        snprintf(spec, cap, "conv_lanes -DVW=%d -DRM=%d -DNV=%d%s", c->vw, c->a, c->b, c->px ? " -DPX=1" : "");
+}
+
 /* Forward (fwd = 1: x -> y, blocks of output channels) or backward-data
  * (fwd = 0: dy -> dx, blocks of input channels) in the lanes layout in
  * scratch: the weights into their layout, then the register-blocked kernel
@@ -404,7 +412,7 @@ static clt_status rank1_kernel(clt_device *dev, const clt_conv_lanes_params *lp,
     const clt_conv_lanes_cfg *c = &lp->cfg[fwd ? CLT_CONV_FWD : CLT_CONV_BWD_DATA];
     int padded = fwd ? lp->cop : lp->cip;
     char spec[64];
-    snprintf(spec, sizeof spec, "conv_lanes -DVW=%d -DRM=%d -DNV=%d%s", c->vw, c->a, c->b, c->px ? " -DPX=1" : "");
+    clt_conv_lanes_program(CLT_CONV_FWD, c, spec, sizeof spec);
     size_t blocks = (size_t)padded / (size_t)c->a;
     size_t pixels = fwd ? (size_t)g->oh * g->ow : (size_t)g->h * g->w;
     size_t lane_blocks = (size_t)(lp->np / (c->vw * c->b)), items = pixels * lane_blocks;
@@ -461,7 +469,7 @@ static clt_status bwdw_kernel(clt_device *dev, const clt_conv_lanes_params *lp, 
     int kk = g->k * g->k, chunks = lp->bw_chunks;
     size_t g1 = (size_t)((g->co + c->a - 1) / c->a) * (size_t)((g->c + c->b - 1) / c->b) * (size_t)chunks;
     char spec[64];
-    snprintf(spec, sizeof spec, "conv_lanes -DVW=%d -DWA=%d -DWB=%d", c->vw, c->a, c->b);
+    clt_conv_lanes_program(CLT_CONV_BWD_WEIGHTS, c, spec, sizeof spec);
     return clt_launch_2d(dev, spec, "conv_lanes_bwd_weights", (size_t)kk, g1, clt_conv_group_x(dev, (size_t)kk), 1,
                          CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->np),
                                   CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),

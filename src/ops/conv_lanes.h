@@ -20,6 +20,8 @@ int clt_conv_lanes_derive(const clt_device *dev, clt_conv_lanes_params *lp, unsi
  * scratch NULL only that is computed. */
 clt_status clt_conv_lanes_time_pass(clt_device *dev, const clt_conv_lanes_params *lp, int pass, cl_mem scratch,
                                     size_t *bytes);
+/* The program spec (clt_device_kernel's) that runs `pass` with c. */
+void clt_conv_lanes_program(int pass, const clt_conv_lanes_cfg *c, char *spec, size_t cap);
 /* Measures, or takes from the tuning cache, the configuration of each pass
  * the plan runs with lanes (conv_tune.c); a no-op when tuning is off. */
 clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan);

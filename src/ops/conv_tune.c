@@ -101,12 +101,16 @@ static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, 
         t[i].cfg[pass] = cand[i];
         ok[i] = clt_conv_lanes_derive(dev, &t[i], mask);
     }
+    dev->cache_hold++; /* only the winner's binary goes to the on-disk cache */
     for (int r = 0; r < ROUNDS; r++) {
         for (int i = 0; i < n; i++) {
             if (!ok[i]) continue;
             double secs = 0;
             clt_status s = time_cfg(dev, &t[i], pass, r == 0, &secs);
-            if (s == CLT_ERR_DEVICE_LOST) return s;
+            if (s == CLT_ERR_DEVICE_LOST) {
+                dev->cache_hold--;
+                return s;
+            }
             if (s == CLT_OK && (r == 0 || secs < best_s[i])) best_s[i] = secs;
             if (s == CLT_OK && r < ROUNDS - 1) continue;
             char name[CLT_TUNE_VALUE_MAX];
@@ -122,11 +126,15 @@ static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, 
             }
         }
     }
+    dev->cache_hold--;
     int best = -1;
     for (int i = 0; i < n; i++)
         if (ok[i] && (best < 0 || best_s[i] < best_s[best])) best = i;
-    if (best >= 0) lp->cfg[pass] = cand[best];
-    return CLT_OK;
+    if (best < 0) return CLT_OK;
+    lp->cfg[pass] = cand[best];
+    char spec[64];
+    clt_conv_lanes_program(pass, &cand[best], spec, sizeof spec);
+    return clt_device_keep_program(dev, spec);
 }
 
 clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan)

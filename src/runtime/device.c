@@ -82,6 +82,7 @@ void clt_device_release(clt_device *dev)
     if (dev->scratch) clReleaseMemObject(dev->scratch);
     for (int i = 0; i < dev->n_kernels; i++) clReleaseKernel(dev->kernels[i].kernel);
     free(dev->kernels);
+    clt_program_drop_held(dev);
     for (int i = 0; i < dev->n_variants; i++) clReleaseProgram(dev->variants[i].program);
     clt_tune_free(dev);
     free(dev->variants);
@@ -202,6 +203,14 @@ clt_status clt_device_build_program(clt_device *dev, const char *name)
     if (!dev || !name) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_build_program: NULL argument");
     int v;
     return ensure_variant(dev, name, &v);
+}
+
+clt_status clt_device_keep_program(clt_device *dev, const char *spec)
+{
+    int v;
+    CLT_TRY(ensure_variant(dev, spec, &v));
+    clt_program_keep(dev, dev->variants[v].program);
+    return CLT_OK;
 }
 
 clt_status clt_device_build_source(clt_device *dev, const char *source, const char *options)

@@ -43,6 +43,14 @@ typedef struct clt_program_variant {
     cl_program program;
 } clt_program_variant;
 
+/* A program whose binary waits for clt_program_keep (built while
+ * cache_hold was set). */
+typedef struct clt_held_program {
+    cl_program program;
+    char *key;          /* its cache key */
+    char label[64];
+} clt_held_program;
+
 typedef struct clt_kernel_slot {
     int variant;        /* index into clt_device.variants */
     char name[64];
@@ -65,6 +73,12 @@ struct clt_device {
     int n_kernels, cap_kernels;
     int cache_enabled;
     char cache_dir[1024];
+    /* > 0: programs built now keep their binary out of the on-disk cache
+     * until clt_program_keep (the tuner's candidates: fetching a binary
+     * makes PoCL compile every kernel of the program once more) */
+    int cache_hold;
+    clt_held_program *held;
+    int n_held, cap_held;
     int gemm_ready;           /* CLBlast warmed up on this device */
     pthread_mutex_t *gemm_lock; /* held while CLBlast compiles for it: one lock shared by the
                                  * devices of a trainer, whose workers may warm CLBlast up late
@@ -99,6 +113,14 @@ clt_status clt_device_kernel(clt_device *dev, const char *program, const char *k
 /* Builds `source` for the device through the on-disk cache (program.c). */
 clt_status clt_program_build(clt_device *dev, const char *label, const char *source,
                              size_t length, const char *options, cl_program *out);
+/* The program of spec (as clt_device_kernel names it), built if it is
+ * not, with its binary stored if it was held. */
+clt_status clt_device_keep_program(clt_device *dev, const char *spec);
+/* Stores the binary of prog if it was built while cache_hold was set; the
+ * other held programs stay held until clt_program_drop_held (at device
+ * release). */
+void clt_program_keep(clt_device *dev, cl_program prog);
+void clt_program_drop_held(clt_device *dev);
 /* Resolves the cache directory from the environment (program.c). */
 clt_status clt_cache_configure(clt_device *dev);
 

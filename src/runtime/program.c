@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/atomic_file.h"
 #include "core/hash.h"
 #include "runtime/device.h"
@@ -180,6 +181,23 @@ static void cache_store(clt_device *dev, const char *label, const char *key, con
     }
 }
 
+/* Remembers a program built while dev->cache_hold is set, for
+ * clt_program_keep; 0 when out of memory (then it is stored now). */
+static int hold(clt_device *dev, const char *label, char *key, cl_program prog)
+{
+    if (clt_grow((void **)&dev->held, dev->n_held, &dev->cap_held, sizeof *dev->held, 16, "held programs") !=
+        CLT_OK) {
+        clt_clear_error();
+        return 0;
+    }
+    clt_held_program *h = &dev->held[dev->n_held++];
+    clRetainProgram(prog);
+    h->program = prog;
+    h->key = key;
+    snprintf(h->label, sizeof h->label, "%s", label);
+    return 1;
+}
+
 static clt_status build_failure(clt_device *dev, cl_program prog, const char *label, cl_int err)
 {
     size_t n = 0;
@@ -228,8 +246,35 @@ clt_status clt_program_build(clt_device *dev, const char *label, const char *sou
     }
     dev->stats.built++;
     clt_device_log(dev, 0, "program %s built for device %d", label, dev->info.index);
+    if (key && dev->cache_hold > 0 && hold(dev, label, key, prog)) key = NULL; /* the entry owns it */
     if (key) cache_store(dev, label, key, path, prog);
     free(key);
     *out = prog;
     return CLT_OK;
+}
+
+void clt_program_keep(clt_device *dev, cl_program prog)
+{
+    for (int i = 0; i < dev->n_held; i++) {
+        clt_held_program *h = &dev->held[i];
+        if (h->program != prog) continue;
+        char path[1200];
+        entry_path(dev, h->key, path, sizeof path);
+        cache_store(dev, h->label, h->key, path, prog);
+        clReleaseProgram(h->program);
+        free(h->key);
+        dev->held[i] = dev->held[--dev->n_held];
+        return;
+    }
+}
+
+void clt_program_drop_held(clt_device *dev)
+{
+    for (int i = 0; i < dev->n_held; i++) {
+        clReleaseProgram(dev->held[i].program);
+        free(dev->held[i].key);
+    }
+    free(dev->held);
+    dev->held = NULL;
+    dev->n_held = dev->cap_held = 0;
 }

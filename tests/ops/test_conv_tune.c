@@ -8,7 +8,8 @@
  * timed when a plan first needs it. A tuned
  * forward and backward-data equal the rule-based ones bit for bit (each
  * lane sums in the same order whatever the block), backward-weights within
- * rounding. */
+ * rounding. Only the winners' program binaries go to the program cache.
+ */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
@@ -122,6 +123,10 @@ static void test_tune_and_reuse(void)
     clt_conv_plan *first = plan_for(dev, 40);
     CHECK(all_tuned(first, 1), "a pass was not tuned");
     CHECK(lc.notices == 1 && lc.measured >= 6, "notices %d, measurements %d", lc.notices, lc.measured);
+    clt_program_stats ps;
+    clt_device_program_stats(dev, &ps);
+    CHECK(ps.cache_stores + lc.measured / 2 <= ps.built, "the losers' binaries were stored: built %d, stored %d",
+          ps.built, ps.cache_stores);
     char path[512];
     CHECK(tune_file(path, sizeof path), "no tuning file in %s", dir);
     char *text = read_text(path);
@@ -136,11 +141,20 @@ static void test_tune_and_reuse(void)
     clt_conv_plan_destroy(other);
     clt_device_destroy(dev);
 
-    /* Another device object: the choices from the file. */
+    /* Another device object: the choices from the file, the winners'
+     * programs from the program cache. */
     dev = open_dev(1, CLT_TUNE_AUTO, &lc);
     other = plan_for(dev, 40);
     CHECK(all_tuned(other, 1) && same_cfgs(first, other) && lc.measured == 0 && lc.notices == 0,
           "the cached choices were measured again (%d)", lc.measured);
+    for (int i = 0; i < CLT_CONV_PASSES; i++) {
+        char spec[64];
+        clt_conv_lanes_program(i, &other->lanes.cfg[i], spec, sizeof spec);
+        CHECK_OK(clt_device_build_program(dev, spec));
+    }
+    clt_device_program_stats(dev, &ps);
+    CHECK(ps.built == 0 && ps.cache_hits > 0, "the winners' programs were not cached: built %d, hits %d", ps.built,
+          ps.cache_hits);
     clt_conv_plan_destroy(other);
     clt_device_destroy(dev);
     clt_conv_plan_destroy(first);
