@@ -132,12 +132,17 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
         __global const float *xp, ulong xp_off, __global const float *w,                     \
         __global const float *bias, int has_bias, int relu, __global float *y
 #define DIRECT_PASS N, C, CO, K, HP, WPP, OH, OW, R, xp, xp_off, w, bias, has_bias, relu, y
-/* Variants: _<RM> output channels per work-item, _<CB> for backward weights
- * (conv_direct.c picks them). */
-__kernel void conv_direct_fwd_2(DIRECT_ARGS) { direct_fwd(2, DIRECT_PASS); }
-__kernel void conv_direct_fwd_4(DIRECT_ARGS) { direct_fwd(4, DIRECT_PASS); }
-__kernel void conv_direct_fwd_8(DIRECT_ARGS) { direct_fwd(8, DIRECT_PASS); }
-__kernel void conv_direct_fwd_10(DIRECT_ARGS) { direct_fwd(10, DIRECT_PASS); }
+/* One program per variant (conv_direct.c picks them): -DRM=<RM> output
+ * channels per work-item has the forward, -DCB=<CB> the backward weights;
+ * every program has conv_direct_pad_rows. A program of all seven
+ * variants made PoCL compile 7 kernels for the program cache (6 s of a
+ * cold start on the 2-core AVX2 machine) where a run uses two. */
+#ifdef RM
+#if RM != 2 && RM != 4 && RM != 8 && RM != 10
+#error "RM must be 2, 4, 8 or 10"
+#endif
+__kernel void conv_direct_fwd(DIRECT_ARGS) { direct_fwd(RM, DIRECT_PASS); }
+#endif
 
 /* Backward weights, stride 1, partial over a chunk of images:
  * part[chunk][co][t] for CB output channels co and the taps
@@ -245,6 +250,9 @@ INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int K, int HP, int 
 #define BWDW_DIRECT_PASS                                                                        \
     N, C, CO, K, HP, WPP, OH, OW, imgs, groups, chunks, xp, xp_off, dy, relu, ym, part, part_off, \
         has_db, dbpart, dbpart_off
-__kernel void conv_direct_bwd_weights_1(BWDW_DIRECT_ARGS) { direct_bwd_weights(1, BWDW_DIRECT_PASS); }
-__kernel void conv_direct_bwd_weights_2(BWDW_DIRECT_ARGS) { direct_bwd_weights(2, BWDW_DIRECT_PASS); }
-__kernel void conv_direct_bwd_weights_3(BWDW_DIRECT_ARGS) { direct_bwd_weights(3, BWDW_DIRECT_PASS); }
+#ifdef CB
+#if CB < 1 || CB > 3
+#error "CB must be 1, 2 or 3"
+#endif
+__kernel void conv_direct_bwd_weights(BWDW_DIRECT_ARGS) { direct_bwd_weights(CB, BWDW_DIRECT_PASS); }
+#endif

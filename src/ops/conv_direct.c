@@ -23,7 +23,7 @@
 #include "runtime/launch.h"
 
 #define ALIGN CLT_CONV_ALIGN_FLOATS
-/* Taps per work-item of conv_direct_bwd_weights_<CB>. Its kernel reads dy
+/* Taps per work-item of conv_direct_bwd_weights. Its kernel reads dy
  * once per group of TG taps, so it is only used with a single group. */
 #define TG 9
 
@@ -40,8 +40,12 @@ static unsigned direct_supports(const clt_conv_geom *g, unsigned open)
 /* The vector width: the device's native float width, 8 or 16. */
 static int direct_vw(const clt_device *dev) { return dev->native_float_width >= 16 ? 16 : 8; }
 
-/* The program of the plan's vector width. */
-static const char *program(const clt_conv_direct_params *d) { return d->vw == 16 ? "conv_direct -DVW=16" : "conv_direct -DVW=8"; }
+/* The program of the plan's vector width with the forward (fwd = 1) or
+ * the backward-weights kernel of its block (kernels/conv_direct.cl). */
+static void program(const clt_conv_direct_params *d, int fwd, char *spec, size_t cap)
+{
+    snprintf(spec, cap, "conv_direct -DVW=%d -D%s=%d", d->vw, fwd ? "RM" : "CB", fwd ? d->rm : d->cb);
+}
 
 /* The kernels read 2*VW output pixels of a row as two vectors that slide
  * back to end at OW, so with OW >= VW they stay inside a row of
@@ -110,8 +114,8 @@ static int direct_plan(const clt_device *dev, clt_conv_plan *plan, unsigned pass
 }
 
 /* The kernels' input: the padded copy in `scratch` at offset 0, or x. */
-static clt_status direct_input(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem scratch,
-                               cl_mem *in, cl_ulong *in_off)
+static clt_status direct_input(clt_device *dev, const clt_conv_plan *plan, const char *spec, cl_mem x,
+                               cl_mem scratch, cl_mem *in, cl_ulong *in_off)
 {
     const clt_conv_geom *g = &plan->g;
     const clt_conv_direct_params *d = &plan->direct;
@@ -119,7 +123,7 @@ static clt_status direct_input(clt_device *dev, const clt_conv_plan *plan, cl_me
     *in_off = 0;
     if (!d->copy) return CLT_OK;
     int rows = g->n * g->c * d->hp;
-    return clt_launch_1d(dev, program(d), "conv_direct_pad_rows", (size_t)rows,
+    return clt_launch_1d(dev, spec, "conv_direct_pad_rows", (size_t)rows,
                          CLT_ARGS(CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(g->pad), CLT_ARG(d->hp),
                                   CLT_ARG(d->wpp), CLT_ARG(rows), CLT_ARG(x), CLT_ARG(scratch),
                                   CLT_ARG(*in_off)));
@@ -133,13 +137,13 @@ static clt_status direct_forward(clt_device *dev, const clt_conv_plan *plan, cl_
     cl_mem scratch = NULL, in;
     cl_ulong in_off;
     if (d->copy) CLT_TRY(clt_device_scratch(dev, d->xp_elems * sizeof(float), &scratch));
-    CLT_TRY(direct_input(dev, plan, x, scratch, &in, &in_off));
-    char name[32];
-    snprintf(name, sizeof name, "conv_direct_fwd_%d", d->rm);
+    char spec[48];
+    program(d, 1, spec, sizeof spec);
+    CLT_TRY(direct_input(dev, plan, spec, x, scratch, &in, &in_off));
     size_t blocks = ((size_t)g->co + (size_t)d->rm - 1) / (size_t)d->rm;
     int has_bias = b != NULL, relu = clt_epi_relu(epi);
     cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
-    return clt_launch_2d(dev, program(d), name, blocks, d->items, clt_conv_group_x(dev, blocks), 1,
+    return clt_launch_2d(dev, spec, "conv_direct_fwd", blocks, d->items, clt_conv_group_x(dev, blocks), 1,
                          CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
                                   CLT_ARG(d->hp), CLT_ARG(d->wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
                                   CLT_ARG(d->rows), CLT_ARG(in), CLT_ARG(in_off), CLT_ARG(w),
@@ -162,16 +166,16 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
         CLT_TRY(clt_device_scratch(dev, (d->xp_elems + d->part_elems) * sizeof(float), &scratch));
     cl_ulong part_off = d->xp_elems;
     cl_ulong dbpart_off = part_off + clt_conv_round_up((size_t)chunks * g->co * (size_t)ckk, ALIGN);
-    CLT_TRY(direct_input(dev, plan, x, scratch, &in, &in_off));
+    char spec[48];
+    program(d, 0, spec, sizeof spec);
+    CLT_TRY(direct_input(dev, plan, spec, x, scratch, &in, &in_off));
     cl_mem part = chunks > 1 ? scratch : dw;
     cl_ulong poff = chunks > 1 ? part_off : 0;
     int has_db = db != NULL, relu = clt_epi_relu(epi);
     cl_mem ym = clt_epi_mask(epi, dy);
     cl_mem dbpart = chunks > 1 ? scratch : db ? db : dw;
     cl_ulong dboff = chunks > 1 ? dbpart_off : 0;
-    char name[40];
-    snprintf(name, sizeof name, "conv_direct_bwd_weights_%d", d->cb);
-    CLT_TRY(clt_launch_2d(dev, program(d), name, ((size_t)g->co + (size_t)d->cb - 1) / (size_t)d->cb,
+    CLT_TRY(clt_launch_2d(dev, spec, "conv_direct_bwd_weights", ((size_t)g->co + (size_t)d->cb - 1) / (size_t)d->cb,
                           (size_t)d->groups * (size_t)chunks, 1, 1,
                           CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
                                    CLT_ARG(d->hp), CLT_ARG(d->wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),

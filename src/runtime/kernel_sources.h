@@ -8,7 +8,7 @@ typedef struct clt_kernel_source {
     const char *name;   /* file name without .cl */
     const char *source; /* NUL-terminated */
     size_t length;
-    int on_demand;      /* 1: serves a tool only, so clt_device_warmup skips it */
+    int on_demand;      /* 1: built on first use only (clt_device_warmup skips it) */
 } clt_kernel_source;
 
 extern const clt_kernel_source clt_kernel_sources[];
