@@ -1,7 +1,5 @@
-/* dense:N — fully connected, y = x W^T + b on flat features. Where dense
- * layers run as 1x1 convolutions (CPU devices), the layer keeps that
- * convolution's plan, as a conv layer does, instead of planning (and
- * looking its tuned kernels up) on every call. */
+/* dense:N — fully connected, y = x W^T + b on flat features (ops/dense.c
+ * chooses the kernels per device). */
 #include "nn/layer.h"
 #include "ops/dense.h"
 
@@ -20,24 +18,10 @@ static clt_status configure(clt_layer *l)
     return CLT_OK;
 }
 
-/* The kept convolution plan for n samples, or NULL where the layer runs
- * CLBlast's GEMM. */
-static clt_status plan(clt_layer *l, clt_device *dev, int n, unsigned passes, clt_conv_plan **out)
-{
-    clt_conv_geom g;
-    int conv;
-    *out = NULL;
-    CLT_TRY(clt_dense_as_conv(dev, n, l->in.d[0], l->out.d[0], &g, &conv));
-    return conv ? clt_layer_conv_plan(l, dev, &g, passes, out) : CLT_OK;
-}
-
 static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
 {
     (void)pass;
-    clt_conv_plan *p;
-    CLT_TRY(plan(l, dev, n, CLT_CONV_PASS(CLT_CONV_FWD), &p));
     clt_epilogue e = {l->relu_epilogue, NULL};
-    if (p) return clt_conv_plan_forward(dev, p, x, l->params[0].w, l->params[1].w, &e, y);
     return clt_dense_forward_raw(dev, n, l->in.d[0], l->out.d[0], x, l->params[0].w, l->params[1].w, &e, y);
 }
 
@@ -45,10 +29,7 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
                            cl_mem dy, cl_mem dx)
 {
     (void)pass;
-    clt_conv_plan *p;
-    CLT_TRY(plan(l, dev, n, clt_layer_backward_passes(l, dx), &p));
     clt_epilogue e = {l->relu_epilogue, y};
-    if (p) return clt_conv_plan_backward(dev, p, x, l->params[0].w, dy, &e, dx, l->params[0].g, l->params[1].g);
     return clt_dense_backward_raw(dev, n, l->in.d[0], l->out.d[0], x, l->params[0].w, dy, &e, dx,
                                   l->params[0].g, l->params[1].g);
 }
@@ -59,5 +40,5 @@ static int fuses_relu(const clt_layer *l, const clt_device *dev)
     return clt_dense_fuses(dev);
 }
 
-const clt_layer_kind clt_layer_dense = {"dense", configure, forward, backward, NULL, 0, clt_layer_release_conv_plan,
+const clt_layer_kind clt_layer_dense = {"dense", configure, forward, backward, NULL, 0, NULL,
                                         fuses_relu, NULL};

@@ -1,4 +1,5 @@
-/* Fully connected layer launchers: y = x w^T + b (GEMM through CLBlast). */
+/* Fully connected layer launchers: y = x w^T + b (CLBlast's GEMM on GPUs,
+ * ops/dense_cpu.c on CPU devices). */
 #ifndef CLT_OPS_DENSE_H
 #define CLT_OPS_DENSE_H
 
@@ -7,13 +8,8 @@
 #include "runtime/device.h"
 
 /* Whether dense layers on dev can fuse a ReLU (ops/epilogue.h): where they
- * run as 1x1 convolutions (the lanes kernels); CLBlast's GEMM has no
- * epilogue. */
+ * run ops/dense_cpu.c's kernels; CLBlast's GEMM has no epilogue. */
 int clt_dense_fuses(const clt_device *dev);
-/* The 1x1 convolution a dense layer of n x in -> out runs on dev, in *g
- * (*yes 1), or *yes 0 where it runs CLBlast's GEMM; a layer keeps a plan
- * of g (clt_conv_plan_ensure) instead of planning every call. */
-clt_status clt_dense_as_conv(clt_device *dev, int n, int in, int out, clt_conv_geom *g, int *yes);
 /* x (n, in), w (out, in), b (out) or NULL, y (n, out); epi NULL or a ReLU
  * fused into the store (only where clt_dense_fuses). */
 clt_status clt_dense_forward_raw(clt_device *dev, int n, int in, int out, cl_mem x, cl_mem w,

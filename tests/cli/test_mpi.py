@@ -115,7 +115,7 @@ equals_one_process(MPI, 'mpirun -np 2')
 # notices (each process tunes its device, in a cache of its own) name
 # their process
 tiny = [CLTRAIN, 'train', '--limit-train', '512', '--limit-test', '128', '--batch-size', '64', '--epochs', '1',
-        '--model', 'conv:4:3,relu,flatten,dense:10']
+        '--model', 'conv:4:3,relu,conv:4:3,relu,flatten,dense:10']
 cache = [['env', f'CLTRAIN_CACHE_DIR={P(f"tune-cache-{rank}")}'] for rank in (0, 1)]  # a cache per process
 r = subprocess.run(mpmd(cache[0] + tiny, cache[1] + tiny), capture_output=True, text=True, timeout=300,
                    env=dict(os.environ, CLTRAIN_TUNE='1'))

@@ -40,7 +40,7 @@ devs = ','.join(str(i) for i in cpus[:2])
 with tempfile.TemporaryDirectory() as tmp:
     env = {k: v for k, v in os.environ.items() if k != 'CLTRAIN_TUNE'}
     env['CLTRAIN_CACHE_DIR'] = tmp
-    small = ['--model', 'conv:8:3,relu,avgpool:2,flatten,dense:10', '--batch-size', '64']
+    small = ['--model', 'conv:8:3,relu,avgpool:2,conv:8:3,relu,flatten,dense:10', '--batch-size', '64']
 
     rc, out, err = run('tune', *small, '--devices', devs, env=env)
     check(rc == 0 and out.count('tuned in') == 1 and 'kept in ' + tmp in out, f'tune: rc {rc}, {out!r} {err!r}')
@@ -63,7 +63,7 @@ with tempfile.TemporaryDirectory() as tmp:
 with tempfile.TemporaryDirectory() as tmp:
     env = {k: v for k, v in os.environ.items() if k != 'CLTRAIN_TUNE'}
     env['CLTRAIN_CACHE_DIR'] = tmp
-    rc, out, err = run('bench', 'train', '--model', 'conv:8:3,relu,flatten,dense:10', '--devices', str(cpus[0]),
+    rc, out, err = run('bench', 'train', '--model', 'conv:8:3,relu,conv:8:3,relu,flatten,dense:10', '--devices', str(cpus[0]),
                        '--batch-size', '32', '--steps', '1', env=env)
     check(rc == 0 and err.count(NOTICE) == 1 and 'CLTRAIN_TUNE=0' in err, f'first use: rc {rc}, {err!r}')
     env['CLTRAIN_TUNE'] = '0'

@@ -10,6 +10,7 @@
 #include "ops/bn.h"
 #include "ops/conv.h"
 #include "ops/dense.h"
+#include "ops/dense_cpu.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
 #include "ops/pool.h"
@@ -210,17 +211,12 @@ void bench_case_kernel(bench_case *b, int pass, char *buf, size_t cap)
     const clt_op_case *c = b->c;
     buf[0] = 0;
     if (c->kind != CLT_OP_CONV && c->kind != CLT_OP_DENSE) return;
-    clt_conv_geom g = b->g;
-    int lanes = 0;
-    if (c->kind == CLT_OP_DENSE) { /* a 1x1 convolution where the lanes kernels run (ops/dense.c) */
-        if (clt_conv_uses_lanes(b->dev, &lanes) != CLT_OK || !lanes ||
-            clt_conv_geom_init(&g, c->n, c->c, 1, 1, c->co, 1, 1, 0) != CLT_OK) {
-            clt_clear_error();
-            snprintf(buf, cap, "%s", lanes ? "" : "CLBlast SGEMM");
-            return;
-        }
+    if (c->kind == CLT_OP_DENSE) { /* ops/dense.c: its CPU kernels where the lanes kernels run */
+        if (clt_dense_fuses(b->dev)) clt_dense_cpu_describe(b->dev, pass, buf, cap);
+        else snprintf(buf, cap, "CLBlast SGEMM");
+        return;
     }
-    if (clt_conv_describe_raw(b->dev, &g, pass, buf, cap) != CLT_OK) clt_clear_error();
+    if (clt_conv_describe_raw(b->dev, &b->g, pass, buf, cap) != CLT_OK) clt_clear_error();
 }
 
 static clt_status run_bn(bench_case *b, int pass)
