@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Embeds kernels/*.cl into a C file: one entry (name, source, on_demand) per
-file. Programs named by --on-demand (comma-separated) serve a tool only:
-device warm-up skips them and they are built on first use. --prelude FILE
+file. Programs named by --on-demand (comma-separated) are skipped by device
+warm-up and built on first use (kernels/meson.build says which and why). --prelude FILE
 goes before every source, then `#line 1` (the compiler's messages keep the
 file's line numbers), and is embedded on its own for sources read at run
 time (clt_kernel_prelude).
