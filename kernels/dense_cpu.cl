@@ -135,10 +135,13 @@ __kernel void dense_cpu_rank1(int M, int N, int K, int kc, int cols_first, __glo
         for (int v = 0; v < NV; v++) acc[r][v] = (floatV)0.0f;
     __global const float *ap = a + a_off + (size_t)k0 * lda + m0, *bp = b + (size_t)k0 * ldb;
     int kn = min(kc, K - k0), tail = n0 + VW * NV > N;
-    if (m0 + RM <= M && !tail)
+    /* whole vectors of columns unless this block holds the last of them */
+    if (tail)
+        rank1(acc, ap, lda, bp, ldb, kn, n0, N, min(RM - 1, M - 1 - m0), 1);
+    else if (m0 + RM <= M)
         rank1(acc, ap, lda, bp, ldb, kn, n0, N, RM - 1, 0);
     else
-        rank1(acc, ap, lda, bp, ldb, kn, n0, N, M - 1 - m0, 1);
+        rank1(acc, ap, lda, bp, ldb, kn, n0, N, M - 1 - m0, 0);
     __global float *cc = c + c_off + (size_t)(k0 / kc) * M * N;
 #pragma unroll
     for (int r = 0; r < RM; r++) {
