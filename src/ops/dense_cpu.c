@@ -58,18 +58,30 @@ clt_status clt_dense_cpu_forward(clt_device *dev, int n, int in, int out, cl_mem
 }
 
 /* Rows of b per chunk of backward-data's sum (kernels/dense_cpu.cl says
- * why): sums over more than twice this many rows are split. */
+ * why): sums over more than twice this many rows are split, into at most
+ * as many chunks as keep the partial sums within PART_BYTES (a 25088 ->
+ * 4096 layer at batch 256 would want 16 chunks of 26 MB). */
 #define KC 256
+#define PART_BYTES ((size_t)32 << 20)
 
-static int k_chunks(int k) { return k > 2 * KC ? (k + KC - 1) / KC : 1; }
+/* The chunks of a sum over k rows whose partial sums are `each` floats,
+ * and the rows per chunk in *kc. */
+static int k_chunks(int k, size_t each, int *kc)
+{
+    size_t most = PART_BYTES / (each * sizeof(float));
+    int chunks = k > 2 * KC ? (k + KC - 1) / KC : 1;
+    if ((size_t)chunks > most) chunks = most > 1 ? (int)most : 1;
+    *kc = (k + chunks - 1) / chunks;
+    return (k + *kc - 1) / *kc;
+}
 
 /* c (m, cols) = a^T b over k rows: a (k, lda) from a_off floats, b (k,
- * cols), in chunks of KC rows into part at part_off when k_chunks(k) > 1,
- * then summed into out. cols_first: see the kernel. */
+ * cols), in chunks (k_chunks) into part at part_off when there are
+ * several, then summed into out. cols_first: see the kernel. */
 static clt_status rank1(clt_device *dev, const dense_cfg *c, const char *spec, int m, int cols, int k, int cols_first,
                         cl_mem a, cl_ulong a_off, int lda, cl_mem b, cl_mem out, cl_mem part, cl_ulong part_off)
 {
-    int chunks = k_chunks(k), kc = chunks > 1 ? KC : k;
+    int kc, chunks = k_chunks(k, (size_t)m * (size_t)cols, &kc);
     cl_mem dst = chunks > 1 ? part : out;
     cl_ulong dst_off = chunks > 1 ? part_off : 0;
     size_t rows = blocks(m, c->rm), cq = blocks(cols, c->vw * c->nv) * (size_t)chunks;
@@ -99,7 +111,8 @@ clt_status clt_dense_cpu_backward(clt_device *dev, int n, int in, int out, cl_me
     /* work buffer: dy transposed for dx and its partial sums, dy times
      * the ReLU's derivative for dw */
     size_t elems = (size_t)n * (size_t)out, t_floats = dx ? elems : 0;
-    size_t part_floats = dx && k_chunks(out) > 1 ? (size_t)k_chunks(out) * (size_t)n * (size_t)in : 0;
+    int kc, chunks = dx ? k_chunks(out, (size_t)n * (size_t)in, &kc) : 1;
+    size_t part_floats = chunks > 1 ? (size_t)chunks * (size_t)n * (size_t)in : 0;
     size_t relu_off = t_floats + part_floats, total = relu_off + (dw && relu ? elems : 0);
     cl_mem scratch = NULL;
     if (total) CLT_TRY(clt_device_scratch(dev, total * sizeof(float), &scratch));
