@@ -149,12 +149,13 @@ clt_status clt_pipeline_mark(void *user, int layer, int pass)
     return clt_trace_mark(&w->trace, w->dev->queue, layer, pass);
 }
 
-clt_status clt_pipeline_before_update(clt_worker *w)
+clt_status clt_pipeline_before_update(clt_worker *w, int b)
 {
-    CLT_CL(clEnqueueBarrierWithWaitList(w->dev->queue, (cl_uint)w->t->n_buckets, w->writes, NULL),
+    cl_uint n = b < 0 ? (cl_uint)w->t->n_buckets : 1;
+    CLT_CL(clEnqueueBarrierWithWaitList(w->dev->queue, n, b < 0 ? w->writes : &w->writes[b], NULL),
            "clEnqueueBarrierWithWaitList (reduced gradients)");
-    /* the trace's optimizer span starts once the write-backs landed */
-    return w->tracing ? clt_pipeline_mark(w, -1, 2) : CLT_OK;
+    /* the trace's optimizer span starts once the (first) write-back landed */
+    return w->tracing && b <= 0 ? clt_pipeline_mark(w, -1, 2) : CLT_OK;
 }
 
 /* Device time of event e (profiling, seconds) and the part of it before

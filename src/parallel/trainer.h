@@ -159,8 +159,10 @@ void clt_pipeline_no_shard(clt_worker *w);
 clt_status clt_pipeline_write_back(clt_worker *w, int b);
 /* clt_layer_mark_fn of a traced net: a marker after each layer. */
 clt_status clt_pipeline_mark(void *user, int layer, int pass);
-/* Makes the compute queue wait for every write-back. */
-clt_status clt_pipeline_before_update(clt_worker *w);
+/* Makes the compute queue wait for bucket b's write-back (b < 0: every
+ * bucket's), the optimizer's next; the trace's optimizer span starts at
+ * the first. */
+clt_status clt_pipeline_before_update(clt_worker *w, int b);
 /* Waits for both queues, takes the backward's end from the profiling of
  * its markers, adds up transfer times and releases the step's events. */
 void clt_pipeline_settle(clt_worker *w);

@@ -270,6 +270,10 @@ static clt_status run_step_body(clt_worker *w)
     /* Clipping needs the norm of every bucket: then every bucket is
      * written at the end. */
     int clip = t->cfg.clip_grad_norm > 0, taken = 0;
+    /* In one process without clipping each bucket's update runs as soon as
+     * its sum lands, while the host still sums later buckets (the update
+     * is elementwise: the same parameters as one update of all). */
+    int by_bucket = !local && !clip && !t->cl;
     if (local) s = clt_net_scale(w->net, CLT_NET_GRADS, (clt_span){0, t->flat}, scale);
     const float *in[CLT_MAX_DEVICES];
     for (int b = 0; b < t->n_buckets && !local; b++) {
@@ -318,6 +322,9 @@ static clt_status run_step_body(clt_worker *w)
         }
         if (t->cl) s = take_crossed(w, &taken, 0, !clip);
         else if (!clip) s = write_bucket(w, b, 1.0f);
+        if (s == CLT_OK && by_bucket) s = clt_pipeline_before_update(w, b);
+        if (s == CLT_OK && by_bucket)
+            s = clt_net_optim_update(w->net, &t->optim, t->optim_steps, t->buckets[b].span);
         if (s != CLT_OK) break;
     }
     if (s == CLT_OK && !local && t->cl) s = take_crossed(w, &taken, 1, !clip);
@@ -326,8 +333,10 @@ static clt_status run_step_body(clt_worker *w)
         float factor = clt_clip_factor(clt_grad_norm(t->sum, t->flat), t->cfg.clip_grad_norm);
         for (int b = 0; b < t->n_buckets && s == CLT_OK; b++) s = write_bucket(w, b, factor);
     }
-    if (s == CLT_OK) s = local ? (w->tracing ? clt_pipeline_mark(w, -1, 2) : CLT_OK) : clt_pipeline_before_update(w);
-    if (s == CLT_OK) s = clt_net_optim_update(w->net, &t->optim, t->optim_steps, (clt_span){0, t->flat});
+    if (s == CLT_OK && !by_bucket) {
+        s = local ? (w->tracing ? clt_pipeline_mark(w, -1, 2) : CLT_OK) : clt_pipeline_before_update(w, -1);
+        if (s == CLT_OK) s = clt_net_optim_update(w->net, &t->optim, t->optim_steps, (clt_span){0, t->flat});
+    }
     w->loss = 0;
     w->correct = 0;
     if (s == CLT_OK && w->n > 0)
