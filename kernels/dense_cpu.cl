@@ -40,15 +40,15 @@ __kernel void dense_cpu_nt(int M, int N, int K, __global const float *a, __globa
     int m0 = get_global_id(0) * RA, n0 = get_global_id(1) * RB;
     if (m0 >= M || n0 >= N) return;
     __global const float *ap[RA], *bp[RB];
-#pragma unroll
-    for (int i = 0; i < RA; i++) ap[i] = a + (size_t)min(m0 + i, M - 1) * K;
-#pragma unroll
-    for (int j = 0; j < RB; j++) bp[j] = b + (size_t)min(n0 + j, N - 1) * K;
     floatV acc[RA][RB];
 #pragma unroll
-    for (int i = 0; i < RA; i++)
+    for (int j = 0; j < RB; j++) bp[j] = b + (size_t)min(n0 + j, N - 1) * K;
+#pragma unroll
+    for (int i = 0; i < RA; i++) {
+        ap[i] = a + (size_t)min(m0 + i, M - 1) * K;
 #pragma unroll
         for (int j = 0; j < RB; j++) acc[i][j] = (floatV)0.0f;
+    }
     int kv = K / VW;
     for (int k = 0; k < kv; k++) {
         floatV av[RA];
