@@ -169,6 +169,17 @@ static clt_status compute_shard(clt_worker *w)
 /* Writes the reduced gradients of bucket b, times `factor`, to the device
  * through the staging (every slice of the bucket is summed, so no thread
  * reads it any more) on the transfer queue. */
+/* Bucket b, already in this device's staging, back to the device. */
+static clt_status write_staged_since(clt_worker *w, int b, double c0)
+{
+    clt_status s = clt_pipeline_write_back(w, b);
+    if (w->tracing) clt_trace_add(&w->trace, CLT_TR_WRITE_BACK, b, c0, clt_now() - c0);
+    return s;
+}
+
+static clt_status write_staged(clt_worker *w, int b) { return write_staged_since(w, b, clt_now()); }
+
+/* Bucket b of the sum, times factor, into the staging and back to the device. */
 static clt_status write_bucket(clt_worker *w, int b, float factor)
 {
     const clt_bucket *bk = &w->t->buckets[b];
@@ -177,9 +188,7 @@ static clt_status write_bucket(clt_worker *w, int b, float factor)
     const float *from = w->t->sum + bk->span.offset;
     if (factor == 1.0f) memcpy(to, from, bk->span.count * sizeof(float));
     else for (size_t i = 0; i < bk->span.count; i++) to[i] = from[i] * factor;
-    clt_status s = clt_pipeline_write_back(w, b);
-    if (w->tracing) clt_trace_add(&w->trace, CLT_TR_WRITE_BACK, b, c0, clt_now() - c0);
-    return s;
+    return write_staged_since(w, b, c0);
 }
 
 /* Worker 0 alone calls MPI: it progresses the processes' sums (with
@@ -274,6 +283,10 @@ static clt_status run_step_body(clt_worker *w)
      * its sum lands, while the host still sums later buckets (the update
      * is elementwise: the same parameters as one update of all). */
     int by_bucket = !local && !clip && !t->cl;
+    /* The default sum goes straight into every device's staging, where the
+     * write-backs read it (no copy of the whole sum per device). */
+    int into_staging = by_bucket && t->reduce == clt_reduce_local_sum;
+    float *outs[CLT_MAX_DEVICES];
     if (local) s = clt_net_scale(w->net, CLT_NET_GRADS, (clt_span){0, t->flat}, scale);
     const float *in[CLT_MAX_DEVICES];
     for (int b = 0; b < t->n_buckets && !local; b++) {
@@ -291,8 +304,12 @@ static clt_status run_step_body(clt_worker *w)
         clt_pipeline_poll_backward(w);
         int during = !w->backward_ended;
         double r0 = clt_now();
-        s = hi > lo ? t->reduce(t->reduce_user, in, t->k, t->sum + bk->span.offset + lo, hi - lo, scale)
-                    : CLT_OK;
+        if (into_staging) {
+            for (int d = 0; d < t->k; d++) outs[d] = t->workers[d].staging + bk->span.offset + lo;
+            clt_reduce_local_sum_into(in, t->k, outs, hi - lo, scale);
+        } else if (hi > lo) {
+            s = t->reduce(t->reduce_user, in, t->k, t->sum + bk->span.offset + lo, hi - lo, scale);
+        }
         w->stats.reduce_s += clt_now() - r0;
         double r1 = clt_now();
         if (during) {
@@ -321,6 +338,7 @@ static clt_status run_step_body(clt_worker *w)
             return s;
         }
         if (t->cl) s = take_crossed(w, &taken, 0, !clip);
+        else if (into_staging) s = write_staged(w, b);
         else if (!clip) s = write_bucket(w, b, 1.0f);
         if (s == CLT_OK && by_bucket) s = clt_pipeline_before_update(w, b);
         if (s == CLT_OK && by_bucket)
