@@ -166,10 +166,8 @@ static clt_status compute_shard(clt_worker *w)
     return clt_pipeline_end_backward(w); /* returns while the device still computes */
 }
 
-/* Writes the reduced gradients of bucket b, times `factor`, to the device
- * through the staging (every slice of the bucket is summed, so no thread
- * reads it any more) on the transfer queue. */
-/* Bucket b, already in this device's staging, back to the device. */
+/* Bucket b, already in this device's staging, back to the device on the
+ * transfer queue (c0: when the write-back began, for the trace). */
 static clt_status write_staged_since(clt_worker *w, int b, double c0)
 {
     clt_status s = clt_pipeline_write_back(w, b);
@@ -179,7 +177,9 @@ static clt_status write_staged_since(clt_worker *w, int b, double c0)
 
 static clt_status write_staged(clt_worker *w, int b) { return write_staged_since(w, b, clt_now()); }
 
-/* Bucket b of the sum, times factor, into the staging and back to the device. */
+/* Writes the reduced gradients of bucket b, times `factor`, to the device
+ * through the staging (every slice of the bucket is summed, so no thread
+ * reads it any more). */
 static clt_status write_bucket(clt_worker *w, int b, float factor)
 {
     const clt_bucket *bk = &w->t->buckets[b];
