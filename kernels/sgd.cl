@@ -11,46 +11,46 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 /* m == 0, no velocity buffer. */
+#define SGD_PLAIN(T, i)                                                                            \
+    {                                                                                              \
+        T p = LD(T, w + (i)), gi = LD(T, g + (i));                                                 \
+        T gp = wd != 0.0f ? fma((T)wd, p, gi) : gi;                                                \
+        ST(T, fma((T)(-lr), gp, p), w + (i));                                                      \
+    }
 __kernel void sgd_plain(__global float *w, __global const float *g, const float lr,
                         const float wd, const ulong off, const ulong n)
 {
-    size_t i = get_global_id(0);
-    if (i < n) {
-        i += off;
-        float p = w[i];
-        float gp = wd != 0.0f ? fma(wd, p, g[i]) : g[i];
-        w[i] = fma(-lr, gp, p);
-    }
+    EW_FOR(n, off, SGD_PLAIN)
 }
 
 /* m == 0 with a velocity buffer: v = g' (v is not read). */
+#define SGD_STORE(T, i)                                                                            \
+    {                                                                                              \
+        T p = LD(T, w + (i)), gi = LD(T, g + (i));                                                 \
+        T gp = wd != 0.0f ? fma((T)wd, p, gi) : gi;                                                \
+        ST(T, gp, v + (i));                                                                        \
+        ST(T, fma((T)(-lr), gp, p), w + (i));                                                      \
+    }
 __kernel void sgd_store(__global float *w, __global const float *g, __global float *v,
                         const float lr, const float wd, const ulong off, const ulong n)
 {
-    size_t i = get_global_id(0);
-    if (i < n) {
-        i += off;
-        float p = w[i];
-        float gp = wd != 0.0f ? fma(wd, p, g[i]) : g[i];
-        v[i] = gp;
-        w[i] = fma(-lr, gp, p);
-    }
+    EW_FOR(n, off, SGD_STORE)
 }
 
 /* nesterov != 0: w -= lr (g' + m v), as PyTorch's d_p.add(buf, alpha=m)
  * (a fused multiply-add). */
+#define SGD_MOMENTUM(T, i)                                                                         \
+    {                                                                                              \
+        T p = LD(T, w + (i)), gi = LD(T, g + (i));                                                 \
+        T gp = wd != 0.0f ? fma((T)wd, p, gi) : gi;                                                \
+        T vi = m * LD(T, v + (i));                                                                 \
+        vi = vi + gp;                                                                              \
+        ST(T, vi, v + (i));                                                                        \
+        ST(T, fma((T)(-lr), nesterov ? fma((T)m, vi, gp) : vi, p), w + (i));                       \
+    }
 __kernel void sgd_momentum(__global float *w, __global const float *g, __global float *v,
                            const float lr, const float m, const float wd, const int nesterov, const ulong off,
                            const ulong n)
 {
-    size_t i = get_global_id(0);
-    if (i < n) {
-        i += off;
-        float p = w[i];
-        float gp = wd != 0.0f ? fma(wd, p, g[i]) : g[i];
-        float vi = m * v[i];
-        vi = vi + gp;
-        v[i] = vi;
-        w[i] = fma(-lr, nesterov ? fma(m, vi, gp) : vi, p);
-    }
+    EW_FOR(n, off, SGD_MOMENTUM)
 }

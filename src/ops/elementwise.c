@@ -13,7 +13,7 @@ clt_status clt_add_raw(clt_device *dev, size_t count, cl_mem a, cl_mem b, cl_mem
     if (!a || !b || !y)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_add_raw: %s buffer is NULL", !a ? "a" : !b ? "b" : "y");
     cl_ulong n = count;
-    return clt_launch_1d(dev, "elementwise", "elementwise_add", count,
+    return clt_launch_elementwise(dev, "elementwise", "elementwise_add", count,
                          CLT_ARGS(CLT_ARG(a), CLT_ARG(b), CLT_ARG(y), CLT_ARG(n)));
 }
 
@@ -25,7 +25,7 @@ clt_status clt_scale_raw(clt_device *dev, cl_mem x, size_t offset, size_t count,
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_scale_raw: %zu floats at %zu: too many", count, offset);
     cl_ulong off = offset;
     int n = (int)count;
-    return clt_launch_1d(dev, "elementwise", "elementwise_scale", count,
+    return clt_launch_elementwise(dev, "elementwise", "elementwise_scale", count,
                          CLT_ARGS(CLT_ARG(x), CLT_ARG(off), CLT_ARG(a), CLT_ARG(n)));
 }
 

@@ -27,15 +27,15 @@ static clt_status sgd_launch(clt_device *dev, size_t off, size_t count, cl_mem w
     cl_ulong o = off, n = count;
     if (momentum != 0.0f) {
         if (!v) return clt_fail(CLT_ERR_INVALID_ARG, "sgd: momentum %g needs a velocity buffer", momentum);
-        return clt_launch_1d(dev, "sgd", "sgd_momentum", count,
+        return clt_launch_elementwise(dev, "sgd", "sgd_momentum", count,
                              CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(v), CLT_ARG(lr), CLT_ARG(momentum),
                                       CLT_ARG(weight_decay), CLT_ARG(nesterov), CLT_ARG(o), CLT_ARG(n)));
     }
     if (v)
-        return clt_launch_1d(dev, "sgd", "sgd_store", count,
+        return clt_launch_elementwise(dev, "sgd", "sgd_store", count,
                              CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(v), CLT_ARG(lr), CLT_ARG(weight_decay),
                                       CLT_ARG(o), CLT_ARG(n)));
-    return clt_launch_1d(dev, "sgd", "sgd_plain", count,
+    return clt_launch_elementwise(dev, "sgd", "sgd_plain", count,
                          CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(lr), CLT_ARG(weight_decay), CLT_ARG(o), CLT_ARG(n)));
 }
 

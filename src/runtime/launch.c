@@ -46,6 +46,19 @@ clt_status clt_launch_1d(clt_device *dev, const char *program, const char *kerne
     return enqueue(dev, k, kernel, 1, &global, &local);
 }
 
+clt_status clt_launch_elementwise(clt_device *dev, const char *program, const char *kernel, size_t n,
+                                  int nargs, const clt_arg *args)
+{
+    int w = 1;
+    if (dev->info.type == CLT_DEVICE_CPU) {
+        int native = dev->native_float_width;
+        w = native >= 16 ? 16 : native == 4 ? 4 : 8;
+    }
+    char spec[96];
+    snprintf(spec, sizeof spec, "%s -DEW=%d", program, w);
+    return clt_launch_1d(dev, spec, kernel, (n + (size_t)w - 1) / (size_t)w, nargs, args);
+}
+
 clt_status clt_launch_2d(clt_device *dev, const char *program, const char *kernel, size_t gx,
                          size_t gy, size_t lx, size_t ly, int nargs, const clt_arg *args)
 {

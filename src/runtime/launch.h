@@ -19,6 +19,11 @@ typedef struct clt_arg {
  * (rounded up to the work-group size; kernels check their bound). */
 clt_status clt_launch_1d(clt_device *dev, const char *program, const char *kernel, size_t n,
                          int nargs, const clt_arg *args);
+/* An elementwise kernel (kernels/prelude.h, EW_FOR) over n floats: its
+ * program built with -DEW=w, w floats per work-item (the native vector
+ * width on CPU devices, 1 elsewhere), over ceil(n / w) items. */
+clt_status clt_launch_elementwise(clt_device *dev, const char *program, const char *kernel, size_t n,
+                                  int nargs, const clt_arg *args);
 /* 2-D range gx x gy with local size lx x ly (0: let the driver choose; the
  * global size is rounded up to a multiple of the local size). */
 clt_status clt_launch_2d(clt_device *dev, const char *program, const char *kernel, size_t gx,
