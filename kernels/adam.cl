@@ -8,25 +8,25 @@
  * compiler, so every conforming device computes the same bits. */
 #pragma OPENCL FP_CONTRACT OFF
 
+#define ADAM_STEP(T, i)                                                                            \
+    {                                                                                              \
+        T p = LD(T, w + (i)), gi = LD(T, g + (i));                                                 \
+        if (decay != 1.0f) p = p * decay; /* AdamW: param.mul_(1 - lr * wd) */                     \
+        T gp = wd != 0.0f ? fma((T)wd, p, gi) : gi;                                                \
+        T mi = LD(T, m + (i));                                                                     \
+        /* torch.lerp(m, g', c1) */                                                                \
+        mi = fabs(c1) < 0.5f ? fma((T)c1, gp - mi, mi) : gp - (gp - mi) * (1.0f - c1);             \
+        T vi = LD(T, v + (i)) * b2;                                                                \
+        vi = vi + (c2 * gp) * gp;                                                                  \
+        ST(T, mi, m + (i));                                                                        \
+        ST(T, vi, v + (i));                                                                        \
+        T denom = sqrt(vi) / bc2_sqrt + eps;                                                       \
+        ST(T, p + (-step_size) * (mi / denom), w + (i));                                           \
+    }
 __kernel void adam_step(__global float *w, __global const float *g, __global float *m, __global float *v,
                         const float step_size, const float bc2_sqrt, const float c1, const float b2,
                         const float c2, const float eps, const float wd, const float decay, const ulong off,
                         const ulong n)
 {
-    size_t i = get_global_id(0);
-    if (i < n) {
-        i += off;
-        float p = w[i];
-        if (decay != 1.0f) p = p * decay; /* AdamW: param.mul_(1 - lr * wd) */
-        float gp = wd != 0.0f ? fma(wd, p, g[i]) : g[i];
-        float mi = m[i];
-        /* torch.lerp(m, g', c1) */
-        mi = fabs(c1) < 0.5f ? fma(c1, gp - mi, mi) : gp - (gp - mi) * (1.0f - c1);
-        float vi = v[i] * b2;
-        vi = vi + (c2 * gp) * gp;
-        m[i] = mi;
-        v[i] = vi;
-        float denom = sqrt(vi) / bc2_sqrt + eps;
-        w[i] = p + (-step_size) * (mi / denom);
-    }
+    EW_FOR(n, off, ADAM_STEP)
 }

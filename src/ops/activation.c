@@ -21,7 +21,7 @@ clt_status clt_act_forward_raw(clt_device *dev, clt_activation f, size_t count, 
 {
     CLT_TRY(check_f("activation forward", f));
     cl_ulong n = count;
-    return clt_launch_1d(dev, "activation", fwd_kernel[f], count,
+    return clt_launch_elementwise(dev, "activation", fwd_kernel[f], count,
                          CLT_ARGS(CLT_ARG(x), CLT_ARG(y), CLT_ARG(n)));
 }
 
@@ -30,7 +30,7 @@ clt_status clt_act_backward_raw(clt_device *dev, clt_activation f, size_t count,
 {
     CLT_TRY(check_f("activation backward", f));
     cl_ulong n = count;
-    return clt_launch_1d(dev, "activation", bwd_kernel[f], count,
+    return clt_launch_elementwise(dev, "activation", bwd_kernel[f], count,
                          CLT_ARGS(CLT_ARG(y), CLT_ARG(dy), CLT_ARG(dx), CLT_ARG(n)));
 }
 

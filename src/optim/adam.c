@@ -43,7 +43,7 @@ static clt_status adam_update(clt_device *dev, const clt_optim_settings *s, int6
     float wd = decoupled ? 0.0f : s->weight_decay;
     float decay = decoupled && s->weight_decay != 0 ? (float)(1.0 - lr * s->weight_decay) : 1.0f;
     cl_ulong o = offset, n = count;
-    return clt_launch_1d(dev, "adam", "adam_step", count,
+    return clt_launch_elementwise(dev, "adam", "adam_step", count,
                          CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(slots[0]), CLT_ARG(slots[1]), CLT_ARG(step_size),
                                   CLT_ARG(bc2_sqrt), CLT_ARG(c1), CLT_ARG(b2), CLT_ARG(c2), CLT_ARG(eps), CLT_ARG(wd),
                                   CLT_ARG(decay), CLT_ARG(o), CLT_ARG(n)));
