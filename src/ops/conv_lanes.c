@@ -36,14 +36,6 @@ static const int bwdw_blocks[][2] = CLT_CONV_BWDW_BLOCKS;
 static const int rm_set[] = {2, 3, 4, 5, 6, 8, 10};
 #define N_RM (sizeof rm_set / sizeof rm_set[0])
 
-/* The device's native float vector width, 4, 8 or 16 (AVX-512 16, AVX2 8,
- * SSE 4; 8 when the device does not say). */
-static int native_vw(const clt_device *dev)
-{
-    int w = dev->native_float_width ? dev->native_float_width : 8;
-    return w >= 16 ? 16 : w >= 8 ? 8 : 4;
-}
-
 /* Vector registers the accumulators may take: x86 has 32 with AVX-512 and
  * 16 below it; 4 stay for the loads and the broadcast. Over budget the
  * accumulators spill (float16 blocks of 2 x 10 ran at 29% of the FMA peak
@@ -135,7 +127,7 @@ static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_p
 int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params *lp, int pass,
                               clt_conv_lanes_cfg *out, int max)
 {
-    int native = native_vw(dev), budget = acc_budget(native), n = 0;
+    int native = clt_device_vector_width(dev), budget = acc_budget(native), n = 0;
     if (max < 1) return 0;
     out[n++] = rule_cfg(dev, lp, pass, native);
     if (pass == CLT_CONV_BWD_WEIGHTS && dev->settings.conv_bwdw_a > 0) return n;
@@ -279,7 +271,7 @@ static int lanes_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passe
     /* Lanes padded to 16 (the copies' unit) for small batches, to 32 (one
      * or more vectors per item) otherwise. */
     lp->np = (int)up((size_t)g->n, g->n > LANES ? 2 * LANES : LANES);
-    int native = native_vw(dev);
+    int native = clt_device_vector_width(dev);
     for (int p = 0; p < CLT_CONV_PASSES; p++)
         if (passes & CLT_CONV_PASS(p)) lp->cfg[p] = rule_cfg(dev, lp, p, native);
     return clt_conv_lanes_derive(dev, lp, passes);

@@ -15,7 +15,7 @@
 #include "runtime/launch.h"
 
 /* Vector width and register blocks: VW the device's native float vector
- * (8 when it does not say); the accumulators within its vector registers
+ * (clt_device_vector_width); the accumulators within its vector registers
  * (32 with AVX-512, 16 below) less the loads: RA x RB dot products, RM
  * rows x NV vectors. */
 typedef struct dense_cfg {
@@ -24,9 +24,9 @@ typedef struct dense_cfg {
 
 static dense_cfg rule(const clt_device *dev)
 {
-    int w = dev->native_float_width;
-    if (w >= 16) return (dense_cfg){16, 4, 6, 6, 4};
-    return (dense_cfg){w == 4 ? 4 : 8, 3, 4, 6, 2};
+    int w = clt_device_vector_width(dev);
+    if (w == 16) return (dense_cfg){16, 4, 6, 6, 4};
+    return (dense_cfg){w, 3, 4, 6, 2};
 }
 
 static void program(const dense_cfg *c, char *spec, size_t cap)

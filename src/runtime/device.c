@@ -277,3 +277,9 @@ clt_status clt_device_warmup(clt_device *dev)
     if (s != CLT_OK) return clt_fail_context(s, "device %d (%s)", dev->info.index, dev->info.name);
     return CLT_OK;
 }
+
+int clt_device_vector_width(const clt_device *dev)
+{
+    int w = dev->native_float_width ? dev->native_float_width : 8;
+    return w >= 16 ? 16 : w >= 8 ? 8 : 4;
+}

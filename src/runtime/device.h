@@ -99,6 +99,11 @@ struct clt_device {
 void clt_device_retain(clt_device *dev);
 void clt_device_release(clt_device *dev);
 
+/* The device's native float vector width as the CPU kernels' vectors
+ * take it: 4, 8 or 16 (AVX-512 16, AVX2 8, SSE 4; 8 when the device does
+ * not say). */
+int clt_device_vector_width(const clt_device *dev);
+
 /* printf-style log through the device's hook (no-op without one). */
 void clt_device_log(const clt_device *dev, int level, const char *fmt, ...) CLT_PRINTF(3, 4);
 

@@ -49,11 +49,7 @@ clt_status clt_launch_1d(clt_device *dev, const char *program, const char *kerne
 clt_status clt_launch_elementwise(clt_device *dev, const char *program, const char *kernel, size_t n,
                                   int nargs, const clt_arg *args)
 {
-    int w = 1;
-    if (dev->info.type == CLT_DEVICE_CPU) {
-        int native = dev->native_float_width;
-        w = native >= 16 ? 16 : native == 4 ? 4 : 8;
-    }
+    int w = dev->info.type == CLT_DEVICE_CPU ? clt_device_vector_width(dev) : 1;
     char spec[96];
     snprintf(spec, sizeof spec, "%s -DEW=%d", program, w);
     return clt_launch_1d(dev, spec, kernel, (n + (size_t)w - 1) / (size_t)w, nargs, args);
