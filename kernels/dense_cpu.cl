@@ -160,26 +160,17 @@ __kernel void dense_cpu_rank1(int M, int N, int K, int kc, int cols_first, __glo
     }
 }
 
-/* dy (M, N) -> (N, M) transposed, times the fused ReLU's derivative
- * (relu, from the forward's output ym): backward-data's a. One work-item
- * per (row n of the result, 16 of its columns). */
-__kernel void dense_cpu_dy_t(int M, int N, __global const float *dy, int relu, __global const float *ym,
-                             __global float *dst, ulong dst_off)
+/* dy (M, N) times the fused ReLU's derivative (relu, from the forward's
+ * output ym) into the work buffer at dst_off: transposed to (N, M) for
+ * backward-data's a (transpose), as it is for the weight gradient's. One
+ * work-item per (column n of dy, 16 of its rows). */
+__kernel void dense_cpu_dy(int M, int N, __global const float *dy, int relu, __global const float *ym,
+                           int transpose, __global float *dst, ulong dst_off)
 {
     int n = get_global_id(0), m0 = get_global_id(1) * 16;
     if (n >= N || m0 >= M) return;
-    __global float *d = dst + dst_off + (size_t)n * M;
     for (int m = m0; m < min(m0 + 16, M); m++) {
         size_t i = (size_t)m * N + n;
-        d[m] = relu ? RELU_BWD(ym[i], dy[i]) : dy[i];
+        dst[dst_off + (transpose ? (size_t)n * M + m : i)] = relu ? RELU_BWD(ym[i], dy[i]) : dy[i];
     }
-}
-
-/* dy times the fused ReLU's derivative (from the forward's output ym), at
- * dst_off: the weight gradient's a. */
-__kernel void dense_cpu_dy_relu(ulong count, __global const float *dy, __global const float *ym,
-                                __global float *dst, ulong dst_off)
-{
-    size_t i = get_global_id(0);
-    if (i < count) dst[dst_off + i] = RELU_BWD(ym[i], dy[i]);
 }

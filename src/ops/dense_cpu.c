@@ -94,6 +94,18 @@ static clt_status rank1(clt_device *dev, const dense_cfg *c, const char *spec, i
     return clt_conv_sum_chunks(dev, m * cols, chunks, part, part_off, out);
 }
 
+/* dy (n, out) through the epilogue's ReLU derivative (the separate ReLU
+ * layer's backward, bit for bit) into work at off, transposed or not. */
+static clt_status dy_into(clt_device *dev, const char *spec, int n, int out, cl_mem dy, const clt_epilogue *epi,
+                          int transpose, cl_mem work, cl_ulong off)
+{
+    int relu = clt_epi_relu(epi);
+    cl_mem ym = clt_epi_mask(epi, dy);
+    return clt_launch_2d(dev, spec, "dense_cpu_dy", (size_t)out, blocks(n, 16), clt_conv_group_x(dev, 64), 1,
+                         CLT_ARGS(CLT_ARG(n), CLT_ARG(out), CLT_ARG(dy), CLT_ARG(relu), CLT_ARG(ym),
+                                  CLT_ARG(transpose), CLT_ARG(work), CLT_ARG(off)));
+}
+
 clt_status clt_dense_cpu_backward(clt_device *dev, int n, int in, int out, cl_mem x, cl_mem w, cl_mem dy,
                                   const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db)
 {
@@ -116,23 +128,12 @@ clt_status clt_dense_cpu_backward(clt_device *dev, int n, int in, int out, cl_me
     size_t relu_off = t_floats + part_floats, total = relu_off + (dw && relu ? elems : 0);
     cl_mem scratch = NULL;
     if (total) CLT_TRY(clt_device_scratch(dev, total * sizeof(float), &scratch));
-    cl_mem ym = clt_epi_mask(epi, dy);
     if (dx) {
-        cl_ulong off = 0;
-        CLT_TRY(clt_launch_2d(dev, spec, "dense_cpu_dy_t", (size_t)out, blocks(n, 16), clt_conv_group_x(dev, 64), 1,
-                              CLT_ARGS(CLT_ARG(n), CLT_ARG(out), CLT_ARG(dy), CLT_ARG(relu), CLT_ARG(ym),
-                                       CLT_ARG(scratch), CLT_ARG(off))));
+        CLT_TRY(dy_into(dev, spec, n, out, dy, epi, 1, scratch, 0));
         CLT_TRY(rank1(dev, &c, spec, n, in, out, 0, scratch, 0, n, w, dx, scratch, t_floats));
     }
     if (!dw) return CLT_OK;
-    cl_mem a = dy;
-    cl_ulong a_off = 0;
-    if (relu) { /* the separate ReLU layer's backward, bit for bit, into the work buffer */
-        cl_ulong count = elems, dst_off = relu_off;
-        CLT_TRY(clt_launch_1d(dev, spec, "dense_cpu_dy_relu", elems,
-                              CLT_ARGS(CLT_ARG(count), CLT_ARG(dy), CLT_ARG(ym), CLT_ARG(scratch), CLT_ARG(dst_off))));
-        a = scratch;
-        a_off = relu_off;
-    }
-    return rank1(dev, &c, spec, out, in, n, 1, a, a_off, out, x, dw, NULL, 0);
+    if (!relu) return rank1(dev, &c, spec, out, in, n, 1, dy, 0, out, x, dw, NULL, 0);
+    CLT_TRY(dy_into(dev, spec, n, out, dy, epi, 0, scratch, relu_off));
+    return rank1(dev, &c, spec, out, in, n, 1, scratch, relu_off, out, x, dw, NULL, 0);
 }
