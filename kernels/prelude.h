@@ -44,7 +44,7 @@ INLINE float lane_sum8(float8 s) { return lane_sum4(s.lo + s.hi); }
 INLINE float lane_sum16(float16 s) { return lane_sum8(s.lo + s.hi); }
 #define lane_sum CAT(lane_sum, VW)
 
-/* Elementwise kernels (sgd.cl, elementwise.cl) take EW consecutive
+/* Elementwise kernels (sgd.cl, adam.cl, activation.cl, elementwise.cl) take EW consecutive
  * elements per work-item, built with -DEW (runtime/launch.c,
  * clt_launch_elementwise): EW 1 on GPUs, whose neighbouring work-items
  * then read neighbouring floats; the native vector width on CPU devices,

@@ -129,11 +129,10 @@ clt_status clt_layer_fail(const clt_layer *l, clt_status s, const char *fmt, ...
 
 /* fuses_relu of the kinds whose every path stores through the epilogue. */
 int clt_layer_fuses_always(const clt_layer *l, const clt_device *dev);
-/* The convolution plan a layer keeps in kind_state for geometry g (conv
- * layers), covering at
- * least `passes` (CLT_CONV_PASS bits): made once, again only when g or the
- * device's settings change (a smaller last batch); a pass is added where
- * it is first needed. */
+/* The convolution plan a conv layer keeps in kind_state for geometry g,
+ * covering at least `passes` (CLT_CONV_PASS bits): made once, again only
+ * when g or the device's settings change (a smaller last batch); a pass is
+ * added where it is first needed. */
 clt_status clt_layer_conv_plan(clt_layer *l, clt_device *dev, const clt_conv_geom *g, unsigned passes,
                                clt_conv_plan **out);
 /* The backward passes a conv layer's backward runs: backward-data
