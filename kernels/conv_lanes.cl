@@ -7,9 +7,12 @@
  * so their channel loop walks memory NP floats at a time (in channel-major
  * planes each channel's load is on another page: at batch 128 the forward
  * ran 1.05-1.2x longer, backward-data up to 1.2x); the weight gradient
- * reads the channel-major (C, H, W, NP), walking the pixels of a few
+ * reads the channel-major (C, H, W, NL), walking the pixels of a few
  * channels (pixel-major, it ran 1.2-2x longer). The forward writes y
- * pixel-major, backward-data dx channel-major.
+ * pixel-major, backward-data dx channel-major. The kernels compute NL
+ * lanes (the padded batch); pixel-major rows are NP >= NL floats apart (a
+ * gap spreads the channel loop's loads over the L1's sets: conv_lanes.c,
+ * lanes_stride), channel-major rows NL.
  * Forward and backward-data visit only the taps that land inside the input
  * (backward-data only those of the pixel's stride phase: no zero dilation,
  * no padded copies, no work on zeros). Loops over register blocks carry
@@ -97,13 +100,13 @@ INLINE void store_lanes(floatV acc[NV][RM], int ch0, int NCH, int n0, size_t ps,
  * of RM) x the VW*NV lanes from n0 of pixel pix (of P), its accumulators
  * zeroed; PX picks the order (see its #define). 0 when the item lies past
  * the end. */
-INLINE int lanes_item(int NCH, int P, int NP, int *ch0, int *pix, int *n0, floatV acc[NV][RM])
+INLINE int lanes_item(int NCH, int P, int NL, int *ch0, int *pix, int *n0, floatV acc[NV][RM])
 {
 #pragma unroll
     for (int r = 0; r < RM; r++)
 #pragma unroll
         for (int v = 0; v < NV; v++) acc[v][r] = (floatV)0.0f;
-    int nblocks = NP / (VW * NV);
+    int nblocks = NL / (VW * NV);
 #if PX
     int ncb = (NCH + RM - 1) / RM, g1 = get_global_id(1);
     *pix = get_global_id(0);
@@ -125,15 +128,15 @@ INLINE int lanes_item(int NCH, int P, int NP, int *ch0, int *pix, int *n0, float
  * xT: (H, W, C, NP); yT: (OH*OW, CO, NP). Only the taps that land inside the input are visited
  * (no padded copy, no work on padding). One work-item: RM output channels
  * x VW*NV lanes of one output pixel, its weights the RM-channel block of
- * wf (conv_layout_weights). Global: (ceil(CO/RM), OH*OW*NP/(VW*NV)); a
+ * wf (conv_layout_weights). Global: (ceil(CO/RM), OH*OW*NL/(VW*NV)); a
  * work-group along dim 0 shares the input window in cache. */
-__kernel void conv_lanes_fwd(int C, int H, int W, int NP, int CO, int OH, int OW, int K, int S, int PAD,
+__kernel void conv_lanes_fwd(int C, int H, int W, int NP, int NL, int CO, int OH, int OW, int K, int S, int PAD,
                              __global const float *x, ulong x_off, __global const float *wf,
                              ulong wf_off, __global float *y, ulong y_off)
 {
     int co0, pix, n0;
     floatV acc[NV][RM];
-    if (!lanes_item(CO, OH * OW, NP, &co0, &pix, &n0, acc)) return;
+    if (!lanes_item(CO, OH * OW, NL, &co0, &pix, &n0, acc)) return;
     int oy = pix / OW, ox = pix - (pix / OW) * OW;
     int iy0 = oy * S - PAD, ix0 = ox * S - PAD;
     int i0 = max(0, -iy0), i1 = min(K, H - iy0);
@@ -151,18 +154,18 @@ __kernel void conv_lanes_fwd(int C, int H, int W, int NP, int CO, int OH, int OW
 /* Backward data: dx[n][c][y][x] = sum over (co, i, j) with (y+PAD-i) and
  * (x+PAD-j) divisible by S and inside dy of
  * dy[n][co][(y+PAD-i)/S][(x+PAD-j)/S] w[co][c][i][j]. dyT: (OH, OW, CO, NP),
- * dxT: (C, H*W, NP).
+ * dxT: (C, H*W, NL).
  * Only the taps of the pixel's stride phase that land inside dy are visited
  * (no zero dilation, no padding). One work-item: RM input channels x VW*NV
  * lanes of one dx pixel, its weights the RM-channel block of wb. The
  * arguments are the forward's, in the same order. */
-__kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int CO, int OH, int OW, int K, int S,
+__kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int NL, int CO, int OH, int OW, int K, int S,
                                   int PAD, __global const float *dy, ulong dy_off,
                                   __global const float *wb, ulong wb_off, __global float *dx, ulong dx_off)
 {
     int c0, pix, n0;
     floatV acc[NV][RM];
-    if (!lanes_item(C, H * W, NP, &c0, &pix, &n0, acc)) return;
+    if (!lanes_item(C, H * W, NL, &c0, &pix, &n0, acc)) return;
     int yy = pix / W, xx = pix - (pix / W) * W;
     int ys = yy + PAD, xs = xx + PAD;
     /* taps i = ys - S*oy for oy in [0, OH), 0 <= i < K */
@@ -177,7 +180,7 @@ __kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int CO, int OH, i
             rank1_loop(acc, ap, bp, CO, NP);
         }
     }
-    store_lanes(acc, c0, C, n0, NP, (size_t)H * W * NP, pix, dx + dx_off);
+    store_lanes(acc, c0, C, n0, NL, (size_t)H * W * NL, pix, dx + dx_off);
 }
 
 #endif
@@ -193,7 +196,7 @@ __kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int CO, int OH, i
  * (K*K, ceil(CO/WA) * ceil(C/WB) * chunks), chunk = row_chunk * vchunks +
  * vector_chunk; a work-group holds the K*K taps of one block, which share
  * their dy and x rows in cache. */
-__kernel void conv_lanes_bwd_weights(int C, int H, int W, int NP, int CO, int OH, int OW, int K, int S,
+__kernel void conv_lanes_bwd_weights(int C, int H, int W, int NL, int CO, int OH, int OW, int K, int S,
                                      int PAD, int rows, int vecs, int vchunks, int chunks,
                                      __global const float *x, ulong x_off, __global const float *dy,
                                      ulong dy_off, __global float *part, ulong part_off)
@@ -216,8 +219,8 @@ __kernel void conv_lanes_bwd_weights(int C, int H, int W, int NP, int CO, int OH
     int ox_hi = W - 1 + PAD - tj >= 0 ? min(OW - 1, (W - 1 + PAD - tj) / S) : -1;
     oy_lo = max(oy_lo, rc * rows);
     oy_hi = min(oy_hi, rc * rows + rows - 1);
-    int v0 = vc * vecs, v1 = min(NP / VW, v0 + vecs);
-    size_t xs = (size_t)H * W * NP, ds = (size_t)OH * OW * NP;
+    int v0 = vc * vecs, v1 = min(NL / VW, v0 + vecs);
+    size_t xs = (size_t)H * W * NL, ds = (size_t)OH * OW * NL;
     size_t xo[WB], dof[WA];
 #pragma unroll
     for (int b = 0; b < WB; b++) xo[b] = x_off + (size_t)min(c0 + b, C - 1) * xs;
@@ -230,8 +233,8 @@ __kernel void conv_lanes_bwd_weights(int C, int H, int W, int NP, int CO, int OH
         for (int b = 0; b < WB; b++) acc[a][b] = (floatV)0.0f;
     for (int oy = oy_lo; oy <= oy_hi; oy++) {
         for (int ox = ox_lo; ox <= ox_hi; ox++) {
-            size_t xp = ((size_t)(oy * S - PAD + ti) * W + (ox * S - PAD + tj)) * NP;
-            size_t dp = ((size_t)oy * OW + ox) * NP;
+            size_t xp = ((size_t)(oy * S - PAD + ti) * W + (ox * S - PAD + tj)) * NL;
+            size_t dp = ((size_t)oy * OW + ox) * NL;
             for (int v = v0; v < v1; v++) {
                 floatV d[WA];
 #pragma unroll

@@ -1,6 +1,8 @@
 /* The "lanes" layouts (src/ops/conv_lanes.c): the batch becomes the vector
- * lane. Activations are copied from NCHW into rows of NP floats (the batch
- * padded to a multiple of 16), pixel p of channel c in row p*ps + c*cs:
+ * lane. Activations are copied from NCHW into rows NP floats apart (the
+ * batch padded to a multiple of 16, and for pixel-major layouts at some
+ * batch sizes a gap of 16 floats that no kernel touches: conv_lanes.c,
+ * lanes_stride), pixel p of channel c in row p*ps + c*cs:
  * channel-major (C, H, W, NP) with ps = 1, cs = H*W, or pixel-major (H, W,
  * C, NP) with ps = C, cs = 1 (conv_lanes.cl says which pass takes which);
  * weights into the order the lanes kernels broadcast them in. The copies

@@ -40,7 +40,9 @@ typedef struct clt_conv_lanes_cfg {
 typedef struct clt_conv_lanes_params {
     clt_conv_geom gk; /* the kernels' geometry: g, or the subsampled one of a strided 1x1 */
     int subsampled;   /* gk is a strided 1x1 layer's subsampled geometry */
-    int np;           /* batch padded: 16 up to 16 images, else a multiple of 32 */
+    int nl;           /* lanes the kernels compute: the batch padded to 16 up to 16 images, else to 32 */
+    int np;           /* floats from one row of the lanes layouts to the next: nl, plus 16 where
+                       * nl is a multiple of 128 (pixel-major layouts; conv_lanes.c, lanes_stride) */
     clt_conv_lanes_cfg cfg[CLT_CONV_PASSES]; /* per pass; vw 0 for passes not planned */
     int tuned[CLT_CONV_PASSES]; /* cfg came from the tuner (measured or cached) */
     int cop, cip;     /* output / input channels padded to the forward / backward-data RM */

@@ -51,8 +51,8 @@ int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_c
 {
     if (c->vw != 4 && c->vw != 8 && c->vw != 16) return 0;
     if (c->px != 0 && (c->px != 1 || pass == CLT_CONV_BWD_WEIGHTS)) return 0;
-    if (pass == CLT_CONV_BWD_WEIGHTS) return c->a >= 1 && c->a <= 8 && c->b >= 1 && c->b <= 8 && lp->np % c->vw == 0;
-    return c->a >= 1 && c->a <= 16 && c->b >= 1 && c->b <= 8 && lp->np % (c->vw * c->b) == 0;
+    if (pass == CLT_CONV_BWD_WEIGHTS) return c->a >= 1 && c->a <= 8 && c->b >= 1 && c->b <= 8 && lp->nl % c->vw == 0;
+    return c->a >= 1 && c->a <= 16 && c->b >= 1 && c->b <= 8 && lp->nl % (c->vw * c->b) == 0;
 }
 
 /* The channels a pass blocks by its first parameter, and the other ones. */
@@ -99,7 +99,7 @@ static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_p
         if (c.a == 0) c.a = c.b = 1; /* no block within the budget (none today): the smallest */
         return c;
     }
-    int nv = (lp->np % 32 == 0 ? 32 : 16) / native;
+    int nv = (lp->nl % 32 == 0 ? 32 : 16) / native;
     while (nv > 1 && budget / nv < 4) nv /= 2;
     c.b = nv;
     if (native == 16) { /* the kernels' first, AVX-512 rule exactly */
@@ -179,7 +179,7 @@ static void bwd_weights_chunks(const clt_device *dev, clt_conv_lanes_params *lp)
     const clt_conv_lanes_cfg *c = &lp->cfg[CLT_CONV_BWD_WEIGHTS];
     const size_t target = (size_t)512 << 10;
     size_t wa = (size_t)c->a, wb = (size_t)c->b;
-    int nvec = lp->np / c->vw;
+    int nvec = lp->nl / c->vw;
     size_t vbytes = (size_t)c->vw * sizeof(float);
     /* bytes per output row per vector: WA dy pixels + WB input pixels */
     size_t per_row = (wa * g->ow + wb * g->w * g->stride) * vbytes;
@@ -211,7 +211,7 @@ static size_t forward_floats(const clt_conv_lanes_params *lp, size_t *x_elems, s
 
 /* Backward scratch regions, floats; only those of the outputs wanted: dy
  * channel-major for the weight gradient (dy_off), pixel-major for dx
- * (dyp_off; kernels/conv_lanes.cl says why each). */
+ * (dyp_off; kernels/conv_lanes.cl says why each); x and dx channel-major. */
 typedef struct bwd_layout {
     size_t dy_off, dyp_off, x_off, wb_off, dx_off, part_off, total;
 } bwd_layout;
@@ -219,12 +219,12 @@ typedef struct bwd_layout {
 static void backward_layout(const clt_conv_lanes_params *lp, int want_dx, int want_dw, bwd_layout *L)
 {
     const clt_conv_geom *g = &lp->gk;
-    size_t kk = (size_t)g->k * g->k, xt = up((size_t)g->c * g->h * g->w * lp->np, ALIGN);
+    size_t kk = (size_t)g->k * g->k, xt = up((size_t)g->c * g->h * g->w * lp->nl, ALIGN);
     size_t part = want_dw && lp->bw_chunks > 1 ? (size_t)lp->bw_chunks * g->co * g->c * kk : 0;
-    size_t dyt = up((size_t)g->co * g->oh * g->ow * lp->np, ALIGN);
+    size_t dyp = (size_t)g->co * g->oh * g->ow;
     L->dy_off = 0;
-    L->dyp_off = want_dw ? dyt : 0;
-    L->x_off = L->dyp_off + (want_dx ? dyt : 0);
+    L->dyp_off = want_dw ? up(dyp * lp->nl, ALIGN) : 0;
+    L->x_off = L->dyp_off + (want_dx ? up(dyp * lp->np, ALIGN) : 0);
     L->wb_off = L->x_off + (want_dw ? xt : 0);
     L->dx_off = L->wb_off + (want_dx ? up(kk * g->co * lp->cip, ALIGN) : 0);
     L->part_off = L->dx_off + (want_dx ? xt : 0);
@@ -254,6 +254,18 @@ int clt_conv_lanes_derive(const clt_device *dev, clt_conv_lanes_params *lp, unsi
     return !(want_dx || want_dw) || clt_conv_fits(dev, L.total * sizeof(float));
 }
 
+/* The row stride of the pixel-major lanes layouts for nl lanes. Rows a
+ * multiple of 512 bytes apart (nl a multiple of 128) share 8 or fewer of
+ * the 64 sets of a 32 KiB L1 cache (1 KiB rows at batch 256: 4), and the
+ * forward's and backward-data's inner loop reads one vector of each
+ * channel, a row apart: those loads evicted each other and came from L2.
+ * A gap of 64 bytes after each row spreads them over every set (LeNet's
+ * conv2 and ResNet-18's 7x7 layer at batch 256: 1.1-1.4x faster on PoCL
+ * and Intel's runtime). At batch 32 and 64 it measured no faster, so rows
+ * of 32 or 64 lanes keep no gap. Its 16 lanes are never computed, copied
+ * or read. */
+static int lanes_stride(int nl) { return nl % 128 == 0 ? nl + LANES : nl; }
+
 static int lanes_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passes)
 {
     clt_conv_lanes_params *lp = &plan->lanes;
@@ -270,7 +282,8 @@ static int lanes_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passe
     }
     /* Lanes padded to 16 (the copies' unit) for small batches, to 32 (one
      * or more vectors per item) otherwise. */
-    lp->np = (int)up((size_t)g->n, g->n > LANES ? 2 * LANES : LANES);
+    lp->nl = (int)up((size_t)g->n, g->n > LANES ? 2 * LANES : LANES);
+    lp->np = lanes_stride(lp->nl);
     int native = clt_device_vector_width(dev);
     for (int p = 0; p < CLT_CONV_PASSES; p++)
         if (passes & CLT_CONV_PASS(p)) lp->cfg[p] = rule_cfg(dev, lp, p, native);
@@ -287,29 +300,33 @@ static clt_status layout_2d(clt_device *dev, const char *kernel, size_t gx, size
     return clt_launch_2d(dev, "conv_layout", kernel, gx, gy, lx, 1, nargs, args);
 }
 
-/* Where a lanes layout keeps pixel p of channel c: row p * ps + c * cs of
- * NP floats. The forward's layout is pixel-major, the backward's
- * channel-major (kernels/conv_lanes.cl says why). */
+/* Where a lanes layout keeps pixel p of channel c: row p * ps + c * cs,
+ * rows rs floats apart. The forward's layout is pixel-major, the
+ * backward's channel-major (kernels/conv_lanes.cl says why). Pixel-major
+ * rows have the gap of lanes_stride: the forward's and backward-data's
+ * inner loop reads a vector of each channel, a row apart. The weight
+ * gradient walks the channel-major rows one after the other, which a gap
+ * slowed by 2-7% at batch 128 and 256 and up to 1.4x at 32. */
 typedef struct lanes_rows {
-    int ps, cs;
+    int ps, cs, rs;
 } lanes_rows;
 
-static lanes_rows lanes_layout(int pixel_major, int channels, int pixels)
+static lanes_rows lanes_layout(const clt_conv_lanes_params *lp, int pixel_major, int channels, int pixels)
 {
-    return pixel_major ? (lanes_rows){channels, 1} : (lanes_rows){1, pixels};
+    return pixel_major ? (lanes_rows){channels, 1, lp->np} : (lanes_rows){1, pixels, lp->nl};
 }
 
 /* An NCHW tensor into a lanes layout at `off` floats: a transpose of (N,
  * C*H*W) in 16 x 16 blocks. */
 static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi, int n, int c, int h, int w,
-                           int pixel_major, int np, cl_mem dst, cl_ulong off)
+                           int pixel_major, const clt_conv_lanes_params *lp, cl_mem dst, cl_ulong off)
 {
     int p = h * w, m = c * p, relu = clt_epi_relu(epi);
-    lanes_rows r = lanes_layout(pixel_major, c, p);
+    lanes_rows r = lanes_layout(lp, pixel_major, c, p);
     cl_mem ym = clt_epi_mask(epi, src);
-    size_t blocks = (size_t)np / LANES, mblocks = ((size_t)m + LANES - 1) / LANES;
+    size_t blocks = (size_t)lp->nl / LANES, mblocks = ((size_t)m + LANES - 1) / LANES;
     return layout_2d(dev, "conv_layout_to_lanes_t", mblocks, blocks, clt_conv_group_x(dev, CLT_CONV_COPY_LX),
-                     CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(p), CLT_ARG(r.ps), CLT_ARG(r.cs), CLT_ARG(np),
+                     CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(p), CLT_ARG(r.ps), CLT_ARG(r.cs), CLT_ARG(r.rs),
                               CLT_ARG(src), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(dst), CLT_ARG(off)));
 }
 
@@ -318,10 +335,11 @@ static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi,
  * Images under 16 pixels transpose over ch*p instead (dense layers as 1x1
  * convolutions: 0.24 -> 0.03 ms for 800 x 256). */
 static clt_status from_lanes(clt_device *dev, cl_mem src, cl_ulong off, int n, int ch, int p, int pixel_major,
-                             int np, cl_mem bias, int has_bias, int relu, cl_mem dst)
+                             const clt_conv_lanes_params *lp, cl_mem bias, int has_bias, int relu, cl_mem dst)
 {
-    size_t blocks = (size_t)np / LANES, lx = clt_conv_group_x(dev, CLT_CONV_COPY_LX);
-    lanes_rows r = lanes_layout(pixel_major, ch, p);
+    lanes_rows r = lanes_layout(lp, pixel_major, ch, p);
+    size_t blocks = (size_t)r.rs / LANES, lx = clt_conv_group_x(dev, CLT_CONV_COPY_LX);
+    int np = r.rs;
     if (p < LANES) {
         int m = ch * p;
         size_t mblocks = ((size_t)m + LANES - 1) / LANES;
@@ -343,24 +361,25 @@ static clt_status x_to_lanes(clt_device *dev, const clt_conv_plan *plan, cl_mem 
                              cl_ulong off)
 {
     const clt_conv_geom *g = &plan->g;
-    int np = plan->lanes.np;
-    if (!plan->lanes.subsampled) return to_lanes(dev, x, NULL, g->n, g->c, g->h, g->w, pixel_major, np, dst, off);
-    lanes_rows r = lanes_layout(pixel_major, g->c, g->oh * g->ow);
-    size_t rows = (size_t)g->c * g->oh, blocks = (size_t)np / LANES;
+    if (!plan->lanes.subsampled)
+        return to_lanes(dev, x, NULL, g->n, g->c, g->h, g->w, pixel_major, &plan->lanes, dst, off);
+    lanes_rows r = lanes_layout(&plan->lanes, pixel_major, g->c, g->oh * g->ow);
+    size_t rows = (size_t)g->c * g->oh, blocks = (size_t)plan->lanes.nl / LANES;
     return layout_2d(dev, "conv_layout_to_lanes_sub", rows, blocks, clt_conv_group_x(dev, CLT_CONV_COPY_LX),
                      CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w),
                               CLT_ARG(g->stride), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(r.ps), CLT_ARG(r.cs),
-                              CLT_ARG(np), CLT_ARG(x), CLT_ARG(dst), CLT_ARG(off)));
+                              CLT_ARG(r.rs), CLT_ARG(x), CLT_ARG(dst), CLT_ARG(off)));
 }
 
-/* dx from the lanes layout of the kernels' geometry (a strided 1x1 layer:
- * zeros between the pixels it read). */
+/* dx from the channel-major lanes layout of the kernels' geometry (a
+ * strided 1x1 layer: zeros between the pixels it read). */
 static clt_status dx_from_lanes(clt_device *dev, const clt_conv_plan *plan, cl_mem src,
                                 cl_ulong off, cl_mem dx)
 {
     const clt_conv_geom *g = &plan->g;
-    int np = plan->lanes.np;
-    if (!plan->lanes.subsampled) return from_lanes(dev, src, off, g->n, g->c, g->h * g->w, 0, np, dx, 0, 0, dx);
+    int np = plan->lanes.nl; /* channel-major rows: no gap */
+    if (!plan->lanes.subsampled)
+        return from_lanes(dev, src, off, g->n, g->c, g->h * g->w, 0, &plan->lanes, dx, 0, 0, dx);
     return layout_2d(dev, "conv_layout_from_lanes_sub", (size_t)g->c, (size_t)np / LANES, 1,
                      CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w),
                               CLT_ARG(g->stride), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(np),
@@ -407,7 +426,7 @@ static clt_status rank1_kernel(clt_device *dev, const clt_conv_lanes_params *lp,
     clt_conv_lanes_program(CLT_CONV_FWD, c, spec, sizeof spec);
     size_t blocks = (size_t)padded / (size_t)c->a;
     size_t pixels = fwd ? (size_t)g->oh * g->ow : (size_t)g->h * g->w;
-    size_t lane_blocks = (size_t)(lp->np / (c->vw * c->b)), items = pixels * lane_blocks;
+    size_t lane_blocks = (size_t)(lp->nl / (c->vw * c->b)), items = pixels * lane_blocks;
     /* px: dimension 0 walks the pixels (work-groups of up to 64), dimension
      * 1 the channel blocks, then the lane blocks, so consecutive
      * work-groups read the same lanes of the input with the next weights
@@ -420,7 +439,7 @@ static clt_status rank1_kernel(clt_device *dev, const clt_conv_lanes_params *lp,
     size_t ly = c->px ? clt_conv_group_x(dev, 64) / lx : 1;
     if (ly > blocks) ly = blocks;
     return clt_launch_2d(dev, spec, fwd ? "conv_lanes_fwd" : "conv_lanes_bwd_data", gx, gy, lx, ly,
-                         CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->np),
+                         CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->np), CLT_ARG(lp->nl),
                                   CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),
                                   CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(scratch), CLT_ARG(in_off),
                                   CLT_ARG(scratch),
@@ -448,8 +467,7 @@ static clt_status lanes_forward(clt_device *dev, const clt_conv_plan *plan, cl_m
     CLT_TRY(rank1_pass(dev, lp, 1, w, scratch, x_off, wf_off, y_off));
     int has_bias = b != NULL;
     cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
-    return from_lanes(dev, scratch, y_off, g->n, g->co, g->oh * g->ow, 1, lp->np, bias, has_bias, clt_epi_relu(epi),
-                      y);
+    return from_lanes(dev, scratch, y_off, g->n, g->co, g->oh * g->ow, 1, lp, bias, has_bias, clt_epi_relu(epi), y);
 }
 
 /* The backward-weights kernel into part (chunks > 1) or dw. */
@@ -463,7 +481,7 @@ static clt_status bwdw_kernel(clt_device *dev, const clt_conv_lanes_params *lp, 
     char spec[64];
     clt_conv_lanes_program(CLT_CONV_BWD_WEIGHTS, c, spec, sizeof spec);
     return clt_launch_2d(dev, spec, "conv_lanes_bwd_weights", (size_t)kk, g1, clt_conv_group_x(dev, (size_t)kk), 1,
-                         CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->np),
+                         CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->nl),
                                   CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),
                                   CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(lp->bw_rows),
                                   CLT_ARG(lp->bw_vecs), CLT_ARG(lp->bw_vchunks), CLT_ARG(chunks),
@@ -524,12 +542,12 @@ static clt_status lanes_backward(clt_device *dev, const clt_conv_plan *plan, cl_
     cl_mem scratch;
     CLT_TRY(clt_device_scratch(dev, L.total * sizeof(float), &scratch));
     if (dx) {
-        CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 1, lp->np, scratch, L.dyp_off));
+        CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 1, lp, scratch, L.dyp_off));
         CLT_TRY(rank1_pass(dev, lp, 0, w, scratch, L.dyp_off, L.wb_off, L.dx_off));
         CLT_TRY(dx_from_lanes(dev, plan, scratch, L.dx_off, dx));
     }
     if (dw) {
-        CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 0, lp->np, scratch, L.dy_off));
+        CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 0, lp, scratch, L.dy_off));
         CLT_TRY(backward_weights(dev, plan, x, scratch, &L, dw));
     }
     return CLT_OK;

@@ -196,7 +196,7 @@ static void run_case(clt_device *dev, int n, int c, int h, int w, int co, int k,
 /* Every (k, s, p) of {1,3,5} x {1,2,3} x {0,1,2} on a random shape with an
  * odd, non-square input just large enough, plus fixed cases for each
  * register-block variant (channels 1..4 / 8 / 10 blocks; 16 or 32 lanes
- * with batch padding). */
+ * with batch padding; 128 lanes, whose pixel-major rows have a gap). */
 static void test_shapes(clt_device *dev)
 {
     static const int ks[] = {1, 3, 5}, ns[] = {1, 2, 3, 5, 17, 33}, cs[] = {1, 2, 3, 5, 9, 12},
@@ -235,6 +235,10 @@ static void test_shapes(clt_device *dev)
     run_case(dev, 3, 4, 7, 10, 6, 1, 3, 0);    /* stride 3, width not a multiple */
     run_case(dev, 2, 2, 3, 70, 3, 1, 2, 0);    /* dx rows over 64 floats (in pieces) */
     run_case(dev, 17, 3, 6, 6, 5, 3, 1, 0);    /* 16 output pixels: transposes, no tail */
+    /* 128 lanes: pixel-major rows with a gap after them (lanes_stride),
+     * channel-major ones without */
+    run_case(dev, 113, 5, 7, 6, 9, 3, 2, 1);
+    run_case(dev, 120, 4, 7, 8, 6, 1, 2, 0);   /* the same through the subsampled copies */
 }
 
 /* Direct kernels (stride 1, c*k*k <= 9 backward-weights, <= 27 forward)
