@@ -70,7 +70,13 @@ static bn_plan plan_make(const clt_device *dev, int n, int c, int hw)
     int group = 64;
     while (group > 1 && dev->info.max_work_group_size > 0 && group > dev->info.max_work_group_size) group >>= 1;
     int lx = 1;
-    while (lx < units && lx < group) lx <<= 1;
+    /* Lanes along a plane serve GPUs (neighbouring work-items read
+     * neighbouring units). A CPU device runs a work-group's lanes one after
+     * the other, each reading a unit out of every lx of the plane: one
+     * lane walking the plane whole streams it (ResNet-18's batch norms at
+     * batch 128 on PoCL: 1.9x faster at 28x28, 2-4.5x at 7x7 and 4x4). */
+    if (dev->info.type != CLT_DEVICE_CPU)
+        while (lx < units && lx < group) lx <<= 1;
     pl.group = group;
     pl.lx = lx;
     pl.ly = group / lx;
