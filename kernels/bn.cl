@@ -9,7 +9,9 @@
  * host (with one common shift) give the statistics of the whole batch.
  *
  * Work layout of the kernels that read x: a 2-D range, dimension 0 the lx
- * lanes (lx a power of two, at most 64), dimension 1 the rows; row
+ * lanes (lx a power of two, at most 64; 1 on CPU devices, which run a
+ * work-group's lanes one after the other: one lane streams the plane),
+ * dimension 1 the rows; row
  * q = chunk * C + c covers samples [chunk*S, chunk*S + S) of channel c.
  * Work-item (lane, q) walks, sample after sample, the units lane, lane + lx,
  * ... of each plane, a unit being 4 consecutive floats (vload4, kernels with

@@ -54,7 +54,8 @@ INLINE void lanes_rows16(int m, int P, int ps, int cs, int NP, size_t off, size_
  * for n >= N.
  * One work-item per (c, oy) row of 16 lanes: it walks ox, gathering 16
  * images into one vector store. Dimension 0 runs along the rows, so a
- * work-group walks down the same 16 images. Global: (C*OH, NP/16). */
+ * work-group walks down the same 16 images. Global: (C*OH, NL/16), NL the
+ * lanes computed (the gap after them is not written). */
 __kernel void conv_layout_to_lanes_sub(int N, int C, int H, int W, int S, int OH, int OW,
                                        int ps, int cs, int NP, __global const float *src,
                                        __global float *dst, ulong dst_off)
@@ -145,7 +146,8 @@ __kernel void conv_layout_from_lanes_sub(int N, int C, int H, int W, int S, int 
  * 16 consecutive m: 16 row loads, an in-register transpose, 16 vector
  * stores; a partial block of m takes scalar loads. Dimension 0 runs along
  * m, so a work-group streams along the same 16 images. Global:
- * (ceil(M/16), NP/16). */
+ * (ceil(M/16), NL/16), NL the lanes computed (the gap after them is not
+ * written). */
 __kernel void conv_layout_to_lanes_t(int N, int M, int P, int ps, int cs, int NP, __global const float *src,
                                      int relu, __global const float *ym, __global float *dst, ulong dst_off)
 {

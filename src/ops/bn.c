@@ -18,13 +18,14 @@
 
 /* How the kernels that read x are laid out (see kernels/bn.cl): units of
  * vec floats (4 when hw % 4 == 0: the kernels with suffix 4), lx lanes
- * along a plane (a power of two), ly rows per work-group, S samples per row
- * (about BN_PER_ITEM floats per work-item, at most BN_MAX_SAMPLES: a
- * work-item touching many samples, each a page or more apart, thrashes the
- * TLB of CPU devices), chunks = ceil(n / S) rows per channel; reductions end
- * with one work-group of `group` lanes per (sum, channel). Depends only on
- * the shape and the device's work-group limit, so a device gives the same
- * bits for the same shape every time. */
+ * along a plane (a power of two; 1 on CPU devices), ly rows per work-group,
+ * S samples per row (about BN_PER_ITEM floats per work-item, at most
+ * BN_MAX_SAMPLES: a work-item touching many samples, each a page or more
+ * apart, thrashes the TLB of CPU devices), chunks = ceil(n / S) rows per
+ * channel; reductions end with one work-group of `group` lanes per (sum,
+ * channel). Depends only on the shape and the device's type, work-group
+ * limit and compute units (ly, which does not change the sums), so a
+ * device gives the same bits for the same shape every time. */
 #define BN_PER_ITEM 64
 #define BN_MAX_SAMPLES 16
 
@@ -87,6 +88,11 @@ static bn_plan plan_make(const clt_device *dev, int n, int c, int hw)
     if (S > n) S = n > 0 ? n : 1;
     pl.S = S;
     pl.chunks = n > 0 ? (n + S - 1) / S : 0;
+    /* One lane leaves up to 64 rows a work-group: keep at least 4 work-groups
+     * per compute unit, which is what CPU runtimes share out (a small shard
+     * of large planes has few rows). */
+    int units_min = 4 * (dev->info.compute_units > 0 ? dev->info.compute_units : 1);
+    while (lx == 1 && pl.ly > 1 && (int64_t)c * pl.chunks / pl.ly < units_min) pl.ly >>= 1;
     return pl;
 }
 

@@ -11,6 +11,7 @@
 #include "ops/bn.h"
 #include "ref_bn.h"
 #include "ref_misc.h"
+#include "runtime/device.h"
 #include "tensor/tensor.h"
 
 static uint64_t rng = 0x5eed00b7;
@@ -315,13 +316,31 @@ static void check_shapes(const op_env *e)
         {16, 10, 0, 0},  /* (n, c) features */
         {2, 7, 0, 0},    /* two samples of features */
         {5, 4, 1, 1},    /* 1x1 planes */
-        {4, 3, 8, 8},    /* plane = one work-group of lanes */
-        {8, 3, 28, 28},  /* planes larger than a work-group, several chunks */
+        {4, 3, 8, 8},    /* plane = one work-group of lanes (on GPUs) */
+        {8, 3, 28, 28},  /* planes larger than a work-group (on GPUs), several chunks */
         {64, 2, 4, 4},   /* many small planes, several chunks */
         {300, 6, 0, 0},  /* features, several chunks */
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int training = 0; training < 2; training++) check_bn(e->dev, shapes[i], training, plain);
+}
+
+/* The layout GPU-type devices run (lanes across a plane; CPU devices take
+ * one lane per row): the device's type set to GPU, which only the plan
+ * reads. */
+static void check_gpu_layout(const op_env *e)
+{
+    const ref_bn_shape shapes[] = {
+        {3, 5, 7, 9},   /* scalar units */
+        {4, 3, 8, 8},   /* plane = one work-group of lanes */
+        {8, 3, 28, 28}, /* planes larger than a work-group, several chunks */
+        {64, 2, 4, 4},  /* many small planes, several chunks */
+    };
+    clt_device_type type = e->dev->info.type;
+    e->dev->info.type = CLT_DEVICE_GPU;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int training = 0; training < 2; training++) check_bn(e->dev, shapes[i], training, plain);
+    e->dev->info.type = type;
 }
 
 /* Every batch norm of the builtin models (ResNet-18's four stages) on a
@@ -371,6 +390,6 @@ static void check_fds(const op_env *e)
 static const op_test tests[] = {
     {"shapes", check_shapes},         {"models", check_models},    {"random", check_random},
     {"large-mean", check_large_mean}, {"running", check_running}, {"finite-differences", check_fds},
-    {"errors", check_errors},
+    {"errors", check_errors},         {"gpu-layout", check_gpu_layout},
 };
 OP_HARNESS_MAIN(tests)

@@ -661,14 +661,15 @@ static void check_pass(clt_device *dev, const clt_conv_plan *plan, case_data *d,
 /* Every configuration the tuner may pick for a pass (its candidates on
  * this device, and vector widths 4, 8 and 16 beyond them) computes the
  * reference's result: installed in a plan one at a time, on shapes with
- * stride, padding, partial channel blocks, a strided 1x1 and a batch of
- * up to 16 lanes. */
+ * stride, padding, partial channel blocks, a strided 1x1, a batch of
+ * up to 16 lanes and one of 128 (rows with a gap). */
 static void test_lanes_configs(clt_device *dev)
 {
     /* n c h w co k s p, and how many candidates: each configuration is a
      * program build, which costs a cold PoCL cache 0.2-0.5 s */
     static const int shapes[][9] = {
-        {19, 7, 9, 8, 11, 3, 1, 1, 10}, {33, 13, 7, 6, 9, 3, 2, 0, 2}, {5, 6, 8, 8, 10, 1, 2, 0, 1}, {40, 20, 7, 7, 50, 5, 1, 2, 3}};
+        {19, 7, 9, 8, 11, 3, 1, 1, 10}, {33, 13, 7, 6, 9, 3, 2, 0, 2}, {5, 6, 8, 8, 10, 1, 2, 0, 1}, {40, 20, 7, 7, 50, 5, 1, 2, 3},
+        {100, 6, 7, 6, 9, 3, 1, 1, 3}}; /* 128 lanes: pixel-major rows with a gap */
     static const clt_conv_lanes_cfg extra[][2] = {/* {forward/backward-data, backward-weights} */
                                                   {{4, 2, 4, 0}, {4, 3, 4, 0}},
                                                   {{16, 8, 2, 1}, {16, 5, 5, 0}},
