@@ -7,19 +7,16 @@ clt_status clt_reduce_local_sum(void *user, const float *const *in, int k, float
                                 float scale)
 {
     (void)user;
-    /* Device-major loops vectorise; the order of additions per element is
-     * still device 0, 1, ..., k-1, so the result does not depend on slicing. */
-    for (size_t i = 0; i < count; i++) out[i] = in[0][i];
-    for (int d = 1; d < k; d++) {
-        const float *src = in[d];
-        for (size_t i = 0; i < count; i++) out[i] += src[i];
-    }
-    for (size_t i = 0; i < count; i++) out[i] *= scale;
+    clt_reduce_local_sum_to(in, k, &out, 1, count, scale);
     return CLT_OK;
 }
 
-void clt_reduce_local_sum_into(const float *const *in, int k, float *const *out, size_t count, float scale)
+void clt_reduce_local_sum_to(const float *const *in, int k, float *const *out, int n_out, size_t count, float scale)
 {
+    /* A block at a time, device-major within it (the loops vectorise); the
+     * order of additions per element is device 0, 1, ..., k-1 whatever the
+     * slicing. A block is read whole before it is written, so out may be
+     * among the in[]. */
     enum { BLOCK = 1024 };
     float t[BLOCK];
     for (size_t i0 = 0; i0 < count; i0 += BLOCK) {
@@ -30,6 +27,6 @@ void clt_reduce_local_sum_into(const float *const *in, int k, float *const *out,
             for (size_t i = 0; i < n; i++) t[i] += src[i];
         }
         for (size_t i = 0; i < n; i++) t[i] *= scale;
-        for (int d = 0; d < k; d++) memcpy(out[d] + i0, t, n * sizeof(float));
+        for (int d = 0; d < n_out; d++) memcpy(out[d] + i0, t, n * sizeof(float));
     }
 }

@@ -127,11 +127,12 @@ struct clt_trainer {
 
 clt_status clt_reduce_local_sum(void *user, const float *const *in, int k, float *out, size_t count,
                                 float scale);
-/* clt_reduce_local_sum's result, bit for bit, written to each of out[0..k)
- * (which may be the in[] themselves: a block is read before it is
- * written): one pass, where the sum and then a copy per device read and
- * wrote each bucket k + 2 more times. */
-void clt_reduce_local_sum_into(const float *const *in, int k, float *const *out, size_t count, float scale);
+/* The sum in device order of in[0..k), times scale, written to each of
+ * out[0..n_out) (which may be among the in[]: a block is read before it is
+ * written). clt_reduce_local_sum is its n_out = 1; the trainer writes
+ * every device's staging in the same pass, where the sum and then a copy
+ * per device read and wrote each bucket k + 2 more times. */
+void clt_reduce_local_sum_to(const float *const *in, int k, float *const *out, int n_out, size_t count, float scale);
 /* One device, the default reduction, no clipping: the gradients stay on
  * the device, scaled there by 1/batch (the host sum's rounding: x * scale),
  * with no round trip through the host (15 of a ResNet-18 step's 67 ms on

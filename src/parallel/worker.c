@@ -306,7 +306,7 @@ static clt_status run_step_body(clt_worker *w)
         double r0 = clt_now();
         if (into_staging) {
             for (int d = 0; d < t->k; d++) outs[d] = t->workers[d].staging + bk->span.offset + lo;
-            clt_reduce_local_sum_into(in, t->k, outs, hi - lo, scale);
+            clt_reduce_local_sum_to(in, t->k, outs, t->k, hi - lo, scale);
         } else if (hi > lo) {
             s = t->reduce(t->reduce_user, in, t->k, t->sum + bk->span.offset + lo, hi - lo, scale);
         }
