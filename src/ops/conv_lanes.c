@@ -204,9 +204,10 @@ static void bwd_weights_chunks(const clt_device *dev, clt_conv_lanes_params *lp)
 static size_t forward_floats(const clt_conv_lanes_params *lp, size_t *x_elems, size_t *wf_elems)
 {
     const clt_conv_geom *g = &lp->gk;
-    *x_elems = up((size_t)g->c * g->h * g->w * lp->np, ALIGN);
+    size_t rs = (size_t)clt_conv_lanes_row_stride(lp, 1);
+    *x_elems = up((size_t)g->c * g->h * g->w * rs, ALIGN);
     *wf_elems = up((size_t)g->k * g->k * g->c * lp->cop, ALIGN);
-    return *x_elems + *wf_elems + (size_t)g->co * g->oh * g->ow * lp->np;
+    return *x_elems + *wf_elems + (size_t)g->co * g->oh * g->ow * rs;
 }
 
 /* Backward scratch regions, floats; only those of the outputs wanted: dy
@@ -219,12 +220,13 @@ typedef struct bwd_layout {
 static void backward_layout(const clt_conv_lanes_params *lp, int want_dx, int want_dw, bwd_layout *L)
 {
     const clt_conv_geom *g = &lp->gk;
-    size_t kk = (size_t)g->k * g->k, xt = up((size_t)g->c * g->h * g->w * lp->nl, ALIGN);
+    size_t cm = (size_t)clt_conv_lanes_row_stride(lp, 0), pm = (size_t)clt_conv_lanes_row_stride(lp, 1);
+    size_t kk = (size_t)g->k * g->k, xt = up((size_t)g->c * g->h * g->w * cm, ALIGN);
     size_t part = want_dw && lp->bw_chunks > 1 ? (size_t)lp->bw_chunks * g->co * g->c * kk : 0;
     size_t dyp = (size_t)g->co * g->oh * g->ow;
     L->dy_off = 0;
-    L->dyp_off = want_dw ? up(dyp * lp->nl, ALIGN) : 0;
-    L->x_off = L->dyp_off + (want_dx ? up(dyp * lp->np, ALIGN) : 0);
+    L->dyp_off = want_dw ? up(dyp * cm, ALIGN) : 0;
+    L->x_off = L->dyp_off + (want_dx ? up(dyp * pm, ALIGN) : 0);
     L->wb_off = L->x_off + (want_dw ? xt : 0);
     L->dx_off = L->wb_off + (want_dx ? up(kk * g->co * lp->cip, ALIGN) : 0);
     L->part_off = L->dx_off + (want_dx ? xt : 0);
@@ -301,19 +303,21 @@ static clt_status layout_2d(clt_device *dev, const char *kernel, size_t gx, size
 }
 
 /* Where a lanes layout keeps pixel p of channel c: row p * ps + c * cs,
- * rows rs floats apart. The forward's layout is pixel-major, the
- * backward's channel-major (kernels/conv_lanes.cl says why). Pixel-major
- * rows have the gap of lanes_stride: the forward's and backward-data's
- * inner loop reads a vector of each channel, a row apart. The weight
- * gradient walks the channel-major rows one after the other, which a gap
- * slowed by 2-7% at batch 128 and 256 and up to 1.4x at 32. */
+ * rows rs floats apart (clt_conv_lanes_row_stride). The forward's layout
+ * is pixel-major, the backward's channel-major (kernels/conv_lanes.cl says
+ * why). Pixel-major rows have the gap of lanes_stride: the forward's and
+ * backward-data's inner loop reads a vector of each channel, a row apart.
+ * The weight gradient walks the channel-major rows one after the other,
+ * and a gap there measured no faster (up to 1.1x slower at batch 128 and
+ * 256, 1.4x at 32, in noisy rounds). */
 typedef struct lanes_rows {
     int ps, cs, rs;
 } lanes_rows;
 
 static lanes_rows lanes_layout(const clt_conv_lanes_params *lp, int pixel_major, int channels, int pixels)
 {
-    return pixel_major ? (lanes_rows){channels, 1, lp->np} : (lanes_rows){1, pixels, lp->nl};
+    int rs = clt_conv_lanes_row_stride(lp, pixel_major);
+    return pixel_major ? (lanes_rows){channels, 1, rs} : (lanes_rows){1, pixels, rs};
 }
 
 /* An NCHW tensor into a lanes layout at `off` floats: a transpose of (N,
@@ -339,18 +343,17 @@ static clt_status from_lanes(clt_device *dev, cl_mem src, cl_ulong off, int n, i
 {
     lanes_rows r = lanes_layout(lp, pixel_major, ch, p);
     size_t blocks = (size_t)r.rs / LANES, lx = clt_conv_group_x(dev, CLT_CONV_COPY_LX);
-    int np = r.rs;
     if (p < LANES) {
         int m = ch * p;
         size_t mblocks = ((size_t)m + LANES - 1) / LANES;
         return layout_2d(dev, "conv_layout_from_lanes_flat", mblocks, blocks, lx,
-                         CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(p), CLT_ARG(r.ps), CLT_ARG(r.cs), CLT_ARG(np),
+                         CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(p), CLT_ARG(r.ps), CLT_ARG(r.cs), CLT_ARG(r.rs),
                                   CLT_ARG(src), CLT_ARG(off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu),
                                   CLT_ARG(dst)));
     }
     size_t pblocks = ((size_t)p + LANES - 1) / LANES, rows = (size_t)ch * blocks;
     return layout_2d(dev, "conv_layout_from_lanes", pblocks, rows, lx,
-                     CLT_ARGS(CLT_ARG(n), CLT_ARG(ch), CLT_ARG(p), CLT_ARG(r.ps), CLT_ARG(r.cs), CLT_ARG(np),
+                     CLT_ARGS(CLT_ARG(n), CLT_ARG(ch), CLT_ARG(p), CLT_ARG(r.ps), CLT_ARG(r.cs), CLT_ARG(r.rs),
                               CLT_ARG(src), CLT_ARG(off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu),
                               CLT_ARG(dst)));
 }
@@ -377,12 +380,12 @@ static clt_status dx_from_lanes(clt_device *dev, const clt_conv_plan *plan, cl_m
                                 cl_ulong off, cl_mem dx)
 {
     const clt_conv_geom *g = &plan->g;
-    int np = plan->lanes.nl; /* channel-major rows: no gap */
+    int rs = clt_conv_lanes_row_stride(&plan->lanes, 0);
     if (!plan->lanes.subsampled)
         return from_lanes(dev, src, off, g->n, g->c, g->h * g->w, 0, &plan->lanes, dx, 0, 0, dx);
-    return layout_2d(dev, "conv_layout_from_lanes_sub", (size_t)g->c, (size_t)np / LANES, 1,
+    return layout_2d(dev, "conv_layout_from_lanes_sub", (size_t)g->c, (size_t)rs / LANES, 1,
                      CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w),
-                              CLT_ARG(g->stride), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(np),
+                              CLT_ARG(g->stride), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(rs),
                               CLT_ARG(src), CLT_ARG(off), CLT_ARG(dx)));
 }
 

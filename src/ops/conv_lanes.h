@@ -5,6 +5,14 @@
 
 #include "ops/conv_algo.h"
 
+/* Floats from one row of a lanes layout to the next: pixel-major rows (the
+ * forward's x and y, backward-data's dy) have the gap of lp->np,
+ * channel-major ones (the weight gradient's x and dy, backward-data's dx)
+ * none. */
+static inline int clt_conv_lanes_row_stride(const clt_conv_lanes_params *lp, int pixel_major)
+{
+    return pixel_major ? lp->np : lp->nl;
+}
 /* Whether the kernels can run configuration c for `pass` of lp. */
 int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_conv_lanes_cfg *c);
 /* Up to max configurations to time for `pass`: the rule-based one first,

@@ -20,7 +20,7 @@ static void make_key(const clt_conv_lanes_params *lp, int pass, char *key, size_
     /* np: the lanes' padding, and g where the pass reads rows with a gap
      * after them (a choice timed in one layout is not assumed for the
      * other; the weight gradient's rows have none) */
-    int gap = lp->np > lp->nl && pass != CLT_CONV_BWD_WEIGHTS;
+    int gap = clt_conv_lanes_row_stride(lp, pass != CLT_CONV_BWD_WEIGHTS) > lp->nl;
     snprintf(key, cap, "lanes %s c%d h%d w%d co%d k%d s%d p%d np%s%s", clt_conv_pass_names[pass], g->c, g->h, g->w,
              g->co, g->k, g->stride, g->pad, lp->nl % 32 == 0 ? "32" : "16", gap ? "g" : "");
 }
