@@ -13,6 +13,9 @@
 #if VW != 8 && VW != 16
 #error "VW must be 8 or 16"
 #endif
+#ifndef AVGPOOL
+#define AVGPOOL 0 /* 1: a 2x2 stride-2 average pooling after the convolution is fused (conv_direct.c) */
+#endif
 #define TG 9     /* taps per backward-weights work-item */
 #define MAX_CB 3 /* most output channels per backward-weights work-item */
 #define MAX_RM 10 /* most output channels per forward work-item */
@@ -50,6 +53,53 @@ INLINE floatV loadV_tail(__global const float *p, int n)
     return vloadV(0, t);
 }
 
+/* The accumulators of one output row's block: acc[0][r] and acc[1][r] are
+ * the VW output pixels from s0 and from s1 of row oy for channel r of the
+ * block (weights wr[r]), without the bias. */
+INLINE void direct_row(int rm, floatV acc[2][MAX_RM], __global const float *xn, __global const float *wr[MAX_RM],
+                       int C, int K, int HP, int WPP, int oy, int s0, int s1)
+{
+#pragma unroll
+    for (int r = 0; r < rm; r++) acc[0][r] = acc[1][r] = (floatV)0.0f;
+    int t = 0;
+    for (int c = 0; c < C; c++) {
+        for (int i = 0; i < K; i++) {
+            __global const float *xr = xn + ((size_t)c * HP + oy + i) * WPP;
+            for (int j = 0; j < K; j++, t++) {
+                floatV b0 = vloadV(0, xr + s0 + j), b1 = vloadV(0, xr + s1 + j);
+#pragma unroll
+                for (int r = 0; r < rm; r++) {
+                    floatV a = (floatV)(wr[r][t]);
+                    acc[0][r] = fma(a, b0, acc[0][r]);
+                    acc[1][r] = fma(a, b1, acc[1][r]);
+                }
+            }
+        }
+    }
+}
+
+/* The block of a forward work-item: output channels from co0 (their
+ * weight rows wr and biases bv), image n, rows [oy0, oy1). 0 past the end. */
+INLINE int direct_item(int rm, int N, int CO, int ckk, int OH, int R, __global const float *w,
+                       __global const float *bias, int has_bias, __global const float *wr[MAX_RM],
+                       float bv[MAX_RM], int *co0, int *n, int *oy0, int *oy1)
+{
+    int item = get_global_id(1);
+    int rgroups = (OH + R - 1) / R;
+    *co0 = get_global_id(0) * rm;
+    if (*co0 >= CO || item >= N * rgroups) return 0;
+    int rg = item % rgroups;
+    *n = item / rgroups;
+    *oy0 = rg * R;
+    *oy1 = min(OH, *oy0 + R);
+#pragma unroll
+    for (int r = 0; r < rm; r++) {
+        wr[r] = w + (size_t)min(*co0 + r, CO - 1) * ckk;
+        bv[r] = has_bias ? bias[min(*co0 + r, CO - 1)] : 0.0f;
+    }
+    return 1;
+}
+
 /* Forward, stride 1: y[n][co][oy][ox0..ox0+2VW) for RM output channels,
  * the 2VW output pixels of a row as two accumulators per channel; the
  * input rows come from xp (x itself when there is no padding) with
@@ -66,44 +116,18 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
                        int R, __global const float *xp, ulong xp_off, __global const float *w,
                        __global const float *bias, int has_bias, int relu, __global float *y)
 {
-    int cb = get_global_id(0);
-    int item = get_global_id(1);
-    int rgroups = (OH + R - 1) / R;
-    int co0 = cb * rm;
-    if (co0 >= CO || item >= N * rgroups) return;
-    int rg = item % rgroups, n = item / rgroups;
-    int oy0 = rg * R, oy1 = min(OH, oy0 + R);
+    __global const float *wr[MAX_RM];
+    float bv[MAX_RM];
+    int co0, n, oy0, oy1;
+    if (!direct_item(rm, N, CO, C * K * K, OH, R, w, bias, has_bias, wr, bv, &co0, &n, &oy0, &oy1)) return;
     int oblocks = (OW + 2 * VW - 1) / (2 * VW);
     int last = max(0, OW - VW);
-    int ckk = C * K * K;
-    __global const float *wr[MAX_RM];
-#pragma unroll
-    for (int r = 0; r < rm; r++) wr[r] = w + (size_t)min(co0 + r, CO - 1) * ckk;
-    float bv[MAX_RM];
-#pragma unroll
-    for (int r = 0; r < rm; r++) bv[r] = has_bias ? bias[min(co0 + r, CO - 1)] : 0.0f;
     __global const float *xn = xp + xp_off + (size_t)n * C * HP * WPP;
     for (int oy = oy0; oy < oy1; oy++) {
         for (int ob = 0; ob < oblocks; ob++) {
             int s0 = min(ob * 2 * VW, last), s1 = min(ob * 2 * VW + VW, last);
             floatV acc[2][MAX_RM];
-#pragma unroll
-            for (int r = 0; r < rm; r++) acc[0][r] = acc[1][r] = (floatV)0.0f;
-            int t = 0;
-            for (int c = 0; c < C; c++) {
-                for (int i = 0; i < K; i++) {
-                    __global const float *xr = xn + ((size_t)c * HP + oy + i) * WPP;
-                    for (int j = 0; j < K; j++, t++) {
-                        floatV b0 = vloadV(0, xr + s0 + j), b1 = vloadV(0, xr + s1 + j);
-#pragma unroll
-                        for (int r = 0; r < rm; r++) {
-                            floatV a = (floatV)(wr[r][t]);
-                            acc[0][r] = fma(a, b0, acc[0][r]);
-                            acc[1][r] = fma(a, b1, acc[1][r]);
-                        }
-                    }
-                }
-            }
+            direct_row(rm, acc, xn, wr, C, K, HP, WPP, oy, s0, s1);
 #pragma unroll
             for (int r = 0; r < rm; r++) {
                 int co = co0 + r;
@@ -127,6 +151,73 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
     }
 }
 
+/* A 2x2 stride-2 average pooling fused into the forward (-DAVGPOOL=1;
+ * conv_direct.c plans it for even OH and OW >= VW, R even): the rows in
+ * pairs, each pair's pooled values stored as the pooling kernel computes
+ * them, ((0 + y00 + y01) + y10) + y11) / 4 (pool.cl): the same bits, and
+ * the convolution's output is never written. The first row's column pair
+ * sums wait in registers for the second row. relu: y is the ReLU's
+ * output, whose values ym keeps at the convolution's size for the
+ * backward's derivative (recomputing them there doubled its time). */
+#if AVGPOOL
+#if VW == 16
+#define floatH float8
+#define vloadH vload8
+#define vstoreH vstore8
+#else
+#define floatH float4
+#define vloadH vload4
+#define vstoreH vstore4
+#endif
+/* Each column pair's sum in window order from 0 (-0 + 0 is +0, as pool.cl). */
+#define PAIR_SUM(v) (((floatH)0.0f + (v).even) + (v).odd)
+
+INLINE void direct_fwd_avgpool(int rm, int N, int C, int CO, int K, int HP, int WPP, int OH, int OW, int R,
+                               __global const float *xp, ulong xp_off, __global const float *w,
+                               __global const float *bias, int has_bias, int relu, __global float *y,
+                               __global float *ym)
+{
+    __global const float *wr[MAX_RM];
+    float bv[MAX_RM];
+    int co0, n, oy0, oy1;
+    if (!direct_item(rm, N, CO, C * K * K, OH, R, w, bias, has_bias, wr, bv, &co0, &n, &oy0, &oy1)) return;
+    int oblocks = (OW + 2 * VW - 1) / (2 * VW);
+    int last = OW - VW, PH = OH / 2, PW = OW / 2;
+    __global const float *xn = xp + xp_off + (size_t)n * C * HP * WPP;
+    for (int oy = oy0; oy < oy1; oy += 2) {
+        for (int ob = 0; ob < oblocks; ob++) {
+            int s0 = min(ob * 2 * VW, last), s1 = min(ob * 2 * VW + VW, last);
+            floatV acc[2][MAX_RM], top[MAX_RM];
+            for (int ry = 0; ry < 2; ry++) {
+                direct_row(rm, acc, xn, wr, C, K, HP, WPP, oy + ry, s0, s1);
+#pragma unroll
+                for (int r = 0; r < rm; r++) {
+                    int co = co0 + r;
+                    if (co >= CO) break;
+                    floatV v0 = acc[0][r] + bv[r], v1 = acc[1][r] + bv[r];
+                    if (relu) {
+                        v0 = RELU_FWD(v0);
+                        v1 = RELU_FWD(v1);
+                        __global float *yr = ym + (((size_t)n * CO + co) * OH + oy + ry) * OW;
+                        vstoreV(v0, 0, yr + s0);
+                        vstoreV(v1, 0, yr + s1);
+                    }
+                    if (ry == 0) {
+                        top[r] = (floatV)(PAIR_SUM(v0), PAIR_SUM(v1));
+                    } else {
+                        floatV p = (top[r] + (floatV)(v0.even, v1.even)) + (floatV)(v0.odd, v1.odd);
+                        p = p / 4.0f;
+                        __global float *yp = y + (((size_t)n * CO + co) * PH + oy / 2) * PW;
+                        vstoreH(p.lo, 0, yp + s0 / 2);
+                        vstoreH(p.hi, 0, yp + s1 / 2);
+                    }
+                }
+            }
+        }
+    }
+}
+#endif
+
 #define DIRECT_ARGS                                                                          \
     int N, int C, int CO, int K, int HP, int WPP, int OH, int OW, int R,                      \
         __global const float *xp, ulong xp_off, __global const float *w,                     \
@@ -141,7 +232,11 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
 #if RM != 2 && RM != 4 && RM != 8 && RM != 10
 #error "RM must be 2, 4, 8 or 10"
 #endif
-__kernel void conv_direct_fwd(DIRECT_ARGS) { direct_fwd(RM, DIRECT_PASS); }
+#if AVGPOOL
+__kernel void conv_direct_fwd(DIRECT_ARGS, __global float *ym) { direct_fwd_avgpool(RM, DIRECT_PASS, ym); }
+#else
+__kernel void conv_direct_fwd(DIRECT_ARGS, __global float *ym) { direct_fwd(RM, DIRECT_PASS); }
+#endif
 #endif
 
 /* Backward weights, stride 1, partial over a chunk of images:
@@ -159,6 +254,22 @@ __kernel void conv_direct_fwd(DIRECT_ARGS) { direct_fwd(RM, DIRECT_PASS); }
  * accumulators); the lanes are summed at the end. relu: dy is read through
  * a fused ReLU's derivative, from that ReLU's output ym. Global:
  * (ceil(CO/CB), groups*chunks). */
+#if AVGPOOL
+#if VW == 16
+#define POOL_DUP ((uint16)(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7))
+#else
+#define POOL_DUP ((uint8)(0, 0, 1, 1, 2, 2, 3, 3))
+#endif
+/* With the pooling fused, dy is the pooling's (N, CO, OH/2, OW/2): the
+ * VW pixels from column sv (even) of row oy get their window's dy / 4, as
+ * pool.cl's backward gives them. */
+INLINE floatV pooled_dy(__global const float *dy, int n, int co, int CO, int OH, int OW, int oy, int sv)
+{
+    int PW = OW / 2;
+    return shuffle(vloadH(0, dy + (((size_t)n * CO + co) * (OH / 2) + oy / 2) * PW + sv / 2) / 4.0f, POOL_DUP);
+}
+#endif
+
 INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int K, int HP, int WPP, int OH,
                                int OW, int imgs, int groups, int chunks,
                                __global const float *xp, ulong xp_off, __global const float *dy,
@@ -212,9 +323,14 @@ INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int K, int HP, int 
                 floatV d[MAX_CB];
 #pragma unroll
                 for (int a = 0; a < cb; a++) {
+#if AVGPOOL
+                    floatV dv = pooled_dy(dy, n, min(co0 + a, CO - 1), CO, OH, OW, oy, sv);
+                    if (relu) dv = RELU_BWD(vloadV(0, ym + dr + dco[a] + sv), dv);
+#else
                     size_t at = dr + dco[a];
                     floatV dv = OW >= VW ? vloadV(0, dy + at + sv) : loadV_tail(dy + at, OW);
                     if (relu) dv = RELU_BWD(OW >= VW ? vloadV(0, ym + at + sv) : loadV_tail(ym + at, OW), dv);
+#endif
                     d[a] = OW >= VW ? dv * m : dv;
                     bsum[a] += d[a];
                 }

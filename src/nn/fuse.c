@@ -3,13 +3,37 @@
  * (ops/epilogue.h), so the activation costs no passes over memory of its
  * own (LeNet's relu1 alone read and wrote 14 MB per batch of 256 each
  * way). The net then treats the relu like flatten: it aliases the layer's
- * output and passes the gradient on. Parameter names and indices do not
- * change (a relu has none). */
+ * output and passes the gradient on; the same for a pooling fused into
+ * a first layer (below). Parameter names and indices do not change (a
+ * relu or pooling has none). */
 #include "nn/model.h"
 
 #include "ops/activation.h"
+#include "ops/pool.h"
 
 int clt_layer_passes_through(const clt_layer *l) { return l->kind->alias || l->fused; }
+
+/* A 2x2 stride-2 average pooling after the first layer with parameters
+ * (and its fused relu) runs in that layer's store too, where it can
+ * (LeNet's conv1, relu, avgpool: the convolution's 14 MB output and dy at
+ * batch 256 are never written). Only the first: its backward has no dx to
+ * compute, which would need dy at the convolution's resolution. */
+static void fuse_avgpool(clt_model *m, const clt_device *dev)
+{
+    int i = 0;
+    while (i < m->n_layers && m->layers[i].n_params == 0) i++;
+    if (i >= m->n_layers) return;
+    clt_layer *l = &m->layers[i];
+    int next = i + 1 + (l->relu_epilogue && i + 1 < m->n_layers);
+    if (next >= m->n_layers || !l->kind->fuses_avgpool) return;
+    clt_layer *pool = &m->layers[next];
+    int stride = pool->nargs > 1 ? pool->args[1] : pool->args[0];
+    if (pool->kind != &clt_layer_pool || pool->variant != CLT_POOL_AVG || pool->args[0] != 2 || stride != 2) return;
+    if (!l->kind->fuses_avgpool(l, dev)) return;
+    l->avgpool_epilogue = 1;
+    l->pooled = pool->out;
+    pool->fused = 1;
+}
 
 void clt_model_fuse(clt_model *m, const clt_device *dev)
 {
@@ -24,4 +48,5 @@ void clt_model_fuse(clt_model *m, const clt_device *dev)
     }
     for (int i = 0; i < m->n_layers; i++)
         if (m->layers[i].kind->fuse_parts) m->layers[i].kind->fuse_parts(&m->layers[i], dev);
+    fuse_avgpool(m, dev);
 }

@@ -40,7 +40,7 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
 {
     int c = channels(l), hw = plane(l);
     cl_mem gamma = l->params[0].w, beta = l->params[1].w, rmean = l->params[2].w, rvar = l->params[3].w;
-    clt_epilogue epi = {l->relu_epilogue, NULL};
+    clt_epilogue epi = {.relu = l->relu_epilogue};
     CLT_TRY(buffers(l, dev));
     l->last_training = pass->training;
     if (!pass->training)
@@ -72,7 +72,7 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
 {
     int c = channels(l), hw = plane(l);
     cl_mem gamma = l->params[0].w;
-    clt_epilogue epi = {l->relu_epilogue, y};
+    clt_epilogue epi = {.relu = l->relu_epilogue, .y = y};
     CLT_TRY(clt_bn_backward_stats_raw(dev, n, c, hw, x, dy, &epi, l->priv[MEAN_INVSTD], l->priv[BSTATS]));
     /* [sum dy | sum dy*xhat] of this shard are dbeta and dgamma: the usual
      * gradient reduction adds them over devices. */
@@ -91,4 +91,4 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
                                      dx);
 }
 
-const clt_layer_kind clt_layer_bn = {"bn", configure, forward, backward, NULL, 0, NULL, clt_layer_fuses_always, NULL};
+const clt_layer_kind clt_layer_bn = {"bn", configure, forward, backward, NULL, 0, NULL, clt_layer_fuses_always, NULL, NULL};

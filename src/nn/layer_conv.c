@@ -60,12 +60,19 @@ void clt_layer_release_conv_plan(clt_layer *l)
     l->kind_state = NULL;
 }
 
+/* What runs in the store: a fused relu and pooling. y: the forward's
+ * output for the relu's derivative, which a fused pooling keeps in aux. */
+static clt_epilogue epilogue(const clt_layer *l, cl_mem y)
+{
+    return (clt_epilogue){l->relu_epilogue, l->avgpool_epilogue ? l->aux : y, l->avgpool_epilogue};
+}
+
 static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
 {
     (void)pass;
     clt_conv_plan *p;
     CLT_TRY(plan(l, dev, n, CLT_CONV_PASS(CLT_CONV_FWD), &p));
-    clt_epilogue e = {l->relu_epilogue, NULL};
+    clt_epilogue e = epilogue(l, NULL);
     return clt_conv_plan_forward(dev, p, x, l->params[0].w, l->params[1].w, &e, y);
 }
 
@@ -75,10 +82,23 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
     (void)pass;
     clt_conv_plan *p;
     CLT_TRY(plan(l, dev, n, clt_layer_backward_passes(l, dx), &p));
-    clt_epilogue e = {l->relu_epilogue, y};
+    clt_epilogue e = epilogue(l, y);
     return clt_conv_plan_backward(dev, p, x, l->params[0].w, dy, &e, dx, l->params[0].g, l->params[1].g);
 }
 
+static int fuses_avgpool(const clt_layer *l, const clt_device *dev)
+{
+    clt_conv_geom g;
+    return geom(l, 1, &g) == CLT_OK && clt_conv_fuses_avgpool(dev, &g);
+}
+
+/* With a pooling fused after a fused relu: the relu's output at the
+ * convolution's size (ops/epilogue.h). */
+static size_t aux_bytes(const clt_layer *l)
+{
+    return l->avgpool_epilogue && l->relu_epilogue ? (size_t)clt_shape_numel(&l->out) * sizeof(float) : 0;
+}
+
 /* Every algorithm stores through the epilogue. */
-const clt_layer_kind clt_layer_conv = {"conv", configure, forward, backward, NULL, 0, clt_layer_release_conv_plan,
-                                       clt_layer_fuses_always, NULL};
+const clt_layer_kind clt_layer_conv = {"conv", configure, forward, backward, aux_bytes, 0, clt_layer_release_conv_plan,
+                                       clt_layer_fuses_always, NULL, fuses_avgpool};

@@ -21,7 +21,7 @@ static clt_status configure(clt_layer *l)
 static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
 {
     (void)pass;
-    clt_epilogue e = {l->relu_epilogue, NULL};
+    clt_epilogue e = {.relu = l->relu_epilogue};
     return clt_dense_forward_raw(dev, n, l->in.d[0], l->out.d[0], x, l->params[0].w, l->params[1].w, &e, y);
 }
 
@@ -29,7 +29,7 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
                            cl_mem dy, cl_mem dx)
 {
     (void)pass;
-    clt_epilogue e = {l->relu_epilogue, y};
+    clt_epilogue e = {.relu = l->relu_epilogue, .y = y};
     return clt_dense_backward_raw(dev, n, l->in.d[0], l->out.d[0], x, l->params[0].w, dy, &e, dx,
                                   l->params[0].g, l->params[1].g);
 }
@@ -41,4 +41,4 @@ static int fuses_relu(const clt_layer *l, const clt_device *dev)
 }
 
 const clt_layer_kind clt_layer_dense = {"dense", configure, forward, backward, NULL, 0, NULL,
-                                        fuses_relu, NULL};
+                                        fuses_relu, NULL, NULL};

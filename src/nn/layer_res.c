@@ -157,4 +157,4 @@ static void release(clt_layer *l)
     for (int i = 0; i < l->n_subs; i++) clt_layer_release(&l->subs[i]);
 }
 
-const clt_layer_kind clt_layer_res = {"res", configure, forward, backward, NULL, 0, release, NULL, fuse_parts};
+const clt_layer_kind clt_layer_res = {"res", configure, forward, backward, NULL, 0, release, NULL, fuse_parts, NULL};

@@ -188,7 +188,7 @@ clt_status clt_net_reserve(clt_net *net, int n)
     cl_mem prev = net->input;
     for (int i = 0; i < net->model.n_layers; i++) {
         clt_layer *l = &net->model.layers[i];
-        int64_t numel = clt_shape_numel(&l->out);
+        int64_t numel = clt_shape_numel(clt_layer_stored(l));
         if (numel > widest) widest = numel;
         if (clt_layer_passes_through(l)) {
             net->act[i] = prev;

@@ -195,6 +195,27 @@ static clt_status check_plan(const clt_device *dev, const clt_conv_plan *plan, c
     return CLT_OK;
 }
 
+int clt_conv_fuses_avgpool(const clt_device *dev, const clt_conv_geom *g)
+{
+    int lanes = 0;
+    if (!dev || !g || clt_conv_uses_lanes(dev, &lanes) != CLT_OK || !lanes) return 0;
+    /* direct's rule without its work buffer: no padded copy (pad 0, rows
+     * of at least VW <= 16) and partial sums of a few kilobytes */
+    unsigned both = CLT_CONV_PASS(CLT_CONV_FWD) | CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS);
+    return clt_conv_direct.supports(g, both) == both && g->pad == 0 && g->oh % 2 == 0 && g->ow % 2 == 0 &&
+           g->ow >= 16;
+}
+
+/* A fused pooling runs in the direct kernels only; the layer fuses it
+ * where clt_conv_fuses_avgpool says they run. */
+static clt_status check_pooled(const clt_conv_plan *plan, int pass, const clt_epilogue *epi, const char *op)
+{
+    if (!epi || !epi->avgpool) return CLT_OK;
+    if (plan->algo[pass] != &clt_conv_direct || !clt_conv_fuses_avgpool(plan->dev, &plan->g))
+        return clt_fail(CLT_ERR_INTERNAL, "%s: a fused average pooling where the direct kernels do not run", op);
+    return CLT_OK;
+}
+
 clt_status clt_conv_plan_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
                                  cl_mem b, const clt_epilogue *epi, cl_mem y)
 {
@@ -202,6 +223,9 @@ clt_status clt_conv_plan_forward(clt_device *dev, const clt_conv_plan *plan, cl_
     if (!x || !w || !y) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d forward: x, w or y is NULL");
     const clt_conv_algo *a = plan->algo[CLT_CONV_FWD];
     if (!a) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d forward: the plan does not cover the forward");
+    CLT_TRY(check_pooled(plan, CLT_CONV_FWD, epi, "conv2d forward"));
+    if (clt_epi_relu(epi) && epi->avgpool && !epi->y)
+        return clt_fail(CLT_ERR_INVALID_ARG, "conv2d forward: a fused ReLU and pooling need a buffer for the ReLU's output");
     return a->forward(dev, plan, x, w, b, epi, y);
 }
 
@@ -218,6 +242,10 @@ clt_status clt_conv_plan_backward(clt_device *dev, const clt_conv_plan *plan, cl
     if ((dx && !data) || (dw && !weights))
         return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: the plan does not cover %s",
                         dx && !data ? "backward-data" : "backward-weights");
+    if (epi && epi->avgpool && (dx || !dw))
+        return clt_fail(CLT_ERR_INTERNAL, "conv2d backward: a fused pooling with %s",
+                        dx ? "backward-data (not a first layer)" : "no weight gradient");
+    CLT_TRY(check_pooled(plan, CLT_CONV_BWD_WEIGHTS, epi, "conv2d backward"));
     /* One algorithm running both passes shares the work on dy. */
     if (weights && weights == data) return weights->backward(dev, plan, x, w, dy, epi, dx, dw, db);
     if (weights) CLT_TRY(weights->backward(dev, plan, x, w, dy, epi, NULL, dw, db));

@@ -41,10 +41,12 @@ static unsigned direct_supports(const clt_conv_geom *g, unsigned open)
 static int direct_vw(const clt_device *dev) { return dev->native_float_width >= 16 ? 16 : 8; }
 
 /* The program of the plan's vector width with the forward (fwd = 1) or
- * the backward-weights kernel of its block (kernels/conv_direct.cl). */
-static void program(const clt_conv_direct_params *d, int fwd, char *spec, size_t cap)
+ * the backward-weights kernel of its block (kernels/conv_direct.cl), with
+ * a fused average pooling where epi has one. */
+static void program(const clt_conv_direct_params *d, int fwd, const clt_epilogue *epi, char *spec, size_t cap)
 {
-    snprintf(spec, cap, "conv_direct -DVW=%d -D%s=%d", d->vw, fwd ? "RM" : "CB", fwd ? d->rm : d->cb);
+    snprintf(spec, cap, "conv_direct -DVW=%d -D%s=%d%s", d->vw, fwd ? "RM" : "CB", fwd ? d->rm : d->cb,
+             epi && epi->avgpool ? " -DAVGPOOL=1" : "");
 }
 
 /* The kernels read 2*VW output pixels of a row as two vectors that slide
@@ -72,6 +74,7 @@ static void forward_split(const clt_device *dev, const clt_conv_geom *g, clt_con
     size_t per = blocks * (size_t)g->n, rgroups = per >= want ? 1 : (want + per - 1) / per;
     if (rgroups > (size_t)g->oh) rgroups = (size_t)g->oh;
     d->rows = (int)(((size_t)g->oh + rgroups - 1) / rgroups);
+    d->rows += g->oh % 2 == 0 && d->rows % 2; /* row pairs for a fused pooling */
     rgroups = ((size_t)g->oh + (size_t)d->rows - 1) / (size_t)d->rows;
     d->items = (size_t)g->n * rgroups;
 }
@@ -137,17 +140,18 @@ static clt_status direct_forward(clt_device *dev, const clt_conv_plan *plan, cl_
     cl_mem scratch = NULL, in;
     cl_ulong in_off;
     if (d->copy) CLT_TRY(clt_device_scratch(dev, d->xp_elems * sizeof(float), &scratch));
-    char spec[48];
-    program(d, 1, spec, sizeof spec);
+    char spec[64];
+    program(d, 1, epi, spec, sizeof spec);
     CLT_TRY(direct_input(dev, plan, spec, x, scratch, &in, &in_off));
     size_t blocks = ((size_t)g->co + (size_t)d->rm - 1) / (size_t)d->rm;
     int has_bias = b != NULL, relu = clt_epi_relu(epi);
     cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
+    cl_mem ym = epi && epi->avgpool && epi->relu ? epi->y : y; /* a pooling's ReLU output; else unused */
     return clt_launch_2d(dev, spec, "conv_direct_fwd", blocks, d->items, clt_conv_group_x(dev, blocks), 1,
                          CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
                                   CLT_ARG(d->hp), CLT_ARG(d->wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
                                   CLT_ARG(d->rows), CLT_ARG(in), CLT_ARG(in_off), CLT_ARG(w),
-                                  CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu), CLT_ARG(y)));
+                                  CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu), CLT_ARG(y), CLT_ARG(ym)));
 }
 
 /* dw, and db too when it is not NULL (the kernel sums dy on the way). */
@@ -166,8 +170,8 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
         CLT_TRY(clt_device_scratch(dev, (d->xp_elems + d->part_elems) * sizeof(float), &scratch));
     cl_ulong part_off = d->xp_elems;
     cl_ulong dbpart_off = part_off + clt_conv_round_up((size_t)chunks * g->co * (size_t)ckk, ALIGN);
-    char spec[48];
-    program(d, 0, spec, sizeof spec);
+    char spec[64];
+    program(d, 0, epi, spec, sizeof spec);
     CLT_TRY(direct_input(dev, plan, spec, x, scratch, &in, &in_off));
     cl_mem part = chunks > 1 ? scratch : dw;
     cl_ulong poff = chunks > 1 ? part_off : 0;

@@ -13,8 +13,15 @@
 #include "runtime/cl.h"
 
 typedef struct clt_epilogue {
-    int relu; /* 1: a ReLU follows the op; 0: nothing fused */
-    cl_mem y; /* backward: the fused forward's output (after the ReLU) */
+    int relu;     /* 1: a ReLU follows the op; 0: nothing fused */
+    cl_mem y;     /* backward: the fused forward's output (after the ReLU); see avgpool */
+    /* 1: a 2x2 stride-2 average pooling follows too (convolutions where
+     * clt_conv_fuses_avgpool): the forward stores the pooled output and
+     * the backward reads the pooling's dy, so the pooling has no passes of
+     * its own and the convolution's dy is never written. With a ReLU, its
+     * output at the convolution's size goes to y in the forward too (the
+     * backward's derivative reads it). */
+    int avgpool;
 } clt_epilogue;
 
 /* The kernels' `relu` argument; NULL means no epilogue. */
@@ -26,7 +33,7 @@ static inline cl_mem clt_epi_mask(const clt_epilogue *e, cl_mem any) { return cl
  * the caller in the error). */
 static inline clt_status clt_epi_check_backward(const clt_epilogue *e, const char *op)
 {
-    if (clt_epi_relu(e) && !e->y)
+    if (clt_epi_relu(e) && !e->avgpool && !e->y)
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: a fused ReLU needs the forward's output", op);
     return CLT_OK;
 }

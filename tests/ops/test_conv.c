@@ -765,7 +765,7 @@ static void check_epilogue(clt_device *dev, case_data *d, const char *algo)
     clt_conv_plan *plan = NULL;
     REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
     clt_tensor *yf = tensor(dev, 4, (int64_t[]){r->n, r->co, r->oh, r->ow}, NULL);
-    clt_epilogue fwd = {1, NULL};
+    clt_epilogue fwd = {.relu = 1};
     CHECK_OK(clt_tensor_fill(yf, NAN));
     CHECK_OK(clt_conv_plan_forward(dev, plan, d->tx->buf, d->tw->buf, d->tb->buf, &fwd, yf->buf));
     CHECK_OK(clt_conv_plan_forward(dev, plan, d->tx->buf, d->tw->buf, d->tb->buf, NULL, d->ty->buf));
@@ -791,7 +791,7 @@ static void check_epilogue(clt_device *dev, case_data *d, const char *algo)
     clt_tensor *dx2 = tensor(dev, 4, (int64_t[]){r->n, r->c, r->h, r->w}, NULL);
     clt_tensor *dw2 = tensor(dev, 4, (int64_t[]){r->co, r->c, r->k, r->k}, NULL);
     clt_tensor *db2 = tensor(dev, 1, (int64_t[]){r->co}, NULL);
-    clt_epilogue bwd = {1, yf->buf};
+    clt_epilogue bwd = {.relu = 1, .y = yf->buf};
     CHECK_OK(clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, tdy->buf, &bwd, d->tdx->buf, d->tdw->buf,
                                     d->tdb->buf));
     CHECK_OK(clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, tdym->buf, NULL, dx2->buf, dw2->buf,
@@ -805,9 +805,19 @@ static void check_epilogue(clt_device *dev, case_data *d, const char *algo)
               names[k], SHAPE_ARGS(d, algo));
         free(a), free(b);
     }
-    clt_epilogue no_y = {1, NULL};
+    clt_epilogue no_y = {.relu = 1};
     EXPECT_ERR(CLT_ERR_INVALID_ARG, "output",
                clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, tdy->buf, &no_y, NULL, d->tdw->buf, NULL));
+    /* A fused pooling only where the direct kernels run it, and never with
+     * backward-data (test_net has its arithmetic). */
+    clt_epilogue pooled = {.relu = 1, .avgpool = 1};
+    if (!clt_conv_fuses_avgpool(dev, &g))
+        EXPECT_ERR(CLT_ERR_INTERNAL, "pooling",
+                   clt_conv_plan_forward(dev, plan, d->tx->buf, d->tw->buf, d->tb->buf, &pooled, yf->buf));
+    else
+        EXPECT_ERR(CLT_ERR_INTERNAL, "backward-data",
+                   clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, tdy->buf, &pooled, d->tdx->buf,
+                                          d->tdw->buf, NULL));
     free(fused), free(plain), free(dy), free(dym);
     clt_tensor_destroy(yf), clt_tensor_destroy(tdy), clt_tensor_destroy(tdym);
     clt_tensor_destroy(dx2), clt_tensor_destroy(dw2), clt_tensor_destroy(db2);
@@ -818,6 +828,7 @@ static void test_epilogue(clt_device *dev)
 {
     static const int cases[][8] = {
         {5, 1, 28, 27, 20, 3, 1, 0}, /* direct forward and backward-weights (LeNet conv1-like) */
+        {2, 1, 18, 18, 5, 3, 1, 0},  /* the same where a pooling would fuse */
         {3, 20, 13, 11, 50, 5, 1, 0}, /* lanes (LeNet conv2-like) */
         {37, 5, 9, 8, 7, 1, 2, 0},   /* strided 1x1: subsampled lanes, 32 lanes */
         {9, 3, 5, 5, 6, 5, 1, 0},    /* 1x1 output: the flat copies */

@@ -28,6 +28,12 @@ static const struct {
 } variants[] = {
     {"", ""},
     {"conv_direct", "-DVW=8"},
+    {"conv_direct", "-DVW=8 -DRM=4"},
+    {"conv_direct", "-DVW=16 -DCB=3"},
+    {"conv_direct", "-DVW=8 -DRM=4 -DAVGPOOL=1"},
+    {"conv_direct", "-DVW=16 -DRM=10 -DAVGPOOL=1"},
+    {"conv_direct", "-DVW=8 -DCB=1 -DAVGPOOL=1"},
+    {"conv_direct", "-DVW=16 -DCB=2 -DAVGPOOL=1"},
     {"pool", "-DPV=4"},
     {"sgd", "-DEW=8"},
     {"adam", "-DEW=16"},
