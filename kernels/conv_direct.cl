@@ -13,8 +13,8 @@
 #if VW != 8 && VW != 16
 #error "VW must be 8 or 16"
 #endif
-#ifndef AVGPOOL
-#define AVGPOOL 0 /* 1: a 2x2 stride-2 average pooling after the convolution is fused (conv_direct.c) */
+#ifndef POOL
+#define POOL 0 /* a 2x2 stride-2 pooling after the convolution fused (conv_direct.c): 1 average, 2 max */
 #endif
 #define TG 9     /* taps per backward-weights work-item */
 #define MAX_CB 3 /* most output channels per backward-weights work-item */
@@ -151,31 +151,48 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
     }
 }
 
-/* A 2x2 stride-2 average pooling fused into the forward (-DAVGPOOL=1;
- * conv_direct.c plans it for even OH and OW >= VW, R even): the rows in
- * pairs, each pair's pooled values stored as the pooling kernel computes
- * them, ((0 + y00 + y01) + y10) + y11) / 4 (pool.cl): the same bits, and
- * the convolution's output is never written. The first row's column pair
- * sums wait in registers for the second row. relu: y is the ReLU's
- * output, whose values ym keeps at the convolution's size for the
- * backward's derivative (recomputing them there doubled its time). */
-#if AVGPOOL
+/* A 2x2 stride-2 pooling fused into the forward (-DPOOL=1 average, 2
+ * max; conv_direct.c plans it for even OH and OW >= VW, R even): the rows
+ * in pairs, each pair's pooled values computed as the pooling kernels do
+ * (pool.cl): the average ((0 + y00 + y01) + y10) + y11) / 4, the max in
+ * raster order taking a value > the best or NaN, with its position 0-3
+ * (the same bits, ties and NaN included). The first row's column pairs
+ * (their sums, or their best and its position) wait in registers for the
+ * second row. relu: the pooling's input is the ReLU's output; average
+ * pooling stores that at the convolution's size in ym too, for the
+ * backward's derivative (recomputing it there doubled its time); max
+ * pooling's backward needs only the pooled value at the argmax. */
+#if POOL
 #if VW == 16
 #define floatH float8
+#define intH int8
 #define vloadH vload8
 #define vstoreH vstore8
+#define convert_ucharV convert_uchar16
+#define convert_intH convert_int8
 #else
 #define floatH float4
+#define intH int4
 #define vloadH vload4
 #define vstoreH vstore4
+#define convert_ucharV convert_uchar8
+#define convert_intH convert_int4
 #endif
-/* Each column pair's sum in window order from 0 (-0 + 0 is +0, as pool.cl). */
-#define PAIR_SUM(v) (((floatH)0.0f + (v).even) + (v).odd)
+#define ucharV CAT(uchar, VW)
 
-INLINE void direct_fwd_avgpool(int rm, int N, int C, int CO, int K, int HP, int WPP, int OH, int OW, int R,
-                               __global const float *xp, ulong xp_off, __global const float *w,
-                               __global const float *bias, int has_bias, int relu, __global float *y,
-                               __global float *ym)
+/* The best of (e, o) taking o where it is greater or NaN (pool.cl's
+ * order); pos gets at where o won. */
+#define MAX_STEP(best, pos, o, at)                                                                  \
+    do {                                                                                            \
+        intV t_ = isgreater((o), (best)) | isnan(o);                                                \
+        (best) = select((best), (o), t_);                                                           \
+        (pos) = select((pos), (intV)(at), t_);                                                      \
+    } while (0)
+
+INLINE void direct_fwd_pool(int rm, int N, int C, int CO, int K, int HP, int WPP, int OH, int OW, int R,
+                            __global const float *xp, ulong xp_off, __global const float *w,
+                            __global const float *bias, int has_bias, int relu, __global float *y,
+                            __global float *ym, __global uchar *argmax)
 {
     __global const float *wr[MAX_RM];
     float bv[MAX_RM];
@@ -187,7 +204,10 @@ INLINE void direct_fwd_avgpool(int rm, int N, int C, int CO, int K, int HP, int 
     for (int oy = oy0; oy < oy1; oy += 2) {
         for (int ob = 0; ob < oblocks; ob++) {
             int s0 = min(ob * 2 * VW, last), s1 = min(ob * 2 * VW + VW, last);
+            /* top: the first row's pair sums or best values (halves from
+             * s0 and s1); pos: the max's window positions */
             floatV acc[2][MAX_RM], top[MAX_RM];
+            intV pos[MAX_RM];
             for (int ry = 0; ry < 2; ry++) {
                 direct_row(rm, acc, xn, wr, C, K, HP, WPP, oy + ry, s0, s1);
 #pragma unroll
@@ -198,19 +218,37 @@ INLINE void direct_fwd_avgpool(int rm, int N, int C, int CO, int K, int HP, int 
                     if (relu) {
                         v0 = RELU_FWD(v0);
                         v1 = RELU_FWD(v1);
+                    }
+                    floatV e = (floatV)(v0.even, v1.even), o = (floatV)(v0.odd, v1.odd);
+#if POOL == 1
+                    if (relu) {
                         __global float *yr = ym + (((size_t)n * CO + co) * OH + oy + ry) * OW;
                         vstoreV(v0, 0, yr + s0);
                         vstoreV(v1, 0, yr + s1);
                     }
                     if (ry == 0) {
-                        top[r] = (floatV)(PAIR_SUM(v0), PAIR_SUM(v1));
-                    } else {
-                        floatV p = (top[r] + (floatV)(v0.even, v1.even)) + (floatV)(v0.odd, v1.odd);
-                        p = p / 4.0f;
-                        __global float *yp = y + (((size_t)n * CO + co) * PH + oy / 2) * PW;
-                        vstoreH(p.lo, 0, yp + s0 / 2);
-                        vstoreH(p.hi, 0, yp + s1 / 2);
+                        top[r] = ((floatV)0.0f + e) + o; /* from 0, as pool.cl (-0 + 0 is +0) */
+                        continue;
                     }
+                    floatV p = ((top[r] + e) + o) / 4.0f;
+#else
+                    if (ry == 0) {
+                        top[r] = e;
+                        pos[r] = (intV)0;
+                        MAX_STEP(top[r], pos[r], o, 1);
+                        continue;
+                    }
+                    MAX_STEP(top[r], pos[r], e, 2);
+                    MAX_STEP(top[r], pos[r], o, 3);
+                    floatV p = top[r];
+                    ucharV c = convert_ucharV(pos[r]);
+                    __global uchar *ap = argmax + (((size_t)n * CO + co) * PH + oy / 2) * PW;
+                    vstoreH(c.lo, 0, ap + s0 / 2);
+                    vstoreH(c.hi, 0, ap + s1 / 2);
+#endif
+                    __global float *yp = y + (((size_t)n * CO + co) * PH + oy / 2) * PW;
+                    vstoreH(p.lo, 0, yp + s0 / 2);
+                    vstoreH(p.hi, 0, yp + s1 / 2);
                 }
             }
         }
@@ -232,10 +270,13 @@ INLINE void direct_fwd_avgpool(int rm, int N, int C, int CO, int K, int HP, int 
 #if RM != 2 && RM != 4 && RM != 8 && RM != 10
 #error "RM must be 2, 4, 8 or 10"
 #endif
-#if AVGPOOL
-__kernel void conv_direct_fwd(DIRECT_ARGS, __global float *ym) { direct_fwd_avgpool(RM, DIRECT_PASS, ym); }
+#if POOL
+__kernel void conv_direct_fwd(DIRECT_ARGS, __global float *ym, __global uchar *argmax)
+{
+    direct_fwd_pool(RM, DIRECT_PASS, ym, argmax);
+}
 #else
-__kernel void conv_direct_fwd(DIRECT_ARGS, __global float *ym) { direct_fwd(RM, DIRECT_PASS); }
+__kernel void conv_direct_fwd(DIRECT_ARGS, __global float *ym, __global uchar *argmax) { direct_fwd(RM, DIRECT_PASS); }
 #endif
 #endif
 
@@ -252,28 +293,42 @@ __kernel void conv_direct_fwd(DIRECT_ARGS, __global float *ym) { direct_fwd(RM, 
  * infinite). Rows shorter than VW read dy with a zero tail and xp
  * VW + K - 1 wide. Each x vector feeds the CB channels (CB*TG
  * accumulators); the lanes are summed at the end. relu: dy is read through
- * a fused ReLU's derivative, from that ReLU's output ym. Global:
+ * a fused ReLU's derivative, from that ReLU's output ym. A fused pooling
+ * (-DPOOL): dy is the pooling's, spread by pooled_dy. Global:
  * (ceil(CO/CB), groups*chunks). */
-#if AVGPOOL
+#if POOL
 #if VW == 16
 #define POOL_DUP ((uint16)(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7))
+#define POOL_COL ((intV)(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1))
 #else
 #define POOL_DUP ((uint8)(0, 0, 1, 1, 2, 2, 3, 3))
+#define POOL_COL ((intV)(0, 1, 0, 1, 0, 1, 0, 1))
 #endif
-/* With the pooling fused, dy is the pooling's (N, CO, OH/2, OW/2): the
- * VW pixels from column sv (even) of row oy get their window's dy / 4, as
- * pool.cl's backward gives them. */
-INLINE floatV pooled_dy(__global const float *dy, int n, int co, int CO, int OH, int OW, int oy, int sv)
+/* With the pooling fused, dy is the pooling's (N, CO, OH/2, OW/2): the VW
+ * pixels from column sv (even) of row oy get what pool.cl's backward
+ * gives them: their window's dy / 4 (average), or the window's dy where
+ * the pixel is its argmax and 0 elsewhere (max; relu: through the ReLU's
+ * derivative at the pooled value ym, the argmax's own output). */
+INLINE floatV pooled_dy(__global const float *dy, int relu, __global const float *ym,
+                        __global const uchar *argmax, int n, int co, int CO, int OH, int OW, int oy, int sv)
 {
-    int PW = OW / 2;
-    return shuffle(vloadH(0, dy + (((size_t)n * CO + co) * (OH / 2) + oy / 2) * PW + sv / 2) / 4.0f, POOL_DUP);
+    size_t at = (((size_t)n * CO + co) * (OH / 2) + oy / 2) * (OW / 2) + sv / 2;
+#if POOL == 1
+    (void)relu, (void)ym, (void)argmax;
+    return shuffle(vloadH(0, dy + at) / 4.0f, POOL_DUP);
+#else
+    floatH d = vloadH(0, dy + at);
+    if (relu) d = RELU_BWD(vloadH(0, ym + at), d);
+    intV a = shuffle(convert_intH(vloadH(0, argmax + at)), POOL_DUP);
+    return select((floatV)0.0f, shuffle(d, POOL_DUP), a == POOL_COL + 2 * (oy & 1));
+#endif
 }
 #endif
 
 INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int K, int HP, int WPP, int OH,
                                int OW, int imgs, int groups, int chunks,
                                __global const float *xp, ulong xp_off, __global const float *dy,
-                               int relu, __global const float *ym,
+                               int relu, __global const float *ym, __global const uchar *argmax,
                                __global float *part, ulong part_off, int has_db,
                                __global float *dbpart, ulong dbpart_off)
 {
@@ -323,9 +378,9 @@ INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int K, int HP, int 
                 floatV d[MAX_CB];
 #pragma unroll
                 for (int a = 0; a < cb; a++) {
-#if AVGPOOL
-                    floatV dv = pooled_dy(dy, n, min(co0 + a, CO - 1), CO, OH, OW, oy, sv);
-                    if (relu) dv = RELU_BWD(vloadV(0, ym + dr + dco[a] + sv), dv);
+#if POOL
+                    floatV dv = pooled_dy(dy, relu, ym, argmax, n, min(co0 + a, CO - 1), CO, OH, OW, oy, sv);
+                    if (POOL == 1 && relu) dv = RELU_BWD(vloadV(0, ym + dr + dco[a] + sv), dv);
 #else
                     size_t at = dr + dco[a];
                     floatV dv = OW >= VW ? vloadV(0, dy + at + sv) : loadV_tail(dy + at, OW);
@@ -361,11 +416,12 @@ INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int K, int HP, int 
 #define BWDW_DIRECT_ARGS                                                                        \
     int N, int C, int CO, int K, int HP, int WPP, int OH, int OW, int imgs, int groups,         \
         int chunks, __global const float *xp, ulong xp_off, __global const float *dy, int relu, \
-        __global const float *ym, __global float *part, ulong part_off, int has_db,             \
+        __global const float *ym, __global const uchar *argmax, __global float *part, ulong part_off,   \
+        int has_db,                                                                             \
         __global float *dbpart, ulong dbpart_off
 #define BWDW_DIRECT_PASS                                                                        \
-    N, C, CO, K, HP, WPP, OH, OW, imgs, groups, chunks, xp, xp_off, dy, relu, ym, part, part_off, \
-        has_db, dbpart, dbpart_off
+    N, C, CO, K, HP, WPP, OH, OW, imgs, groups, chunks, xp, xp_off, dy, relu, ym, argmax, part,   \
+        part_off, has_db, dbpart, dbpart_off
 #ifdef CB
 #if CB < 1 || CB > 3
 #error "CB must be 1, 2 or 3"

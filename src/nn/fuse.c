@@ -13,24 +13,25 @@
 
 int clt_layer_passes_through(const clt_layer *l) { return l->kind->alias || l->fused; }
 
-/* A 2x2 stride-2 average pooling after the first layer with parameters
- * (and its fused relu) runs in that layer's store too, where it can
- * (LeNet's conv1, relu, avgpool: the convolution's 14 MB output and dy at
- * batch 256 are never written). Only the first: its backward has no dx to
- * compute, which would need dy at the convolution's resolution. */
-static void fuse_avgpool(clt_model *m, const clt_device *dev)
+/* A 2x2 stride-2 pooling (average or max) after the first layer with
+ * parameters (and its fused relu) runs in that layer's store too, where it
+ * can (LeNet's conv1, relu, avgpool: the pooling's passes go, and the
+ * convolution's 14 MB dy at batch 256 is never written or read; with max
+ * pooling the convolution's output is not written either). Only the
+ * first: its backward has no dx to compute, which would need dy at the
+ * convolution's size. */
+static void fuse_pool(clt_model *m, const clt_device *dev)
 {
     int i = 0;
     while (i < m->n_layers && m->layers[i].n_params == 0) i++;
     if (i >= m->n_layers) return;
     clt_layer *l = &m->layers[i];
     int next = i + 1 + (l->relu_epilogue && i + 1 < m->n_layers);
-    if (next >= m->n_layers || !l->kind->fuses_avgpool) return;
+    if (next >= m->n_layers || !l->kind->fuses_pool) return;
     clt_layer *pool = &m->layers[next];
     int stride = pool->nargs > 1 ? pool->args[1] : pool->args[0];
-    if (pool->kind != &clt_layer_pool || pool->variant != CLT_POOL_AVG || pool->args[0] != 2 || stride != 2) return;
-    if (!l->kind->fuses_avgpool(l, dev)) return;
-    l->avgpool_epilogue = 1;
+    if (pool->kind != &clt_layer_pool || pool->args[0] != 2 || stride != 2 || !l->kind->fuses_pool(l, dev)) return;
+    l->pool_epilogue = pool->variant == CLT_POOL_MAX ? CLT_EPI_POOL_MAX : CLT_EPI_POOL_AVG;
     l->pooled = pool->out;
     pool->fused = 1;
 }
@@ -48,5 +49,5 @@ void clt_model_fuse(clt_model *m, const clt_device *dev)
     }
     for (int i = 0; i < m->n_layers; i++)
         if (m->layers[i].kind->fuse_parts) m->layers[i].kind->fuse_parts(&m->layers[i], dev);
-    fuse_avgpool(m, dev);
+    fuse_pool(m, dev);
 }

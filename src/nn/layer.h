@@ -83,10 +83,10 @@ typedef struct clt_layer_kind {
     /* A composite layer's own fusion of its parts (src/nn/fuse.c calls it
      * where the device fuses); NULL: none. */
     void (*fuse_parts)(clt_layer *l, const clt_device *dev);
-    /* Whether a 2x2 stride-2 average pooling after it (and after its fused
+    /* Whether a 2x2 stride-2 pooling after it (and after its fused
      * relu, if any) can run in its store on dev, where it is the net's
      * first layer with parameters (ops/epilogue.h); NULL: never. */
-    int (*fuses_avgpool)(const clt_layer *l, const clt_device *dev);
+    int (*fuses_pool)(const clt_layer *l, const clt_device *dev);
 } clt_layer_kind;
 
 struct clt_layer {
@@ -106,8 +106,8 @@ struct clt_layer {
     int priv_cap;         /* batch capacity of the batch-sized ones among them */
     int last_training;    /* mode of the last forward (batch norm's backward) */
     int relu_epilogue;    /* the relu after this layer runs in its store (src/nn/fuse.c) */
-    int avgpool_epilogue; /* the average pooling after this layer runs in its store (src/nn/fuse.c) */
-    clt_shape pooled;     /* with avgpool_epilogue: that pooling's output, which this layer stores */
+    int pool_epilogue;    /* CLT_EPI_POOL_*: the pooling after this layer runs in its store (src/nn/fuse.c) */
+    clt_shape pooled;     /* with pool_epilogue: that pooling's output, which this layer stores */
     int fused;            /* this relu or pooling runs in a layer before: no buffer, no pass of its own */
     clt_layer *subs;      /* composite layers (residual block): their parts */
     int n_subs;
@@ -135,7 +135,7 @@ clt_status clt_layer_fail(const clt_layer *l, clt_status s, const char *fmt, ...
 
 /* The shape a layer's forward stores: its output, or that of a pooling
  * fused into it. */
-static inline const clt_shape *clt_layer_stored(const clt_layer *l) { return l->avgpool_epilogue ? &l->pooled : &l->out; }
+static inline const clt_shape *clt_layer_stored(const clt_layer *l) { return l->pool_epilogue ? &l->pooled : &l->out; }
 /* fuses_relu of the kinds whose every path stores through the epilogue. */
 int clt_layer_fuses_always(const clt_layer *l, const clt_device *dev);
 /* The convolution plan a conv layer keeps in kind_state for geometry g,

@@ -60,11 +60,13 @@ void clt_layer_release_conv_plan(clt_layer *l)
     l->kind_state = NULL;
 }
 
-/* What runs in the store: a fused relu and pooling. y: the forward's
- * output for the relu's derivative, which a fused pooling keeps in aux. */
+/* What runs in the store: a fused relu and pooling, with y the forward's
+ * output for the relu's derivative (kept in aux by a fused average
+ * pooling) and a max pooling's argmax in aux. */
 static clt_epilogue epilogue(const clt_layer *l, cl_mem y)
 {
-    return (clt_epilogue){l->relu_epilogue, l->avgpool_epilogue ? l->aux : y, l->avgpool_epilogue};
+    int avg = l->pool_epilogue == CLT_EPI_POOL_AVG, max = l->pool_epilogue == CLT_EPI_POOL_MAX;
+    return (clt_epilogue){l->relu_epilogue, avg ? l->aux : y, l->pool_epilogue, max ? l->aux : NULL};
 }
 
 static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
@@ -86,19 +88,22 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
     return clt_conv_plan_backward(dev, p, x, l->params[0].w, dy, &e, dx, l->params[0].g, l->params[1].g);
 }
 
-static int fuses_avgpool(const clt_layer *l, const clt_device *dev)
+static int fuses_pool(const clt_layer *l, const clt_device *dev)
 {
     clt_conv_geom g;
-    return geom(l, 1, &g) == CLT_OK && clt_conv_fuses_avgpool(dev, &g);
+    return geom(l, 1, &g) == CLT_OK && clt_conv_fuses_pool(dev, &g);
 }
 
-/* With a pooling fused after a fused relu: the relu's output at the
- * convolution's size (ops/epilogue.h). */
+/* A fused pooling's state from forward to backward (ops/epilogue.h): an
+ * average pooling after a relu keeps the relu's output, a max pooling its
+ * argmax. */
 static size_t aux_bytes(const clt_layer *l)
 {
-    return l->avgpool_epilogue && l->relu_epilogue ? (size_t)clt_shape_numel(&l->out) * sizeof(float) : 0;
+    if (l->pool_epilogue == CLT_EPI_POOL_MAX) return (size_t)clt_shape_numel(&l->pooled);
+    if (l->pool_epilogue == CLT_EPI_POOL_AVG && l->relu_epilogue) return (size_t)clt_shape_numel(&l->out) * sizeof(float);
+    return 0;
 }
 
 /* Every algorithm stores through the epilogue. */
 const clt_layer_kind clt_layer_conv = {"conv", configure, forward, backward, aux_bytes, 0, clt_layer_release_conv_plan,
-                                       clt_layer_fuses_always, NULL, fuses_avgpool};
+                                       clt_layer_fuses_always, NULL, fuses_pool};

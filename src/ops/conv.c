@@ -195,7 +195,7 @@ static clt_status check_plan(const clt_device *dev, const clt_conv_plan *plan, c
     return CLT_OK;
 }
 
-int clt_conv_fuses_avgpool(const clt_device *dev, const clt_conv_geom *g)
+int clt_conv_fuses_pool(const clt_device *dev, const clt_conv_geom *g)
 {
     int lanes = 0;
     if (!dev || !g || clt_conv_uses_lanes(dev, &lanes) != CLT_OK || !lanes) return 0;
@@ -207,12 +207,12 @@ int clt_conv_fuses_avgpool(const clt_device *dev, const clt_conv_geom *g)
 }
 
 /* A fused pooling runs in the direct kernels only; the layer fuses it
- * where clt_conv_fuses_avgpool says they run. */
+ * where clt_conv_fuses_pool says they run. */
 static clt_status check_pooled(const clt_conv_plan *plan, int pass, const clt_epilogue *epi, const char *op)
 {
-    if (!epi || !epi->avgpool) return CLT_OK;
-    if (plan->algo[pass] != &clt_conv_direct || !clt_conv_fuses_avgpool(plan->dev, &plan->g))
-        return clt_fail(CLT_ERR_INTERNAL, "%s: a fused average pooling where the direct kernels do not run", op);
+    if (!epi || !epi->pool) return CLT_OK;
+    if (plan->algo[pass] != &clt_conv_direct || !clt_conv_fuses_pool(plan->dev, &plan->g))
+        return clt_fail(CLT_ERR_INTERNAL, "%s: a fused pooling where the direct kernels do not run", op);
     return CLT_OK;
 }
 
@@ -224,8 +224,11 @@ clt_status clt_conv_plan_forward(clt_device *dev, const clt_conv_plan *plan, cl_
     const clt_conv_algo *a = plan->algo[CLT_CONV_FWD];
     if (!a) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d forward: the plan does not cover the forward");
     CLT_TRY(check_pooled(plan, CLT_CONV_FWD, epi, "conv2d forward"));
-    if (clt_epi_relu(epi) && epi->avgpool && !epi->y)
-        return clt_fail(CLT_ERR_INVALID_ARG, "conv2d forward: a fused ReLU and pooling need a buffer for the ReLU's output");
+    if (clt_epi_relu(epi) && epi->pool == CLT_EPI_POOL_AVG && !epi->y)
+        return clt_fail(CLT_ERR_INVALID_ARG,
+                        "conv2d forward: a fused ReLU and average pooling need a buffer for the ReLU's output");
+    if (epi && epi->pool == CLT_EPI_POOL_MAX && !epi->argmax)
+        return clt_fail(CLT_ERR_INVALID_ARG, "conv2d forward: a fused max pooling needs a buffer for the argmax");
     return a->forward(dev, plan, x, w, b, epi, y);
 }
 
@@ -242,7 +245,7 @@ clt_status clt_conv_plan_backward(clt_device *dev, const clt_conv_plan *plan, cl
     if ((dx && !data) || (dw && !weights))
         return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: the plan does not cover %s",
                         dx && !data ? "backward-data" : "backward-weights");
-    if (epi && epi->avgpool && (dx || !dw))
+    if (epi && epi->pool && (dx || !dw))
         return clt_fail(CLT_ERR_INTERNAL, "conv2d backward: a fused pooling with %s",
                         dx ? "backward-data (not a first layer)" : "no weight gradient");
     CLT_TRY(check_pooled(plan, CLT_CONV_BWD_WEIGHTS, epi, "conv2d backward"));

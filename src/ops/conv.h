@@ -57,15 +57,15 @@ void clt_conv_plan_describe(const clt_conv_plan *plan, int pass, char *buf, size
 /* The same for what a raw launcher of that pass alone runs on dev (it
  * tunes the pass first where the device tunes). */
 clt_status clt_conv_describe_raw(clt_device *dev, const clt_conv_geom *g, int pass, char *buf, size_t cap);
-/* Whether a 2x2 stride-2 average pooling after a convolution of geometry
- * g (its batch aside) fuses into it on dev (ops/epilogue.h, avgpool): where
- * its forward and backward-weights run the direct algorithm (CPU devices,
- * stride 1, no padding, a first layer's c*k*k <= 9) with even output rows
- * and columns, at least 16 columns. Such a convolution has no
- * backward-data: it must be a net's first layer with parameters. */
-int clt_conv_fuses_avgpool(const clt_device *dev, const clt_conv_geom *g);
+/* Whether a 2x2 stride-2 pooling (average or max) after a convolution of
+ * geometry g (its batch aside) fuses into it on dev (ops/epilogue.h,
+ * pool): where its forward and backward-weights run the direct algorithm
+ * (CPU devices, stride 1, no padding, a first layer's c*k*k <= 9) with
+ * even output rows and columns, at least 16 columns. Such a convolution
+ * has no backward-data: it must be a net's first layer with parameters. */
+int clt_conv_fuses_pool(const clt_device *dev, const clt_conv_geom *g);
 /* y = conv(x, w) + b with a plan of dev; b may be NULL; epi (NULL: none)
- * a ReLU, and a pooling where clt_conv_fuses_avgpool, fused into the store
+ * a ReLU, and a pooling where clt_conv_fuses_pool, fused into the store
  * (ops/epilogue.h). */
 clt_status clt_conv_plan_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
                                  cl_mem b, const clt_epilogue *epi, cl_mem y);

@@ -12,6 +12,13 @@
  * (on AVX-512). It has no backward-data: a first layer's dx would be the
  * net's input.
  *
+ * A 2x2 pooling after the layer (ops/epilogue.h) runs in both kernels
+ * (-DPOOL): the forward pools row pairs in registers, the weight gradient
+ * spreads the pooling's dy while it reads it. That drops the pooling's
+ * passes and the 13.8 MB dy; the backward runs 1.3-1.5x faster, the
+ * forward about as fast as the two passes (its deinterleaving shuffles
+ * cost what the smaller store saves; bench/README.md).
+ *
  * The vector width follows the device (kernels built with -DVW): 16 where
  * its native float width is 16 (AVX-512), else 8, with register blocks
  * that keep the accumulators in 12 of the 16 AVX2 registers: forward 2
@@ -42,11 +49,11 @@ static int direct_vw(const clt_device *dev) { return dev->native_float_width >= 
 
 /* The program of the plan's vector width with the forward (fwd = 1) or
  * the backward-weights kernel of its block (kernels/conv_direct.cl), with
- * a fused average pooling where epi has one. */
+ * a fused pooling where epi has one. */
 static void program(const clt_conv_direct_params *d, int fwd, const clt_epilogue *epi, char *spec, size_t cap)
 {
-    snprintf(spec, cap, "conv_direct -DVW=%d -D%s=%d%s", d->vw, fwd ? "RM" : "CB", fwd ? d->rm : d->cb,
-             epi && epi->avgpool ? " -DAVGPOOL=1" : "");
+    snprintf(spec, cap, "conv_direct -DVW=%d -D%s=%d -DPOOL=%d", d->vw, fwd ? "RM" : "CB", fwd ? d->rm : d->cb,
+             epi ? epi->pool : 0);
 }
 
 /* The kernels read 2*VW output pixels of a row as two vectors that slide
@@ -146,12 +153,16 @@ static clt_status direct_forward(clt_device *dev, const clt_conv_plan *plan, cl_
     size_t blocks = ((size_t)g->co + (size_t)d->rm - 1) / (size_t)d->rm;
     int has_bias = b != NULL, relu = clt_epi_relu(epi);
     cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
-    cl_mem ym = epi && epi->avgpool && epi->relu ? epi->y : y; /* a pooling's ReLU output; else unused */
+    /* an average pooling's ReLU output, a max pooling's argmax; else any
+     * valid buffer, unused */
+    cl_mem ym = epi && epi->pool == CLT_EPI_POOL_AVG && epi->relu ? epi->y : y;
+    cl_mem argmax = epi && epi->pool == CLT_EPI_POOL_MAX ? epi->argmax : y;
     return clt_launch_2d(dev, spec, "conv_direct_fwd", blocks, d->items, clt_conv_group_x(dev, blocks), 1,
                          CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
                                   CLT_ARG(d->hp), CLT_ARG(d->wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
                                   CLT_ARG(d->rows), CLT_ARG(in), CLT_ARG(in_off), CLT_ARG(w),
-                                  CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu), CLT_ARG(y), CLT_ARG(ym)));
+                                  CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu), CLT_ARG(y), CLT_ARG(ym),
+                                  CLT_ARG(argmax)));
 }
 
 /* dw, and db too when it is not NULL (the kernel sums dy on the way). */
@@ -177,6 +188,7 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
     cl_ulong poff = chunks > 1 ? part_off : 0;
     int has_db = db != NULL, relu = clt_epi_relu(epi);
     cl_mem ym = clt_epi_mask(epi, dy);
+    cl_mem argmax = epi && epi->pool == CLT_EPI_POOL_MAX ? epi->argmax : dy; /* else unused */
     cl_mem dbpart = chunks > 1 ? scratch : db ? db : dw;
     cl_ulong dboff = chunks > 1 ? dbpart_off : 0;
     CLT_TRY(clt_launch_2d(dev, spec, "conv_direct_bwd_weights", ((size_t)g->co + (size_t)d->cb - 1) / (size_t)d->cb,
@@ -184,7 +196,8 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
                           CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
                                    CLT_ARG(d->hp), CLT_ARG(d->wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
                                    CLT_ARG(d->imgs), CLT_ARG(d->groups), CLT_ARG(chunks), CLT_ARG(in),
-                                   CLT_ARG(in_off), CLT_ARG(dy), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(part),
+                                   CLT_ARG(in_off), CLT_ARG(dy), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(argmax),
+                                   CLT_ARG(part),
                                    CLT_ARG(poff),
                                    CLT_ARG(has_db), CLT_ARG(dbpart), CLT_ARG(dboff))));
     if (chunks == 1) return CLT_OK;

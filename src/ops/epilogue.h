@@ -12,16 +12,23 @@
 #include "core/error.h"
 #include "runtime/cl.h"
 
+/* A 2x2 stride-2 pooling fused after a convolution (clt_conv_fuses_pool). */
+enum { CLT_EPI_POOL_NONE, CLT_EPI_POOL_AVG, CLT_EPI_POOL_MAX };
+
 typedef struct clt_epilogue {
     int relu;     /* 1: a ReLU follows the op; 0: nothing fused */
-    cl_mem y;     /* backward: the fused forward's output (after the ReLU); see avgpool */
-    /* 1: a 2x2 stride-2 average pooling follows too (convolutions where
-     * clt_conv_fuses_avgpool): the forward stores the pooled output and
-     * the backward reads the pooling's dy, so the pooling has no passes of
-     * its own and the convolution's dy is never written. With a ReLU, its
-     * output at the convolution's size goes to y in the forward too (the
-     * backward's derivative reads it). */
-    int avgpool;
+    cl_mem y;     /* backward: the fused forward's output (after the ReLU; see pool) */
+    /* CLT_EPI_POOL_*: a pooling follows (after the ReLU): the forward
+     * stores the pooled output and the backward reads the pooling's dy,
+     * so the pooling has no passes of its own and the convolution's dy is
+     * never written. Average with a ReLU: y is the ReLU's output at the
+     * convolution's size, which the forward writes too (the derivative
+     * needs it). Max: y is the pooled output (the ReLU's derivative at the
+     * window's maximum), and argmax the window's position of that maximum,
+     * one byte per pooled output (0-3 in raster order; the forward writes
+     * it). */
+    int pool;
+    cl_mem argmax;
 } clt_epilogue;
 
 /* The kernels' `relu` argument; NULL means no epilogue. */
@@ -33,7 +40,9 @@ static inline cl_mem clt_epi_mask(const clt_epilogue *e, cl_mem any) { return cl
  * the caller in the error). */
 static inline clt_status clt_epi_check_backward(const clt_epilogue *e, const char *op)
 {
-    if (clt_epi_relu(e) && !e->avgpool && !e->y)
+    if (e && e->pool == CLT_EPI_POOL_MAX && !e->argmax)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: a fused max pooling needs the forward's argmax", op);
+    if (clt_epi_relu(e) && !e->y)
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: a fused ReLU needs the forward's output", op);
     return CLT_OK;
 }

@@ -386,11 +386,13 @@ int main(void)
     against_reference(dev, "flatten,dense:7,tanh,dense:3", 1, 5, 5, 5, 3);
     against_reference(dev, "conv:4:3:1:1,bn,relu,res:4,res:6:2,gap,bn,dense:3", 2, 7, 6, 3, 3);
     against_reference(dev, "a.b=conv:3:3,bn,relu,blk=res:5:1,flatten,dense:4", 1, 6, 6, 2, 3);
-    /* A first layer's 2x2 average pooling, after its relu or alone, fused
+    /* A first layer's 2x2 pooling, after its relu or alone, fused
      * where the direct kernels run (CPU devices): odd channel blocks, rows
      * whose last vector slides back, a pooling after it. */
     against_reference(dev, "conv:6:3,relu,avgpool:2,conv:3:3,relu,avgpool:2,flatten,dense:3", 1, 18, 20, 3, 3);
     against_reference(dev, "conv:5:3,avgpool:2,flatten,dense:4", 1, 20, 18, 2, 3);
+    against_reference(dev, "conv:6:3,relu,maxpool:2,conv:3:3,relu,maxpool:2,flatten,dense:3", 1, 18, 20, 3, 3);
+    against_reference(dev, "conv:5:3,maxpool:2,flatten,dense:4", 1, 20, 18, 2, 3);
     /* dense layers fuse where they run the lanes kernels (CPU devices) */
     int dense_fuse = clt_dense_fuses(dev), lanes = 0;
     REQUIRE_OK(clt_conv_uses_lanes(dev, &lanes));
@@ -398,11 +400,15 @@ int main(void)
     fused_equals_separate(dev, "conv:6:3,relu,avgpool:2,conv:3:3,relu,avgpool:2,flatten,dense:3", 1, 18, 20, 7,
                           2 + lanes);
     fused_equals_separate(dev, "conv:5:3,avgpool:2,flatten,dense:4", 1, 20, 18, 3, lanes);
-    /* not fused: odd rows, c*k*k > 9, a 3x3 window, max pooling, not the first layer */
+    fused_equals_separate(dev, "lenet-max", 1, 28, 28, 5, 1 + 1 + dense_fuse + lanes);
+    fused_equals_separate(dev, "conv:6:3,relu,maxpool:2,conv:3:3,relu,maxpool:2,flatten,dense:3", 1, 18, 20, 7,
+                          2 + lanes);
+    fused_equals_separate(dev, "conv:5:3,maxpool:2,flatten,dense:4", 1, 20, 18, 3, lanes);
+    /* not fused: odd rows, c*k*k > 9, a 3x3 window, not the first layer */
     fused_equals_separate(dev, "conv:4:3,relu,avgpool:2,flatten,dense:3", 1, 19, 18, 3, 1);
     fused_equals_separate(dev, "conv:4:3,relu,avgpool:2,flatten,dense:3", 2, 18, 18, 3, 1);
     fused_equals_separate(dev, "conv:4:3,relu,avgpool:3:2,flatten,dense:3", 1, 18, 18, 3, 1);
-    fused_equals_separate(dev, "lenet-max", 1, 28, 28, 3, 1 + 1 + dense_fuse);
+    fused_equals_separate(dev, "conv:4:3,relu,maxpool:2:1,flatten,dense:3", 1, 18, 18, 3, 1);
     fused_equals_separate(dev, "conv:1:1,conv:4:3,relu,avgpool:2,flatten,dense:3", 1, 18, 18, 3, 1);
     /* the first layer with parameters after one without */
     fused_equals_separate(dev, "maxpool:1,conv:4:3,relu,avgpool:2,flatten,dense:3", 1, 18, 18, 3, 1 + lanes);

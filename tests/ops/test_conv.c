@@ -23,6 +23,7 @@
 #include "op_harness.h"
 #include "ops/conv.h"
 #include "ops/conv_lanes.h"
+#include "ops/pool.h"
 #include "runtime/device.h"
 #include "tensor/tensor.h"
 #include "ref_conv.h"
@@ -810,8 +811,8 @@ static void check_epilogue(clt_device *dev, case_data *d, const char *algo)
                clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, tdy->buf, &no_y, NULL, d->tdw->buf, NULL));
     /* A fused pooling only where the direct kernels run it, and never with
      * backward-data (test_net has its arithmetic). */
-    clt_epilogue pooled = {.relu = 1, .avgpool = 1};
-    if (!clt_conv_fuses_avgpool(dev, &g))
+    clt_epilogue pooled = {.relu = 1, .y = yf->buf, .pool = CLT_EPI_POOL_AVG};
+    if (!clt_conv_fuses_pool(dev, &g))
         EXPECT_ERR(CLT_ERR_INTERNAL, "pooling",
                    clt_conv_plan_forward(dev, plan, d->tx->buf, d->tw->buf, d->tb->buf, &pooled, yf->buf));
     else
@@ -824,8 +825,72 @@ static void check_epilogue(clt_device *dev, case_data *d, const char *algo)
     clt_conv_plan_destroy(plan);
 }
 
+/* A fused 2x2 pooling (ops/epilogue.h) against the separate passes
+ * (convolution with its ReLU, pooling, pooling's backward, weight
+ * gradient), bit for bit: the pooled output, dw and db. Output channel 0
+ * has zero weights, so its windows are ties (the first maximum takes the
+ * gradient); with `nans`, x holds NaN and only the pooled outputs are
+ * compared (a NaN takes the window). */
+static void check_pool_epilogue(clt_device *dev, int kind, int relu, int nans)
+{
+    set_algo(dev, "lanes");
+    case_data d;
+    case_make(dev, &d, 3, 1, 18, 20, 5, 3, 1, 0);
+    const ref_conv_shape *r = &d.r;
+    clt_conv_geom g;
+    REQUIRE_OK(clt_conv_geom_init(&g, r->n, r->c, r->h, r->w, r->co, r->k, r->s, r->p));
+    if (!clt_conv_fuses_pool(dev, &g)) {
+        case_free(&d);
+        return;
+    }
+    for (int i = 0; i < r->c * r->k * r->k; i++) d.w[i] = 0.0f;
+    if (nans)
+        for (size_t i = 7; i < ref_conv_x_size(r); i += 41) d.x[i] = NAN;
+    REQUIRE_OK(clt_tensor_upload(d.tw, d.w, (int64_t)ref_conv_w_size(r)));
+    REQUIRE_OK(clt_tensor_upload(d.tx, d.x, (int64_t)ref_conv_x_size(r)));
+    int ph = r->oh / 2, pw = r->ow / 2;
+    int64_t np = (int64_t)r->n * r->co * ph * pw, ps[1] = {np};
+    clt_pool_kind pk = kind == CLT_EPI_POOL_MAX ? CLT_POOL_MAX : CLT_POOL_AVG;
+    clt_tensor *yp = tensor(dev, 1, ps, NULL), *yp2 = tensor(dev, 1, ps, NULL), *idx = tensor(dev, 1, ps, NULL);
+    clt_tensor *code = tensor(dev, 1, ps, NULL), *y2 = tensor(dev, 1, (int64_t[]){(int64_t)ref_conv_y_size(r)}, NULL);
+    clt_tensor *dyp = tensor(dev, 1, ps, d.dy), *dw2 = tensor(dev, 4, (int64_t[]){r->co, r->c, r->k, r->k}, NULL);
+    clt_tensor *db2 = tensor(dev, 1, (int64_t[]){r->co}, NULL);
+    /* separate */
+    clt_epilogue e = {.relu = relu, .y = d.ty->buf};
+    CHECK_OK(clt_conv_forward_raw(dev, &g, d.tx->buf, d.tw->buf, d.tb->buf, &e, d.ty->buf));
+    CHECK_OK(clt_pool_forward_raw(dev, pk, r->n, r->co, r->oh, r->ow, 2, 2, d.ty->buf, yp->buf, idx->buf));
+    CHECK_OK(clt_pool_backward_raw(dev, pk, r->n, r->co, r->oh, r->ow, 2, 2, dyp->buf, idx->buf, d.tdy->buf));
+    CHECK_OK(clt_conv_backward_raw(dev, &g, d.tx->buf, d.tw->buf, d.tdy->buf, &e, NULL, d.tdw->buf, d.tdb->buf));
+    /* fused */
+    clt_epilogue f = {.relu = relu, .y = kind == CLT_EPI_POOL_AVG ? y2->buf : yp2->buf, .pool = kind,
+                      .argmax = code->buf};
+    CHECK_OK(clt_conv_forward_raw(dev, &g, d.tx->buf, d.tw->buf, d.tb->buf, &f, yp2->buf));
+    CHECK_OK(clt_conv_backward_raw(dev, &g, d.tx->buf, d.tw->buf, dyp->buf, &f, NULL, dw2->buf, db2->buf));
+    float *a = download(yp), *b = download(yp2);
+    int bad = 0;
+    for (int64_t i = 0; i < np; i++) bad += !(a[i] == b[i] || (isnan(a[i]) && isnan(b[i])));
+    CHECK(bad == 0, "pool %d relu %d nans %d: %d of %lld pooled outputs differ fused vs separate", kind, relu, nans,
+          bad, (long long)np);
+    free(a), free(b);
+    const clt_tensor *sep[2] = {d.tdw, d.tdb}, *fus[2] = {dw2, db2};
+    for (int t = 0; t < 2 && !nans; t++) {
+        a = download(sep[t]), b = download(fus[t]);
+        CHECK(memcmp(a, b, sizeof(float) * (size_t)clt_tensor_numel(sep[t])) == 0,
+              "pool %d relu %d: %s differs fused vs separate", kind, relu, t ? "db" : "dw");
+        free(a), free(b);
+    }
+    clt_tensor_destroy(yp), clt_tensor_destroy(yp2), clt_tensor_destroy(idx), clt_tensor_destroy(code);
+    clt_tensor_destroy(y2), clt_tensor_destroy(dyp), clt_tensor_destroy(dw2), clt_tensor_destroy(db2);
+    case_free(&d);
+}
+
 static void test_epilogue(clt_device *dev)
 {
+    for (int relu = 0; relu < 2; relu++)
+        for (int nans = 0; nans < 2; nans++) {
+            check_pool_epilogue(dev, CLT_EPI_POOL_AVG, relu, nans);
+            check_pool_epilogue(dev, CLT_EPI_POOL_MAX, relu, nans);
+        }
     static const int cases[][8] = {
         {5, 1, 28, 27, 20, 3, 1, 0}, /* direct forward and backward-weights (LeNet conv1-like) */
         {2, 1, 18, 18, 5, 3, 1, 0},  /* the same where a pooling would fuse */
