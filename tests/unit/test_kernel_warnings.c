@@ -34,6 +34,7 @@ static const struct {
     {"conv_direct", "-DVW=16 -DRM=10 -DPOOL=2"},
     {"conv_direct", "-DVW=8 -DCB=1 -DPOOL=2"},
     {"conv_direct", "-DVW=16 -DCB=2 -DPOOL=1"},
+    {"conv_direct", "-DVW=16 -DCB=1 -DPOOL=2"},
     {"pool", "-DPV=4"},
     {"sgd", "-DEW=8"},
     {"adam", "-DEW=16"},
