@@ -158,10 +158,9 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
  * raster order taking a value > the best or NaN, with its position 0-3
  * (the same bits, ties and NaN included). The first row's column pairs
  * (their sums, or their best and its position) wait in registers for the
- * second row. relu: the pooling's input is the ReLU's output; average
- * pooling stores that at the convolution's size in ym too, for the
- * backward's derivative (recomputing it there doubled its time); max
- * pooling's backward needs only the pooled value at the argmax. */
+ * second row. relu: the pooling's input is the ReLU's output (max
+ * pooling's backward needs it only at the argmax, the pooled value; an
+ * average pooling after a ReLU does not come here: conv_direct.c). */
 #if POOL
 #if VW == 16
 #define floatH float8
@@ -188,7 +187,7 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
 INLINE void direct_fwd_pool(int rm, int N, int C, int CO, int K, int HP, int WPP, int OH, int OW, int R,
                             __global const float *xp, ulong xp_off, __global const float *w,
                             __global const float *bias, int has_bias, int relu, __global float *y,
-                            __global float *ym, __global uchar *argmax)
+                            __global uchar *argmax)
 {
     __global const float *wr[MAX_RM];
     float bv[MAX_RM];
@@ -217,11 +216,6 @@ INLINE void direct_fwd_pool(int rm, int N, int C, int CO, int K, int HP, int WPP
                     }
                     floatV e = (floatV)(v0.even, v1.even), o = (floatV)(v0.odd, v1.odd);
 #if POOL == 1
-                    if (relu) {
-                        __global float *yr = ym + (((size_t)n * CO + co) * OH + oy + ry) * OW;
-                        vstoreV(v0, 0, yr + s0);
-                        vstoreV(v1, 0, yr + s1);
-                    }
                     if (ry == 0) {
                         top[r] = ((floatV)0.0f + e) + o; /* from 0, as pool.cl (-0 + 0 is +0) */
                         continue;
@@ -267,12 +261,9 @@ INLINE void direct_fwd_pool(int rm, int N, int C, int CO, int K, int HP, int WPP
 #error "RM must be 2, 4, 8 or 10"
 #endif
 #if POOL
-__kernel void conv_direct_fwd(DIRECT_ARGS, __global float *ym, __global uchar *argmax)
-{
-    direct_fwd_pool(RM, DIRECT_PASS, ym, argmax);
-}
+__kernel void conv_direct_fwd(DIRECT_ARGS, __global uchar *argmax) { direct_fwd_pool(RM, DIRECT_PASS, argmax); }
 #else
-__kernel void conv_direct_fwd(DIRECT_ARGS, __global float *ym, __global uchar *argmax) { direct_fwd(RM, DIRECT_PASS); }
+__kernel void conv_direct_fwd(DIRECT_ARGS, __global uchar *argmax) { direct_fwd(RM, DIRECT_PASS); }
 #endif
 #endif
 
