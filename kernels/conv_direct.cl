@@ -152,15 +152,16 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
 }
 
 /* A 2x2 stride-2 pooling fused into the forward (-DPOOL=1 average, 2
- * max; conv_direct.c plans it for even OH and OW >= VW, R even): the rows
- * in pairs, each pair's pooled values computed as the pooling kernels do
- * (pool.cl): the average ((0 + y00 + y01) + y10) + y11) / 4, the max in
- * raster order taking a value > the best or NaN, with its position 0-3
- * (the same bits, ties and NaN included). The first row's column pairs
- * (their sums, or their best and its position) wait in registers for the
- * second row. relu: the pooling's input is the ReLU's output (max
- * pooling's backward needs it only at the argmax, the pooled value; an
- * average pooling after a ReLU does not come here: conv_direct.c). */
+ * max; for even OH and OW >= 16 >= VW, clt_conv_fuses_pool in conv.c, and
+ * R even): the rows in pairs, each pair's pooled values computed as the
+ * pooling kernels do (pool.cl): the average (((0 + y00) + y01) + y10) +
+ * y11) / 4, the max in raster order taking a value > the best or NaN,
+ * with its position 0-3 (the same bits, ties and NaN included). The first
+ * row's column pairs (their sums, or their best and its position) wait in
+ * registers for the second row. relu: the pooling's input is the ReLU's
+ * output (max pooling's backward needs it only at the argmax, the pooled
+ * value; an average pooling after a ReLU does not come here:
+ * conv_direct.c). */
 #if POOL
 #if VW == 16
 #define floatH float8
@@ -287,11 +288,17 @@ __kernel void conv_direct_fwd(DIRECT_ARGS, __global uchar *argmax) { direct_fwd(
 /* Each lane's window (POOL_DUP), its column in it (POOL_COL), and the
  * shift of the window's argmax byte in the 4-byte word argmax_words gives
  * the lane (decoding the bytes with shifts, not a char-to-int conversion
- * and a shuffle, made PoCL's backward 1.2x faster). */
+ * and a shuffle, made PoCL's backward 1.2x faster), by the device's byte
+ * order. */
+#ifdef __ENDIAN_LITTLE__
+#define BYTE_SHIFTS 0, 0, 8, 8, 16, 16, 24, 24
+#else
+#define BYTE_SHIFTS 24, 24, 16, 16, 8, 8, 0, 0
+#endif
 #if VW == 16
 #define POOL_DUP ((uint16)(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7))
 #define POOL_COL ((intV)(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1))
-#define POOL_SHIFT ((intV)(0, 0, 8, 8, 16, 16, 24, 24, 0, 0, 8, 8, 16, 16, 24, 24))
+#define POOL_SHIFT ((intV)(BYTE_SHIFTS, BYTE_SHIFTS))
 INLINE intV argmax_words(__global const uchar *p)
 {
     int2 w = as_int2(vload8(0, p));
@@ -300,7 +307,7 @@ INLINE intV argmax_words(__global const uchar *p)
 #else
 #define POOL_DUP ((uint8)(0, 0, 1, 1, 2, 2, 3, 3))
 #define POOL_COL ((intV)(0, 1, 0, 1, 0, 1, 0, 1))
-#define POOL_SHIFT ((intV)(0, 0, 8, 8, 16, 16, 24, 24))
+#define POOL_SHIFT ((intV)(BYTE_SHIFTS))
 INLINE intV argmax_words(__global const uchar *p) { return (intV)(as_int(vload4(0, p))); }
 #endif
 /* With the pooling fused, dy is the pooling's (N, CO, OH/2, OW/2): the VW

@@ -11,6 +11,14 @@
 #include "ops/activation.h"
 #include "ops/pool.h"
 
+int clt_model_first_trainable(const clt_model *m)
+{
+    for (int i = 0; i < m->n_layers; i++)
+        for (int p = 0; p < m->layers[i].n_params; p++)
+            if (!m->layers[i].params[p].is_buffer) return i;
+    return m->n_layers;
+}
+
 int clt_layer_passes_through(const clt_layer *l) { return l->kind->alias || l->fused; }
 
 /* A 2x2 stride-2 pooling (average or max) after the first layer with
@@ -22,8 +30,7 @@ int clt_layer_passes_through(const clt_layer *l) { return l->kind->alias || l->f
  * convolution's size. */
 static void fuse_pool(clt_model *m, const clt_device *dev)
 {
-    int i = 0;
-    while (i < m->n_layers && m->layers[i].n_params == 0) i++;
+    int i = clt_model_first_trainable(m);
     if (i >= m->n_layers) return;
     clt_layer *l = &m->layers[i];
     int next = i + 1 + (l->relu_epilogue && i + 1 < m->n_layers);

@@ -24,6 +24,9 @@ void clt_model_free(clt_model *m);
  * its store on dev into that layer (src/nn/fuse.c); nothing when the
  * device's settings say not to fuse (CLTRAIN_FUSE=0). */
 void clt_model_fuse(clt_model *m, const clt_device *dev);
+/* The index of the first layer with a trainable parameter (n_layers: none):
+ * its backward computes no dx. */
+int clt_model_first_trainable(const clt_model *m);
 /* Whether layer l has no pass of its own: its output is its input's
  * buffer and its gradient passes through (flatten, a fused relu). */
 int clt_layer_passes_through(const clt_layer *l);

@@ -90,12 +90,12 @@ static clt_status emit_pool(builder *b, const clt_layer *l)
 {
     clt_op_case c = windowed(CLT_OP_POOL, l, l->args[0], l->nargs > 1 ? l->args[1] : l->args[0]);
     c.pool = (clt_pool_kind)l->variant;
-    /* a 2x2 average pooling after a first layer's conv (and its relu) on
-     * CPU devices, where the conv's shape allows (src/nn/fuse.c) */
+    /* a 2x2 pooling after a first layer's conv (and its relu) on CPU
+     * devices, where the conv's shape allows (src/nn/fuse.c) */
     const clt_layer *before = l->index > 0 ? l - 1 : NULL;
     if (before && before->kind == &clt_layer_activation && before->variant == CLT_ACT_RELU && before->index > 0)
         before--;
-    if (c.pool == CLT_POOL_AVG && c.k == 2 && c.stride == 2 && before && before->kind == &clt_layer_conv &&
+    if (c.k == 2 && c.stride == 2 && before && before->kind == &clt_layer_conv &&
         first_with_params(before))
         c.fused_into = CLT_OP_CONV;
     return add_case(b, c);

@@ -57,12 +57,11 @@ static clt_status layout_params(clt_net *net, size_t align_bytes)
                         align_bytes, net->dev->info.index, own);
     size_t align = align_bytes / sizeof(float);
     size_t at[2] = {0, 0}; /* parameters, state */
-    net->first_param_layer = net->model.n_layers;
+    net->first_param_layer = clt_model_first_trainable(&net->model);
     for (int i = net->model.n_layers - 1; i >= 0; i--) {
         clt_layer *l = &net->model.layers[i];
         for (int p = 0; p < l->n_params; p++) {
             clt_param *q = &l->params[p];
-            if (!q->is_buffer) net->first_param_layer = i;
             q->offset = at[q->is_buffer];
             at[q->is_buffer] += ((size_t)q->numel + align - 1) / align * align;
         }
@@ -189,7 +188,7 @@ clt_status clt_net_reserve(clt_net *net, int n)
     for (int i = 0; i < net->model.n_layers; i++) {
         clt_layer *l = &net->model.layers[i];
         int64_t numel = clt_shape_numel(clt_layer_stored(l));
-        if (numel > widest) widest = numel;
+        if (numel > widest && !clt_layer_passes_through(l)) widest = numel; /* an alias stores nothing */
         if (clt_layer_passes_through(l)) {
             net->act[i] = prev;
         } else {

@@ -199,8 +199,9 @@ int clt_conv_fuses_pool(const clt_device *dev, const clt_conv_geom *g)
 {
     int lanes = 0;
     if (!dev || !g || clt_conv_uses_lanes(dev, &lanes) != CLT_OK || !lanes) return 0;
-    /* direct's rule without its work buffer: no padded copy (pad 0, rows
-     * of at least VW <= 16) and partial sums of a few kilobytes */
+    /* direct's rule, its work buffer aside: no padded copy (pad 0, rows
+     * of at least VW <= 16), and its weight gradient falls back to one
+     * chunk without partial sums under any budget */
     unsigned both = CLT_CONV_PASS(CLT_CONV_FWD) | CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS);
     return clt_conv_direct.supports(g, both) == both && g->pad == 0 && g->oh % 2 == 0 && g->ow % 2 == 0 &&
            g->ow >= 16;

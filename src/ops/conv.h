@@ -60,7 +60,8 @@ clt_status clt_conv_describe_raw(clt_device *dev, const clt_conv_geom *g, int pa
 /* Whether a 2x2 stride-2 pooling (average or max) after a convolution of
  * geometry g (its batch aside) fuses into it on dev (ops/epilogue.h,
  * pool): where its forward and backward-weights run the direct algorithm
- * (CPU devices, stride 1, no padding, a first layer's c*k*k <= 9) with
+ * (devices that run the lanes kernels: CPUs, or any device with
+ * CLTRAIN_CONV_ALGO=lanes; stride 1, no padding, c*k*k <= 9) with
  * even output rows and columns, at least 16 columns. Such a convolution
  * has no backward-data: it must be a net's first layer with parameters. */
 int clt_conv_fuses_pool(const clt_device *dev, const clt_conv_geom *g);

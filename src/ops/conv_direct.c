@@ -93,7 +93,7 @@ static void forward_split(const clt_device *dev, const clt_conv_geom *g, clt_con
  * 3: 1.23 / 0.98 / 0.90, the ResNet stem 9.1 / 7.1 / 6.5; vw 8: 1) x
  * groups of TG taps x chunks of images, enough work-items for every
  * compute unit. */
-static void weights_split(const clt_device *dev, const clt_conv_geom *g, clt_conv_direct_params *d)
+static void weights_split(const clt_device *dev, const clt_conv_geom *g, int one_chunk, clt_conv_direct_params *d)
 {
     int ckk = g->c * g->k * g->k;
     d->cb = d->vw == 8 ? 1 : g->co < 3 ? g->co : 3;
@@ -101,7 +101,7 @@ static void weights_split(const clt_device *dev, const clt_conv_geom *g, clt_con
     size_t want = clt_conv_items_wanted(dev);
     size_t per = ((size_t)g->co + (size_t)d->cb - 1) / (size_t)d->cb * (size_t)d->groups;
     size_t ch = per >= want ? 1 : (want + per - 1) / per;
-    if (ch > (size_t)g->n) ch = (size_t)g->n;
+    if (ch > (size_t)g->n || one_chunk) ch = one_chunk ? 1 : (size_t)g->n;
     d->imgs = (int)(((size_t)g->n + ch - 1) / ch);
     d->chunks = (g->n + d->imgs - 1) / d->imgs;
     /* dw's partials, then db's */
@@ -119,7 +119,11 @@ static int direct_plan(const clt_device *dev, clt_conv_plan *plan, unsigned pass
         if (!clt_conv_fits(dev, d->xp_elems * sizeof(float))) return 0;
     }
     if (passes & CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS)) {
-        weights_split(dev, &plan->g, d);
+        /* Where the chunks' partial sums do not fit, one chunk needs none
+         * (fewer work-items, but a budget is met, and a fused pooling,
+         * which only these kernels run, keeps running). */
+        weights_split(dev, &plan->g, 0, d);
+        if (!clt_conv_fits(dev, (d->xp_elems + d->part_elems) * sizeof(float))) weights_split(dev, &plan->g, 1, d);
         if (!clt_conv_fits(dev, (d->xp_elems + d->part_elems) * sizeof(float))) return 0;
     }
     return 1;
