@@ -32,7 +32,7 @@ typedef struct clt_device_settings {
     int conv_bwdw_a, conv_bwdw_b; /* forced lanes backward-weights block A x B; 0: per shape */
     int tune;                     /* CLT_TUNE_*: kernel configurations measured at first use */
     int no_fuse;                  /* 1 (CLTRAIN_FUSE=0): nets made on the device keep every
-                                   * activation a pass of its own (src/nn/fuse.c) */
+                                   * activation and pooling a pass of its own (src/nn/fuse.c) */
 } clt_device_settings;
 
 /* A built program: an embedded source with build-time defines (a kernel
