@@ -21,6 +21,18 @@ int clt_model_first_trainable(const clt_model *m)
 
 int clt_layer_passes_through(const clt_layer *l) { return l->kind->alias || l->fused; }
 
+int clt_model_fusable_pool(const clt_model *m)
+{
+    int i = clt_model_first_trainable(m);
+    if (i >= m->n_layers || !m->layers[i].kind->fuses_pool) return -1;
+    int p = i + 1;
+    if (p < m->n_layers && m->layers[p].kind == &clt_layer_activation && m->layers[p].variant == CLT_ACT_RELU) p++;
+    if (p >= m->n_layers) return -1;
+    const clt_layer *pool = &m->layers[p];
+    int stride = pool->nargs > 1 ? pool->args[1] : pool->args[0];
+    return pool->kind == &clt_layer_pool && pool->args[0] == 2 && stride == 2 ? p : -1;
+}
+
 /* A 2x2 stride-2 pooling (average or max) after the first layer with
  * parameters (and its fused relu) runs in that layer's store too, where it
  * can (LeNet's conv1, relu, avgpool: the pooling's passes go, and the
@@ -30,14 +42,10 @@ int clt_layer_passes_through(const clt_layer *l) { return l->kind->alias || l->f
  * convolution's size. */
 static void fuse_pool(clt_model *m, const clt_device *dev)
 {
-    int i = clt_model_first_trainable(m);
-    if (i >= m->n_layers) return;
-    clt_layer *l = &m->layers[i];
-    int next = i + 1 + (l->relu_epilogue && i + 1 < m->n_layers);
-    if (next >= m->n_layers || !l->kind->fuses_pool) return;
-    clt_layer *pool = &m->layers[next];
-    int stride = pool->nargs > 1 ? pool->args[1] : pool->args[0];
-    if (pool->kind != &clt_layer_pool || pool->args[0] != 2 || stride != 2 || !l->kind->fuses_pool(l, dev)) return;
+    int p = clt_model_fusable_pool(m);
+    if (p < 0) return;
+    clt_layer *l = &m->layers[clt_model_first_trainable(m)], *pool = &m->layers[p];
+    if ((pool - l == 2 && !l->relu_epilogue) || !l->kind->fuses_pool(l, dev)) return; /* a relu between runs in l */
     l->pool_epilogue = pool->variant == CLT_POOL_MAX ? CLT_EPI_POOL_MAX : CLT_EPI_POOL_AVG;
     l->pooled = pool->out;
     pool->fused = 1;

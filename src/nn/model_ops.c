@@ -13,6 +13,7 @@ typedef struct builder {
     clt_op_cases *out;
     int cap;
     int spec; /* the model whose layers are being listed */
+    const clt_model *model; /* that model */
     int n;
 } builder;
 
@@ -78,26 +79,13 @@ static clt_status emit_conv(builder *b, const clt_layer *l)
     return add_case(b, c);
 }
 
-/* Whether l is its model's first layer with parameters. */
-static int first_with_params(const clt_layer *l)
-{
-    for (const clt_layer *e = l - l->index; e < l; e++) /* a model's layers are one array */
-        if (e->n_params) return 0;
-    return l->n_params > 0;
-}
-
 static clt_status emit_pool(builder *b, const clt_layer *l)
 {
     clt_op_case c = windowed(CLT_OP_POOL, l, l->args[0], l->nargs > 1 ? l->args[1] : l->args[0]);
     c.pool = (clt_pool_kind)l->variant;
     /* a 2x2 pooling after a first layer's conv (and its relu) on CPU
      * devices, where the conv's shape allows (src/nn/fuse.c) */
-    const clt_layer *before = l->index > 0 ? l - 1 : NULL;
-    if (before && before->kind == &clt_layer_activation && before->variant == CLT_ACT_RELU && before->index > 0)
-        before--;
-    if (c.k == 2 && c.stride == 2 && before && before->kind == &clt_layer_conv &&
-        first_with_params(before))
-        c.fused_into = CLT_OP_CONV;
+    if (clt_model_fusable_pool(b->model) == l->index) c.fused_into = CLT_OP_CONV;
     return add_case(b, c);
 }
 
@@ -197,12 +185,14 @@ static void name_cases(clt_op_cases *l)
 
 static clt_status build(clt_model *models, int n_models, int batch, clt_op_cases *out)
 {
-    builder b = {out, 0, 0, batch};
+    builder b = {out, 0, 0, NULL, batch};
     int most = 0;
     for (int m = 0; m < n_models; m++) most = models[m].n_layers > most ? models[m].n_layers : most;
     for (int i = 0; i < most; i++)
-        for (b.spec = 0; b.spec < n_models; b.spec++)
-            if (i < models[b.spec].n_layers) CLT_TRY(emit_layer(&b, &models[b.spec].layers[i]));
+        for (b.spec = 0; b.spec < n_models; b.spec++) {
+            b.model = &models[b.spec];
+            if (i < b.model->n_layers) CLT_TRY(emit_layer(&b, &b.model->layers[i]));
+        }
     for (b.spec = 0; b.spec < n_models; b.spec++) {
         const clt_shape logits = {1, {models[b.spec].classes}};
         CLT_TRY(add_case(&b, on_shape(CLT_OP_XENT, &logits)));

@@ -187,11 +187,11 @@ clt_status clt_net_reserve(clt_net *net, int n)
     cl_mem prev = net->input;
     for (int i = 0; i < net->model.n_layers; i++) {
         clt_layer *l = &net->model.layers[i];
-        int64_t numel = clt_shape_numel(clt_layer_stored(l));
-        if (numel > widest && !clt_layer_passes_through(l)) widest = numel; /* an alias stores nothing */
         if (clt_layer_passes_through(l)) {
-            net->act[i] = prev;
+            net->act[i] = prev; /* an alias stores nothing */
         } else {
+            int64_t numel = clt_shape_numel(clt_layer_stored(l));
+            if (numel > widest) widest = numel;
             CLT_TRY(make_buffer(dev, N * (size_t)numel * sizeof(float), "activations", &net->act[i]));
         }
         prev = net->act[i];
