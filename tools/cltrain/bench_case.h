@@ -23,9 +23,13 @@ void bench_case_destroy(bench_case *b);
  * its kernel configuration, as the timed raw launcher chose it); "" for
  * other ops. */
 void bench_case_kernel(bench_case *b, int pass, char *buf, size_t cap);
+/* Rounds the timed calls of bench_case_time are split into. */
+#define BENCH_ROUNDS 3
+
 /* One warm-up call (first-use builds), one probe call, then `repeat` calls
- * (0: as many as fit in about budget_s seconds, 3..max_calls) enqueued back
- * to back and drained once: mean seconds per call. */
+ * (0: as many as fit in about budget_s seconds, 3..max_calls) in up to
+ * BENCH_ROUNDS rounds, each enqueued back to back and drained: seconds per
+ * call, the mean of the fastest round. */
 clt_status bench_case_time(bench_case *b, int pass, int64_t repeat, double budget_s, int max_calls, double *sec,
                            int *calls);
 

@@ -157,7 +157,7 @@ void bench_report_text(const bench_device *d, const bench_opts *o)
     for (int mi = 0; mi < BENCH_N_MODELS; mi++) {
         if (!(o->model_mask & (1 << mi))) continue;
         const bench_model *m = &bench_models[mi];
-        printf("\n%s, batch %d%s; ms/call is the mean of back-to-back calls after a warm-up\n", m->name,
+        printf("\n%s, batch %d%s; ms/call: back-to-back calls after a warm-up in three rounds, the fastest round's mean\n", m->name,
                d->batch[mi],
                !o->batch && is_cpu && m->cpu_batch ? " (the default on CPU devices; --batch-size sets it)" : "");
         if (m->note) printf("(%s)\n", m->note);
