@@ -383,7 +383,8 @@ static clt_status dx_from_lanes(clt_device *dev, const clt_conv_plan *plan, cl_m
     int rs = clt_conv_lanes_row_stride(&plan->lanes, 0);
     if (!plan->lanes.subsampled)
         return from_lanes(dev, src, off, g->n, g->c, g->h * g->w, 0, &plan->lanes, dx, 0, 0, dx);
-    return layout_2d(dev, "conv_layout_from_lanes_sub", (size_t)g->c, (size_t)rs / LANES, 1,
+    return layout_2d(dev, "conv_layout_from_lanes_sub", (size_t)g->c * g->oh, (size_t)rs / LANES,
+                     clt_conv_group_x(dev, CLT_CONV_COPY_LX),
                      CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w),
                               CLT_ARG(g->stride), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(rs),
                               CLT_ARG(src), CLT_ARG(off), CLT_ARG(dx)));
