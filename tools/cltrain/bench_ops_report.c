@@ -58,7 +58,8 @@ static void print_peaks_text(const bench_device *d)
            p->transfer_bytes >> 20);
     if (!d->peaks_ok) printf("       (peak measurement failed: %s)\n", d->error);
     printf("compute ops: %% of the FMA peak; memory ops: %% of the copy peak, which is measured beyond the\n"
-           "caches, so ops whose data stays in cache can pass 100%%\n");
+           "caches, so ops whose data stays in cache can pass 100%%; a convolution's FLOPs count every tap,\n"
+           "the padding's too, so kernels that skip those can pass 100%% on small padded images\n");
     fflush(stdout);
 }
 
