@@ -98,28 +98,11 @@ INLINE void vstore_n(float16 v, int n, __global float *d)
         vstore16(v, 0, d);
         return;
     }
-    float8 a = v.lo;
-    if (n >= 8) {
-        vstore8(a, 0, d);
-        a = v.hi;
-        d += 8;
-        n -= 8;
-    }
-    float4 e = a.lo;
-    if (n >= 4) {
-        vstore4(e, 0, d);
-        e = a.hi;
-        d += 4;
-        n -= 4;
-    }
-    float2 g = e.lo;
-    if (n >= 2) {
-        vstore2(g, 0, d);
-        g = e.hi;
-        d += 2;
-        n -= 2;
-    }
-    if (n >= 1) d[0] = g.s0;
+    /* n's bits: 8, 4, 2 and 1 floats from the front, each shifting the rest down */
+    if (n & 8) vstore8(v.lo, 0, d), d += 8, v.lo = v.hi;
+    if (n & 4) vstore4(v.s0123, 0, d), d += 4, v.s0123 = v.s4567;
+    if (n & 2) vstore2(v.s01, 0, d), d += 2, v.s01 = v.s23;
+    if (n & 1) d[0] = v.s0;
 }
 
 /* The inverse for dx of such a layer: dst[n][c][y][x] = src[c][y/S][x/S][n]
