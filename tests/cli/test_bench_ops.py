@@ -75,8 +75,9 @@ if doc is not None:
         bad = []
         for o in ops:
             what = f"{o.get('op')} {o.get('pass')}"
-            if 'error' in o or not positive(o.get('ms_per_call')) or o.get('calls') != 1:
-                bad.append(f'{what}: time {o.get("ms_per_call")!r}, calls {o.get("calls")!r}, {o.get("error")}')
+            if 'error' in o or not positive(o.get('ms_per_call')) or o.get('calls') != 1 or o.get('rounds') != 1:
+                bad.append(f'{what}: time {o.get("ms_per_call")!r}, calls {o.get("calls")!r}, rounds {o.get("rounds")!r}, '
+                           f'{o.get("error")}')
                 continue
             if not positive(o.get('fraction_of_peak')):
                 bad.append(f'{what}: fraction {o.get("fraction_of_peak")!r}')

@@ -6,8 +6,8 @@
  * optimizer step) as GB/s and a fraction of the copy bandwidth.
  *
  * Timing: one warm-up call (first-use builds), one probe call, then N calls
- * in three rounds, each enqueued back to back and drained; ms/call is the
- * mean of the fastest round, as the peaks count their best run. N is
+ * in up to three rounds, each enqueued back to back and drained; ms/call is
+ * the mean of the fastest round, as the peaks count their best run. N is
  * --repeat, or as many calls as fit in about BENCH_BUDGET_S seconds
  * (3..200). The FMA and copy peaks are measured before the ops and again
  * after each model, and the highest figure counts, so a peak taken while

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "../common/json.h"
+#include "bench_case.h"
 #include "bench_ops.h"
 
 static double frac_of(const bench_row *r, const bench_peaks *p)
@@ -122,7 +123,9 @@ void bench_report_json(const bench_device *res, int n, const bench_opts *o)
             printf("%s\n   {\"model\": \"%s\", \"op\": \"%s\", \"pass\": \"%s\", \"shape\": ", j ? "," : "", r->model,
                    r->op, r->pass);
             json_string(stdout, r->shape);
-            printf(", \"batch_size\": %d, \"calls\": %d, ", r->batch, r->calls);
+            /* calls: all timed calls; rounds: how many they were split into (ms_per_call: the fastest's mean) */
+            printf(", \"batch_size\": %d, \"calls\": %d, \"rounds\": %d, ", r->batch, r->calls,
+                   r->calls < BENCH_ROUNDS ? r->calls : BENCH_ROUNDS);
             json_num("ms_per_call", r->error[0] ? NAN : r->ms, 1);
             json_num("flop", r->flop > 0 ? r->flop : NAN, 1);
             json_num("bytes", r->flop > 0 ? NAN : r->bytes, 1);
@@ -158,7 +161,7 @@ void bench_report_text(const bench_device *d, const bench_opts *o)
     for (int mi = 0; mi < BENCH_N_MODELS; mi++) {
         if (!(o->model_mask & (1 << mi))) continue;
         const bench_model *m = &bench_models[mi];
-        printf("\n%s, batch %d%s; ms/call: back-to-back calls after a warm-up in three rounds, the fastest round's mean\n", m->name,
+        printf("\n%s, batch %d%s; ms/call: back-to-back calls after a warm-up in up to three rounds, the fastest round's mean\n", m->name,
                d->batch[mi],
                !o->batch && is_cpu && m->cpu_batch ? " (the default on CPU devices; --batch-size sets it)" : "");
         if (m->note) printf("(%s)\n", m->note);
