@@ -295,19 +295,19 @@ clt_status bench_case_time(bench_case *b, int pass, int64_t repeat, double budge
         double fit = t > 0 ? budget_s / t : max_calls;
         n = fit < 3 ? 3 : fit > max_calls ? max_calls : (int)fit;
     }
-    /* The calls in up to BENCH_ROUNDS rounds, each drained; the fastest
-     * round's mean counts, as the best run does for the peaks: a round that
-     * shared the machine with another job does not lower the fraction */
-    int rounds = n < BENCH_ROUNDS ? n : BENCH_ROUNDS, per = (n + rounds - 1) / rounds;
+    /* The calls in bench_rounds(n) rounds of n/rounds calls (one more in
+     * some), each drained; the fastest round's mean counts, as the best
+     * run does for the peaks: a round that shared the machine with another
+     * job does not lower the fraction */
+    int rounds = bench_rounds(n);
     double best = 0;
-    for (int r = 0, done = 0; r < rounds && done < n; r++) {
-        int k = n - done < per ? n - done : per;
+    for (int r = 0; r < rounds; r++) {
+        int k = n * (r + 1) / rounds - n * r / rounds;
         double t0 = clt_now();
         for (int i = 0; i < k; i++) CLT_TRY(run_pass(b, pass));
         CLT_TRY(finish(b->dev));
         double t = (clt_now() - t0) / k;
         if (r == 0 || t < best) best = t;
-        done += k;
     }
     *sec = best;
     *calls = n;

@@ -23,8 +23,10 @@ void bench_case_destroy(bench_case *b);
  * its kernel configuration, as the timed raw launcher chose it); "" for
  * other ops. */
 void bench_case_kernel(bench_case *b, int pass, char *buf, size_t cap);
-/* Rounds the timed calls of bench_case_time are split into. */
+/* Rounds the timed calls of bench_case_time are split into: three, or one
+ * per call when there are fewer. */
 #define BENCH_ROUNDS 3
+static inline int bench_rounds(int calls) { return calls < BENCH_ROUNDS ? calls : BENCH_ROUNDS; }
 
 /* One warm-up call (first-use builds), one probe call, then `repeat` calls
  * (0: as many as fit in about budget_s seconds, 3..max_calls) in up to

@@ -125,7 +125,7 @@ void bench_report_json(const bench_device *res, int n, const bench_opts *o)
             json_string(stdout, r->shape);
             /* calls: all timed calls; rounds: how many they were split into (ms_per_call: the fastest's mean) */
             printf(", \"batch_size\": %d, \"calls\": %d, \"rounds\": %d, ", r->batch, r->calls,
-                   r->calls < BENCH_ROUNDS ? r->calls : BENCH_ROUNDS);
+                   bench_rounds(r->calls));
             json_num("ms_per_call", r->error[0] ? NAN : r->ms, 1);
             json_num("flop", r->flop > 0 ? r->flop : NAN, 1);
             json_num("bytes", r->flop > 0 ? NAN : r->bytes, 1);
@@ -161,8 +161,9 @@ void bench_report_text(const bench_device *d, const bench_opts *o)
     for (int mi = 0; mi < BENCH_N_MODELS; mi++) {
         if (!(o->model_mask & (1 << mi))) continue;
         const bench_model *m = &bench_models[mi];
-        printf("\n%s, batch %d%s; ms/call: back-to-back calls after a warm-up in up to three rounds, the fastest round's mean\n", m->name,
-               d->batch[mi],
+        printf("\n%s, batch %d%s; ms/call: back-to-back calls after a warm-up in up to three rounds, the "
+               "fastest round's mean\n",
+               m->name, d->batch[mi],
                !o->batch && is_cpu && m->cpu_batch ? " (the default on CPU devices; --batch-size sets it)" : "");
         if (m->note) printf("(%s)\n", m->note);
         printf("%-10s %-17s %-32s %10s %17s %s\n", "op", "pass", "shape (per sample)", "ms/call", "rate",
