@@ -101,7 +101,8 @@ static void weights_split(const clt_device *dev, const clt_conv_geom *g, int one
     size_t want = clt_conv_items_wanted(dev);
     size_t per = ((size_t)g->co + (size_t)d->cb - 1) / (size_t)d->cb * (size_t)d->groups;
     size_t ch = per >= want ? 1 : (want + per - 1) / per;
-    if (ch > (size_t)g->n || one_chunk) ch = one_chunk ? 1 : (size_t)g->n;
+    if (one_chunk) ch = 1;
+    else if (ch > (size_t)g->n) ch = (size_t)g->n;
     d->imgs = (int)(((size_t)g->n + ch - 1) / ch);
     d->chunks = (g->n + d->imgs - 1) / d->imgs;
     /* dw's partials, then db's */
