@@ -32,8 +32,8 @@
 #include "runtime/launch.h"
 
 #define ALIGN CLT_CONV_ALIGN_FLOATS
-/* Taps per work-item of conv_direct_bwd_weights. Its kernel reads dy
- * once per group of TG taps, so it is only used with a single group. */
+/* Most taps (c*k*k) of conv_direct_bwd_weights: one work-item holds them
+ * all, so dy is read once. */
 #define TG 9
 
 static unsigned direct_supports(const clt_conv_geom *g, unsigned open)
@@ -52,10 +52,12 @@ static int direct_vw(const clt_device *dev) { return dev->native_float_width >= 
 /* The program of the plan's vector width with the forward (fwd = 1) or
  * the backward-weights kernel of its block (kernels/conv_direct.cl), with
  * a fused pooling where epi has one. */
-static void program(const clt_conv_direct_params *d, int fwd, const clt_epilogue *epi, char *spec, size_t cap)
+static void program(const clt_conv_geom *g, const clt_conv_direct_params *d, int fwd, const clt_epilogue *epi,
+                    char *spec, size_t cap)
 {
-    snprintf(spec, cap, "conv_direct -DVW=%d -D%s=%d -DPOOL=%d", d->vw, fwd ? "RM" : "CB", fwd ? d->rm : d->cb,
-             epi ? epi->pool : 0);
+    int pool = epi ? epi->pool : 0;
+    if (fwd) snprintf(spec, cap, "conv_direct -DVW=%d -DRM=%d -DPOOL=%d", d->vw, d->rm, pool);
+    else snprintf(spec, cap, "conv_direct -DVW=%d -DCB=%d -DKW=%d -DPOOL=%d", d->vw, d->cb, g->k, pool);
 }
 
 /* The kernels read 2*VW output pixels of a row as two vectors that slide
@@ -91,15 +93,13 @@ static void forward_split(const clt_device *dev, const clt_conv_geom *g, clt_con
 /* Backward weights: CB output channels (each x vector load feeds CB
  * channels: 3 x 9 accumulators; on AVX-512, LeNet conv1, ms, CB = 1 / 2 /
  * 3: 1.23 / 0.98 / 0.90, the ResNet stem 9.1 / 7.1 / 6.5; vw 8: 1) x
- * groups of TG taps x chunks of images, enough work-items for every
- * compute unit. */
+ * chunks of images, enough work-items for every compute unit. */
 static void weights_split(const clt_device *dev, const clt_conv_geom *g, int one_chunk, clt_conv_direct_params *d)
 {
     int ckk = g->c * g->k * g->k;
     d->cb = d->vw == 8 ? 1 : g->co < 3 ? g->co : 3;
-    d->groups = (ckk + TG - 1) / TG;
     size_t want = clt_conv_items_wanted(dev);
-    size_t per = ((size_t)g->co + (size_t)d->cb - 1) / (size_t)d->cb * (size_t)d->groups;
+    size_t per = ((size_t)g->co + (size_t)d->cb - 1) / (size_t)d->cb;
     size_t ch = per >= want ? 1 : (want + per - 1) / per;
     if (one_chunk) ch = 1;
     else if (ch > (size_t)g->n) ch = (size_t)g->n;
@@ -162,7 +162,7 @@ static clt_status direct_forward(clt_device *dev, const clt_conv_plan *plan, cl_
     cl_ulong in_off;
     if (d->copy) CLT_TRY(clt_device_scratch(dev, d->xp_elems * sizeof(float), &scratch));
     char spec[64];
-    program(d, 1, ke, spec, sizeof spec);
+    program(g, d, 1, ke, spec, sizeof spec);
     CLT_TRY(direct_input(dev, plan, spec, x, scratch, &in, &in_off));
     size_t blocks = ((size_t)g->co + (size_t)d->rm - 1) / (size_t)d->rm;
     int has_bias = b != NULL, relu = clt_epi_relu(ke);
@@ -195,7 +195,7 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
     cl_ulong part_off = d->xp_elems;
     cl_ulong dbpart_off = part_off + clt_conv_round_up((size_t)chunks * g->co * (size_t)ckk, ALIGN);
     char spec[64];
-    program(d, 0, epi, spec, sizeof spec);
+    program(g, d, 0, epi, spec, sizeof spec);
     CLT_TRY(direct_input(dev, plan, spec, x, scratch, &in, &in_off));
     cl_mem part = chunks > 1 ? scratch : dw;
     cl_ulong poff = chunks > 1 ? part_off : 0;
@@ -205,10 +205,10 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
     cl_mem dbpart = chunks > 1 ? scratch : db ? db : dw;
     cl_ulong dboff = chunks > 1 ? dbpart_off : 0;
     CLT_TRY(clt_launch_2d(dev, spec, "conv_direct_bwd_weights", ((size_t)g->co + (size_t)d->cb - 1) / (size_t)d->cb,
-                          (size_t)d->groups * (size_t)chunks, 1, 1,
-                          CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
+                          (size_t)chunks, 1, 1,
+                          CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co),
                                    CLT_ARG(d->hp), CLT_ARG(d->wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
-                                   CLT_ARG(d->imgs), CLT_ARG(d->groups), CLT_ARG(chunks), CLT_ARG(in),
+                                   CLT_ARG(d->imgs), CLT_ARG(chunks), CLT_ARG(in),
                                    CLT_ARG(in_off), CLT_ARG(dy), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(argmax),
                                    CLT_ARG(part),
                                    CLT_ARG(poff),
