@@ -32,9 +32,10 @@
  * for work-groups along the pixels (one channel block each: its weights
  * stay in cache), 0 along the channel blocks (one pixel each: its input
  * window stays in cache); backward-weights: a = WA output x b = WB input
- * channels (px 0). */
+ * channels (px 0), and ck the KiB a chunk of its rows may stream (0: the
+ * rule's 512; the tuner also times 256 and 128, conv_lanes.c says why). */
 typedef struct clt_conv_lanes_cfg {
-    int vw, a, b, px;
+    int vw, a, b, px, ck;
 } clt_conv_lanes_cfg;
 
 typedef struct clt_conv_lanes_params {

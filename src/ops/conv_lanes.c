@@ -51,6 +51,12 @@ int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_c
 {
     if (c->vw != 4 && c->vw != 8 && c->vw != 16) return 0;
     if (c->px != 0 && (c->px != 1 || pass == CLT_CONV_BWD_WEIGHTS)) return 0;
+    if (c->ck != 0) {
+        static const int kib[] = CLT_CONV_LANES_CHUNK_KIB;
+        int known = 0;
+        for (size_t i = 0; i < sizeof kib / sizeof kib[0]; i++) known |= c->ck == kib[i];
+        if (!known || pass != CLT_CONV_BWD_WEIGHTS) return 0;
+    }
     if (pass == CLT_CONV_BWD_WEIGHTS) return c->a >= 1 && c->a <= 8 && c->b >= 1 && c->b <= 8 && lp->nl % c->vw == 0;
     return c->a >= 1 && c->a <= 16 && c->b >= 1 && c->b <= 8 && lp->nl % (c->vw * c->b) == 0;
 }
@@ -80,15 +86,15 @@ static double cfg_cost(const clt_conv_lanes_params *lp, int pass, const clt_conv
  * and the first six backward-weights blocks. */
 static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_params *lp, int pass, int native)
 {
-    clt_conv_lanes_cfg c = {native, 0, 0, 0}, t;
+    clt_conv_lanes_cfg c = {native, 0, 0, 0, 0}, t;
     int budget = acc_budget(native);
     if (pass == CLT_CONV_BWD_WEIGHTS) {
         if (dev->settings.conv_bwdw_a > 0) return (clt_conv_lanes_cfg){native, dev->settings.conv_bwdw_a,
-                                                                        dev->settings.conv_bwdw_b, 0};
+                                                                        dev->settings.conv_bwdw_b, 0, 0};
         double best = 0;
         /* at native 16 the first six, the blocks the kernels were tuned with */
         for (size_t i = 0; i < (native == 16 ? 6 : N_BWDW_BLOCKS); i++) {
-            t = (clt_conv_lanes_cfg){native, bwdw_blocks[i][0], bwdw_blocks[i][1], 0};
+            t = (clt_conv_lanes_cfg){native, bwdw_blocks[i][0], bwdw_blocks[i][1], 0, 0};
             if (acc_regs(&t, native) > budget) continue;
             double cost = cfg_cost(lp, pass, &t);
             if (c.a == 0 || cost < best) {
@@ -108,7 +114,7 @@ static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_p
     }
     size_t ch = (size_t)pass_channels(&lp->gk, pass), best = 0;
     for (size_t i = 2; i < N_RM; i++) { /* from 4 */
-        t = (clt_conv_lanes_cfg){native, rm_set[i], nv, 0};
+        t = (clt_conv_lanes_cfg){native, rm_set[i], nv, 0, 0};
         if (acc_regs(&t, native) > budget) continue;
         size_t padded = up(ch, (size_t)t.a);
         if (c.a == 0 || padded < best || (padded == best && c.a != 8)) {
@@ -138,7 +144,7 @@ int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params
         for (int a = 1; a <= 12; a++) {
             for (int b = 1; b <= 8; b++) {
                 if (pass != CLT_CONV_BWD_WEIGHTS && ((b & (b - 1)) || vw * b < 8 || vw * b > 32)) continue;
-                clt_conv_lanes_cfg c = {vw, a, b, 0};
+                clt_conv_lanes_cfg c = {vw, a, b, 0, 0};
                 int regs = acc_regs(&c, native);
                 if (regs > budget || 2 * regs < budget || !clt_conv_lanes_cfg_ok(lp, pass, &c) || na >= 255) continue;
                 all[na++] = c;
@@ -169,15 +175,20 @@ int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params
 
 /* Backward-weights chunking: a chunk is `rows` output rows x `vecs` vw-lane
  * vectors. A work-group (the k*k taps of one WA x WB block) streams WB input
- * channels and WA dy channels of its chunk; keep that within ~512 KiB (half
- * an L2 here; 256 KiB ran R18 64 28x28 40% slower: more, smaller chunks)
- * so it is read from memory once and then from cache, and keep enough
- * work-items to fill every compute unit. */
+ * channels and WA dy channels of its chunk; keep that within a target so
+ * it is read from memory once and then from cache, and keep enough
+ * work-items to fill every compute unit. The rule's target is 512 KiB
+ * (half an L2 of the machine it was set on); the best one depends on the
+ * shape and batch (AVX2, 512 KiB L2, PoCL, ResNet-18 at batch 128: 128 KiB
+ * ran 128->256 k3 s2 1.23x faster, but LeNet's conv2 at batch 256 1.33x
+ * slower), so the tuner times 256 and 128 too (cfg.ck). */
+#define CHUNK_KIB_RULE 512
+
 static void bwd_weights_chunks(const clt_device *dev, clt_conv_lanes_params *lp)
 {
     const clt_conv_geom *g = &lp->gk;
     const clt_conv_lanes_cfg *c = &lp->cfg[CLT_CONV_BWD_WEIGHTS];
-    const size_t target = (size_t)512 << 10;
+    const size_t target = (size_t)(c->ck ? c->ck : CHUNK_KIB_RULE) << 10;
     size_t wa = (size_t)c->a, wb = (size_t)c->b;
     int nvec = lp->nl / c->vw;
     size_t vbytes = (size_t)c->vw * sizeof(float);

@@ -27,15 +27,16 @@ static void make_key(const clt_conv_lanes_params *lp, int pass, char *key, size_
 
 static void format_cfg(int pass, const clt_conv_lanes_cfg *c, char *buf, size_t cap)
 {
-    if (pass == CLT_CONV_BWD_WEIGHTS) snprintf(buf, cap, "vw%d wa%d wb%d", c->vw, c->a, c->b);
-    else snprintf(buf, cap, "vw%d rm%d nv%d%s", c->vw, c->a, c->b, c->px ? " px" : "");
+    if (pass != CLT_CONV_BWD_WEIGHTS) snprintf(buf, cap, "vw%d rm%d nv%d%s", c->vw, c->a, c->b, c->px ? " px" : "");
+    else if (c->ck) snprintf(buf, cap, "vw%d wa%d wb%d ck%d", c->vw, c->a, c->b, c->ck);
+    else snprintf(buf, cap, "vw%d wa%d wb%d", c->vw, c->a, c->b);
 }
 
-/* A number of one or two digits at *p (advanced); -1 when there is none. */
-static int small_int(const char **p)
+/* A number of 1 to `digits` digits at *p (advanced); -1 when there is none. */
+static int small_int(const char **p, int digits)
 {
     int v = -1;
-    for (int i = 0; i < 2 && **p >= '0' && **p <= '9'; i++, (*p)++) v = (v < 0 ? 0 : 10 * v) + (**p - '0');
+    for (int i = 0; i < digits && **p >= '0' && **p <= '9'; i++, (*p)++) v = (v < 0 ? 0 : 10 * v) + (**p - '0');
     return v;
 }
 
@@ -47,19 +48,28 @@ static int parse_cfg(const clt_device *dev, const clt_conv_lanes_params *lp, int
     const char *want_a = pass == CLT_CONV_BWD_WEIGHTS ? " wa" : " rm", *want_b = pass == CLT_CONV_BWD_WEIGHTS ? " wb" : " nv";
     if (strncmp(v, "vw", 2)) return 0;
     v += 2;
-    c->vw = small_int(&v);
+    c->vw = small_int(&v, 2);
     if (strncmp(v, want_a, 3)) return 0;
     v += 3;
-    c->a = small_int(&v);
+    c->a = small_int(&v, 2);
     if (strncmp(v, want_b, 3)) return 0;
     v += 3;
-    c->b = small_int(&v);
+    c->b = small_int(&v, 2);
     c->px = !strcmp(v, " px");
-    if ((*v && !c->px) || c->vw < 0 || c->a < 0 || c->b < 0) return 0;
-    clt_conv_lanes_cfg cand[MAX_CANDIDATES];
+    c->ck = 0;
+    if (!strncmp(v, " ck", 3)) {
+        v += 3;
+        c->ck = small_int(&v, 3);
+        if (c->ck < 0) return 0;
+    }
+    if ((*v && !c->px) || c->vw < 0 || c->a < 0 || c->b < 0 || !clt_conv_lanes_cfg_ok(lp, pass, c)) return 0;
+    /* the block is a candidate; its chunk target, checked above, is not
+     * part of one */
+    clt_conv_lanes_cfg block = *c, cand[MAX_CANDIDATES];
+    block.ck = 0;
     int n = clt_conv_lanes_candidates(dev, lp, pass, cand, MAX_CANDIDATES);
     for (int i = 0; i < n; i++)
-        if (!memcmp(&cand[i], c, sizeof *c)) return 1;
+        if (!memcmp(&cand[i], &block, sizeof block)) return 1;
     return 0;
 }
 
@@ -86,17 +96,16 @@ static clt_status time_cfg(clt_device *dev, const clt_conv_lanes_params *lp, int
     return CLT_OK;
 }
 
-/* The fastest candidate for pass that fits, into lp->cfg[pass] (the rule's
- * stays when none could be timed): the best of three runs each, taken in
+/* The fastest of the n configurations cand for pass that fit, into *best
+ * (-1 when none could be timed): the best of three runs each, taken in
  * rounds over the candidates, so that a burst of other load on the machine
  * slows one run of each rather than every run of one. A candidate that
  * fails to build or run is logged and dropped: the others, the rule's
  * first, still count; a lost device ends the tuning. */
 #define ROUNDS 3
-static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, unsigned mask)
+static clt_status fastest(clt_device *dev, const clt_conv_lanes_params *lp, int pass, unsigned mask,
+                          const clt_conv_lanes_cfg *cand, int n, int *best)
 {
-    clt_conv_lanes_cfg cand[MAX_CANDIDATES];
-    int n = clt_conv_lanes_candidates(dev, lp, pass, cand, MAX_CANDIDATES);
     clt_conv_lanes_params t[MAX_CANDIDATES]; /* lp with each candidate, padding and chunks derived */
     double best_s[MAX_CANDIDATES];
     int ok[MAX_CANDIDATES];
@@ -131,13 +140,35 @@ static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, 
         }
     }
     dev->cache_hold--;
-    int best = -1;
+    *best = -1;
     for (int i = 0; i < n; i++)
-        if (ok[i] && (best < 0 || best_s[i] < best_s[best])) best = i;
+        if (ok[i] && (*best < 0 || best_s[i] < best_s[*best])) *best = i;
+    return CLT_OK;
+}
+
+/* The fastest candidate for pass into lp->cfg[pass] (the rule's stays when
+ * none could be timed); for the weight gradient, then the winner's chunk
+ * targets (cfg.ck: one program, other chunks), timed against it again. */
+static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, unsigned mask)
+{
+    clt_conv_lanes_cfg cand[MAX_CANDIDATES];
+    int n = clt_conv_lanes_candidates(dev, lp, pass, cand, MAX_CANDIDATES), best;
+    CLT_TRY(fastest(dev, lp, pass, mask, cand, n, &best));
     if (best < 0) return CLT_OK;
     lp->cfg[pass] = cand[best];
+    if (pass == CLT_CONV_BWD_WEIGHTS) {
+        static const int kib[] = CLT_CONV_LANES_CHUNK_KIB;
+        n = 0;
+        cand[n++] = lp->cfg[pass];
+        for (size_t i = 0; i < sizeof kib / sizeof kib[0]; i++) {
+            cand[n] = lp->cfg[pass];
+            cand[n++].ck = kib[i];
+        }
+        CLT_TRY(fastest(dev, lp, pass, mask, cand, n, &best));
+        if (best >= 0) lp->cfg[pass] = cand[best];
+    }
     char spec[64];
-    clt_conv_lanes_program(pass, &cand[best], spec, sizeof spec);
+    clt_conv_lanes_program(pass, &lp->cfg[pass], spec, sizeof spec);
     return clt_device_keep_program(dev, spec);
 }
 

@@ -205,6 +205,50 @@ static void test_damaged(void)
     free(text);
 }
 
+/* The tuning file at path with the weight gradient's kept value given
+ * the chunk target suffix (" ck128"; "" for none). */
+static void set_bwdw_chunks(const char *path, const char *suffix)
+{
+    char *text = read_text(path);
+    REQUIRE_OK(text ? CLT_OK : CLT_ERR_IO);
+    char *line = strstr(text, "lanes bwd-weights ");
+    char *tab = line ? strchr(line, '\t') : NULL, *end = tab ? strchr(tab, '\n') : NULL;
+    REQUIRE_OK(end ? CLT_OK : CLT_ERR_FORMAT);
+    char *ck = strstr(tab, " ck");
+    char out[1 << 16];
+    snprintf(out, sizeof out, "%.*s%s%s", (int)((ck && ck < end ? ck : end) - text), text, suffix, end);
+    write_text(path, out);
+    free(text);
+}
+
+/* A kept chunk target is taken as it is; one the tuner would not time is
+ * damaged: that pass is measured again. */
+static void test_chunk_values(void)
+{
+    char path[512];
+    REQUIRE_OK(tune_file(path, sizeof path) ? CLT_OK : CLT_ERR_NOT_FOUND);
+    set_bwdw_chunks(path, " ck128");
+    log_count lc;
+    clt_device *dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    clt_conv_plan *p = plan_for(dev, 40);
+    char what[64];
+    clt_conv_lanes_describe(p, CLT_CONV_BWD_WEIGHTS, what, sizeof what);
+    CHECK(all_tuned(p, 1) && lc.measured == 0 && p->lanes.cfg[CLT_CONV_BWD_WEIGHTS].ck == 128 &&
+              strstr(what, " ck128 tuned"),
+          "a kept ck128: measured %d, ck %d, \"%s\"", lc.measured, p->lanes.cfg[CLT_CONV_BWD_WEIGHTS].ck, what);
+    clt_conv_plan_destroy(p);
+    clt_device_destroy(dev);
+    set_bwdw_chunks(path, " ck100");
+    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    p = plan_for(dev, 40);
+    int ck = p->lanes.cfg[CLT_CONV_BWD_WEIGHTS].ck;
+    /* the block's candidates, then the winner at three chunk targets */
+    CHECK(all_tuned(p, 1) && lc.measured >= 4 && (ck == 0 || ck == 128 || ck == 256),
+          "a kept ck100: measured %d, ck %d", lc.measured, ck);
+    clt_conv_plan_destroy(p);
+    clt_device_destroy(dev);
+}
+
 /* Off: nothing measured or written; no cache: only "on" measures. */
 static void test_modes(void)
 {
@@ -317,6 +361,7 @@ int main(void)
     if (!tmpdir_make(dir, sizeof dir, "clt-tune")) return 1;
     test_tune_and_reuse();
     test_damaged();
+    test_chunk_values();
     test_modes();
     test_lazy_passes();
     test_same_results();
