@@ -182,13 +182,12 @@ int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params
  * shape and batch (AVX2, 512 KiB L2, PoCL, ResNet-18 at batch 128: 128 KiB
  * ran 128->256 k3 s2 1.23x faster, but LeNet's conv2 at batch 256 1.33x
  * slower), so the tuner times 256 and 128 too (cfg.ck). */
-#define CHUNK_KIB_RULE 512
 
 static void bwd_weights_chunks(const clt_device *dev, clt_conv_lanes_params *lp)
 {
     const clt_conv_geom *g = &lp->gk;
     const clt_conv_lanes_cfg *c = &lp->cfg[CLT_CONV_BWD_WEIGHTS];
-    const size_t target = (size_t)(c->ck ? c->ck : CHUNK_KIB_RULE) << 10;
+    const size_t target = (size_t)(c->ck ? c->ck : CLT_CONV_LANES_CHUNK_KIB_RULE) << 10;
     size_t wa = (size_t)c->a, wb = (size_t)c->b;
     int nvec = lp->nl / c->vw;
     size_t vbytes = (size_t)c->vw * sizeof(float);

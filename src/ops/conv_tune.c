@@ -28,8 +28,7 @@ static void make_key(const clt_conv_lanes_params *lp, int pass, char *key, size_
 static void format_cfg(int pass, const clt_conv_lanes_cfg *c, char *buf, size_t cap)
 {
     if (pass != CLT_CONV_BWD_WEIGHTS) snprintf(buf, cap, "vw%d rm%d nv%d%s", c->vw, c->a, c->b, c->px ? " px" : "");
-    else if (c->ck) snprintf(buf, cap, "vw%d wa%d wb%d ck%d", c->vw, c->a, c->b, c->ck);
-    else snprintf(buf, cap, "vw%d wa%d wb%d", c->vw, c->a, c->b);
+    else snprintf(buf, cap, "vw%d wa%d wb%d ck%d", c->vw, c->a, c->b, c->ck ? c->ck : CLT_CONV_LANES_CHUNK_KIB_RULE);
 }
 
 /* A number of 1 to `digits` digits at *p (advanced); -1 when there is none. */
@@ -57,10 +56,14 @@ static int parse_cfg(const clt_device *dev, const clt_conv_lanes_params *lp, int
     c->b = small_int(&v, 2);
     c->px = !strcmp(v, " px");
     c->ck = 0;
-    if (!strncmp(v, " ck", 3)) {
+    if (pass == CLT_CONV_BWD_WEIGHTS) {
+        /* required: a line without it was kept before the tuner timed
+         * chunk targets, and is timed again */
+        if (strncmp(v, " ck", 3)) return 0;
         v += 3;
         c->ck = small_int(&v, 3);
-        if (c->ck < 0) return 0;
+        if (c->ck == CLT_CONV_LANES_CHUNK_KIB_RULE) c->ck = 0;
+        else if (c->ck <= 0) return 0;
     }
     if ((*v && !c->px) || c->vw < 0 || c->a < 0 || c->b < 0 || !clt_conv_lanes_cfg_ok(lp, pass, c)) return 0;
     /* the block is a candidate; its chunk target, checked above, is not
