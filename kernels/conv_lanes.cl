@@ -197,7 +197,7 @@ __kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int NL, int CO, i
  * vector_chunk; a work-group holds the K*K taps of one block, which share
  * their dy and x rows in cache. */
 __kernel void conv_lanes_bwd_weights(int C, int H, int W, int NL, int CO, int OH, int OW, int K, int S,
-                                     int PAD, int rows, int vecs, int vchunks, int chunks,
+                                     int PAD, int phased, int rows, int vecs, int vchunks, int chunks,
                                      __global const float *x, ulong x_off, __global const float *dy,
                                      ulong dy_off, __global float *part, ulong part_off)
 {
@@ -231,9 +231,15 @@ __kernel void conv_lanes_bwd_weights(int C, int H, int W, int NL, int CO, int OH
     for (int a = 0; a < WA; a++)
 #pragma unroll
         for (int b = 0; b < WB; b++) acc[a][b] = (floatV)0.0f;
+    /* x's pixel (h, w0) of the row's first output, and the step to the
+     * next: S pixels on, or the next one in phase order (stride 2, phased:
+     * the prelude's lanes_phase) */
+    int w0 = ox_lo * S - PAD + tj, xstep = phased ? 1 : S;
     for (int oy = oy_lo; oy <= oy_hi; oy++) {
+        int h = oy * S - PAD + ti;
+        size_t xrow = (size_t)(phased ? lanes_phase(H, W, h, w0) : h * W + w0) * NL;
         for (int ox = ox_lo; ox <= ox_hi; ox++) {
-            size_t xp = ((size_t)(oy * S - PAD + ti) * W + (ox * S - PAD + tj)) * NL;
+            size_t xp = xrow + (size_t)((ox - ox_lo) * xstep) * NL;
             size_t dp = ((size_t)oy * OW + ox) * NL;
             for (int v = v0; v < v1; v++) {
                 floatV d[WA];

@@ -37,14 +37,18 @@ INLINE void transpose16(float16 r[LANES])
 /* Where m = c*P + p and the 15 after it lie in a lanes layout: at[u] is
  * the offset of lane n0 of m + u's row p*ps + c*cs (past the end of M too:
  * callers read only the m < M), ch[u] its channel; (c, p) walked from m,
- * not divided per m. */
-INLINE void lanes_rows16(int m, int P, int ps, int cs, int NP, size_t off, size_t at[LANES], int ch[LANES])
+ * not divided per m. SW > 0: the pixels of each channel in stride phases
+ * (lanes_phase), SW the image's width; 0: in raster order. */
+INLINE void lanes_rows16(int m, int P, int ps, int cs, int NP, int SW, size_t off, size_t at[LANES], int ch[LANES])
 {
     int c = m / P, p = m - c * P;
+    int W = SW > 0 ? SW : P, H = P / W, h = p / W, w = p - h * W;
     for (int u = 0; u < LANES; u++) {
-        at[u] = off + ((size_t)p * ps + (size_t)c * cs) * NP;
+        int row = SW > 0 ? lanes_phase(H, W, h, w) : p;
+        at[u] = off + ((size_t)row * ps + (size_t)c * cs) * NP;
         ch[u] = c;
-        if (++p == P) p = 0, c++;
+        if (++w == W) w = 0, h++;
+        if (++p == P) p = 0, h = 0, c++;
     }
 }
 
@@ -160,14 +164,15 @@ __kernel void conv_layout_from_lanes_sub(int N, int C, int H, int W, int S, int 
 
 /* The lanes layout at dst_off of an (N, M) source, M = C*P (an NCHW tensor
  * of P = H*W pixels): row p*ps + c*cs holds src[n][c*P + p], zero for
- * n >= N; with relu, src is a dy read through a fused ReLU's derivative
- * (ym: that ReLU's output, shaped as src). One work-item per 16 images x
+ * n >= N, the pixels in phase order for SW > 0 (lanes_phase); with relu,
+ * src is a dy read through a fused ReLU's derivative (ym: that ReLU's
+ * output, shaped as src). One work-item per 16 images x
  * 16 consecutive m: 16 row loads, an in-register transpose, 16 vector
  * stores; a partial block of m takes scalar loads. Dimension 0 runs along
  * m, so a work-group streams along the same 16 images. Global:
  * (ceil(M/16), NL/16), NL the lanes computed (the gap after them is not
  * written). */
-__kernel void conv_layout_to_lanes_t(int N, int M, int P, int ps, int cs, int NP, __global const float *src,
+__kernel void conv_layout_to_lanes_t(int N, int M, int P, int ps, int cs, int NP, int SW, __global const float *src,
                                      int relu, __global const float *ym, __global float *dst, ulong dst_off)
 {
     int mb = get_global_id(0);
@@ -177,7 +182,7 @@ __kernel void conv_layout_to_lanes_t(int N, int M, int P, int ps, int cs, int NP
     int nn = clamp(N - n0, 0, LANES), mm = min(LANES, M - m0);
     size_t at[LANES];
     int ch[LANES];
-    lanes_rows16(m0, P, ps, cs, NP, dst_off + n0, at, ch);
+    lanes_rows16(m0, P, ps, cs, NP, SW, dst_off + n0, at, ch);
     float16 r[LANES];
     if (mm == LANES) {
 #pragma unroll
@@ -259,7 +264,7 @@ __kernel void conv_layout_from_lanes_flat(int N, int M, int P, int ps, int cs, i
     int nn = min(LANES, N - n0), mm = min(LANES, M - m0);
     size_t at[LANES];
     int ch[LANES];
-    lanes_rows16(m0, P, ps, cs, NP, src_off + n0, at, ch);
+    lanes_rows16(m0, P, ps, cs, NP, 0, src_off + n0, at, ch);
     float bv[LANES];
     for (int l = 0; l < LANES; l++) bv[l] = has_bias && l < mm ? bias[ch[l]] : 0.0f;
     if (mm == LANES) {

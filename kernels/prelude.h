@@ -80,3 +80,17 @@ INLINE float lane_sum16(float16 s) { return lane_sum8(s.lo + s.hi); }
     } else {                                                                                       \
         for (size_t e_ = i0_; e_ < (n); e_++) BODY(float, (off) + e_)                              \
     }
+
+/* A stride-2 weight gradient reads pixels (2*oy + i, 2*ox + j): in raster
+ * order every other pixel of a row, and the cache lines between them. Its
+ * x copy keeps each channel's pixels in four phase planes instead (even
+ * rows and columns, even rows and odd columns, odd and even, odd and odd;
+ * each in raster order), where those reads are contiguous. The position
+ * of pixel (h, w) of an H x W image in that order (conv_layout.cl's copy
+ * and conv_lanes.cl's weight gradient, two programs, share it): */
+INLINE int lanes_phase(int H, int W, int h, int w)
+{
+    int r0 = (H + 1) / 2, r1 = H / 2, c0 = (W + 1) / 2, c1 = W / 2;
+    int base = (h & 1) ? r0 * W + ((w & 1) ? r1 * c0 : 0) : ((w & 1) ? r0 * c0 : 0);
+    return base + (h >> 1) * ((w & 1) ? c1 : c0) + (w >> 1);
+}

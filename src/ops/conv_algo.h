@@ -32,10 +32,12 @@
  * for work-groups along the pixels (one channel block each: its weights
  * stay in cache), 0 along the channel blocks (one pixel each: its input
  * window stays in cache); backward-weights: a = WA output x b = WB input
- * channels (px 0), and ck the KiB a chunk of its rows may stream (0: the
- * rule's 512; the tuner also times 256 and 128, conv_lanes.c says why). */
+ * channels (px 0), ck the KiB a chunk of its rows may stream (0: the
+ * rule's 512; the tuner also times 256 and 128, conv_lanes.c says why),
+ * and ph 1 to read x in stride phases (stride 2 and k > 1 only:
+ * kernels/prelude.h's lanes_phase; the tuner times both). */
 typedef struct clt_conv_lanes_cfg {
-    int vw, a, b, px, ck;
+    int vw, a, b, px, ck, ph;
 } clt_conv_lanes_cfg;
 
 typedef struct clt_conv_lanes_params {

@@ -47,6 +47,8 @@ static int acc_regs(const clt_conv_lanes_cfg *c, int native)
     return c->a * c->b * (c->vw > native ? c->vw / native : 1);
 }
 
+int clt_conv_lanes_can_phase(const clt_conv_lanes_params *lp) { return lp->gk.stride == 2 && lp->gk.k > 1; }
+
 int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_conv_lanes_cfg *c)
 {
     if (c->vw != 4 && c->vw != 8 && c->vw != 16) return 0;
@@ -57,6 +59,7 @@ int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_c
         for (size_t i = 0; i < sizeof kib / sizeof kib[0]; i++) known |= c->ck == kib[i];
         if (!known || pass != CLT_CONV_BWD_WEIGHTS) return 0;
     }
+    if (c->ph != 0 && (c->ph != 1 || pass != CLT_CONV_BWD_WEIGHTS || !clt_conv_lanes_can_phase(lp))) return 0;
     if (pass == CLT_CONV_BWD_WEIGHTS) return c->a >= 1 && c->a <= 8 && c->b >= 1 && c->b <= 8 && lp->nl % c->vw == 0;
     return c->a >= 1 && c->a <= 16 && c->b >= 1 && c->b <= 8 && lp->nl % (c->vw * c->b) == 0;
 }
@@ -86,15 +89,15 @@ static double cfg_cost(const clt_conv_lanes_params *lp, int pass, const clt_conv
  * and the first six backward-weights blocks. */
 static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_params *lp, int pass, int native)
 {
-    clt_conv_lanes_cfg c = {native, 0, 0, 0, 0}, t;
+    clt_conv_lanes_cfg c = {native, 0, 0, 0, 0, 0}, t;
     int budget = acc_budget(native);
     if (pass == CLT_CONV_BWD_WEIGHTS) {
         if (dev->settings.conv_bwdw_a > 0) return (clt_conv_lanes_cfg){native, dev->settings.conv_bwdw_a,
-                                                                        dev->settings.conv_bwdw_b, 0, 0};
+                                                                        dev->settings.conv_bwdw_b, 0, 0, 0};
         double best = 0;
         /* at native 16 the first six, the blocks the kernels were tuned with */
         for (size_t i = 0; i < (native == 16 ? 6 : N_BWDW_BLOCKS); i++) {
-            t = (clt_conv_lanes_cfg){native, bwdw_blocks[i][0], bwdw_blocks[i][1], 0, 0};
+            t = (clt_conv_lanes_cfg){native, bwdw_blocks[i][0], bwdw_blocks[i][1], 0, 0, 0};
             if (acc_regs(&t, native) > budget) continue;
             double cost = cfg_cost(lp, pass, &t);
             if (c.a == 0 || cost < best) {
@@ -114,7 +117,7 @@ static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_p
     }
     size_t ch = (size_t)pass_channels(&lp->gk, pass), best = 0;
     for (size_t i = 2; i < N_RM; i++) { /* from 4 */
-        t = (clt_conv_lanes_cfg){native, rm_set[i], nv, 0, 0};
+        t = (clt_conv_lanes_cfg){native, rm_set[i], nv, 0, 0, 0};
         if (acc_regs(&t, native) > budget) continue;
         size_t padded = up(ch, (size_t)t.a);
         if (c.a == 0 || padded < best || (padded == best && c.a != 8)) {
@@ -144,7 +147,7 @@ int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params
         for (int a = 1; a <= 12; a++) {
             for (int b = 1; b <= 8; b++) {
                 if (pass != CLT_CONV_BWD_WEIGHTS && ((b & (b - 1)) || vw * b < 8 || vw * b > 32)) continue;
-                clt_conv_lanes_cfg c = {vw, a, b, 0, 0};
+                clt_conv_lanes_cfg c = {vw, a, b, 0, 0, 0};
                 int regs = acc_regs(&c, native);
                 if (regs > budget || 2 * regs < budget || !clt_conv_lanes_cfg_ok(lp, pass, &c) || na >= 255) continue;
                 all[na++] = c;
@@ -333,15 +336,15 @@ static lanes_rows lanes_layout(const clt_conv_lanes_params *lp, int pixel_major,
 /* An NCHW tensor into a lanes layout at `off` floats: a transpose of (N,
  * C*H*W) in 16 x 16 blocks. */
 static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi, int n, int c, int h, int w,
-                           int pixel_major, const clt_conv_lanes_params *lp, cl_mem dst, cl_ulong off)
+                           int pixel_major, int phased, const clt_conv_lanes_params *lp, cl_mem dst, cl_ulong off)
 {
-    int p = h * w, m = c * p, relu = clt_epi_relu(epi);
+    int p = h * w, m = c * p, relu = clt_epi_relu(epi), sw = phased ? w : 0;
     lanes_rows r = lanes_layout(lp, pixel_major, c, p);
     cl_mem ym = clt_epi_mask(epi, src);
     size_t blocks = (size_t)lp->nl / LANES, mblocks = ((size_t)m + LANES - 1) / LANES;
     return layout_2d(dev, "conv_layout_to_lanes_t", mblocks, blocks, clt_conv_group_x(dev, CLT_CONV_COPY_LX),
                      CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(p), CLT_ARG(r.ps), CLT_ARG(r.cs), CLT_ARG(r.rs),
-                              CLT_ARG(src), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(dst), CLT_ARG(off)));
+                              CLT_ARG(sw), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(dst), CLT_ARG(off)));
 }
 
 /* A lanes layout of (ch, p) at `off` back to NCHW (n, ch, p), plus bias and
@@ -375,7 +378,8 @@ static clt_status x_to_lanes(clt_device *dev, const clt_conv_plan *plan, cl_mem 
 {
     const clt_conv_geom *g = &plan->g;
     if (!plan->lanes.subsampled)
-        return to_lanes(dev, x, NULL, g->n, g->c, g->h, g->w, pixel_major, &plan->lanes, dst, off);
+        return to_lanes(dev, x, NULL, g->n, g->c, g->h, g->w, pixel_major,
+                        !pixel_major && plan->lanes.cfg[CLT_CONV_BWD_WEIGHTS].ph, &plan->lanes, dst, off);
     lanes_rows r = lanes_layout(&plan->lanes, pixel_major, g->c, g->oh * g->ow);
     size_t rows = (size_t)g->c * g->oh, blocks = (size_t)plan->lanes.nl / LANES;
     return layout_2d(dev, "conv_layout_to_lanes_sub", rows, blocks, clt_conv_group_x(dev, CLT_CONV_COPY_LX),
@@ -497,7 +501,7 @@ static clt_status bwdw_kernel(clt_device *dev, const clt_conv_lanes_params *lp, 
     return clt_launch_2d(dev, spec, "conv_lanes_bwd_weights", (size_t)kk, g1, clt_conv_group_x(dev, (size_t)kk), 1,
                          CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->nl),
                                   CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),
-                                  CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(lp->bw_rows),
+                                  CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(c->ph), CLT_ARG(lp->bw_rows),
                                   CLT_ARG(lp->bw_vecs), CLT_ARG(lp->bw_vchunks), CLT_ARG(chunks),
                                   CLT_ARG(scratch), CLT_ARG(x_off), CLT_ARG(scratch),
                                   CLT_ARG(dy_off), CLT_ARG(part), CLT_ARG(poff)));
@@ -556,12 +560,12 @@ static clt_status lanes_backward(clt_device *dev, const clt_conv_plan *plan, cl_
     cl_mem scratch;
     CLT_TRY(clt_device_scratch(dev, L.total * sizeof(float), &scratch));
     if (dx) {
-        CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 1, lp, scratch, L.dyp_off));
+        CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 1, 0, lp, scratch, L.dyp_off));
         CLT_TRY(rank1_pass(dev, lp, 0, w, scratch, L.dyp_off, L.wb_off, L.dx_off));
         CLT_TRY(dx_from_lanes(dev, plan, scratch, L.dx_off, dx));
     }
     if (dw) {
-        CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 0, lp, scratch, L.dy_off));
+        CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 0, 0, lp, scratch, L.dy_off));
         CLT_TRY(backward_weights(dev, plan, x, scratch, &L, dw));
     }
     return CLT_OK;

@@ -17,6 +17,8 @@ static inline int clt_conv_lanes_row_stride(const clt_conv_lanes_params *lp, int
  * the ones the tuner times besides it (conv_lanes.c says why). */
 #define CLT_CONV_LANES_CHUNK_KIB_RULE 512
 #define CLT_CONV_LANES_CHUNK_KIB {256, 128}
+/* Whether lp's weight gradient may read x in stride phases (cfg.ph). */
+int clt_conv_lanes_can_phase(const clt_conv_lanes_params *lp);
 /* Whether the kernels can run configuration c for `pass` of lp. */
 int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_conv_lanes_cfg *c);
 /* Up to max configurations to time for `pass`: the rule-based one first,
@@ -37,8 +39,8 @@ void clt_conv_lanes_program(int pass, const clt_conv_lanes_cfg *c, char *spec, s
 /* Measures, or takes from the tuning cache, the configuration of each pass
  * the plan runs with lanes (conv_tune.c); a no-op when tuning is off. */
 clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan);
-/* "vw8 rm6 nv2" / "vw8 wa3 wb4 ck512", plus " tuned" when measured or
- * cached. */
+/* "vw8 rm6 nv2" / "vw8 wa3 wb4 ck512" (" ph": phased), plus " tuned" when
+ * measured or cached. */
 void clt_conv_lanes_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
 
 #endif

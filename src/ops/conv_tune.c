@@ -28,7 +28,9 @@ static void make_key(const clt_conv_lanes_params *lp, int pass, char *key, size_
 static void format_cfg(int pass, const clt_conv_lanes_cfg *c, char *buf, size_t cap)
 {
     if (pass != CLT_CONV_BWD_WEIGHTS) snprintf(buf, cap, "vw%d rm%d nv%d%s", c->vw, c->a, c->b, c->px ? " px" : "");
-    else snprintf(buf, cap, "vw%d wa%d wb%d ck%d", c->vw, c->a, c->b, c->ck ? c->ck : CLT_CONV_LANES_CHUNK_KIB_RULE);
+    else
+        snprintf(buf, cap, "vw%d wa%d wb%d ck%d%s", c->vw, c->a, c->b, c->ck ? c->ck : CLT_CONV_LANES_CHUNK_KIB_RULE,
+                 c->ph ? " ph" : "");
 }
 
 /* A number of 1 to `digits` digits at *p (advanced); -1 when there is none. */
@@ -55,21 +57,24 @@ static int parse_cfg(const clt_device *dev, const clt_conv_lanes_params *lp, int
     v += 3;
     c->b = small_int(&v, 2);
     c->px = !strcmp(v, " px");
-    c->ck = 0;
+    c->ck = c->ph = 0;
     if (pass == CLT_CONV_BWD_WEIGHTS) {
-        /* required: a line without it was kept before the tuner timed
-         * chunk targets, and is timed again */
+        /* required: the tuner always writes it */
         if (strncmp(v, " ck", 3)) return 0;
         v += 3;
         c->ck = small_int(&v, 3);
         if (c->ck == CLT_CONV_LANES_CHUNK_KIB_RULE) c->ck = 0;
         else if (c->ck <= 0) return 0;
+        if (!strcmp(v, " ph")) {
+            c->ph = 1;
+            v += 3;
+        }
     }
     if ((*v && !c->px) || c->vw < 0 || c->a < 0 || c->b < 0 || !clt_conv_lanes_cfg_ok(lp, pass, c)) return 0;
-    /* the block is a candidate; its chunk target, checked above, is not
-     * part of one */
+    /* the block is a candidate; its chunk target and phases, checked
+     * above, are not part of one */
     clt_conv_lanes_cfg block = *c, cand[MAX_CANDIDATES];
-    block.ck = 0;
+    block.ck = block.ph = 0;
     int n = clt_conv_lanes_candidates(dev, lp, pass, cand, MAX_CANDIDATES);
     for (int i = 0; i < n; i++)
         if (!memcmp(&cand[i], &block, sizeof block)) return 1;
@@ -150,8 +155,9 @@ static clt_status fastest(clt_device *dev, const clt_conv_lanes_params *lp, int 
 }
 
 /* The fastest candidate for pass into lp->cfg[pass] (the rule's stays when
- * none could be timed); for the weight gradient, then the winner's chunk
- * targets (cfg.ck: one program, other chunks), timed against it again. */
+ * none could be timed); for the weight gradient, then the winner at the
+ * other chunk targets (cfg.ck) and, at stride 2, with x in phases (cfg.ph)
+ * too: one program, other chunks and copies, timed against it again. */
 static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, unsigned mask)
 {
     clt_conv_lanes_cfg cand[MAX_CANDIDATES];
@@ -162,11 +168,12 @@ static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, 
     if (pass == CLT_CONV_BWD_WEIGHTS) {
         static const int kib[] = CLT_CONV_LANES_CHUNK_KIB;
         n = 0;
-        cand[n++] = lp->cfg[pass];
-        for (size_t i = 0; i < sizeof kib / sizeof kib[0]; i++) {
-            cand[n] = lp->cfg[pass];
-            cand[n++].ck = kib[i];
-        }
+        for (int ph = 0; ph <= clt_conv_lanes_can_phase(lp); ph++)
+            for (int i = -1; i < (int)(sizeof kib / sizeof kib[0]); i++) { /* -1: the rule's */
+                cand[n] = lp->cfg[pass];
+                cand[n].ck = i < 0 ? 0 : kib[i];
+                cand[n++].ph = ph;
+            }
         CLT_TRY(fastest(dev, lp, pass, mask, cand, n, &best));
         if (best >= 0) lp->cfg[pass] = cand[best];
     }

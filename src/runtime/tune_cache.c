@@ -8,7 +8,8 @@
 #include "core/atomic_file.h"
 #include "core/hash.h"
 
-#define TUNE_MAGIC "cltrain-tune 1 "
+#define TUNE_FORMAT "cltrain-tune "
+#define TUNE_MAGIC TUNE_FORMAT "2 "
 #define TUNE_FILE_MAX (1u << 20)
 
 struct clt_tune_entry {
@@ -75,6 +76,11 @@ static void load_file(clt_device *dev, int warn)
     char *text = (char *)data, *save = NULL;
     char *line = strtok_r(text, "\n", &save);
     size_t ml = strlen(TUNE_MAGIC);
+    if (line && !strncmp(line, TUNE_FORMAT, strlen(TUNE_FORMAT)) && strncmp(line, TUNE_MAGIC, ml) != 0) {
+        clt_device_log(dev, 0, "tuning cache %s: an older format; measured again", path);
+        free(data);
+        return;
+    }
     if (!line || strncmp(line, TUNE_MAGIC, ml) != 0 || strcmp(line + ml, id) != 0) {
         if (warn) clt_device_log(dev, 2, "tuning cache %s: not this device's or version's; ignored", path);
         free(data);

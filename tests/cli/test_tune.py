@@ -47,7 +47,7 @@ with tempfile.TemporaryDirectory() as tmp:
     files = glob.glob(os.path.join(tmp, 'tune-*.txt'))
     check(len(files) == 1, f'one tuning file for one kind of device: {files}')
     text = open(files[0]).read() if files else ''
-    check(text.startswith('cltrain-tune 1 ') and text.count('\tvw') >= 3, f'tuning file: {text!r}')
+    check(text.startswith('cltrain-tune 2 ') and text.count('\tvw') >= 3, f'tuning file: {text!r}')
 
     rc, out, err = run('tune', *small, '--devices', devs, env=env)
     check(rc == 0 and 'already tuned' in out and 'tuned in' not in out.replace('already tuned', ''),

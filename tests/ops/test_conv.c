@@ -662,7 +662,7 @@ static void check_pass(clt_device *dev, const clt_conv_plan *plan, case_data *d,
 /* Every configuration the tuner may pick for a pass (its candidates on
  * this device, and vector widths 4, 8 and 16 beyond them; the weight
  * gradient also at the other chunk targets, which split it differently
- * at least once) computes the
+ * at least once, and at stride 2 with x in stride phases) computes the
  * reference's result: installed in a plan one at a time, on shapes with
  * stride, padding, partial channel blocks, a strided 1x1, a batch of
  * up to 16 lanes and one of 128 (rows with a gap). */
@@ -674,17 +674,17 @@ static void test_lanes_configs(clt_device *dev)
         {19, 7, 9, 8, 11, 3, 1, 1, 10}, {33, 13, 7, 6, 9, 3, 2, 0, 2}, {5, 6, 8, 8, 10, 1, 2, 0, 1}, {40, 20, 7, 7, 50, 5, 1, 2, 3},
         {100, 6, 7, 6, 9, 3, 1, 1, 3}}; /* 128 lanes: pixel-major rows with a gap */
     static const clt_conv_lanes_cfg extra[][2] = {/* {forward/backward-data, backward-weights} */
-                                                  {{4, 2, 4, 0, 0}, {4, 3, 4, 0, 128}},
-                                                  {{16, 8, 2, 1, 0}, {16, 5, 5, 0, 256}},
-                                                  {{16, 3, 1, 0, 0}, {8, 1, 1, 0, 0}},
-                                                  {{8, 12, 1, 1, 0}, {8, 6, 2, 0, 128}}};
+                                                  {{4, 2, 4, 0, 0, 0}, {4, 3, 4, 0, 128, 1}},
+                                                  {{16, 8, 2, 1, 0, 0}, {16, 5, 5, 0, 256, 0}},
+                                                  {{16, 3, 1, 0, 0, 0}, {8, 1, 1, 0, 0, 1}},
+                                                  {{8, 12, 1, 1, 0, 0}, {8, 6, 2, 0, 128, 0}}};
     set_algo(dev, "lanes");
     clt_device_settings s = *clt_device_get_settings(dev);
     int tune = s.tune;
     s.tune = CLT_TUNE_OFF;
     REQUIRE_OK(clt_device_set_settings(dev, &s));
     static const int chunk_kib[] = CLT_CONV_LANES_CHUNK_KIB;
-    int tried = 0, rechunked = 0;
+    int tried = 0, rechunked = 0, phased = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         case_data d;
         clt_conv_geom g;
@@ -699,11 +699,13 @@ static void test_lanes_configs(clt_device *dev)
             int n = clt_conv_lanes_candidates(dev, &plan->lanes, p, cand, shapes[i][8]);
             CHECK(n >= (shapes[i][8] > 1 ? 2 : 1), "shape %zu pass %d: %d candidates", i, p, n);
             for (size_t x = 0; x < sizeof extra / sizeof extra[0] && i < 2; x++) cand[n++] = extra[x][p == CLT_CONV_BWD_WEIGHTS];
-            if (p == CLT_CONV_BWD_WEIGHTS) /* the rule's block at the tuner's other chunk targets */
-                for (size_t x = 0; x < sizeof chunk_kib / sizeof chunk_kib[0]; x++) {
-                    cand[n] = rule.cfg[p];
-                    cand[n++].ck = chunk_kib[x];
-                }
+            if (p == CLT_CONV_BWD_WEIGHTS) /* the rule's block at the tuner's other chunk targets and phased */
+                for (int ph = 0; ph <= 1; ph++)
+                    for (int x = ph ? -1 : 0; x < (int)(sizeof chunk_kib / sizeof chunk_kib[0]); x++) {
+                        cand[n] = rule.cfg[p];
+                        cand[n].ck = x < 0 ? 0 : chunk_kib[x];
+                        cand[n++].ph = ph;
+                    }
             for (int c = 0; c < n; c++) {
                 plan->lanes = rule;
                 plan->lanes.cfg[p] = cand[c];
@@ -711,6 +713,7 @@ static void test_lanes_configs(clt_device *dev)
                     continue;
                 tried++;
                 rechunked += cand[c].ck && plan->lanes.bw_chunks != rule.bw_chunks;
+                phased += cand[c].ph;
                 char what[64];
                 snprintf(what, sizeof what, "lanes pass %d vw%d %dx%d", p, cand[c].vw, cand[c].a, cand[c].b);
                 check_pass(dev, plan, &d, p, what);
@@ -721,6 +724,7 @@ static void test_lanes_configs(clt_device *dev)
     }
     CHECK(tried >= 50, "only %d configurations ran", tried);
     CHECK(rechunked > 0, "no smaller chunk target changed a weight gradient's chunks");
+    CHECK(phased >= 4, "only %d weight gradients read x in stride phases", phased);
     s.tune = tune;
     REQUIRE_OK(clt_device_set_settings(dev, &s));
 }

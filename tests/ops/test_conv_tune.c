@@ -130,7 +130,7 @@ static void test_tune_and_reuse(void)
     char path[512];
     CHECK(tune_file(path, sizeof path), "no tuning file in %s", dir);
     char *text = read_text(path);
-    CHECK(text && !strncmp(text, "cltrain-tune 1 ", 15) && entries(text) == 3, "tuning file:\n%s", text ? text : "");
+    CHECK(text && !strncmp(text, "cltrain-tune 2 ", 15) && entries(text) == 3, "tuning file:\n%s", text ? text : "");
     free(text);
 
     /* Another batch of the class: the choices from memory, nothing measured. */
@@ -191,8 +191,23 @@ static void test_damaged(void)
     CHECK(after && !strstr(after, "vw7") && !strstr(after, "rm99") && !strstr(after, "junk") && entries(after) == 3,
           "the damaged values stayed:\n%s", after ? after : "");
 
+    /* One of an older format (here the valid entries just kept) is not
+     * read, without a warning, and is replaced. */
+    char old[4096];
+    snprintf(old, sizeof old, "%s", after);
+    old[13] = '1'; /* "cltrain-tune 2 <identity>" -> 1 */
+    write_text(path, old);
+    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    p = plan_for(dev, 40);
+    CHECK(lc.measured >= 6 && lc.warnings == 0, "older format: measured %d, warnings %d", lc.measured, lc.warnings);
+    clt_conv_plan_destroy(p);
+    clt_device_destroy(dev);
+    free(after);
+    after = read_text(path);
+    CHECK(after && !strncmp(after, "cltrain-tune 2 ", 15), "older format kept:\n%s", after ? after : "");
+
     /* A file of another identity is not read, and is replaced. */
-    write_text(path, "cltrain-tune 1 another device\nlanes fwd c20 h13 w13 co50 k5 s1 p0 np32\tvw8 rm4 nv2\n");
+    write_text(path, "cltrain-tune 2 another device\nlanes fwd c20 h13 w13 co50 k5 s1 p0 np32\tvw8 rm4 nv2\n");
     dev = open_dev(1, CLT_TUNE_AUTO, &lc);
     p = plan_for(dev, 40);
     CHECK(lc.measured >= 6 && lc.warnings == 1, "foreign file: measured %d, warnings %d", lc.measured, lc.warnings);
@@ -222,13 +237,13 @@ static void set_bwdw_chunks(const char *path, const char *suffix)
 }
 
 /* A kept chunk target is taken as it is; one the tuner would not time,
- * or none (a line kept before the tuner timed them), is damaged: that
- * pass is measured again. */
+ * or none (a line kept before the tuner timed them), or phases at stride
+ * 1, is damaged: that pass is measured again. */
 static void test_chunk_values(void)
 {
     char path[512];
     REQUIRE_OK(tune_file(path, sizeof path) ? CLT_OK : CLT_ERR_NOT_FOUND);
-    static const char *const damaged[] = {" ck100", ""};
+    static const char *const damaged[] = {" ck100", "", " ck512 ph"}; /* phases: only at stride 2 */
     log_count lc;
     clt_device *dev;
     clt_conv_plan *p;
