@@ -160,6 +160,20 @@ static void test_tune_and_reuse(void)
     clt_conv_plan_destroy(first);
 }
 
+/* The tuning file at path replaced by text that is not to be read: every
+ * pass is measured again, with `warnings` warnings; the file afterwards. */
+static char *replaced(const char *path, const char *text, int warnings, const char *what)
+{
+    write_text(path, text);
+    log_count lc;
+    clt_device *dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    clt_conv_plan *p = plan_for(dev, 40);
+    CHECK(lc.measured >= 6 && lc.warnings == warnings, "%s: measured %d, warnings %d", what, lc.measured, lc.warnings);
+    clt_conv_plan_destroy(p);
+    clt_device_destroy(dev);
+    return read_text(path);
+}
+
 /* Damaged values and junk are ignored: the passes are measured again and
  * the file holds valid entries afterwards. */
 static void test_damaged(void)
@@ -196,25 +210,14 @@ static void test_damaged(void)
     char old[4096];
     snprintf(old, sizeof old, "%s", after);
     old[13] = '1'; /* "cltrain-tune 2 <identity>" -> 1 */
-    write_text(path, old);
-    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
-    p = plan_for(dev, 40);
-    CHECK(lc.measured >= 6 && lc.warnings == 0, "older format: measured %d, warnings %d", lc.measured, lc.warnings);
-    clt_conv_plan_destroy(p);
-    clt_device_destroy(dev);
     free(after);
-    after = read_text(path);
+    after = replaced(path, old, 0, "older format");
     CHECK(after && !strncmp(after, "cltrain-tune 2 ", 15), "older format kept:\n%s", after ? after : "");
 
     /* A file of another identity is not read, and is replaced. */
-    write_text(path, "cltrain-tune 2 another device\nlanes fwd c20 h13 w13 co50 k5 s1 p0 np32\tvw8 rm4 nv2\n");
-    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
-    p = plan_for(dev, 40);
-    CHECK(lc.measured >= 6 && lc.warnings == 1, "foreign file: measured %d, warnings %d", lc.measured, lc.warnings);
-    clt_conv_plan_destroy(p);
-    clt_device_destroy(dev);
     free(after);
-    after = read_text(path);
+    after = replaced(path, "cltrain-tune 2 another device\nlanes fwd c20 h13 w13 co50 k5 s1 p0 np32\tvw8 rm4 nv2\n", 1,
+                     "foreign file");
     CHECK(after && !strstr(after, "another device") && entries(after) == 3, "foreign file kept:\n%s", after ? after : "");
     free(after);
     free(text);
