@@ -284,7 +284,7 @@ __kernel void conv_direct_fwd(DIRECT_ARGS, __global uchar *argmax) { direct_fwd(
  * across the tap rows, ran 1.1-1.6x slower on AVX2: spills);
  * the lanes are summed at the end. relu: dy is read through a fused ReLU's
  * derivative, from that ReLU's output ym. A fused pooling (-DPOOL): dy is
- * the pooling's, spread by pooled_dy. Global: (ceil(CO/CB), chunks). */
+ * the pooling's, spread by pooled_dy. Global: (groups, chunks) (direct_bwd_weights). */
 #if POOL
 /* Each lane's window (POOL_DUP), its column in it (POOL_COL), and the
  * shift of the window's argmax byte in the 4-byte word argmax_words gives
@@ -368,16 +368,12 @@ INLINE void bwdw_vec(int cb, int C, int HP, int WPP, int OH, int OW, int CO, int
     }
 }
 
-INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int HP, int WPP, int OH,
-                               int OW, int imgs, int chunks,
-                               __global const float *xp, ulong xp_off, __global const float *dy,
-                               int relu, __global const float *ym, __global const uchar *argmax,
-                               __global float *part, ulong part_off, int has_db,
-                               __global float *dbpart, ulong dbpart_off)
+/* Channels co0 .. co0+cb-1 over the chunk's images, into part and dbpart. */
+INLINE void bwdw_channels(int cb, int co0, int chunk, int N, int C, int CO, int HP, int WPP, int OH, int OW,
+                          int imgs, __global const float *xp, ulong xp_off, __global const float *dy, int relu,
+                          __global const float *ym, __global const uchar *argmax, __global float *part,
+                          ulong part_off, int has_db, __global float *dbpart, ulong dbpart_off)
 {
-    int co0 = get_global_id(0) * cb;
-    int chunk = get_global_id(1);
-    if (co0 >= CO || chunk >= chunks) return;
     int ckk = C * KW * KW;
     size_t dco[MAX_CB];
 #pragma unroll
@@ -427,14 +423,32 @@ INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int HP, int WPP, in
     }
 }
 
+/* Work-item (g, chunk): the channel blocks of group g (groups of
+ * ceil(ceil(CO/cb)/groups) blocks), one after the other, over the chunk's
+ * images: with a chunk of one image, its dy planes are read in memory
+ * order and its x plane stays in L1. */
+INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int HP, int WPP, int OH, int OW, int imgs, int groups,
+                               int chunks, __global const float *xp, ulong xp_off, __global const float *dy,
+                               int relu, __global const float *ym, __global const uchar *argmax,
+                               __global float *part, ulong part_off, int has_db, __global float *dbpart,
+                               ulong dbpart_off)
+{
+    int g = get_global_id(0), chunk = get_global_id(1);
+    if (g >= groups || chunk >= chunks) return;
+    int blocks = (CO + cb - 1) / cb, per = (blocks + groups - 1) / groups;
+    for (int b = g * per; b < min(blocks, g * per + per); b++)
+        bwdw_channels(cb, b * cb, chunk, N, C, CO, HP, WPP, OH, OW, imgs, xp, xp_off, dy, relu, ym, argmax, part,
+                      part_off, has_db, dbpart, dbpart_off);
+}
+
 #define BWDW_DIRECT_ARGS                                                                        \
-    int N, int C, int CO, int HP, int WPP, int OH, int OW, int imgs,                            \
+    int N, int C, int CO, int HP, int WPP, int OH, int OW, int imgs, int groups,                \
         int chunks, __global const float *xp, ulong xp_off, __global const float *dy, int relu, \
         __global const float *ym, __global const uchar *argmax, __global float *part, ulong part_off,   \
         int has_db,                                                                             \
         __global float *dbpart, ulong dbpart_off
 #define BWDW_DIRECT_PASS                                                                        \
-    N, C, CO, HP, WPP, OH, OW, imgs, chunks, xp, xp_off, dy, relu, ym, argmax, part,   \
+    N, C, CO, HP, WPP, OH, OW, imgs, groups, chunks, xp, xp_off, dy, relu, ym, argmax, part,   \
         part_off, has_db, dbpart, dbpart_off
 #if CB < 1 || CB > MAX_CB
 #error "CB must be 1, 2 or 3"

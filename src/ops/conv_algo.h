@@ -59,7 +59,7 @@ typedef struct clt_conv_direct_params {
     size_t xp_elems;  /* floats of the copy (0 without one) */
     int rm, rows;     /* forward: output channels and rows per work-item */
     size_t items;     /* forward work-items along dimension 1 */
-    int cb, chunks, imgs; /* backward weights: channels per work-item, image chunks */
+    int cb, groups, chunks, imgs; /* backward weights: channels per block, groups of blocks, image chunks */
     size_t part_elems; /* floats of its partial sums (0 with one chunk) */
 } clt_conv_direct_params;
 
