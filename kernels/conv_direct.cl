@@ -253,7 +253,8 @@ INLINE void direct_fwd_pool(int rm, int N, int C, int CO, int K, int HP, int WPP
         __global const float *bias, int has_bias, int relu, __global float *y
 #define DIRECT_PASS N, C, CO, K, HP, WPP, OH, OW, R, xp, xp_off, w, bias, has_bias, relu, y
 /* One program per variant (conv_direct.c picks them): -DRM=<RM> output
- * channels per work-item has the forward, -DCB=<CB> the backward weights;
+ * channels per work-item has the forward, -DCB=<CB> the backward weights
+ * (with -DKW=<k> and -DNT=<c*k*k>, the kernel size and taps);
  * every program has conv_direct_pad_rows. A program of all seven
  * variants made PoCL compile 7 kernels for the program cache (6 s of a
  * cold start on the 2-core AVX2 machine) where a run uses two. */
@@ -271,7 +272,7 @@ __kernel void conv_direct_fwd(DIRECT_ARGS, __global uchar *argmax) { direct_fwd(
 #ifdef CB /* the backward-weights program */
 /* Backward weights, stride 1, partial over a chunk of images:
  * part[chunk][co][t] for CB output channels co and every tap
- * t = (c*KW + i)*KW + j (C*KW*KW <= TG) = sum over the chunk's n, oy and
+ * t = (c*KW + i)*KW + j (NT = C*KW*KW <= TG) = sum over the chunk's n, oy and
  * ox of dy[n][co][oy][ox] xp[n][c][oy+i][ox+j], and (has_db) the bias
  * gradient's partial dbpart[chunk][co] = the sum of those dy. A row is
  * read as VW-pixel vectors placed like the forward's: the last one slides
@@ -358,10 +359,8 @@ INLINE void bwdw_vec(int cb, int C, int HP, int WPP, int OH, int OW, int CO, int
         bsum[a] += d[a];
     }
 #pragma unroll
-    for (int u = 0; u < TG; u++) {
-        /* tap u = (c*KW + i)*KW + j; taps past C*KW*KW read channel C-1's
-         * and are not stored */
-        int c = min(u / (KW * KW), C - 1), i = (u / KW) % KW, j = u % KW;
+    for (int u = 0; u < NT; u++) {
+        int c = u / (KW * KW), i = (u / KW) % KW, j = u % KW; /* tap u = (c*KW + i)*KW + j */
         floatV xv = vloadV(0, xn + c * plane + (size_t)(oy + i) * WPP + j + sv);
 #pragma unroll
         for (int a = 0; a < cb; a++) acc[a][u] = fma(d[a], xv, acc[a][u]);
@@ -374,7 +373,6 @@ INLINE void bwdw_channels(int cb, int co0, int chunk, int N, int C, int CO, int 
                           __global const float *ym, __global const uchar *argmax, __global float *part,
                           ulong part_off, int has_db, __global float *dbpart, ulong dbpart_off)
 {
-    int ckk = C * KW * KW;
     size_t dco[MAX_CB];
 #pragma unroll
     for (int a = 0; a < cb; a++) dco[a] = (size_t)min(co0 + a, CO - 1) * OH * OW;
@@ -383,7 +381,7 @@ INLINE void bwdw_channels(int cb, int co0, int chunk, int N, int C, int CO, int 
     for (int a = 0; a < cb; a++) {
         bsum[a] = (floatV)0.0f;
 #pragma unroll
-        for (int u = 0; u < TG; u++) acc[a][u] = (floatV)0.0f;
+        for (int u = 0; u < NT; u++) acc[a][u] = (floatV)0.0f;
     }
     int npos = (OW + VW - 1) / VW;
     int last = max(0, OW - VW);
@@ -412,13 +410,9 @@ INLINE void bwdw_channels(int cb, int co0, int chunk, int N, int C, int CO, int 
     for (int a = 0; a < cb; a++) {
         int co = co0 + a;
         if (co >= CO) break;
-        __global float *pp = part + part_off + ((size_t)chunk * CO + co) * ckk;
+        __global float *pp = part + part_off + ((size_t)chunk * CO + co) * NT;
 #pragma unroll
-        for (int u = 0; u < TG; u++) {
-            /* A guard, not a break: a loop with an exit is not unrolled
-             * (Oclgrind's compiler warned). */
-            if (u < ckk) pp[u] = lane_sum(acc[a][u]);
-        }
+        for (int u = 0; u < NT; u++) pp[u] = lane_sum(acc[a][u]);
         if (has_db) dbpart[dbpart_off + (size_t)chunk * CO + co] = lane_sum(bsum[a]);
     }
 }
@@ -453,8 +447,8 @@ INLINE void direct_bwd_weights(int cb, int N, int C, int CO, int HP, int WPP, in
 #if CB < 1 || CB > MAX_CB
 #error "CB must be 1, 2 or 3"
 #endif
-#if !defined(KW) || KW < 1 || KW * KW > TG
-#error "KW, the kernel size (KW*KW <= TG), must be defined"
+#if !defined(KW) || !defined(NT) || KW < 1 || NT < KW * KW || NT > TG || NT % (KW * KW)
+#error "KW (the kernel size) and NT (the taps, c*KW*KW <= TG) must be defined"
 #endif
 __kernel void conv_direct_bwd_weights(BWDW_DIRECT_ARGS) { direct_bwd_weights(CB, BWDW_DIRECT_PASS); }
 #endif

@@ -8,7 +8,8 @@
  * planes each channel's load is on another page: at batch 128 the forward
  * ran 1.05-1.2x longer, backward-data up to 1.2x); the weight gradient
  * reads the channel-major (C, H, W, NL), walking the pixels of a few
- * channels (pixel-major, it ran 1.2-2x longer). The forward writes y
+ * channels (pixel-major, it ran 1.2-2x longer; x's pixels in stride
+ * phases where `phased`: the prelude's lanes_phase). The forward writes y
  * pixel-major, backward-data dx channel-major. The kernels compute NL
  * lanes (the padded batch); pixel-major rows are NP >= NL floats apart (a
  * gap spreads the channel loop's loads over the L1's sets: conv_lanes.c,

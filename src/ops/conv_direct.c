@@ -57,7 +57,9 @@ static void program(const clt_conv_geom *g, const clt_conv_direct_params *d, int
 {
     int pool = epi ? epi->pool : 0;
     if (fwd) snprintf(spec, cap, "conv_direct -DVW=%d -DRM=%d -DPOOL=%d", d->vw, d->rm, pool);
-    else snprintf(spec, cap, "conv_direct -DVW=%d -DCB=%d -DKW=%d -DPOOL=%d", d->vw, d->cb, g->k, pool);
+    else
+        snprintf(spec, cap, "conv_direct -DVW=%d -DCB=%d -DKW=%d -DNT=%d -DPOOL=%d", d->vw, d->cb, g->k,
+                 g->c * g->k * g->k, pool);
 }
 
 /* The kernels read 2*VW output pixels of a row as two vectors that slide

@@ -315,7 +315,8 @@ static clt_status layout_2d(clt_device *dev, const char *kernel, size_t gx, size
     return clt_launch_2d(dev, "conv_layout", kernel, gx, gy, lx, 1, nargs, args);
 }
 
-/* Where a lanes layout keeps pixel p of channel c: row p * ps + c * cs,
+/* Where a lanes layout keeps pixel p of channel c: row p * ps + c * cs
+ * (p in stride-phase order in the weight gradient's x where cfg.ph),
  * rows rs floats apart (clt_conv_lanes_row_stride). The forward's layout
  * is pixel-major, the backward's channel-major (kernels/conv_lanes.cl says
  * why). Pixel-major rows have the gap of lanes_stride: the forward's and
@@ -334,7 +335,8 @@ static lanes_rows lanes_layout(const clt_conv_lanes_params *lp, int pixel_major,
 }
 
 /* An NCHW tensor into a lanes layout at `off` floats: a transpose of (N,
- * C*H*W) in 16 x 16 blocks. */
+ * C*H*W) in 16 x 16 blocks; phased: each channel's pixels in stride
+ * phases (the weight gradient's x, cfg.ph). */
 static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi, int n, int c, int h, int w,
                            int pixel_major, int phased, const clt_conv_lanes_params *lp, cl_mem dst, cl_ulong off)
 {
@@ -522,7 +524,9 @@ static clt_status backward_weights(clt_device *dev, const clt_conv_plan *plan, c
 }
 
 /* One pass's arithmetic alone on a work buffer of the plan's layout (for
- * the tuner: the copies around it do not depend on the configuration).
+ * the tuner: the copies around it are not timed; they do not depend on
+ * the configuration, but for the weight gradient's x copy in stride
+ * phases, which only sends its rows elsewhere).
  * *bytes: the buffer it needs; with scratch NULL only that is filled. */
 clt_status clt_conv_lanes_time_pass(clt_device *dev, const clt_conv_lanes_params *lp, int pass, cl_mem scratch,
                                     size_t *bytes)

@@ -107,11 +107,10 @@ static clt_status time_cfg(clt_device *dev, const clt_conv_lanes_params *lp, int
 
 /* The fastest of the n configurations cand for pass that fit, into
  * best[0], and the next fastest into best[1] (-1 when none): the best of
- * three runs each, taken in
- * rounds over the candidates, so that a burst of other load on the machine
- * slows one run of each rather than every run of one. A candidate that
- * fails to build or run is logged and dropped: the others, the rule's
- * first, still count; a lost device ends the tuning. */
+ * three runs each, taken in rounds over the candidates, so that a burst of
+ * other load on the machine slows one run of each rather than every run of
+ * one. A candidate that fails to build or run is logged and dropped: the
+ * others still count; a lost device ends the tuning. */
 #define ROUNDS 3
 static clt_status fastest(clt_device *dev, const clt_conv_lanes_params *lp, int pass, unsigned mask,
                           const clt_conv_lanes_cfg *cand, int n, int best[2])

@@ -9,7 +9,10 @@
 #include "core/hash.h"
 
 #define TUNE_FORMAT "cltrain-tune "
-#define TUNE_MAGIC TUNE_FORMAT "2 "
+#define TUNE_VERSION 2
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define TUNE_MAGIC TUNE_FORMAT STR(TUNE_VERSION) " "
 #define TUNE_FILE_MAX (1u << 20)
 
 struct clt_tune_entry {
@@ -76,7 +79,9 @@ static void load_file(clt_device *dev, int warn)
     char *text = (char *)data, *save = NULL;
     char *line = strtok_r(text, "\n", &save);
     size_t ml = strlen(TUNE_MAGIC);
-    if (line && !strncmp(line, TUNE_FORMAT, strlen(TUNE_FORMAT)) && strncmp(line, TUNE_MAGIC, ml) != 0) {
+    size_t fl = strlen(TUNE_FORMAT);
+    if (line && !strncmp(line, TUNE_FORMAT, fl) && line[fl] >= '1' && line[fl] < '0' + TUNE_VERSION &&
+        line[fl + 1] == ' ') {
         clt_device_log(dev, 0, "tuning cache %s: an older format; measured again", path);
         free(data);
         return;

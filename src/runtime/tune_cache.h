@@ -5,10 +5,11 @@
  * File: a first line "cltrain-tune 2 <identity>", then one "key<TAB>value"
  * line per choice. Written atomically (read, merge, replace), so two
  * processes tuning at once lose at most each other's newest entries. A file
- * whose identity differs (with a warning), one of an older format (2: the
- * weight gradient's chunk targets and stride phases; its choices were made
- * without them) and lines that do not parse are ignored: the caller
- * validates every value it reads back. */
+ * whose identity differs (with a warning), one of an older format
+ * (without a warning: everything in it is measured again; format 2 added
+ * the weight gradient's chunk targets and stride phases) and lines that
+ * do not parse are ignored: the caller validates every value it reads
+ * back. */
 #ifndef CLT_RUNTIME_TUNE_CACHE_H
 #define CLT_RUNTIME_TUNE_CACHE_H
 

@@ -665,14 +665,16 @@ static void check_pass(clt_device *dev, const clt_conv_plan *plan, case_data *d,
  * at least once, and at stride 2 with x in stride phases) computes the
  * reference's result: installed in a plan one at a time, on shapes with
  * stride, padding, partial channel blocks, a strided 1x1, a batch of
- * up to 16 lanes and one of 128 (rows with a gap). */
+ * up to 16 lanes and one of 128 (rows with a gap), and stride 2 with odd
+ * sizes and padding (stride phases of unequal sizes). */
 static void test_lanes_configs(clt_device *dev)
 {
     /* n c h w co k s p, and how many candidates: each configuration is a
      * program build, which costs a cold PoCL cache 0.2-0.5 s */
     static const int shapes[][9] = {
         {19, 7, 9, 8, 11, 3, 1, 1, 10}, {33, 13, 7, 6, 9, 3, 2, 0, 2}, {5, 6, 8, 8, 10, 1, 2, 0, 1}, {40, 20, 7, 7, 50, 5, 1, 2, 3},
-        {100, 6, 7, 6, 9, 3, 1, 1, 3}}; /* 128 lanes: pixel-major rows with a gap */
+        {100, 6, 7, 6, 9, 3, 1, 1, 3},  /* 128 lanes: pixel-major rows with a gap */
+        {9, 5, 9, 7, 6, 3, 2, 1, 2}};   /* stride 2, odd rows and columns, padding: phases of unequal sizes */
     static const clt_conv_lanes_cfg extra[][2] = {/* {forward/backward-data, backward-weights} */
                                                   {{4, 2, 4, 0, 0, 0}, {4, 3, 4, 0, 128, 1}},
                                                   {{16, 8, 2, 1, 0, 0}, {16, 5, 5, 0, 256, 0}},

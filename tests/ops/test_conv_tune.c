@@ -214,6 +214,12 @@ static void test_damaged(void)
     after = replaced(path, old, 0, "older format");
     CHECK(after && !strncmp(after, "cltrain-tune 2 ", 15), "older format kept:\n%s", after ? after : "");
 
+    /* A newer format is another identity: */
+    old[13] = '3';
+    free(after);
+    after = replaced(path, old, 1, "newer format");
+    CHECK(after && !strncmp(after, "cltrain-tune 2 ", 15), "newer format kept:\n%s", after ? after : "");
+
     /* A file of another identity is not read, and is replaced. */
     free(after);
     after = replaced(path, "cltrain-tune 2 another device\nlanes fwd c20 h13 w13 co50 k5 s1 p0 np32\tvw8 rm4 nv2\n", 1,
@@ -255,7 +261,7 @@ static void test_chunk_values(void)
         dev = open_dev(1, CLT_TUNE_AUTO, &lc);
         p = plan_for(dev, 40);
         int ck = p->lanes.cfg[CLT_CONV_BWD_WEIGHTS].ck;
-        /* the block's candidates, then the winner at three chunk targets */
+        /* the block's candidates, then the two fastest at three chunk targets */
         CHECK(all_tuned(p, 1) && lc.measured >= 4 && (ck == 0 || ck == 128 || ck == 256),
               "a kept \"%s\": measured %d, ck %d", damaged[i], lc.measured, ck);
         clt_conv_plan_destroy(p);
@@ -271,6 +277,32 @@ static void test_chunk_values(void)
           "a kept ck128: measured %d, ck %d, \"%s\"", lc.measured, p->lanes.cfg[CLT_CONV_BWD_WEIGHTS].ck, what);
     clt_conv_plan_destroy(p);
     clt_device_destroy(dev);
+    /* phases, where the layer has stride 2 */
+    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    clt_conv_geom g2;
+    REQUIRE_OK(clt_conv_geom_init(&g2, 40, 8, 9, 9, 16, 3, 2, 1));
+    clt_conv_plan *p2 = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g2, &p2));
+    clt_conv_lanes_cfg tuned = p2->lanes.cfg[CLT_CONV_BWD_WEIGHTS];
+    clt_conv_plan_destroy(p2);
+    clt_device_destroy(dev);
+    char *text = read_text(path), *line = text ? strstr(text, "lanes bwd-weights c8 h9 w9 co16 k3 s2 p1") : NULL;
+    char *tab = line ? strchr(line, '\t') : NULL, *end = tab ? strchr(tab, '\n') : NULL;
+    REQUIRE_OK(end ? CLT_OK : CLT_ERR_FORMAT);
+    char edited[1 << 16];
+    snprintf(edited, sizeof edited, "%.*s\tvw%d wa%d wb%d ck128 ph%s", (int)(tab - text), text, tuned.vw, tuned.a,
+             tuned.b, end);
+    write_text(path, edited);
+    free(text);
+    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    p2 = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g2, &p2));
+    const clt_conv_lanes_cfg *c2 = &p2->lanes.cfg[CLT_CONV_BWD_WEIGHTS];
+    CHECK(lc.measured == 0 && c2->ph == 1 && c2->ck == 128 && c2->a == tuned.a && c2->b == tuned.b,
+          "a kept ck128 ph at stride 2: measured %d, ph %d, ck %d", lc.measured, c2->ph, c2->ck);
+    clt_conv_plan_destroy(p2);
+    clt_device_destroy(dev);
+
     set_bwdw_chunks(path, " ck512"); /* the rule's, as the tuner writes it */
     dev = open_dev(1, CLT_TUNE_AUTO, &lc);
     p = plan_for(dev, 40);
