@@ -185,7 +185,6 @@ int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params
  * shape and batch (AVX2, 512 KiB L2, PoCL, ResNet-18 at batch 128: 128 KiB
  * ran 128->256 k3 s2 1.23x faster, but LeNet's conv2 at batch 256 1.33x
  * slower), so the tuner times 256 and 128 too (cfg.ck). */
-
 static void bwd_weights_chunks(const clt_device *dev, clt_conv_lanes_params *lp)
 {
     const clt_conv_geom *g = &lp->gk;

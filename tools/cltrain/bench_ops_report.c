@@ -161,10 +161,11 @@ void bench_report_text(const bench_device *d, const bench_opts *o)
     for (int mi = 0; mi < BENCH_N_MODELS; mi++) {
         if (!(o->model_mask & (1 << mi))) continue;
         const bench_model *m = &bench_models[mi];
-        printf("\n%s, batch %d%s; ms/call: back-to-back calls after a warm-up in up to three rounds, the "
+        printf("\n%s, batch %d%s; ms/call: back-to-back calls after a warm-up in up to %d rounds, the "
                "fastest round's mean\n",
                m->name, d->batch[mi],
-               !o->batch && is_cpu && m->cpu_batch ? " (the default on CPU devices; --batch-size sets it)" : "");
+               !o->batch && is_cpu && m->cpu_batch ? " (the default on CPU devices; --batch-size sets it)" : "",
+               BENCH_ROUNDS);
         if (m->note) printf("(%s)\n", m->note);
         printf("%-10s %-17s %-32s %10s %17s %s\n", "op", "pass", "shape (per sample)", "ms/call", "rate",
                "  of peak");
