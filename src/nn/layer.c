@@ -88,12 +88,9 @@ clt_status clt_pass_sync(const clt_pass *pass, clt_device *dev, cl_mem partial, 
                         *pass->sync_done + 1, pass->sync_rounds);
     ++*pass->sync_done;
     size_t bytes = (size_t)count * sizeof(float);
-    CLT_CL(clEnqueueReadBuffer(dev->queue, partial, CL_TRUE, 0, bytes, pass->sync_host, 0, NULL, NULL),
-           "synchronised statistics: read");
+    CLT_TRY(clt_device_read(dev, partial, 0, bytes, pass->sync_host, "synchronised statistics: read"));
     CLT_TRY(pass->sync.fn(pass->sync.user, pass->sync_host, count, total));
-    CLT_CL(clEnqueueWriteBuffer(dev->queue, partial, CL_TRUE, 0, bytes, pass->sync_host, 0, NULL, NULL),
-           "synchronised statistics: write");
-    return CLT_OK;
+    return clt_device_write(dev, partial, 0, bytes, pass->sync_host, "synchronised statistics: write");
 }
 
 int clt_layer_fuses_always(const clt_layer *l, const clt_device *dev)

@@ -244,8 +244,8 @@ clt_status clt_net_set_input(clt_net *net, const float *images, int n, cl_event 
 {
     CLT_TRY(clt_net_reserve(net, n));
     size_t bytes = (size_t)n * (size_t)clt_shape_numel(&net->model.in) * sizeof(float);
-    CLT_CL(clEnqueueWriteBuffer(net->dev->queue, net->input, done ? CL_FALSE : CL_TRUE, 0, bytes, images, 0, NULL,
-                                done),
+    if (!done) return clt_device_write(net->dev, net->input, 0, bytes, images, "upload input samples");
+    CLT_CL(clEnqueueWriteBuffer(net->dev->queue, net->input, CL_FALSE, 0, bytes, images, 0, NULL, done),
            "upload input samples");
     return CLT_OK;
 }
@@ -266,19 +266,14 @@ clt_status clt_net_output(const clt_net *net, float *scores, int64_t count)
     if (count != want)
         return clt_fail(CLT_ERR_SHAPE, "clt_net_output: %lld floats asked, the last forward gave %d x %d",
                         (long long)count, net->last_n, net->model.classes);
-    CLT_CL(clEnqueueReadBuffer(net->dev->queue, net->act[net->model.n_layers - 1], CL_TRUE, 0,
-                               (size_t)want * sizeof(float), scores, 0, NULL, NULL),
-           "clt_net_output: download");
-    return CLT_OK;
+    return clt_device_read(net->dev, net->act[net->model.n_layers - 1], 0, (size_t)want * sizeof(float), scores,
+                           "clt_net_output: download");
 }
 
 clt_status clt_net_set_labels(clt_net *net, const int32_t *labels, int n)
 {
     CLT_TRY(clt_labels_check(labels, n, net->model.classes, "labels"));
-    CLT_CL(clEnqueueWriteBuffer(net->dev->queue, net->labels, CL_TRUE, 0, (size_t)n * sizeof(int32_t),
-                                labels, 0, NULL, NULL),
-           "upload labels");
-    return CLT_OK;
+    return clt_device_write(net->dev, net->labels, 0, (size_t)n * sizeof(int32_t), labels, "upload labels");
 }
 
 static cl_mem logits(const clt_net *net) { return net->act[net->model.n_layers - 1]; }
@@ -323,9 +318,8 @@ clt_status clt_net_backward_device(clt_net *net, const clt_sync *sync, float sca
 clt_status clt_net_read_stats(clt_net *net, double *loss_sum, int64_t *correct)
 {
     int n = net->last_n;
-    CLT_CL(clEnqueueReadBuffer(net->dev->queue, net->stats, CL_TRUE, 0, 2 * (size_t)n * sizeof(float),
-                               net->host_stats, 0, NULL, NULL),
-           "read loss statistics");
+    CLT_TRY(clt_device_read(net->dev, net->stats, 0, 2 * (size_t)n * sizeof(float), net->host_stats,
+                            "read loss statistics"));
     double sum = 0;
     int64_t ok = 0;
     for (int i = 0; i < n; i++) {

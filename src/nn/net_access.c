@@ -49,9 +49,12 @@ static clt_status copy(const clt_net *net, cl_command_queue queue, cl_event afte
     if (!to && !from) return clt_fail(CLT_ERR_INVALID_ARG, "%s: host memory is NULL", op);
     cl_mem m;
     CLT_TRY(span_mem(net, b, span, op, &m));
-    cl_bool wait = done ? CL_FALSE : CL_TRUE;
     size_t at = span.offset * sizeof(float), bytes = span.count * sizeof(float);
     cl_command_queue q = queue ? queue : net->dev->queue;
+    if (!done && q == net->dev->queue && !after)
+        return to ? clt_device_read(net->dev, m, at, bytes, to, buffer_name(b))
+                  : clt_device_write(net->dev, m, at, bytes, from, buffer_name(b));
+    cl_bool wait = done ? CL_FALSE : CL_TRUE;
     cl_uint nw = after ? 1 : 0;
     const cl_event *wl = after ? &after : NULL;
     cl_int err = to ? clEnqueueReadBuffer(q, m, wait, at, bytes, to, nw, wl, done)

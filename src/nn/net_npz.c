@@ -59,10 +59,9 @@ clt_status clt_net_npz_add(clt_npz_writer *w, const clt_net *net, int which, con
         if (!included(which, p)) continue;
         s = param_key(key, prefix, p);
         if (s != CLT_OK) break;
-        cl_int err = clEnqueueReadBuffer(net->dev->queue, source_of(net, which, p), CL_TRUE, p->offset * sizeof(float),
-                                         (size_t)p->numel * sizeof(float), host, 0, NULL, NULL);
-        if (err != CL_SUCCESS) {
-            s = clt_cl_fail(err, "reading a parameter buffer");
+        s = clt_device_read(net->dev, source_of(net, which, p), p->offset * sizeof(float),
+                            (size_t)p->numel * sizeof(float), host, "reading a parameter buffer");
+        if (s != CLT_OK) {
             s = clt_fail_context(s, "saving %s", key);
             break;
         }

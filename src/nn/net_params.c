@@ -59,10 +59,7 @@ static clt_status lookup(const clt_net *net, const char *name, const void *host,
 
 static clt_status read_view(const clt_net *net, cl_mem view, const clt_param *p, float *host, const char *op)
 {
-    CLT_CL(clEnqueueReadBuffer(net->dev->queue, view, CL_TRUE, 0, (size_t)p->numel * sizeof(float), host, 0, NULL,
-                               NULL),
-           op);
-    return CLT_OK;
+    return clt_device_read(net->dev, view, 0, (size_t)p->numel * sizeof(float), host, op);
 }
 
 clt_status clt_net_param_get(const clt_net *net, const char *name, float *host, int64_t count)
@@ -84,10 +81,7 @@ clt_status clt_net_param_set(clt_net *net, const char *name, const float *host, 
 {
     const clt_param *p;
     CLT_TRY(lookup(net, name, host, count, "clt_net_param_set", &p));
-    CLT_CL(clEnqueueWriteBuffer(net->dev->queue, p->w, CL_TRUE, 0, (size_t)p->numel * sizeof(float), host, 0, NULL,
-                                NULL),
-           "clt_net_param_set");
-    return CLT_OK;
+    return clt_device_write(net->dev, p->w, 0, (size_t)p->numel * sizeof(float), host, "clt_net_param_set");
 }
 
 clt_status clt_net_init(clt_net *net, uint64_t seed, clt_init scheme)

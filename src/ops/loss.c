@@ -71,11 +71,11 @@ clt_status clt_softmax_xent_forward(const clt_tensor *logits, const clt_tensor *
     CLT_TRY(clt_xent_raw(dev, n, classes, logits->buf, labels->buf, 1.0f, NULL, stats));
     float *host;
     CLT_TRY(clt_aligned_alloc((void **)&host, (size_t)n * 2, sizeof *host, op));
-    cl_int err = clEnqueueReadBuffer(dev->queue, stats, CL_TRUE, 0, (size_t)n * 2 * sizeof(float), host, 0,
-                                     NULL, NULL);
-    if (err != CL_SUCCESS) {
+    clt_status rs = clt_device_read(dev, stats, 0, (size_t)n * 2 * sizeof(float), host,
+                                    "clt_softmax_xent_forward: clEnqueueReadBuffer");
+    if (rs != CLT_OK) {
         clt_aligned_free(host);
-        return clt_cl_fail(err, "clt_softmax_xent_forward: clEnqueueReadBuffer");
+        return rs;
     }
     double sum = 0;
     int64_t hits = 0;

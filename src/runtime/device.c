@@ -119,6 +119,34 @@ clt_status clt_device_finish(clt_device *dev)
     return CLT_OK;
 }
 
+/* A copy enqueued without blocking, then clFinish (clt_device_read says
+ * why); the copy's own status names a failure better than the wait's. */
+static clt_status copy_and_finish(clt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *to,
+                                  const void *from, const char *what)
+{
+    cl_event ev = NULL;
+    cl_int err = to ? clEnqueueReadBuffer(dev->queue, buf, CL_FALSE, offset, bytes, to, 0, NULL, &ev)
+                    : clEnqueueWriteBuffer(dev->queue, buf, CL_FALSE, offset, bytes, from, 0, NULL, &ev);
+    if (err != CL_SUCCESS) return clt_cl_fail(err, what);
+    err = clFinish(dev->queue);
+    cl_int st = CL_COMPLETE;
+    if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) == CL_SUCCESS && st < 0)
+        err = st;
+    clReleaseEvent(ev);
+    return err == CL_SUCCESS ? CLT_OK : clt_cl_fail(err, what);
+}
+
+clt_status clt_device_read(clt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *host, const char *what)
+{
+    return copy_and_finish(dev, buf, offset, bytes, host, NULL, what);
+}
+
+clt_status clt_device_write(clt_device *dev, cl_mem buf, size_t offset, size_t bytes, const void *host,
+                            const char *what)
+{
+    return copy_and_finish(dev, buf, offset, bytes, NULL, host, what);
+}
+
 static int program_index(const char *name, size_t len)
 {
     for (int i = 0; i < clt_kernel_source_count; i++)

@@ -138,19 +138,13 @@ static clt_status check_count(const clt_tensor *t, const char *op, const void *h
 clt_status clt_tensor_upload(clt_tensor *t, const void *host, int64_t count)
 {
     CLT_TRY(check_count(t, "clt_tensor_upload", host, count));
-    CLT_CL(clEnqueueWriteBuffer(t->dev->queue, t->buf, CL_TRUE, 0, clt_tensor_bytes(t), host, 0,
-                                NULL, NULL),
-           "clt_tensor_upload: clEnqueueWriteBuffer");
-    return CLT_OK;
+    return clt_device_write(t->dev, t->buf, 0, clt_tensor_bytes(t), host, "clt_tensor_upload: clEnqueueWriteBuffer");
 }
 
 clt_status clt_tensor_download(const clt_tensor *t, void *host, int64_t count)
 {
     CLT_TRY(check_count(t, "clt_tensor_download", host, count));
-    CLT_CL(clEnqueueReadBuffer(t->dev->queue, t->buf, CL_TRUE, 0, clt_tensor_bytes(t), host, 0,
-                               NULL, NULL),
-           "clt_tensor_download: clEnqueueReadBuffer");
-    return CLT_OK;
+    return clt_device_read(t->dev, t->buf, 0, clt_tensor_bytes(t), host, "clt_tensor_download: clEnqueueReadBuffer");
 }
 
 clt_status clt_tensor_fill(clt_tensor *t, float value)
@@ -185,12 +179,10 @@ clt_status clt_tensor_copy(clt_tensor *dst, const clt_tensor *src)
     /* Different contexts (maybe vendors): through host memory. */
     void *host;
     CLT_TRY(clt_aligned_alloc(&host, bytes, 1, "clt_tensor_copy staging"));
-    cl_int err = clEnqueueReadBuffer(src->dev->queue, src->buf, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
-    if (err == CL_SUCCESS)
-        err = clEnqueueWriteBuffer(dst->dev->queue, dst->buf, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    clt_status s = clt_device_read(src->dev, src->buf, 0, bytes, host, "clt_tensor_copy between devices: read");
+    if (s == CLT_OK) s = clt_device_write(dst->dev, dst->buf, 0, bytes, host, "clt_tensor_copy between devices: write");
     clt_aligned_free(host);
-    if (err != CL_SUCCESS) return clt_cl_fail(err, "clt_tensor_copy between devices");
-    return CLT_OK;
+    return s;
 }
 
 clt_status clt_tensor_need(const clt_tensor *t, const char *op, const char *what)
