@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "ops/loss.h"
 #include "runtime/launch.h"
+#include "runtime/svm.h"
 
 static clt_status make_buffer(clt_device *dev, size_t bytes, const char *what, cl_mem *out)
 {
@@ -48,7 +49,7 @@ size_t clt_net_base_align(const clt_device *dev)
  * a multiple of the device's: every replica of a trainer shares one
  * layout); state buffers (running statistics) go to a flat buffer of their
  * own. */
-static clt_status layout_params(clt_net *net, size_t align_bytes)
+static clt_status layout_params(clt_net *net, size_t align_bytes, int share_grads)
 {
     size_t own = clt_net_base_align(net->dev);
     if (align_bytes == 0) align_bytes = own;
@@ -70,7 +71,10 @@ static clt_status layout_params(clt_net *net, size_t align_bytes)
     net->flat_state = at[1] ? at[1] : 1;
     size_t bytes = net->flat * sizeof(float), sbytes = net->flat_state * sizeof(float);
     CLT_TRY(make_buffer(net->dev, bytes, "parameters", &net->params));
-    CLT_TRY(make_buffer(net->dev, bytes, "gradients", &net->grads));
+    if (share_grads && clt_svm_shared(net->dev))
+        CLT_TRY(clt_svm_buffer(net->dev, bytes, "gradients (shared)", &net->grads, (void **)&net->grads_host));
+    else
+        CLT_TRY(make_buffer(net->dev, bytes, "gradients", &net->grads));
     CLT_TRY(make_buffer(net->dev, sbytes, "layer state", &net->state));
     CLT_TRY(zero(net->dev, net->params, bytes));
     CLT_TRY(zero(net->dev, net->grads, bytes));
@@ -101,11 +105,13 @@ static clt_status plan_sync(clt_net *net)
 clt_status clt_net_create(clt_device *dev, const char *spec, int channels, int height, int width,
                           clt_net **out)
 {
-    return clt_net_create_aligned(dev, spec, channels, height, width, 0, out);
+    return clt_net_create_aligned(dev, spec, channels, height, width, 0, 0, out);
 }
 
+int clt_net_grads_shared(const clt_net *net) { return net && net->grads_host; }
+
 clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channels, int height, int width,
-                                  size_t align_bytes, clt_net **out)
+                                  size_t align_bytes, int share_grads, clt_net **out)
 {
     if (!out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_create: out is NULL");
     *out = NULL;
@@ -118,7 +124,7 @@ clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channel
     if (s == CLT_OK) clt_model_fuse(&net->model, dev);
     if (s == CLT_OK)
         s = clt_calloc((void **)&net->act, (size_t)net->model.n_layers, sizeof *net->act, "net buffers");
-    if (s == CLT_OK) s = layout_params(net, align_bytes);
+    if (s == CLT_OK) s = layout_params(net, align_bytes, share_grads);
     if (s == CLT_OK) s = plan_sync(net);
     if (s != CLT_OK) {
         clt_net_destroy(net);
@@ -167,6 +173,10 @@ void clt_net_destroy(clt_net *net)
     }
     release(&net->params);
     release(&net->grads);
+    if (net->grads_host) { /* its buffers are gone; the queue finished above */
+        clFinish(net->dev->queue);
+        clt_svm_free(net->dev, net->grads_host);
+    }
     release(&net->state);
     for (int i = 0; i < CLT_OPTIM_SLOTS; i++) release(&net->slot[i]);
     free(net->act);

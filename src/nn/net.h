@@ -39,9 +39,13 @@ typedef struct clt_span {
 size_t clt_net_base_align(const clt_device *dev);
 /* clt_net_create with parameter offsets aligned to align_bytes, a multiple
  * of clt_net_base_align(dev) (0: that): replicas on devices of different
- * alignments then share one layout. */
+ * alignments then share one layout. share_grads: the gradients on memory
+ * the host reads and writes in place where the device allows
+ * (runtime/svm.h; clt_net_staging then returns it). */
 clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channels, int height, int width,
-                                  size_t align_bytes, clt_net **out);
+                                  size_t align_bytes, int share_grads, clt_net **out);
+/* Whether the gradients are host-shared (clt_net_create_aligned). */
+int clt_net_grads_shared(const clt_net *net);
 
 /* Floats in buffer b (a state slot: as many as the parameters). */
 size_t clt_net_floats(const clt_net *net, clt_net_buffer b);
@@ -66,7 +70,10 @@ clt_status clt_net_scale(clt_net *net, clt_net_buffer b, clt_span span, float a)
 
 /* Host memory for gradient transfers: clt_net_floats(net, CLT_NET_GRADS)
  * floats, pinned where the runtime can (CL_MEM_ALLOC_HOST_PTR, mapped),
- * made on the first call and freed with the net. */
+ * made on the first call and freed with the net; with shared gradients
+ * the gradients themselves (no transfer needed: read them once the
+ * kernels writing them are done, write them before enqueuing what reads
+ * them). */
 clt_status clt_net_staging(clt_net *net, float **out);
 
 /* The i-th parameter that has a gradient, in buffer order (the order

@@ -105,6 +105,10 @@ clt_status clt_net_flush(clt_net *net)
 
 clt_status clt_net_staging(clt_net *net, float **out)
 {
+    if (net->grads_host) {
+        *out = net->grads_host;
+        return CLT_OK;
+    }
     if (!net->staging) {
         size_t bytes = net->flat * sizeof(float);
         cl_int err;

@@ -35,6 +35,7 @@ struct clt_net {
     int sync_done;        /* rounds made since the last forward began */
     cl_mem staging_buf;   /* see clt_net_staging */
     float *staging;       /* its mapped pointer */
+    float *grads_host;    /* shared gradients' memory (runtime/svm.h), NULL: none */
 };
 
 /* Makes the buffers hold n samples (grows, never shrinks). */

@@ -3,8 +3,11 @@
  * after the kernels that produce the bucket; the worker waits for its reads
  * in bucket order and counts each arrived as it completes, so the host sums
  * it while the device still runs backward of earlier layers. Write-backs run
- * on the transfer queue too; the optimizer step waits for them. Tracing
- * hooks in here too (clt_trainer_trace). */
+ * on the transfer queue too; the optimizer step waits for them. Where the
+ * net's gradients are shared with the host (runtime/svm.h) there is nothing
+ * to copy: a bucket's "read" is a marker after its kernels, the sum is
+ * written into the gradients, and the optimizer, enqueued after the sum,
+ * reads it there. Tracing hooks in here too (clt_trainer_trace). */
 #include <stdio.h>
 #include <string.h>
 
@@ -103,8 +106,13 @@ clt_status clt_pipeline_grads_ready(void *user, clt_net *net, int layer)
     while (s == CLT_OK && w->next_bucket < t->n_buckets && t->buckets[w->next_bucket].min_layer >= layer) {
         int b = w->next_bucket;
         const clt_bucket *bk = &t->buckets[b];
-        s = clt_net_read_on(net, w->xfer, produced, CLT_NET_GRADS, bk->span, w->staging + bk->span.offset,
-                            &w->events[b]);
+        if (clt_net_grads_shared(net)) /* the host reads them in place once they are done */
+            s = clEnqueueMarkerWithWaitList(w->xfer, 1, &produced, &w->events[b]) == CL_SUCCESS
+                    ? CLT_OK
+                    : clt_fail(CLT_ERR_OPENCL, "clEnqueueMarkerWithWaitList (gradient bucket)");
+        else
+            s = clt_net_read_on(net, w->xfer, produced, CLT_NET_GRADS, bk->span, w->staging + bk->span.offset,
+                                &w->events[b]);
         if (s != CLT_OK) s = clt_fail_context(s, "read gradient bucket %d", b);
         w->next_bucket++;
     }
@@ -135,6 +143,8 @@ void clt_pipeline_no_shard(clt_worker *w)
 
 clt_status clt_pipeline_write_back(clt_worker *w, int b)
 {
+    /* Shared gradients hold the sum already; what reads it is enqueued after. */
+    if (clt_net_grads_shared(w->net)) return CLT_OK;
     const clt_bucket *bk = &w->t->buckets[b];
     clt_status s = clt_net_write_on(w->net, w->xfer, NULL, CLT_NET_GRADS, bk->span, w->staging + bk->span.offset,
                                     &w->writes[b]);
@@ -152,8 +162,9 @@ clt_status clt_pipeline_mark(void *user, int layer, int pass)
 clt_status clt_pipeline_before_update(clt_worker *w, int b)
 {
     cl_uint n = b < 0 ? (cl_uint)w->t->n_buckets : 1;
-    CLT_CL(clEnqueueBarrierWithWaitList(w->dev->queue, n, b < 0 ? w->writes : &w->writes[b], NULL),
-           "clEnqueueBarrierWithWaitList (reduced gradients)");
+    if (!clt_net_grads_shared(w->net))
+        CLT_CL(clEnqueueBarrierWithWaitList(w->dev->queue, n, b < 0 ? w->writes : &w->writes[b], NULL),
+               "clEnqueueBarrierWithWaitList (reduced gradients)");
     /* the trace's optimizer span starts once the (first) write-back landed */
     return w->tracing && b <= 0 ? clt_pipeline_mark(w, -1, 2) : CLT_OK;
 }

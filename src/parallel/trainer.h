@@ -49,7 +49,8 @@ struct clt_worker {
     clt_net *net;
     pthread_t thread;
     int thread_started;
-    float *staging;       /* the net's pinned host staging for its gradients */
+    float *staging;       /* the net's pinned host staging for its gradients, or its
+                           * shared gradients themselves (clt_net_staging) */
     cl_command_queue xfer; /* the transfer queue beside the device's compute queue */
     cl_event *events;     /* one read event per bucket */
     cl_event *writes;     /* one write-back event per bucket */

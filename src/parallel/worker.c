@@ -1,5 +1,6 @@
 /* One worker thread per device: runs its shard of each step, moves its
- * gradients through pinned staging, takes a slice of the host reduction,
+ * gradients through pinned staging (or shares them with the host where
+ * the device can: runtime/svm.h), takes a slice of the host reduction,
  * writes the reduced gradients back and applies the optimizer step. */
 #include <stdio.h>
 #include <string.h>

@@ -33,6 +33,9 @@ typedef struct clt_device_settings {
     int tune;                     /* CLT_TUNE_*: kernel configurations measured at first use */
     int no_fuse;                  /* 1 (CLTRAIN_FUSE=0): nets made on the device keep every
                                    * activation and pooling a pass of its own (src/nn/fuse.c) */
+    int no_shared_grads;          /* 1 (CLTRAIN_SHARED_GRADS=0): a trainer copies gradients to
+                                   * and from host staging even where the device could share
+                                   * them (runtime/svm.h) */
 } clt_device_settings;
 
 /* A built program: an embedded source with build-time defines (a kernel

@@ -88,6 +88,13 @@ static clt_status parse_fuse(const char *e, clt_device_settings *s)
     return parse_either("CLTRAIN_FUSE", e, "0", 1, "1", 0, "0 (activations and poolings run alone) or 1 (fused)", &s->no_fuse);
 }
 
+static clt_status parse_shared(const char *e, clt_device_settings *s)
+{
+    return parse_either("CLTRAIN_SHARED_GRADS", e, "0", 1, "1", 0,
+                        "0 (gradients copied through host staging) or 1 (shared where the device can)",
+                        &s->no_shared_grads);
+}
+
 clt_status clt_device_settings_from_env(clt_device_settings *s)
 {
     static const struct {
@@ -99,6 +106,7 @@ clt_status clt_device_settings_from_env(clt_device_settings *s)
         {"CLTRAIN_CONV_BWDW", parse_bwdw},
         {"CLTRAIN_TUNE", parse_tune},
         {"CLTRAIN_FUSE", parse_fuse},
+        {"CLTRAIN_SHARED_GRADS", parse_shared},
     };
     memset(s, 0, sizeof *s);
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
@@ -122,6 +130,10 @@ clt_status clt_device_set_settings(clt_device *dev, const clt_device_settings *s
     if (s->no_fuse != 0 && s->no_fuse != 1)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_set_settings: no_fuse %d (CLTRAIN_FUSE): expected 0 or 1",
                         s->no_fuse);
+    if (s->no_shared_grads != 0 && s->no_shared_grads != 1)
+        return clt_fail(CLT_ERR_INVALID_ARG,
+                        "clt_device_set_settings: no_shared_grads %d (CLTRAIN_SHARED_GRADS): expected 0 or 1",
+                        s->no_shared_grads);
     char want[160];
     if ((s->conv_bwdw_a || s->conv_bwdw_b) && !bwdw_known(s->conv_bwdw_a, s->conv_bwdw_b))
         return clt_fail(CLT_ERR_INVALID_ARG,

@@ -939,7 +939,7 @@ static void test_settings_env(void)
     static const struct {
         const char *name, *value;
         int ok;
-        clt_device_settings want; /* algo, budget, bwdw a x b, tune, no_fuse */
+        clt_device_settings want; /* algo, budget, bwdw a x b, tune, no_fuse, no_shared_grads */
     } cases[] = {
         {"CLTRAIN_CONV_ALGO", "fast", 0, {0}},
         {"CLTRAIN_CONV_ALGO", "GEMM", 0, {0}},
@@ -950,15 +950,18 @@ static void test_settings_env(void)
         {"CLTRAIN_TUNE", "2", 0, {0}},
         {"CLTRAIN_TUNE", "yes", 0, {0}},
         {"CLTRAIN_FUSE", "2", 0, {0}},
-        {"CLTRAIN_CONV_ALGO", "gemm", 1, {CLT_CONV_ALGO_GEMM, 0, 0, 0, CLT_TUNE_AUTO, 0}},
-        {"CLTRAIN_CONV_ALGO", "implicit", 1, {CLT_CONV_ALGO_IMPLICIT, 0, 0, 0, CLT_TUNE_AUTO, 0}},
-        {"CLTRAIN_CONV_BUDGET", "6000", 1, {CLT_CONV_ALGO_AUTO, 6000, 0, 0, CLT_TUNE_AUTO, 0}},
-        {"CLTRAIN_CONV_BWDW", "4x6", 1, {CLT_CONV_ALGO_AUTO, 0, 4, 6, CLT_TUNE_AUTO, 0}},
-        {"CLTRAIN_CONV_ALGO", "", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0}},
-        {"CLTRAIN_TUNE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_OFF, 0}},
-        {"CLTRAIN_TUNE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_ON, 0}},
-        {"CLTRAIN_FUSE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 1}},
-        {"CLTRAIN_FUSE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0}},
+        {"CLTRAIN_CONV_ALGO", "gemm", 1, {CLT_CONV_ALGO_GEMM, 0, 0, 0, CLT_TUNE_AUTO, 0, 0}},
+        {"CLTRAIN_CONV_ALGO", "implicit", 1, {CLT_CONV_ALGO_IMPLICIT, 0, 0, 0, CLT_TUNE_AUTO, 0, 0}},
+        {"CLTRAIN_CONV_BUDGET", "6000", 1, {CLT_CONV_ALGO_AUTO, 6000, 0, 0, CLT_TUNE_AUTO, 0, 0}},
+        {"CLTRAIN_CONV_BWDW", "4x6", 1, {CLT_CONV_ALGO_AUTO, 0, 4, 6, CLT_TUNE_AUTO, 0, 0}},
+        {"CLTRAIN_CONV_ALGO", "", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0}},
+        {"CLTRAIN_TUNE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_OFF, 0, 0}},
+        {"CLTRAIN_TUNE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_ON, 0, 0}},
+        {"CLTRAIN_FUSE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 1, 0}},
+        {"CLTRAIN_FUSE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0}},
+        {"CLTRAIN_SHARED_GRADS", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 1}},
+        {"CLTRAIN_SHARED_GRADS", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0}},
+        {"CLTRAIN_SHARED_GRADS", "no", 0, {0}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *name = cases[i].name, *value = cases[i].value;
@@ -979,7 +982,7 @@ static void test_settings_env(void)
         const clt_device_settings *s = clt_device_get_settings(dev), *w = &cases[i].want;
         CHECK(s->conv_algo == w->conv_algo && s->conv_budget == w->conv_budget &&
                   s->conv_bwdw_a == w->conv_bwdw_a && s->conv_bwdw_b == w->conv_bwdw_b && s->tune == w->tune &&
-                  s->no_fuse == w->no_fuse,
+                  s->no_fuse == w->no_fuse && s->no_shared_grads == w->no_shared_grads,
               "%s=%s did not become the device's setting", name, value);
         clt_device_destroy(dev);
     }

@@ -12,6 +12,7 @@
 #include "check.h"
 #include "trainer_util.h"
 #include "parallel/trainer.h"
+#include "runtime/svm.h"
 
 #define SPEC "conv:4:3,relu,maxpool:2,conv:6:3:1:1,tanh,flatten,dense:16,sigmoid,dense:10"
 #define C 1
@@ -64,6 +65,13 @@ static void equals_one_device_aligned(const char *spec, int sync_bn, const int *
     REQUIRE_OK(clt_net_init(ref, 11, CLT_INIT_XAVIER));
     clt_trainer *par = make_aligned(spec, sync_bn, devs, k, weights ? CLT_SPLIT_WEIGHTS : CLT_SPLIT_EQUAL, weights,
                                     bucket, force_align);
+    /* Gradients shared with the host wherever the device allows, unless
+     * CLTRAIN_SHARED_GRADS=0 (the suite runs both). */
+    for (int i = 0; i < k; i++) {
+        const clt_net *net = clt_trainer_net(par, i);
+        CHECK(clt_net_grads_shared(net) == clt_svm_shared(clt_net_device(net)), "%s: replica %d gradients %s", what,
+              i, clt_net_grads_shared(net) ? "shared, but the device cannot" : "copied, but the device shares");
+    }
     if (force_align) /* the forced alignment reached every replica's layout */
         for (int i = 0; i < k; i++)
             CHECK(clt_net_floats(clt_trainer_net(par, i), CLT_NET_GRADS) > clt_net_floats(ref, CLT_NET_GRADS),
