@@ -71,10 +71,15 @@ static clt_status layout_params(clt_net *net, size_t align_bytes, int share_grad
     net->flat_state = at[1] ? at[1] : 1;
     size_t bytes = net->flat * sizeof(float), sbytes = net->flat_state * sizeof(float);
     CLT_TRY(make_buffer(net->dev, bytes, "parameters", &net->params));
-    if (share_grads && clt_svm_shared(net->dev))
-        CLT_TRY(clt_svm_buffer(net->dev, bytes, "gradients (shared)", &net->grads, (void **)&net->grads_host));
-    else
-        CLT_TRY(make_buffer(net->dev, bytes, "gradients", &net->grads));
+    if (share_grads && clt_svm_shared(net->dev)) {
+        void *host = NULL;
+        if (clt_svm_buffer(net->dev, bytes, "gradients shared with the host", &net->grads, &host) == CLT_OK)
+            net->grads_host = host;
+        else /* the copies work wherever plain buffers do */
+            clt_device_log(net->dev, 2, "device %d (%s): %s; its gradients go through copies",
+                           net->dev->info.index, net->dev->info.name, clt_last_error());
+    }
+    if (!net->grads) CLT_TRY(make_buffer(net->dev, bytes, "gradients", &net->grads));
     CLT_TRY(make_buffer(net->dev, sbytes, "layer state", &net->state));
     CLT_TRY(zero(net->dev, net->params, bytes));
     CLT_TRY(zero(net->dev, net->grads, bytes));

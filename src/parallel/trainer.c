@@ -199,7 +199,8 @@ static clt_status create_nets(clt_trainer *t, const size_t *force_align)
     }
     for (int i = 0; i < t->k; i++) {
         clt_worker *w = &t->workers[i];
-        CLT_TRY(clt_net_create_aligned(w->dev, t->spec, t->cfg.channels, t->cfg.height, t->cfg.width, align, 1, &w->net));
+        CLT_TRY(clt_net_create_aligned(w->dev, t->spec, t->cfg.channels, t->cfg.height, t->cfg.width, align,
+                                        t->k > 1 || t->cfg.mpi_comm, &w->net)); /* one device alone keeps them there */
         CLT_TRY(clt_net_set_label_smoothing(w->net, t->cfg.label_smoothing));
         CLT_TRY(clt_net_staging(w->net, &w->staging));
     }

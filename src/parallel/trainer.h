@@ -54,6 +54,7 @@ struct clt_worker {
     cl_command_queue xfer; /* the transfer queue beside the device's compute queue */
     cl_event *events;     /* one read event per bucket */
     cl_event *writes;     /* one write-back event per bucket */
+    float *probe;         /* per bucket: where its one-float read lands (shared gradients) */
     cl_event step_start;  /* marker before the step's upload */
     double step_t0;       /* clt_now() when it was enqueued */
     cl_event backward_done; /* marker after the whole backward */

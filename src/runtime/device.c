@@ -119,16 +119,19 @@ clt_status clt_device_finish(clt_device *dev)
     return CLT_OK;
 }
 
-/* A copy enqueued without blocking, then clFinish (clt_device_read says
- * why); the copy's own status names a failure better than the wait's. */
-static clt_status copy_and_finish(clt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *to,
+/* A copy enqueued without blocking (a read into to, or a write from
+ * from), then clFinish (clt_device_read says why); the copy's own status
+ * names a failure better than the wait's. */
+static clt_status copy_and_finish(clt_device *dev, cl_mem buf, size_t offset, size_t bytes, int read, void *to,
                                   const void *from, const char *what)
 {
+    if (!dev || !buf || !(read ? to : from)) return clt_fail(CLT_ERR_INVALID_ARG, "%s: NULL argument", what);
     cl_event ev = NULL;
-    cl_int err = to ? clEnqueueReadBuffer(dev->queue, buf, CL_FALSE, offset, bytes, to, 0, NULL, &ev)
-                    : clEnqueueWriteBuffer(dev->queue, buf, CL_FALSE, offset, bytes, from, 0, NULL, &ev);
+    cl_int err = read ? clEnqueueReadBuffer(dev->queue, buf, CL_FALSE, offset, bytes, to, 0, NULL, &ev)
+                      : clEnqueueWriteBuffer(dev->queue, buf, CL_FALSE, offset, bytes, from, 0, NULL, &ev);
     if (err != CL_SUCCESS) return clt_cl_fail(err, what);
     err = clFinish(dev->queue);
+    if (err != CL_SUCCESS) clWaitForEvents(1, &ev); /* the host memory is the caller's again only then */
     cl_int st = CL_COMPLETE;
     if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) == CL_SUCCESS && st < 0)
         err = st;
@@ -138,13 +141,13 @@ static clt_status copy_and_finish(clt_device *dev, cl_mem buf, size_t offset, si
 
 clt_status clt_device_read(clt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *host, const char *what)
 {
-    return copy_and_finish(dev, buf, offset, bytes, host, NULL, what);
+    return copy_and_finish(dev, buf, offset, bytes, 1, host, NULL, what);
 }
 
 clt_status clt_device_write(clt_device *dev, cl_mem buf, size_t offset, size_t bytes, const void *host,
                             const char *what)
 {
-    return copy_and_finish(dev, buf, offset, bytes, NULL, host, what);
+    return copy_and_finish(dev, buf, offset, bytes, 0, NULL, host, what);
 }
 
 static int program_index(const char *name, size_t len)

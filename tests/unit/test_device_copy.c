@@ -16,6 +16,7 @@ int main(void)
     cl_mem buf = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, 64 * sizeof(float), NULL, &err);
     if (!buf) {
         CHECK(0, "clCreateBuffer: %d", err);
+        clt_device_destroy(dev);
         return test_result();
     }
 

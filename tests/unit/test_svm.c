@@ -2,9 +2,10 @@
  * the device reports (OpenCL >= 2.0, host-unified memory, fine-grained
  * buffer SVM) and with CLTRAIN_SHARED_GRADS; where it says yes, the host's
  * writes through the pointer reach the device's reads and the device's
- * writes reach the host's pointer, with no map or copy. */
+ * writes, through the buffer and through a sub-buffer (as a net's
+ * parameters use it), reach the host's pointer, with no map or copy. */
 #undef CL_TARGET_OPENCL_VERSION
-#define CL_TARGET_OPENCL_VERSION 200
+#define CL_TARGET_OPENCL_VERSION 200 /* the test asks the device in 2.0's words itself */
 #include <stdio.h>
 #include <string.h>
 
@@ -58,6 +59,28 @@ int main(void)
     CHECK_OK(clt_device_finish(dev));
     CHECK(host[399] == 399.0f && host[400] == -2.5f && host[499] == -2.5f && host[500] == 500.0f,
           "the device's writes, seen through the pointer: %g %g %g %g", host[399], host[400], host[499], host[500]);
+    cl_int err;
+    cl_uint align_bits = 1024;
+    clGetDeviceInfo(dev->id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
+    size_t at = align_bits / 8 < 512 ? 512 : align_bits / 8; /* bytes: a multiple of the alignment */
+    if (at + 16 * sizeof(float) <= N * sizeof(float)) {
+        cl_buffer_region region = {at, 16 * sizeof(float)};
+        cl_mem sub = clCreateSubBuffer(buf, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+        CHECK(sub != NULL, "clCreateSubBuffer: %d", err);
+        float seven = 7.0f;
+        size_t first = at / sizeof(float);
+        if (sub) {
+            CHECK(clEnqueueFillBuffer(dev->queue, sub, &seven, sizeof seven, 0, 16 * sizeof(float), 0, NULL, NULL) ==
+                      CL_SUCCESS,
+                  "fill (sub-buffer)");
+            CHECK_OK(clt_device_finish(dev));
+            CHECK(host[first - 1] != 7.0f && host[first] == 7.0f && host[first + 15] == 7.0f &&
+                      host[first + 16] != 7.0f,
+                  "the device's writes through a sub-buffer at %zu floats: %g %g %g %g", first, host[first - 1],
+                  host[first], host[first + 15], host[first + 16]);
+            clReleaseMemObject(sub);
+        }
+    }
     clReleaseMemObject(buf);
     CHECK_OK(clt_device_finish(dev));
     clt_svm_free(dev, host);
