@@ -14,8 +14,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 from checks import check, device_count, finish  # noqa: E402
 
 
-def run(*args, timeout=600):
-    p = subprocess.run([CLTRAIN, *args], capture_output=True, text=True, timeout=timeout)
+def run(*args, timeout=600, env=None):
+    p = subprocess.run([CLTRAIN, *args], capture_output=True, text=True, timeout=timeout,
+                       env=None if env is None else {**os.environ, **env})
     return p.returncode, p.stdout, p.stderr
 
 
@@ -513,8 +514,9 @@ if rc == 0:
     check(b.get('efficiency', 0) > 0 and all('hidden_s' in r and 'exposed_s' in r for r in b['runs']), f'bench efficiency: {b}')
 
 # --trace: Chrome trace-event JSON with a compute-queue, transfer-queue and
-# host-thread track per device, layers by pass and buckets on them
-def trace_ok(path, what):
+# host-thread track per device, layers by pass and buckets on them; write-backs
+# where gradients are copied (CLTRAIN_SHARED_GRADS=0: PoCL would share them)
+def trace_ok(path, what, copies):
     try:
         ev = json.load(open(path))['traceEvents']
     except (OSError, ValueError, KeyError) as e:
@@ -524,8 +526,8 @@ def trace_ok(path, what):
     cats = {(e['pid'], e['tid'], e['cat']) for e in ev if e['ph'] == 'X'}
     for d in (0, 1):
         check({(d, 'compute queue'), (d, 'transfer queue'), (d, 'host thread')} <= names, f'{what}: tracks {names}')
-        check({(d, 0, 'forward'), (d, 0, 'backward'), (d, 0, 'optimizer'), (d, 1, 'read'), (d, 1, 'write'),
-               (d, 2, 'sum')} <= cats, f'{what}: device {d} events {sorted(cats)}')
+        want = {(d, 0, 'forward'), (d, 0, 'backward'), (d, 0, 'optimizer'), (d, 1, 'read'), (d, 2, 'sum')}
+        check(want | ({(d, 1, 'write')} if copies else set()) <= cats, f'{what}: device {d} events {sorted(cats)}')
     check(all(e['dur'] >= 0 and e['ts'] >= 0 for e in ev if e['ph'] == 'X'), f'{what}: times on one clock')
 
 
@@ -533,12 +535,12 @@ with tempfile.TemporaryDirectory() as tmp:
     tr = os.path.join(tmp, 'bench.json')
     rc, out, err = run('bench', 'train', '--devices', '0,1', '--batch-size', '32', '--steps', '2', '--trace', tr)
     check(rc == 0, f'bench --trace: {rc} {err}')
-    trace_ok(tr, 'bench train --trace')
+    trace_ok(tr, 'bench train --trace', False)
     tr = os.path.join(tmp, 'train.json')
     rc, out, err = run('train', '--devices', '0,1', '--limit-train', '64', '--limit-test', '32', '--batch-size', '32',
-                       '--epochs', '1', '--quiet', '--trace', tr)
+                       '--epochs', '1', '--quiet', '--trace', tr, env={'CLTRAIN_SHARED_GRADS': '0'})
     check(rc == 0, f'train --trace: {rc} {err}')
-    trace_ok(tr, 'train --trace')
+    trace_ok(tr, 'train --trace, gradients copied', True)
 
 # optimizers and schedules: usage errors name the option; Adam with a
 # warmup + cosine schedule resumes mid-warmup bit for bit on two devices; the
