@@ -190,8 +190,10 @@ static clt_status open_worker(clt_trainer *t, int slot, int device_index)
 /* One parameter layout for every replica: offsets aligned to the largest
  * base alignment among the devices (vendors differ: NVIDIA 4096 bits, PoCL
  * 1024), so flat spans mean the same floats on every device. */
-static clt_status create_nets(clt_trainer *t, const size_t *force_align)
+static clt_status create_nets(clt_trainer *t, const clt_trainer_test_hooks *hooks)
 {
+    const size_t *force_align = hooks ? hooks->force_align : NULL;
+    const int *force_copies = hooks ? hooks->force_copies : NULL;
     size_t align = 0;
     for (int i = 0; i < t->k; i++) {
         size_t a = force_align && force_align[i] ? force_align[i] : clt_net_base_align(t->workers[i].dev);
@@ -199,15 +201,17 @@ static clt_status create_nets(clt_trainer *t, const size_t *force_align)
     }
     for (int i = 0; i < t->k; i++) {
         clt_worker *w = &t->workers[i];
-        CLT_TRY(clt_net_create_aligned(w->dev, t->spec, t->cfg.channels, t->cfg.height, t->cfg.width, align,
-                                        t->k > 1 || t->cfg.mpi_comm, &w->net)); /* one device alone keeps them there */
+        /* one device alone keeps its gradients where they are */
+        int share = (t->k > 1 || t->cfg.mpi_comm) && !(force_copies && force_copies[i]);
+        CLT_TRY(clt_net_create_aligned(w->dev, t->spec, t->cfg.channels, t->cfg.height, t->cfg.width, align, share,
+                                        &w->net));
         CLT_TRY(clt_net_set_label_smoothing(w->net, t->cfg.label_smoothing));
         CLT_TRY(clt_net_staging(w->net, &w->staging));
     }
     return CLT_OK;
 }
 
-static clt_status start(clt_trainer *t, const size_t *force_align)
+static clt_status start(clt_trainer *t, const clt_trainer_test_hooks *hooks)
 {
     const clt_trainer_config *c = &t->cfg;
     int defaults[CLT_MAX_DEVICES];
@@ -229,7 +233,7 @@ static clt_status start(clt_trainer *t, const size_t *force_align)
     for (int i = 0; i < k; i++) {
         CLT_TRY(open_worker(t, i, devs[i])); /* its errors name the device */
     }
-    CLT_TRY(create_nets(t, force_align));
+    CLT_TRY(create_nets(t, hooks));
     t->flat = clt_net_floats(t->workers[0].net, CLT_NET_GRADS);
     CLT_TRY(plan_buckets(t));
     CLT_TRY(clt_aligned_alloc((void **)&t->sum, t->flat, sizeof(float), "reduced gradients"));
@@ -272,10 +276,11 @@ static clt_status start(clt_trainer *t, const size_t *force_align)
 
 clt_status clt_trainer_create(const clt_trainer_config *cfg, clt_trainer **out)
 {
-    return clt_trainer_create_aligned(cfg, NULL, out);
+    return clt_trainer_create_with(cfg, NULL, out);
 }
 
-clt_status clt_trainer_create_aligned(const clt_trainer_config *cfg, const size_t *force_align, clt_trainer **out)
+clt_status clt_trainer_create_with(const clt_trainer_config *cfg, const clt_trainer_test_hooks *hooks,
+                                   clt_trainer **out)
 {
     if (!cfg || !out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_create: NULL argument");
     *out = NULL;
@@ -286,7 +291,7 @@ clt_status clt_trainer_create_aligned(const clt_trainer_config *cfg, const size_
     t->optim = optim_settings(cfg);
     t->reduce = clt_reduce_local_sum;
     clt_status s = clt_strdup(&t->spec, cfg->spec);
-    if (s == CLT_OK) s = start(t, force_align);
+    if (s == CLT_OK) s = start(t, hooks);
     t->cfg.devices = NULL; /* not kept: the caller owns the arrays */
     t->cfg.weights = NULL;
     t->cfg.spec = t->spec;

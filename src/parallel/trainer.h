@@ -179,9 +179,18 @@ void *clt_worker_main(void *arg);
 /* Records the first failure and wakes every waiter (mutex held); slot -1:
  * not a device's (MPI between the processes). */
 void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char *msg);
-/* clt_trainer_create as if device slot i reported force_align[i] bytes of
- * base alignment (0: its own; tests of mixed vendors on one vendor). */
-clt_status clt_trainer_create_aligned(const clt_trainer_config *cfg, const size_t *force_align, clt_trainer **out);
+/* Tests of mixed vendors on one vendor, per device slot i (NULL arrays:
+ * none): force_align[i] bytes of base alignment reported instead of the
+ * device's own (0: its own); force_copies[i] != 0: its gradients go
+ * through copies even where the device could share them (as a GPU's
+ * beside a CPU's). */
+typedef struct clt_trainer_test_hooks {
+    const size_t *force_align;
+    const int *force_copies;
+} clt_trainer_test_hooks;
+/* clt_trainer_create with test hooks (NULL: none). */
+clt_status clt_trainer_create_with(const clt_trainer_config *cfg, const clt_trainer_test_hooks *hooks,
+                                   clt_trainer **out);
 /* Tests: make device slot fail during step number `step` (1-based). */
 void clt_trainer_inject_failure(clt_trainer *t, int slot, int64_t step);
 

@@ -32,9 +32,10 @@ static void make_data(unsigned seed)
     for (int i = 0; i < MAXB; i++) labels[i] = (int32_t)((i * 7 + 3) % 10);
 }
 
-/* force_align: per device slot, the base alignment it pretends to have. */
+/* hooks: per device slot, the base alignment it pretends to have and
+ * whether it copies gradients it could share (NULL: none). */
 static clt_trainer *make_aligned(const char *spec, int sync_bn, const int *devs, int k, clt_split_policy split,
-                                 const float *weights, size_t bucket, const size_t *force_align)
+                                 const float *weights, size_t bucket, const clt_trainer_test_hooks *hooks)
 {
     clt_trainer_config cfg;
     test_trainer_config(&cfg, spec, sync_bn, C, H, W, devs, k);
@@ -42,7 +43,7 @@ static clt_trainer *make_aligned(const char *spec, int sync_bn, const int *devs,
     cfg.weights = weights;
     if (bucket) cfg.bucket_bytes = bucket;
     clt_trainer *t = NULL;
-    REQUIRE_OK(clt_trainer_create_aligned(&cfg, force_align, &t));
+    REQUIRE_OK(clt_trainer_create_with(&cfg, hooks, &t));
     return t;
 }
 
@@ -56,7 +57,7 @@ static clt_trainer *make_spec(const char *spec, int sync_bn, const int *devs, in
  * (clt_net on device 0 with the mean gradient), which share no code with the
  * trainer's split, reduction and broadcast. */
 static void equals_one_device_aligned(const char *spec, int sync_bn, const int *devs, int k, const float *weights,
-                                      int b, size_t bucket, const size_t *force_align, const char *what)
+                                      int b, size_t bucket, const clt_trainer_test_hooks *hooks, const char *what)
 {
     clt_device *dev = NULL;
     clt_net *ref = NULL;
@@ -64,15 +65,17 @@ static void equals_one_device_aligned(const char *spec, int sync_bn, const int *
     REQUIRE_OK(clt_net_create(dev, spec, C, H, W, &ref));
     REQUIRE_OK(clt_net_init(ref, 11, CLT_INIT_XAVIER));
     clt_trainer *par = make_aligned(spec, sync_bn, devs, k, weights ? CLT_SPLIT_WEIGHTS : CLT_SPLIT_EQUAL, weights,
-                                    bucket, force_align);
+                                    bucket, hooks);
     /* Gradients shared with the host wherever the device allows, unless
-     * CLTRAIN_SHARED_GRADS=0 (the suite runs both). */
+     * CLTRAIN_SHARED_GRADS=0 (the suite runs both) or the hooks say copies. */
+    const int *copies = hooks ? hooks->force_copies : NULL;
     for (int i = 0; i < k; i++) {
         const clt_net *net = clt_trainer_net(par, i);
-        CHECK(clt_net_grads_shared(net) == clt_svm_shared(clt_net_device(net)), "%s: replica %d gradients %s", what,
-              i, clt_net_grads_shared(net) ? "shared, but the device cannot" : "copied, but the device shares");
+        int want = clt_svm_shared(clt_net_device(net)) && !(copies && copies[i]);
+        CHECK(clt_net_grads_shared(net) == want, "%s: replica %d gradients %s", what, i,
+              clt_net_grads_shared(net) ? "shared, but they should be copied" : "copied, but they should be shared");
     }
-    if (force_align) /* the forced alignment reached every replica's layout */
+    if (hooks && hooks->force_align) /* the forced alignment reached every replica's layout */
         for (int i = 0; i < k; i++)
             CHECK(clt_net_floats(clt_trainer_net(par, i), CLT_NET_GRADS) > clt_net_floats(ref, CLT_NET_GRADS),
                   "%s: replica %d laid out with the largest alignment", what, i);
@@ -478,9 +481,17 @@ int main(int argc, char **argv)
     equals_one_device_spec(BN_SPEC, 1, two, 2, NULL, 24, 0, "2 devices, synchronised batch norm");
     /* Devices of different base alignments (as NVIDIA's 4096 bits beside
      * PoCL's 1024) share the largest one's layout. */
-    equals_one_device_aligned(SPEC, 0, two, 2, NULL, 24, 300, (size_t[]){0, 2048}, "2 devices, alignments differ");
-    equals_one_device_aligned(BN_SPEC, 1, two, 2, (float[]){1, 2}, 24, 0, (size_t[]){4096, 0},
+    equals_one_device_aligned(SPEC, 0, two, 2, NULL, 24, 300, &(clt_trainer_test_hooks){(size_t[]){0, 2048}, NULL},
+                              "2 devices, alignments differ");
+    equals_one_device_aligned(BN_SPEC, 1, two, 2, (float[]){1, 2}, 24, 0,
+                              &(clt_trainer_test_hooks){(size_t[]){4096, 0}, NULL},
                               "2 devices, alignments differ, sync batch norm");
+    /* One replica copying its gradients beside one sharing them (a GPU
+     * beside a CPU), with small buckets, both ways round. */
+    equals_one_device_aligned(SPEC, 0, two, 2, (float[]){1, 3}, 23, 300, &(clt_trainer_test_hooks){NULL, (int[]){1, 0}},
+                              "2 devices, the first copies its gradients");
+    equals_one_device_aligned(BN_SPEC, 1, two, 2, NULL, 24, 0, &(clt_trainer_test_hooks){NULL, (int[]){0, 1}},
+                              "2 devices, the second copies its gradients, sync batch norm");
     equals_one_device_spec(BN_SPEC, 1, two, 2, (float[]){1, 0}, 12, 0, "2 devices, sync batch norm, empty shard");
     bn_replicas(two, 2);
     collectives(2);
