@@ -178,10 +178,7 @@ void clt_net_destroy(clt_net *net)
     }
     release(&net->params);
     release(&net->grads);
-    if (net->grads_host) { /* its buffers are gone; the queue finished above */
-        clFinish(net->dev->queue);
-        clt_svm_free(net->dev, net->grads_host);
-    }
+    if (net->grads_host) clt_svm_free(net->dev, net->grads_host); /* its buffers are gone; the queue finished above */
     release(&net->state);
     for (int i = 0; i < CLT_OPTIM_SLOTS; i++) release(&net->slot[i]);
     free(net->act);

@@ -5,9 +5,9 @@
  * it while the device still runs backward of earlier layers. Write-backs run
  * on the transfer queue too; the optimizer step waits for them. Where the
  * net's gradients are shared with the host (runtime/svm.h) there is nothing
- * to copy: a bucket's "read" is a marker after its kernels, the sum is
- * written into the gradients, and the optimizer, enqueued after the sum,
- * reads it there. Tracing hooks in here too (clt_trainer_trace). */
+ * to copy: a bucket's "read" is of one float, to learn when its kernels
+ * are done, the sum is written into the gradients, and the optimizer,
+ * enqueued after the sum, reads it there. Tracing hooks in here too (clt_trainer_trace). */
 #include <stdio.h>
 #include <string.h>
 
@@ -112,12 +112,10 @@ clt_status clt_pipeline_grads_ready(void *user, clt_net *net, int layer)
          * when the kernels are done. A marker would do on paper, but
          * Intel's CPU runtime completes markers late (1-10 of 60 buckets
          * summed during backward on the two-vendor pair, 42-67 so). */
-        if (clt_net_grads_shared(net))
-            s = clt_net_read_on(net, w->xfer, produced, CLT_NET_GRADS, (clt_span){bk->span.offset, 1}, &w->probe[b],
-                                &w->events[b]);
-        else
-            s = clt_net_read_on(net, w->xfer, produced, CLT_NET_GRADS, bk->span, w->staging + bk->span.offset,
-                                &w->events[b]);
+        int shared = clt_net_grads_shared(net);
+        clt_span span = shared ? (clt_span){bk->span.offset, 1} : bk->span;
+        float *to = shared ? &w->probe[b] : w->staging + bk->span.offset;
+        s = clt_net_read_on(net, w->xfer, produced, CLT_NET_GRADS, span, to, &w->events[b]);
         if (s != CLT_OK) s = clt_fail_context(s, "read gradient bucket %d", b);
         w->next_bucket++;
     }
