@@ -178,7 +178,8 @@ void clt_net_destroy(clt_net *net)
     }
     release(&net->params);
     release(&net->grads);
-    if (net->grads_host) clt_svm_free(net->dev, net->grads_host); /* its buffers are gone; the queue finished above */
+    /* its buffers are gone; the queue finished above */
+    if (net->grads_host) clt_svm_free(net->dev, net->grads_host);
     release(&net->state);
     for (int i = 0; i < CLT_OPTIM_SLOTS; i++) release(&net->slot[i]);
     free(net->act);
