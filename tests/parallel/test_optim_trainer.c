@@ -146,7 +146,11 @@ static void equals_reference(clt_optimizer kind, float clip, float smooth, int v
  * as the run without a stop. */
 static void resume_bit_exact(clt_optimizer kind, const int *devs, int k)
 {
-    const char *path = "optim_resume.ck";
+    /* a directory of its own: the suite runs this test twice at once
+     * (trainer-optim and trainer-optim-copies) */
+    char dir[256], path[300];
+    tw_mkdtemp(dir, sizeof dir, "resume");
+    snprintf(path, sizeof path, "%s/optim_resume.ck", dir);
     clt_trainer_config cfg;
     config_for(&cfg, kind, devs, k);
     clt_trainer *whole = NULL, *first = NULL, *second = NULL;
@@ -195,7 +199,7 @@ static void resume_bit_exact(clt_optimizer kind, const int *devs, int k)
     }
     free(a), free(b);
     clt_trainer_destroy(whole), clt_trainer_destroy(first), clt_trainer_destroy(second);
-    unlink(path);
+    tw_rmtree(dir);
 }
 
 /* Dropout whose mask follows the sample, not the device: 3 steps at p 0.5
