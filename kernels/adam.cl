@@ -10,7 +10,7 @@
 
 #define ADAM_STEP(T, i)                                                                            \
     {                                                                                              \
-        T p = LD(T, w + (i)), gi = LD(T, g + (i));                                                 \
+        T p = LD(T, w + (i)), gi = LDG(T, i);                                                      \
         if (decay != 1.0f) p = p * decay; /* AdamW: param.mul_(1 - lr * wd) */                     \
         T gp = wd != 0.0f ? fma((T)wd, p, gi) : gi;                                                \
         T mi = LD(T, m + (i));                                                                     \
@@ -23,7 +23,7 @@
         T denom = sqrt(vi) / bc2_sqrt + eps;                                                       \
         ST(T, p + (-step_size) * (mi / denom), w + (i));                                           \
     }
-__kernel void adam_step(__global float *w, __global const float *g, __global float *m, __global float *v,
+__kernel void adam_step(__global float *w, GRADS, __global float *m, __global float *v,
                         const float step_size, const float bc2_sqrt, const float c1, const float b2,
                         const float c2, const float eps, const float wd, const float decay, const ulong off,
                         const ulong n)

@@ -81,6 +81,40 @@ INLINE float lane_sum16(float16 s) { return lane_sum8(s.lo + s.hi); }
         for (size_t e_ = i0_; e_ < (n); e_++) BODY(float, (off) + e_)                              \
     }
 
+/* The gradient an optimizer kernel (sgd.cl, adam.cl) reads: its argument
+ * list takes GRADS where one gradient buffer g would be, and LDG(T, i)
+ * loads element i. Built with -DNGRAD=n (n > 1), GRADS is n replicas'
+ * buffers g0 .. g(n-1) and a scale, and LDG their sum in device order
+ * times the scale, ((g0 + g1) + ...) * gscale: the roundings of the host
+ * sum (parallel/reduce.c), so the update is bit for bit the one that reads
+ * the host's sum (parallel/peers.c). */
+#ifndef NGRAD
+#define NGRAD 1
+#endif
+#define GRADS_1 __global const float *g0
+#define GRADS_2 GRADS_1, __global const float *g1
+#define GRADS_3 GRADS_2, __global const float *g2
+#define GRADS_4 GRADS_3, __global const float *g3
+#define GRADS_5 GRADS_4, __global const float *g4
+#define GRADS_6 GRADS_5, __global const float *g5
+#define GRADS_7 GRADS_6, __global const float *g6
+#define GRADS_8 GRADS_7, __global const float *g7
+#define GSUM_1(T, i) LD(T, g0 + (i))
+#define GSUM_2(T, i) GSUM_1(T, i) + LD(T, g1 + (i))
+#define GSUM_3(T, i) GSUM_2(T, i) + LD(T, g2 + (i))
+#define GSUM_4(T, i) GSUM_3(T, i) + LD(T, g3 + (i))
+#define GSUM_5(T, i) GSUM_4(T, i) + LD(T, g4 + (i))
+#define GSUM_6(T, i) GSUM_5(T, i) + LD(T, g5 + (i))
+#define GSUM_7(T, i) GSUM_6(T, i) + LD(T, g6 + (i))
+#define GSUM_8(T, i) GSUM_7(T, i) + LD(T, g7 + (i))
+#if NGRAD == 1
+#define GRADS GRADS_1
+#define LDG(T, i) GSUM_1(T, i)
+#else
+#define GRADS CAT(GRADS_, NGRAD), const float gscale
+#define LDG(T, i) ((CAT(GSUM_, NGRAD)(T, i)) * gscale)
+#endif
+
 /* A stride-2 weight gradient reads pixels (2*oy + i, 2*ox + j): in raster
  * order every other pixel of a row, and the cache lines between them. Its
  * x copy keeps each channel's pixels in four phase planes instead (even

@@ -13,11 +13,11 @@
 /* m == 0, no velocity buffer. */
 #define SGD_PLAIN(T, i)                                                                            \
     {                                                                                              \
-        T p = LD(T, w + (i)), gi = LD(T, g + (i));                                                 \
+        T p = LD(T, w + (i)), gi = LDG(T, i);                                                      \
         T gp = wd != 0.0f ? fma((T)wd, p, gi) : gi;                                                \
         ST(T, fma((T)(-lr), gp, p), w + (i));                                                      \
     }
-__kernel void sgd_plain(__global float *w, __global const float *g, const float lr,
+__kernel void sgd_plain(__global float *w, GRADS, const float lr,
                         const float wd, const ulong off, const ulong n)
 {
     EW_FOR(n, off, SGD_PLAIN)
@@ -26,12 +26,12 @@ __kernel void sgd_plain(__global float *w, __global const float *g, const float 
 /* m == 0 with a velocity buffer: v = g' (v is not read). */
 #define SGD_STORE(T, i)                                                                            \
     {                                                                                              \
-        T p = LD(T, w + (i)), gi = LD(T, g + (i));                                                 \
+        T p = LD(T, w + (i)), gi = LDG(T, i);                                                      \
         T gp = wd != 0.0f ? fma((T)wd, p, gi) : gi;                                                \
         ST(T, gp, v + (i));                                                                        \
         ST(T, fma((T)(-lr), gp, p), w + (i));                                                      \
     }
-__kernel void sgd_store(__global float *w, __global const float *g, __global float *v,
+__kernel void sgd_store(__global float *w, GRADS, __global float *v,
                         const float lr, const float wd, const ulong off, const ulong n)
 {
     EW_FOR(n, off, SGD_STORE)
@@ -41,14 +41,14 @@ __kernel void sgd_store(__global float *w, __global const float *g, __global flo
  * (a fused multiply-add). */
 #define SGD_MOMENTUM(T, i)                                                                         \
     {                                                                                              \
-        T p = LD(T, w + (i)), gi = LD(T, g + (i));                                                 \
+        T p = LD(T, w + (i)), gi = LDG(T, i);                                                      \
         T gp = wd != 0.0f ? fma((T)wd, p, gi) : gi;                                                \
         T vi = m * LD(T, v + (i));                                                                 \
         vi = vi + gp;                                                                              \
         ST(T, vi, v + (i));                                                                        \
         ST(T, fma((T)(-lr), nesterov ? fma((T)m, vi, gp) : vi, p), w + (i));                       \
     }
-__kernel void sgd_momentum(__global float *w, __global const float *g, __global float *v,
+__kernel void sgd_momentum(__global float *w, GRADS, __global float *v,
                            const float lr, const float m, const float wd, const int nesterov, const ulong off,
                            const ulong n)
 {

@@ -115,6 +115,8 @@ clt_status clt_net_create(clt_device *dev, const char *spec, int channels, int h
 
 int clt_net_grads_shared(const clt_net *net) { return net && net->grads_host; }
 
+cl_mem clt_net_grads_mem(const clt_net *net) { return net->grads; }
+
 clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channels, int height, int width,
                                   size_t align_bytes, int share_grads, clt_net **out)
 {
@@ -402,13 +404,20 @@ clt_status clt_net_reset_slots(clt_net *net)
 
 clt_status clt_net_optim_update(clt_net *net, const clt_optim_settings *s, int64_t step, clt_span span)
 {
+    return clt_net_optim_update_from(net, s, step, span, NULL);
+}
+
+clt_status clt_net_optim_update_from(clt_net *net, const clt_optim_settings *s, int64_t step, clt_span span,
+                                     const clt_grads *g)
+{
     const clt_optim_ops *ops = clt_optim_find(s->kind);
     if (!ops) return clt_optim_check(s, "clt_net_optim_update");
     if (span.offset > net->flat || span.count > net->flat - span.offset)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_optim_update: floats [%zu, +%zu) outside the %zu parameters",
                         span.offset, span.count, net->flat);
     CLT_TRY(clt_net_ensure_slots(net, ops->slots(s)));
-    return ops->update(net->dev, s, step, span.offset, span.count, net->params, net->grads, net->slot);
+    const clt_grads own = {&net->grads, 1, 1.0f};
+    return ops->update(net->dev, s, step, span.offset, span.count, net->params, g ? g : &own, net->slot);
 }
 
 clt_status clt_net_sgd_step(clt_net *net, float lr, float momentum, float weight_decay)

@@ -46,6 +46,8 @@ clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channel
                                   size_t align_bytes, int share_grads, clt_net **out);
 /* Whether the gradients are host-shared (clt_net_create_aligned). */
 int clt_net_grads_shared(const clt_net *net);
+/* The flat gradient buffer (the net keeps it; retain to keep it longer). */
+cl_mem clt_net_grads_mem(const clt_net *net);
 
 /* Floats in buffer b (a state slot: as many as the parameters). */
 size_t clt_net_floats(const clt_net *net, clt_net_buffer b);
@@ -91,6 +93,10 @@ clt_status clt_net_reset_slots(clt_net *net);
  * the parameters with the gradients in the net's gradient buffer, making
  * the slots it needs; enqueued on the net's queue. */
 clt_status clt_net_optim_update(clt_net *net, const clt_optim_settings *s, int64_t step, clt_span span);
+/* The same with the gradients g (NULL: the net's own; buffers of the net's
+ * context, of the net's layout): replicas summing each other's. */
+clt_status clt_net_optim_update_from(clt_net *net, const clt_optim_settings *s, int64_t step, clt_span span,
+                                     const clt_grads *g);
 
 /* Synchronised batch norm across replicas. The hook replaces `count`
  * floats of `values` (this device's partial sums) with their sum over

@@ -7,9 +7,23 @@
 #define CLT_OPTIM_OPTIM_H
 
 #include "runtime/device.h"
+#include "runtime/launch.h"
 
 /* Most state slots an optimizer keeps (Adam: m and v). */
 #define CLT_OPTIM_SLOTS 2
+/* Most replicas' gradient buffers an update sums itself (clt_grads). */
+#define CLT_GRADS_MAX 8
+
+/* The gradients an update reads: buf[0] as they are (n == 1), or the sum
+ * of n replicas' buffers in order, times scale, summed by the update's
+ * kernel with the host sum's roundings (parallel/reduce.c), so that
+ * replicas reading each other's gradients need no sum written anywhere
+ * (parallel/peers.c). Every buffer is in the updating device's context. */
+typedef struct clt_grads {
+    const cl_mem *buf;
+    int n; /* 1 .. CLT_GRADS_MAX */
+    float scale;
+} clt_grads;
 
 /* An optimizer and its settings (PyTorch's names and meanings). */
 typedef struct clt_optim_settings {
@@ -30,7 +44,7 @@ typedef struct clt_optim_ops {
     /* Update number `step` (1 for the first) of floats [offset, offset +
      * count) of w, with gradients g and the slots' buffers. */
     clt_status (*update)(clt_device *dev, const clt_optim_settings *s, int64_t step, size_t offset, size_t count,
-                         cl_mem w, cl_mem g, const cl_mem *slots);
+                         cl_mem w, const clt_grads *g, const cl_mem *slots);
 } clt_optim_ops;
 
 /* The table entry of kind; NULL for an unknown kind. */
@@ -39,5 +53,11 @@ const clt_optim_ops *clt_optim_find(clt_optimizer kind);
 int clt_optim_named(const char *name);
 /* Checks the kind and its settings. */
 clt_status clt_optim_check(const clt_optim_settings *s, const char *op);
+/* Launches elementwise `kernel` of `program` (kernels/sgd.cl, adam.cl)
+ * over count floats with arguments w, the gradients g (GRADS in
+ * kernels/prelude.h: its n buffers, and its scale when n > 1), then the
+ * nargs of args. */
+clt_status clt_optim_launch(clt_device *dev, const char *program, const char *kernel, size_t count, cl_mem w,
+                            const clt_grads *g, int nargs, const clt_arg *args);
 
 #endif

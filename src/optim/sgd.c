@@ -5,7 +5,6 @@
 #include <math.h>
 
 #include "optim/optim.h"
-#include "runtime/launch.h"
 #include "tensor/tensor.h"
 
 clt_status clt_sgd_check(const char *op, float lr, float momentum, float weight_decay)
@@ -21,28 +20,27 @@ clt_status clt_sgd_check(const char *op, float lr, float momentum, float weight_
 }
 
 /* Floats [off, off + count) of w, g and v (NULL when unused). */
-static clt_status sgd_launch(clt_device *dev, size_t off, size_t count, cl_mem w, cl_mem g, cl_mem v, float lr,
-                             float momentum, float weight_decay, int nesterov)
+static clt_status sgd_launch(clt_device *dev, size_t off, size_t count, cl_mem w, const clt_grads *g, cl_mem v,
+                             float lr, float momentum, float weight_decay, int nesterov)
 {
     cl_ulong o = off, n = count;
     if (momentum != 0.0f) {
         if (!v) return clt_fail(CLT_ERR_INVALID_ARG, "sgd: momentum %g needs a velocity buffer", momentum);
-        return clt_launch_elementwise(dev, "sgd", "sgd_momentum", count,
-                             CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(v), CLT_ARG(lr), CLT_ARG(momentum),
-                                      CLT_ARG(weight_decay), CLT_ARG(nesterov), CLT_ARG(o), CLT_ARG(n)));
+        return clt_optim_launch(dev, "sgd", "sgd_momentum", count, w, g,
+                                CLT_ARGS(CLT_ARG(v), CLT_ARG(lr), CLT_ARG(momentum), CLT_ARG(weight_decay),
+                                         CLT_ARG(nesterov), CLT_ARG(o), CLT_ARG(n)));
     }
     if (v)
-        return clt_launch_elementwise(dev, "sgd", "sgd_store", count,
-                             CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(v), CLT_ARG(lr), CLT_ARG(weight_decay),
-                                      CLT_ARG(o), CLT_ARG(n)));
-    return clt_launch_elementwise(dev, "sgd", "sgd_plain", count,
-                         CLT_ARGS(CLT_ARG(w), CLT_ARG(g), CLT_ARG(lr), CLT_ARG(weight_decay), CLT_ARG(o), CLT_ARG(n)));
+        return clt_optim_launch(dev, "sgd", "sgd_store", count, w, g,
+                                CLT_ARGS(CLT_ARG(v), CLT_ARG(lr), CLT_ARG(weight_decay), CLT_ARG(o), CLT_ARG(n)));
+    return clt_optim_launch(dev, "sgd", "sgd_plain", count, w, g,
+                            CLT_ARGS(CLT_ARG(lr), CLT_ARG(weight_decay), CLT_ARG(o), CLT_ARG(n)));
 }
 
 clt_status clt_sgd_raw(clt_device *dev, size_t count, cl_mem w, cl_mem g, cl_mem v, float lr,
                        float momentum, float weight_decay)
 {
-    return sgd_launch(dev, 0, count, w, g, v, lr, momentum, weight_decay, 0);
+    return sgd_launch(dev, 0, count, w, &(clt_grads){&g, 1, 1.0f}, v, lr, momentum, weight_decay, 0);
 }
 
 static int sgd_slots(const clt_optim_settings *s) { return s->momentum > 0 ? 1 : 0; }
@@ -56,7 +54,7 @@ static clt_status sgd_settings_check(const clt_optim_settings *s, const char *op
 }
 
 static clt_status sgd_update(clt_device *dev, const clt_optim_settings *s, int64_t step, size_t offset, size_t count,
-                             cl_mem w, cl_mem g, const cl_mem *slots)
+                             cl_mem w, const clt_grads *g, const cl_mem *slots)
 {
     (void)step;
     return sgd_launch(dev, offset, count, w, g, s->momentum > 0 ? slots[0] : NULL, s->lr, s->momentum,

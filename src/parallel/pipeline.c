@@ -7,7 +7,10 @@
  * net's gradients are shared with the host (runtime/svm.h) there is nothing
  * to copy: a bucket's "read" is of one float, to learn when its kernels
  * are done, the sum is written into the gradients, and the optimizer,
- * enqueued after the sum, reads it there. Tracing hooks in here too (clt_trainer_trace). */
+ * enqueued after the sum, reads it there; where the replicas read each
+ * other's gradients (peers.c) the host sums nothing and the optimizer,
+ * enqueued once every device's read arrived, sums them. Tracing hooks in
+ * here too (clt_trainer_trace). */
 #include <stdio.h>
 #include <string.h>
 

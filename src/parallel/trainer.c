@@ -257,6 +257,7 @@ static clt_status start(clt_trainer *t, const clt_trainer_test_hooks *hooks)
             return clt_fail(CLT_ERR_INVALID_ARG, "trainer: %d devices over all MPI processes (at most %d)",
                             clt_cluster_devices(t->cl), CLT_MAX_ALL_DEVICES);
     }
+    clt_peers_open(t, !(hooks && hooks->host_sum));
     CLT_TRY(plan_batch_norm(t));
     CLT_TRY(clt_net_init(t->workers[0].net, c->seed, c->init));
     CLT_TRY(clt_trainer_broadcast_params(t)); /* process 0's, with MPI */
@@ -315,6 +316,7 @@ void clt_trainer_destroy(clt_trainer *t)
     }
     for (int i = 0; i < t->k; i++)
         if (t->workers[i].thread_started) pthread_join(t->workers[i].thread, NULL);
+    for (int i = 0; i < t->k; i++) clt_peers_close(&t->workers[i]); /* they read the nets' memory */
     for (int i = 0; i < t->k; i++) {
         clt_worker *w = &t->workers[i];
         clt_pipeline_close(w);

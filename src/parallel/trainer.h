@@ -74,6 +74,7 @@ struct clt_worker {
     double ema_sps;       /* smoothed samples/s for the auto split */
     int inject_fail_at;   /* tests: fail at this step (0 = never) */
     int64_t bn_round;     /* synchronised batch norm rounds done this step */
+    cl_mem peers[CLT_GRADS_MAX]; /* every replica's gradients, in this device's context (peers.c) */
 };
 
 struct clt_trainer {
@@ -102,6 +103,7 @@ struct clt_trainer {
     int done;             /* workers done with the current command */
     int *arrived;         /* per bucket: devices whose bucket reached the host */
     int *reduced;         /* per bucket: slices summed */
+    int peer_sum;         /* each device sums every replica's gradients in its update (peers.c) */
     int failed;           /* a device failed: every waiter gives up */
     clt_status fail_status;
     char fail_msg[2200];
@@ -174,6 +176,19 @@ clt_status clt_pipeline_before_update(clt_worker *w, int b);
 /* Waits for both queues, takes the backward's end from the profiling of
  * its markers, adds up transfer times and releases the step's events. */
 void clt_pipeline_settle(clt_worker *w);
+/* Makes each worker's peers[] and sets t->peer_sum where the replicas can
+ * read each other's gradients (peers.c; `allowed` 0: never). Between
+ * steps; a device that cannot leaves the host sum to all. */
+void clt_peers_open(clt_trainer *t, int allowed);
+/* Releases w's peers[] once its queue is done (before any net is destroyed). */
+void clt_peers_close(clt_worker *w);
+/* Whether this step's updates sum the replicas' gradients themselves:
+ * peers are open and the host sum is the default one (a replaced sum,
+ * clt_trainer_set_reduce, is called instead). */
+static inline int clt_trainer_peer_step(const clt_trainer *t)
+{
+    return t->peer_sum && t->reduce == clt_reduce_local_sum;
+}
 /* Worker thread body (worker.c). */
 void *clt_worker_main(void *arg);
 /* Records the first failure and wakes every waiter (mutex held); slot -1:
@@ -183,10 +198,11 @@ void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char 
  * none): force_align[i] bytes of base alignment reported instead of the
  * device's own (0: its own); force_copies[i] != 0: its gradients go
  * through copies even where the device could share them (as a GPU's
- * beside a CPU's). */
+ * beside a CPU's); host_sum below. */
 typedef struct clt_trainer_test_hooks {
     const size_t *force_align;
     const int *force_copies;
+    int host_sum; /* != 0: the host sums even where replicas could read each other's gradients */
 } clt_trainer_test_hooks;
 /* clt_trainer_create with test hooks (NULL: none). */
 clt_status clt_trainer_create_with(const clt_trainer_config *cfg, const clt_trainer_test_hooks *hooks,

@@ -287,6 +287,8 @@ static clt_status run_step_body(clt_worker *w)
     /* The default sum goes straight into every device's staging, where the
      * write-backs read it (no copy of the whole sum per device). */
     int into_staging = by_bucket && t->reduce == clt_reduce_local_sum;
+    /* Or no sum at all: the update reads every replica's gradients. */
+    int peer = by_bucket && clt_trainer_peer_step(t);
     float *outs[CLT_MAX_DEVICES];
     if (local) s = clt_net_scale(w->net, CLT_NET_GRADS, (clt_span){0, t->flat}, scale);
     const float *in[CLT_MAX_DEVICES];
@@ -298,6 +300,13 @@ static clt_status run_step_body(clt_worker *w)
         int ok = wait_count(w, &t->arrived[b]);
         pthread_mutex_unlock(&t->mu);
         if (!ok) return CLT_ERR_CANCELLED;
+        if (peer) {
+            s = clt_pipeline_before_update(w, b);
+            const clt_grads all = {w->peers, t->k, scale};
+            if (s == CLT_OK) s = clt_net_optim_update_from(w->net, &t->optim, t->optim_steps, bk->span, &all);
+            if (s != CLT_OK) break;
+            continue;
+        }
         /* This thread's slice of the bucket. */
         size_t lo = bk->span.count * (size_t)w->slot / (size_t)t->k;
         size_t hi = bk->span.count * (size_t)(w->slot + 1) / (size_t)t->k;

@@ -3,7 +3,9 @@
  * formulas), each bit for bit against the same float roundings, within
  * float error of a double-precision PyTorch step, updated in two spans on
  * one device and as a whole on another (the replicas must agree bit for
- * bit), and the settings checks. */
+ * bit), from gradients in NPIECE replicas' buffers that the update sums
+ * itself (bit for bit the update of the host's sum), and the settings
+ * checks. */
 #include <math.h>
 #include <string.h>
 
@@ -64,36 +66,47 @@ static void double_step(double *w, const float *g, double *m, double *v, size_t 
     }
 }
 
+/* Gradient buffers of the replica that sums them itself. */
+enum { NPIECE = 3 };
+
 typedef struct replica {
-    clt_tensor *w, *g, *slot[CLT_OPTIM_SLOTS];
+    clt_tensor *w, *g[NPIECE], *slot[CLT_OPTIM_SLOTS];
 } replica;
 
 static void replica_make(replica *r, clt_device *dev, int64_t count, const float *w)
 {
     r->w = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &count, w);
-    r->g = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &count, NULL);
+    for (int i = 0; i < NPIECE; i++) r->g[i] = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &count, NULL);
     for (int i = 0; i < CLT_OPTIM_SLOTS; i++) {
         r->slot[i] = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 1, &count, NULL);
         CHECK_OK(clt_tensor_fill(r->slot[i], 0.0f));
     }
 }
 
-/* Update `step` in `parts` spans. */
-static void replica_step(replica *r, const clt_optim_settings *s, int64_t step, const float *g, int parts)
+/* Update `step` in `parts` spans, from the sum of the ng buffers g[] times
+ * scale (ng 1: g[0] as it is). */
+static void replica_step(replica *r, const clt_optim_settings *s, int64_t step, float *const *g, int ng, float scale,
+                         int parts)
 {
     size_t n = (size_t)r->w->numel;
-    CHECK_OK(clt_tensor_upload(r->g, g, r->w->numel));
+    cl_mem bufs[NPIECE];
+    for (int i = 0; i < ng; i++) {
+        CHECK_OK(clt_tensor_upload(r->g[i], g[i], r->w->numel));
+        bufs[i] = r->g[i]->buf;
+    }
     cl_mem slots[CLT_OPTIM_SLOTS] = {r->slot[0]->buf, r->slot[1]->buf};
     const clt_optim_ops *ops = clt_optim_find(s->kind);
     for (int p = 0; p < parts; p++) {
         size_t lo = n * (size_t)p / (size_t)parts, hi = n * (size_t)(p + 1) / (size_t)parts;
-        if (hi > lo) CHECK_OK(ops->update(r->w->dev, s, step, lo, hi - lo, r->w->buf, r->g->buf, slots));
+        if (hi > lo) CHECK_OK(ops->update(r->w->dev, s, step, lo, hi - lo, r->w->buf, &(clt_grads){bufs, ng, scale},
+                                          slots));
     }
 }
 
 static void replica_free(replica *r)
 {
-    clt_tensor_destroy(r->w), clt_tensor_destroy(r->g);
+    clt_tensor_destroy(r->w);
+    for (int i = 0; i < NPIECE; i++) clt_tensor_destroy(r->g[i]);
     for (int i = 0; i < CLT_OPTIM_SLOTS; i++) clt_tensor_destroy(r->slot[i]);
 }
 
@@ -106,13 +119,19 @@ static void check_optim(clt_device *dev, clt_device *dev1, int64_t count, const 
     double *wd = ref_misc_alloc(n, 8), *md = ref_misc_alloc(n, 8), *vd = ref_misc_alloc(n, 8);
     ref_misc_fill(w, n, &rng, -1, 1);
     for (size_t i = 0; i < n; i++) wd[i] = w[i], m[i] = v[i] = 0, md[i] = vd[i] = 0;
-    replica a, b;
+    float *piece[NPIECE];
+    for (int i = 0; i < NPIECE; i++) piece[i] = ref_misc_alloc(n, 4);
+    const float third = 1.0f / 3.0f; /* inexact: its rounding shows */
+    replica a, b, c;
     replica_make(&a, dev, count, w);
+    replica_make(&c, dev, count, w);
     if (dev1) replica_make(&b, dev1, count, w);
     for (int64_t step = 1; step <= 6; step++) {
-        ref_misc_fill(g, n, &rng, -2, 2);
-        replica_step(&a, s, step, g, 2);
-        if (dev1) replica_step(&b, s, step, g, 1);
+        for (int i = 0; i < NPIECE; i++) ref_misc_fill(piece[i], n, &rng, -2, 2);
+        for (size_t i = 0; i < n; i++) g[i] = (piece[0][i] + piece[1][i] + piece[2][i]) * third; /* the host sum */
+        replica_step(&a, s, step, &g, 1, 1.0f, 2);
+        replica_step(&c, s, step, piece, NPIECE, third, 1);
+        if (dev1) replica_step(&b, s, step, &g, 1, 1.0f, 1);
         ref_step(w, g, m, v, n, s, step);
         double_step(wd, g, md, vd, n, s, step);
     }
@@ -137,6 +156,13 @@ static void check_optim(clt_device *dev, clt_device *dev1, int64_t count, const 
         free(gw1);
         replica_free(&b);
     }
+    float *cw = ref_misc_download(c.w), *cm = ref_misc_download(c.slot[0]);
+    CHECK(memcmp(gw, cw, n * 4) == 0 && memcmp(gm, cm, n * 4) == 0,
+          "%s n=%zu: the update summing %d gradient buffers differs from the one reading their host sum", name, n,
+          NPIECE);
+    free(cw), free(cm);
+    for (int i = 0; i < NPIECE; i++) free(piece[i]);
+    replica_free(&c);
     replica_free(&a);
     free(w), free(m), free(v), free(g), free(wd), free(md), free(vd), free(gw), free(gm);
 }

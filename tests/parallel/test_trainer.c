@@ -69,12 +69,17 @@ static void equals_one_device_aligned(const char *spec, int sync_bn, const int *
     /* Gradients shared with the host wherever the device allows, unless
      * CLTRAIN_SHARED_GRADS=0 (the suite runs both) or the hooks say copies. */
     const int *copies = hooks ? hooks->force_copies : NULL;
+    int all_shared = 1;
     for (int i = 0; i < k; i++) {
         const clt_net *net = clt_trainer_net(par, i);
         int want = clt_svm_shared(clt_net_device(net)) && !(copies && copies[i]);
         CHECK(clt_net_grads_shared(net) == want, "%s: replica %d gradients %s", what, i,
               clt_net_grads_shared(net) ? "shared, but they should be copied" : "copied, but they should be shared");
+        all_shared &= want && clt_net_device(net)->info.type == CLT_DEVICE_CPU;
     }
+    /* CPU replicas all sharing their gradients read each other's (peers.c) */
+    int peer = all_shared && !(hooks && hooks->host_sum);
+    CHECK(par->peer_sum == peer, "%s: replicas %s each other's gradients", what, peer ? "do not read" : "read");
     if (hooks && hooks->force_align) /* the forced alignment reached every replica's layout */
         for (int i = 0; i < k; i++)
             CHECK(clt_net_floats(clt_trainer_net(par, i), CLT_NET_GRADS) > clt_net_floats(ref, CLT_NET_GRADS),
@@ -127,6 +132,43 @@ static void equals_one_device(const int *devs, int k, const float *weights, int 
 }
 
 #define BN_SPEC "conv:4:3:1:1,bn,relu,res:6:2,gap,dense:10"
+
+/* Replicas summing each other's gradients in their updates (peers.c)
+ * give the bits of the host sum: SGD with momentum and Adam, synchronised
+ * batch norm, small buckets, the given split. Only where every replica
+ * shares its gradients (else there are no peers). */
+static void peers_equal_host_sum(const int *devs, int k, const float *weights, const char *what)
+{
+    for (int i = 0; i < k; i++) {
+        clt_device_info info;
+        CHECK_OK(clt_device_query(devs[i], &info));
+        if (info.type != CLT_DEVICE_CPU || getenv("CLTRAIN_SHARED_GRADS")) return;
+    }
+    for (int adam = 0; adam < 2; adam++) {
+        float *p[2];
+        size_t n[2];
+        for (int host = 0; host < 2; host++) {
+            clt_trainer_config cfg;
+            test_trainer_config(&cfg, BN_SPEC, 1, C, H, W, devs, k);
+            cfg.split = weights ? CLT_SPLIT_WEIGHTS : CLT_SPLIT_EQUAL;
+            cfg.weights = weights;
+            cfg.bucket_bytes = 200;
+            if (adam) cfg.optimizer = CLT_OPTIMIZER_ADAM, cfg.lr = 1e-3f, cfg.momentum = 0;
+            clt_trainer *t = NULL;
+            REQUIRE_OK(clt_trainer_create_with(&cfg, &(clt_trainer_test_hooks){.host_sum = host}, &t));
+            CHECK(t->peer_sum == !host, "%s: replicas %s each other's gradients", what, host ? "read" : "do not read");
+            for (int s = 0; s < 3; s++)
+                CHECK_OK(clt_trainer_step(t, images + s * 8 * C * H * W, labels + s * 8, 30, NULL, NULL));
+            CHECK_OK(clt_trainer_check_replicas(t));
+            p[host] = test_net_params(clt_trainer_net(t, k - 1), &n[host]);
+            clt_trainer_destroy(t);
+        }
+        CHECK(n[0] == n[1] && memcmp(p[0], p[1], n[0] * sizeof(float)) == 0,
+              "%s, %s: the replicas' own sums differ from the host sum", what, adam ? "Adam" : "SGD");
+        free(p[0]);
+        free(p[1]);
+    }
+}
 
 /* Without synchronised batch norm the replicas still agree (running
  * statistics averaged after each step) and the loss falls. */
@@ -373,7 +415,8 @@ static void replaced_reduce(const int *devs, int k)
 }
 
 /* The pipeline overlaps: with a bucket per parameter, the host sums the last
- * layers' buckets while the devices still run the convolutions' backward,
+ * layers' buckets while the devices still run the convolutions' backward
+ * (the host sum: replicas reading each other's gradients sum nothing here),
  * with the transfers on the compute queue (bit 0 of `required`) and on a
  * queue of their own (bit 1), and both give the same bits. Intel's CPU
  * runtime runs a second queue's reads only once its compute queue is idle
@@ -386,8 +429,8 @@ static void overlap(const int *devs, int k, int required)
     size_t n[2];
     for (int m = 0; m < 2; m++) { /* transfers on the compute queue (CPU default), on a queue of their own */
         const char *how = m ? "separate transfer queues" : "transfers on the compute queue";
-        t[m] = make_spec("conv:32:3:1:1,relu,conv:32:3:1:1,relu,conv:32:3:1:1,relu,flatten,dense:32,relu,dense:10", 0,
-                         devs, k, CLT_SPLIT_EQUAL, NULL, 64);
+        t[m] = make_aligned("conv:32:3:1:1,relu,conv:32:3:1:1,relu,conv:32:3:1:1,relu,flatten,dense:32,relu,dense:10",
+                            0, devs, k, CLT_SPLIT_EQUAL, NULL, 64, &(clt_trainer_test_hooks){.host_sum = 1});
         for (int i = 0; i < k; i++) CHECK_OK(clt_pipeline_use_queue(&t[m]->workers[i], m));
         int early = 0;
         double hidden = 0;
@@ -457,10 +500,12 @@ static int vendors(void)
     bn_replicas(mix, 2);
     replaced_reduce(mix, 2);
     overlap(mix, 2, 1); /* Intel: no overlap with a separate transfer queue */
+    peers_equal_host_sum(flipped, 2, (float[]){3, 1}, "Intel + PoCL, 3:1");
     if (np == 2) {
         int three[3] = {0, intel, pocl[1]};
         equals_one_device(three, 3, (float[]){2, 1, 1}, 21, 100, "PoCL + Intel + PoCL, 2:1:1, small buckets");
         equals_one_device_spec(BN_SPEC, 1, three, 3, NULL, 30, 0, "PoCL + Intel + PoCL, sync batch norm");
+        peers_equal_host_sum(three, 3, (float[]){1, 2, 1}, "PoCL + Intel + PoCL, 1:2:1");
         bn_replicas(three, 3);
     }
     return test_result();
@@ -481,16 +526,16 @@ int main(int argc, char **argv)
     equals_one_device_spec(BN_SPEC, 1, two, 2, NULL, 24, 0, "2 devices, synchronised batch norm");
     /* Devices of different base alignments (as NVIDIA's 4096 bits beside
      * PoCL's 1024) share the largest one's layout. */
-    equals_one_device_aligned(SPEC, 0, two, 2, NULL, 24, 300, &(clt_trainer_test_hooks){(size_t[]){0, 2048}, NULL},
+    equals_one_device_aligned(SPEC, 0, two, 2, NULL, 24, 300, &(clt_trainer_test_hooks){.force_align = (size_t[]){0, 2048}},
                               "2 devices, alignments differ");
     equals_one_device_aligned(BN_SPEC, 1, two, 2, (float[]){1, 2}, 24, 0,
-                              &(clt_trainer_test_hooks){(size_t[]){4096, 0}, NULL},
+                              &(clt_trainer_test_hooks){.force_align = (size_t[]){4096, 0}},
                               "2 devices, alignments differ, sync batch norm");
     /* One replica copying its gradients beside one sharing them (a GPU
      * beside a CPU), with small buckets, both ways round. */
-    equals_one_device_aligned(SPEC, 0, two, 2, (float[]){1, 3}, 23, 300, &(clt_trainer_test_hooks){NULL, (int[]){1, 0}},
+    equals_one_device_aligned(SPEC, 0, two, 2, (float[]){1, 3}, 23, 300, &(clt_trainer_test_hooks){.force_copies = (int[]){1, 0}},
                               "2 devices, the first copies its gradients");
-    equals_one_device_aligned(BN_SPEC, 1, two, 2, NULL, 24, 0, &(clt_trainer_test_hooks){NULL, (int[]){0, 1}},
+    equals_one_device_aligned(BN_SPEC, 1, two, 2, NULL, 24, 0, &(clt_trainer_test_hooks){.force_copies = (int[]){0, 1}},
                               "2 devices, the second copies its gradients, sync batch norm");
     equals_one_device_spec(BN_SPEC, 1, two, 2, (float[]){1, 0}, 12, 0, "2 devices, sync batch norm, empty shard");
     bn_replicas(two, 2);
@@ -498,6 +543,8 @@ int main(int argc, char **argv)
     replicas_and_failure(two, 2);
     replaced_reduce(two, 2);
     overlap(two, 2, 3);
+    peers_equal_host_sum(two, 2, NULL, "2 devices");
+    peers_equal_host_sum(two, 2, (float[]){0, 1}, "2 devices, an empty shard");
     config_errors(two, 2);
     if (n >= 3) {
         equals_one_device(three, 3, NULL, 2, 0, "3 devices, batch 2");
@@ -506,6 +553,7 @@ int main(int argc, char **argv)
         bn_replicas(three, 3);
         collectives(3);
         replicas_and_failure(three, 3);
+        peers_equal_host_sum(three, 3, (float[]){1, 2, 3}, "3 devices, 1:2:3");
     }
     return test_result();
 }
