@@ -18,15 +18,15 @@
         mi = fabs(c1) < 0.5f ? fma((T)c1, gp - mi, mi) : gp - (gp - mi) * (1.0f - c1);             \
         T vi = LD(T, v + (i)) * b2;                                                                \
         vi = vi + (c2 * gp) * gp;                                                                  \
-        ST(T, mi, m + (i));                                                                        \
-        ST(T, vi, v + (i));                                                                        \
+        ST_ALL(T, mi, m, i);                                                                       \
+        ST_ALL(T, vi, v, i);                                                                       \
         T denom = sqrt(vi) / bc2_sqrt + eps;                                                       \
-        ST(T, p + (-step_size) * (mi / denom), w + (i));                                           \
+        ST_ALL(T, p + (-step_size) * (mi / denom), w, i);                                          \
     }
 __kernel void adam_step(__global float *w, GRADS, __global float *m, __global float *v,
                         const float step_size, const float bc2_sqrt, const float c1, const float b2,
                         const float c2, const float eps, const float wd, const float decay, const ulong off,
-                        const ulong n)
+                        const ulong n COPIES(w) COPIES(m) COPIES(v))
 {
     EW_FOR(n, off, ADAM_STEP)
 }

@@ -115,6 +115,38 @@ INLINE float lane_sum16(float16 s) { return lane_sum8(s.lo + s.hi); }
 #define LDG(T, i) ((CAT(GSUM_, NGRAD)(T, i)) * gscale)
 #endif
 
+/* The buffers an optimizer kernel writes (x: w, and its state v, m), in
+ * every replica: built with -DNOUT=n (n > 1), each has n - 1 companions
+ * x_1 .. x_(n-1), other replicas' copies, at the end of the argument list
+ * (COPIES(x), in the order the buffers come), and ST_ALL(T, v, x, i)
+ * stores v into x and its companions. NOUT 1: x alone. */
+#ifndef NOUT
+#define NOUT 1
+#endif
+#define COPIES_1(x)
+#define COPIES_2(x) , __global float *x##_1
+#define COPIES_3(x) COPIES_2(x), __global float *x##_2
+#define COPIES_4(x) COPIES_3(x), __global float *x##_3
+#define COPIES_5(x) COPIES_4(x), __global float *x##_4
+#define COPIES_6(x) COPIES_5(x), __global float *x##_5
+#define COPIES_7(x) COPIES_6(x), __global float *x##_6
+#define COPIES_8(x) COPIES_7(x), __global float *x##_7
+#define STC_1(T, v, x, i)
+#define STC_2(T, v, x, i) ST(T, v, x##_1 + (i));
+#define STC_3(T, v, x, i) STC_2(T, v, x, i) ST(T, v, x##_2 + (i));
+#define STC_4(T, v, x, i) STC_3(T, v, x, i) ST(T, v, x##_3 + (i));
+#define STC_5(T, v, x, i) STC_4(T, v, x, i) ST(T, v, x##_4 + (i));
+#define STC_6(T, v, x, i) STC_5(T, v, x, i) ST(T, v, x##_5 + (i));
+#define STC_7(T, v, x, i) STC_6(T, v, x, i) ST(T, v, x##_6 + (i));
+#define STC_8(T, v, x, i) STC_7(T, v, x, i) ST(T, v, x##_7 + (i));
+#define COPIES(x) CAT(COPIES_, NOUT)(x)
+#define ST_ALL(T, v, x, i)                                                                         \
+    {                                                                                              \
+        T st_ = (v);                                                                               \
+        ST(T, st_, x + (i));                                                                       \
+        CAT(STC_, NOUT)(T, st_, x, i)                                                              \
+    }
+
 /* A stride-2 weight gradient reads pixels (2*oy + i, 2*ox + j): in raster
  * order every other pixel of a row, and the cache lines between them. Its
  * x copy keeps each channel's pixels in four phase planes instead (even

@@ -15,10 +15,10 @@
     {                                                                                              \
         T p = LD(T, w + (i)), gi = LDG(T, i);                                                      \
         T gp = wd != 0.0f ? fma((T)wd, p, gi) : gi;                                                \
-        ST(T, fma((T)(-lr), gp, p), w + (i));                                                      \
+        ST_ALL(T, fma((T)(-lr), gp, p), w, i);                                                     \
     }
 __kernel void sgd_plain(__global float *w, GRADS, const float lr,
-                        const float wd, const ulong off, const ulong n)
+                        const float wd, const ulong off, const ulong n COPIES(w))
 {
     EW_FOR(n, off, SGD_PLAIN)
 }
@@ -28,11 +28,11 @@ __kernel void sgd_plain(__global float *w, GRADS, const float lr,
     {                                                                                              \
         T p = LD(T, w + (i)), gi = LDG(T, i);                                                      \
         T gp = wd != 0.0f ? fma((T)wd, p, gi) : gi;                                                \
-        ST(T, gp, v + (i));                                                                        \
-        ST(T, fma((T)(-lr), gp, p), w + (i));                                                      \
+        ST_ALL(T, gp, v, i);                                                                       \
+        ST_ALL(T, fma((T)(-lr), gp, p), w, i);                                                     \
     }
 __kernel void sgd_store(__global float *w, GRADS, __global float *v,
-                        const float lr, const float wd, const ulong off, const ulong n)
+                        const float lr, const float wd, const ulong off, const ulong n COPIES(w) COPIES(v))
 {
     EW_FOR(n, off, SGD_STORE)
 }
@@ -45,12 +45,12 @@ __kernel void sgd_store(__global float *w, GRADS, __global float *v,
         T gp = wd != 0.0f ? fma((T)wd, p, gi) : gi;                                                \
         T vi = m * LD(T, v + (i));                                                                 \
         vi = vi + gp;                                                                              \
-        ST(T, vi, v + (i));                                                                        \
-        ST(T, fma((T)(-lr), nesterov ? fma((T)m, vi, gp) : vi, p), w + (i));                       \
+        ST_ALL(T, vi, v, i);                                                                       \
+        ST_ALL(T, fma((T)(-lr), nesterov ? fma((T)m, vi, gp) : vi, p), w, i);                      \
     }
 __kernel void sgd_momentum(__global float *w, GRADS, __global float *v,
                            const float lr, const float m, const float wd, const int nesterov, const ulong off,
-                           const ulong n)
+                           const ulong n COPIES(w) COPIES(v))
 {
     EW_FOR(n, off, SGD_MOMENTUM)
 }

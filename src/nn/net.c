@@ -23,6 +23,24 @@ static clt_status make_buffer(clt_device *dev, size_t bytes, const char *what, c
     return CLT_OK;
 }
 
+/* A buffer of the parameters' size on memory shared with the host where
+ * the net shares (*host: that memory), else a plain one (*host NULL). A
+ * failed shared allocation falls back to a plain buffer: copies work
+ * wherever plain buffers do. */
+static clt_status make_shared(clt_net *net, size_t bytes, const char *what, cl_mem *out, float **host)
+{
+    *host = NULL;
+    void *p = NULL;
+    if (net->share && clt_svm_buffer(net->dev, bytes, what, out, &p) == CLT_OK) {
+        *host = p;
+        return CLT_OK;
+    }
+    if (net->share)
+        clt_device_log(net->dev, 2, "device %d (%s): %s; it goes through copies", net->dev->info.index,
+                       net->dev->info.name, clt_last_error());
+    return make_buffer(net->dev, bytes, what, out);
+}
+
 static clt_status sub_buffer(cl_mem parent, size_t offset_floats, int64_t numel, cl_mem *out)
 {
     cl_buffer_region r = {offset_floats * sizeof(float), (size_t)numel * sizeof(float)};
@@ -70,16 +88,9 @@ static clt_status layout_params(clt_net *net, size_t align_bytes, int share_grad
     net->flat = at[0] ? at[0] : 1;
     net->flat_state = at[1] ? at[1] : 1;
     size_t bytes = net->flat * sizeof(float), sbytes = net->flat_state * sizeof(float);
-    CLT_TRY(make_buffer(net->dev, bytes, "parameters", &net->params));
-    if (share_grads && clt_svm_shared(net->dev)) {
-        void *host = NULL;
-        if (clt_svm_buffer(net->dev, bytes, "gradients shared with the host", &net->grads, &host) == CLT_OK)
-            net->grads_host = host;
-        else /* the copies work wherever plain buffers do */
-            clt_device_log(net->dev, 2, "device %d (%s): %s; its gradients go through copies",
-                           net->dev->info.index, net->dev->info.name, clt_last_error());
-    }
-    if (!net->grads) CLT_TRY(make_buffer(net->dev, bytes, "gradients", &net->grads));
+    net->share = share_grads && clt_svm_shared(net->dev);
+    CLT_TRY(make_shared(net, bytes, "parameters shared with the host", &net->params, &net->params_host));
+    CLT_TRY(make_shared(net, bytes, "gradients shared with the host", &net->grads, &net->grads_host));
     CLT_TRY(make_buffer(net->dev, sbytes, "layer state", &net->state));
     CLT_TRY(zero(net->dev, net->params, bytes));
     CLT_TRY(zero(net->dev, net->grads, bytes));
@@ -115,7 +126,22 @@ clt_status clt_net_create(clt_device *dev, const char *spec, int channels, int h
 
 int clt_net_grads_shared(const clt_net *net) { return net && net->grads_host; }
 
-cl_mem clt_net_grads_mem(const clt_net *net) { return net->grads; }
+float *clt_net_shared(const clt_net *net, clt_net_buffer b)
+{
+    if (b == CLT_NET_PARAMS) return net->params_host;
+    if (b == CLT_NET_GRADS) return net->grads_host;
+    int i = (int)b - (int)CLT_NET_SLOT0;
+    return i >= 0 && i < CLT_OPTIM_SLOTS ? net->slot_host[i] : NULL;
+}
+
+cl_mem clt_net_mem(const clt_net *net, clt_net_buffer b)
+{
+    if (b == CLT_NET_PARAMS) return net->params;
+    if (b == CLT_NET_GRADS) return net->grads;
+    if (b == CLT_NET_STATE) return net->state;
+    int i = (int)b - (int)CLT_NET_SLOT0;
+    return i >= 0 && i < CLT_OPTIM_SLOTS ? net->slot[i] : NULL;
+}
 
 clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channels, int height, int width,
                                   size_t align_bytes, int share_grads, clt_net **out)
@@ -180,10 +206,12 @@ void clt_net_destroy(clt_net *net)
     }
     release(&net->params);
     release(&net->grads);
-    /* its buffers are gone; the queue finished above */
-    if (net->grads_host) clt_svm_free(net->dev, net->grads_host);
     release(&net->state);
     for (int i = 0; i < CLT_OPTIM_SLOTS; i++) release(&net->slot[i]);
+    /* their buffers are gone; the queue finished above */
+    clt_svm_free(net->dev, net->params_host);
+    clt_svm_free(net->dev, net->grads_host);
+    for (int i = 0; i < CLT_OPTIM_SLOTS; i++) clt_svm_free(net->dev, net->slot_host[i]);
     free(net->act);
     free(net->sync_host);
     clt_model_free(&net->model);
@@ -390,7 +418,7 @@ clt_status clt_net_ensure_slots(clt_net *net, int n)
         return clt_fail(CLT_ERR_INTERNAL, "%d optimizer state slots (at most %d)", n, CLT_OPTIM_SLOTS);
     size_t bytes = net->flat * sizeof(float);
     for (int i = clt_net_slots(net); i < n; i++) {
-        CLT_TRY(make_buffer(net->dev, bytes, "optimizer state", &net->slot[i]));
+        CLT_TRY(make_shared(net, bytes, "optimizer state shared with the host", &net->slot[i], &net->slot_host[i]));
         CLT_TRY(zero(net->dev, net->slot[i], bytes));
     }
     return CLT_OK;
@@ -408,7 +436,7 @@ clt_status clt_net_optim_update(clt_net *net, const clt_optim_settings *s, int64
 }
 
 clt_status clt_net_optim_update_from(clt_net *net, const clt_optim_settings *s, int64_t step, clt_span span,
-                                     const clt_grads *g)
+                                     const clt_optim_io *io)
 {
     const clt_optim_ops *ops = clt_optim_find(s->kind);
     if (!ops) return clt_optim_check(s, "clt_net_optim_update");
@@ -416,8 +444,9 @@ clt_status clt_net_optim_update_from(clt_net *net, const clt_optim_settings *s, 
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_optim_update: floats [%zu, +%zu) outside the %zu parameters",
                         span.offset, span.count, net->flat);
     CLT_TRY(clt_net_ensure_slots(net, ops->slots(s)));
-    const clt_grads own = {&net->grads, 1, 1.0f};
-    return ops->update(net->dev, s, step, span.offset, span.count, net->params, g ? g : &own, net->slot);
+    clt_optim_io own = {&net->params, {NULL}, 1, {&net->grads, 1, 1.0f}};
+    for (int i = 0; i < CLT_OPTIM_SLOTS; i++) own.slot[i] = &net->slot[i];
+    return ops->update(net->dev, s, step, span.offset, span.count, io ? io : &own);
 }
 
 clt_status clt_net_sgd_step(clt_net *net, float lr, float momentum, float weight_decay)

@@ -39,15 +39,20 @@ typedef struct clt_span {
 size_t clt_net_base_align(const clt_device *dev);
 /* clt_net_create with parameter offsets aligned to align_bytes, a multiple
  * of clt_net_base_align(dev) (0: that): replicas on devices of different
- * alignments then share one layout. share_grads: the gradients on memory
- * the host reads and writes in place where the device allows
- * (runtime/svm.h; clt_net_staging then returns it). */
+ * alignments then share one layout. share_grads: the parameters,
+ * gradients and optimizer slots on memory the host reads and writes in
+ * place where the device allows (runtime/svm.h; clt_net_staging then
+ * returns the gradients'). */
 clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channels, int height, int width,
                                   size_t align_bytes, int share_grads, clt_net **out);
 /* Whether the gradients are host-shared (clt_net_create_aligned). */
 int clt_net_grads_shared(const clt_net *net);
-/* The flat gradient buffer (the net keeps it; retain to keep it longer). */
-cl_mem clt_net_grads_mem(const clt_net *net);
+/* Buffer b (the net keeps it; retain to keep it longer; a slot: NULL
+ * until made), and its memory where it is shared with the host (params,
+ * gradients and slots of a net made with share_grads on a device that
+ * shares), else NULL. */
+cl_mem clt_net_mem(const clt_net *net, clt_net_buffer b);
+float *clt_net_shared(const clt_net *net, clt_net_buffer b);
 
 /* Floats in buffer b (a state slot: as many as the parameters). */
 size_t clt_net_floats(const clt_net *net, clt_net_buffer b);
@@ -93,10 +98,11 @@ clt_status clt_net_reset_slots(clt_net *net);
  * the parameters with the gradients in the net's gradient buffer, making
  * the slots it needs; enqueued on the net's queue. */
 clt_status clt_net_optim_update(clt_net *net, const clt_optim_settings *s, int64_t step, clt_span span);
-/* The same with the gradients g (NULL: the net's own; buffers of the net's
- * context, of the net's layout): replicas summing each other's. */
+/* The same on the buffers io names (NULL: the net's own; buffers of the
+ * net's context and layout, its slots made first): replicas summing each
+ * other's gradients and writing each other's parameters (parallel/peers.c). */
 clt_status clt_net_optim_update_from(clt_net *net, const clt_optim_settings *s, int64_t step, clt_span span,
-                                     const clt_grads *g);
+                                     const clt_optim_io *io);
 
 /* Synchronised batch norm across replicas. The hook replaces `count`
  * floats of `values` (this device's partial sums) with their sum over

@@ -35,7 +35,9 @@ struct clt_net {
     int sync_done;        /* rounds made since the last forward began */
     cl_mem staging_buf;   /* see clt_net_staging */
     float *staging;       /* its mapped pointer */
-    float *grads_host;    /* shared gradients' memory (runtime/svm.h), NULL: none */
+    int share;            /* parameters, gradients and slots on memory shared with the host */
+    float *params_host, *grads_host; /* their memory where shared (runtime/svm.h), else NULL */
+    float *slot_host[CLT_OPTIM_SLOTS];
 };
 
 /* Makes the buffers hold n samples (grows, never shrinks). */

@@ -31,7 +31,7 @@ static clt_status adam_check(const clt_optim_settings *s, const char *op)
 }
 
 static clt_status adam_update(clt_device *dev, const clt_optim_settings *s, int64_t step, size_t offset, size_t count,
-                              cl_mem w, const clt_grads *g, const cl_mem *slots)
+                              const clt_optim_io *io)
 {
     if (step < 1) return clt_fail(CLT_ERR_INVALID_ARG, "adam: step %lld (the first is 1)", (long long)step);
     double t = (double)step, lr = s->lr;
@@ -42,10 +42,10 @@ static clt_status adam_update(clt_device *dev, const clt_optim_settings *s, int6
     float wd = decoupled ? 0.0f : s->weight_decay;
     float decay = decoupled && s->weight_decay != 0 ? (float)(1.0 - lr * s->weight_decay) : 1.0f;
     cl_ulong o = offset, n = count;
-    return clt_optim_launch(dev, "adam", "adam_step", count, w, g,
-                            CLT_ARGS(CLT_ARG(slots[0]), CLT_ARG(slots[1]), CLT_ARG(step_size), CLT_ARG(bc2_sqrt),
-                                     CLT_ARG(c1), CLT_ARG(b2), CLT_ARG(c2), CLT_ARG(eps), CLT_ARG(wd), CLT_ARG(decay),
-                                     CLT_ARG(o), CLT_ARG(n)));
+    return clt_optim_launch(dev, "adam", "adam_step", count, io, 2,
+                            CLT_ARGS(CLT_ARG(io->slot[0][0]), CLT_ARG(io->slot[1][0]), CLT_ARG(step_size),
+                                     CLT_ARG(bc2_sqrt), CLT_ARG(c1), CLT_ARG(b2), CLT_ARG(c2), CLT_ARG(eps), CLT_ARG(wd),
+                                     CLT_ARG(decay), CLT_ARG(o), CLT_ARG(n)));
 }
 
 const clt_optim_ops clt_optim_adam = {"adam", {"adam/m/", "adam/v/"}, adam_slots, adam_check, adam_update};

@@ -30,21 +30,25 @@ clt_status clt_optim_check(const clt_optim_settings *s, const char *op)
     return ops->check(s, op);
 }
 
-clt_status clt_optim_launch(clt_device *dev, const char *program, const char *kernel, size_t count, cl_mem w,
-                            const clt_grads *g, int nargs, const clt_arg *args)
+clt_status clt_optim_launch(clt_device *dev, const char *program, const char *kernel, size_t count,
+                            const clt_optim_io *io, int slots, int nargs, const clt_arg *args)
 {
-    if (g->n < 1 || g->n > CLT_GRADS_MAX)
-        return clt_fail(CLT_ERR_INTERNAL, "%s: %d gradient buffers (1..%d)", kernel, g->n, CLT_GRADS_MAX);
-    enum { MOST = 1 + CLT_GRADS_MAX + 1 + 16 };
-    if (nargs > 16) return clt_fail(CLT_ERR_INTERNAL, "%s: %d arguments", kernel, nargs);
-    clt_arg all[MOST];
+    const clt_grads *g = &io->g;
+    if (g->n < 1 || g->n > CLT_GRADS_MAX || io->n_out < 1 || io->n_out > CLT_GRADS_MAX || nargs > 16 ||
+        slots > CLT_OPTIM_SLOTS)
+        return clt_fail(CLT_ERR_INTERNAL, "%s: %d gradient and %d output buffers (1..%d), %d arguments", kernel, g->n,
+                        io->n_out, CLT_GRADS_MAX, nargs);
+    clt_arg all[1 + CLT_GRADS_MAX + 1 + 16 + (1 + CLT_OPTIM_SLOTS) * CLT_GRADS_MAX];
     int a = 0;
-    all[a++] = CLT_ARG(w);
+    all[a++] = CLT_ARG(io->w[0]);
     for (int i = 0; i < g->n; i++) all[a++] = CLT_ARG(g->buf[i]);
     if (g->n > 1) all[a++] = CLT_ARG(g->scale);
     for (int i = 0; i < nargs; i++) all[a++] = args[i];
-    char spec[64];
-    if (g->n > 1) snprintf(spec, sizeof spec, "%s -DNGRAD=%d", program, g->n);
-    else snprintf(spec, sizeof spec, "%s", program);
+    for (int r = 1; r < io->n_out; r++) all[a++] = CLT_ARG(io->w[r]);
+    for (int sl = 0; sl < slots; sl++)
+        for (int r = 1; r < io->n_out; r++) all[a++] = CLT_ARG(io->slot[sl][r]);
+    char spec[64]; /* the plain update keeps the program warm-up built */
+    if (g->n == 1 && io->n_out == 1) snprintf(spec, sizeof spec, "%s", program);
+    else snprintf(spec, sizeof spec, "%s -DNGRAD=%d -DNOUT=%d", program, g->n, io->n_out);
     return clt_launch_elementwise(dev, spec, kernel, count, a, all);
 }

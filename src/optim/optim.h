@@ -11,19 +11,31 @@
 
 /* Most state slots an optimizer keeps (Adam: m and v). */
 #define CLT_OPTIM_SLOTS 2
-/* Most replicas' gradient buffers an update sums itself (clt_grads). */
+/* Most replicas an update reads gradients from and writes results to
+ * (clt_optim_io). */
 #define CLT_GRADS_MAX 8
 
 /* The gradients an update reads: buf[0] as they are (n == 1), or the sum
  * of n replicas' buffers in order, times scale, summed by the update's
  * kernel with the host sum's roundings (parallel/reduce.c), so that
  * replicas reading each other's gradients need no sum written anywhere
- * (parallel/peers.c). Every buffer is in the updating device's context. */
+ * (parallel/peers.c). */
 typedef struct clt_grads {
     const cl_mem *buf;
     int n; /* 1 .. CLT_GRADS_MAX */
     float scale;
 } clt_grads;
+
+/* The buffers of an update, all of the updating device's context: it
+ * reads w[0] and slot[i][0] and writes its results to all n_out of each
+ * (other replicas' copies: each device then updates a share of the
+ * parameters for every replica). */
+typedef struct clt_optim_io {
+    const cl_mem *w;
+    const cl_mem *slot[CLT_OPTIM_SLOTS]; /* those the settings use */
+    int n_out;                           /* 1 .. CLT_GRADS_MAX */
+    clt_grads g;
+} clt_optim_io;
 
 /* An optimizer and its settings (PyTorch's names and meanings). */
 typedef struct clt_optim_settings {
@@ -42,9 +54,9 @@ typedef struct clt_optim_ops {
     /* CLT_ERR_INVALID_ARG naming `op` and the bad setting. */
     clt_status (*check)(const clt_optim_settings *s, const char *op);
     /* Update number `step` (1 for the first) of floats [offset, offset +
-     * count) of w, with gradients g and the slots' buffers. */
+     * count) of the buffers io names. */
     clt_status (*update)(clt_device *dev, const clt_optim_settings *s, int64_t step, size_t offset, size_t count,
-                         cl_mem w, const clt_grads *g, const cl_mem *slots);
+                         const clt_optim_io *io);
 } clt_optim_ops;
 
 /* The table entry of kind; NULL for an unknown kind. */
@@ -54,10 +66,11 @@ int clt_optim_named(const char *name);
 /* Checks the kind and its settings. */
 clt_status clt_optim_check(const clt_optim_settings *s, const char *op);
 /* Launches elementwise `kernel` of `program` (kernels/sgd.cl, adam.cl)
- * over count floats with arguments w, the gradients g (GRADS in
- * kernels/prelude.h: its n buffers, and its scale when n > 1), then the
- * nargs of args. */
-clt_status clt_optim_launch(clt_device *dev, const char *program, const char *kernel, size_t count, cl_mem w,
-                            const clt_grads *g, int nargs, const clt_arg *args);
+ * over count floats: arguments io->w[0], the gradients (GRADS in
+ * kernels/prelude.h: io->g's buffers, and its scale when there are
+ * several), the nargs of args, then the companions (COPIES) of w and of
+ * the first `slots` state slots, which the kernel writes. */
+clt_status clt_optim_launch(clt_device *dev, const char *program, const char *kernel, size_t count,
+                            const clt_optim_io *io, int slots, int nargs, const clt_arg *args);
 
 #endif

@@ -19,28 +19,31 @@ clt_status clt_sgd_check(const char *op, float lr, float momentum, float weight_
     return CLT_OK;
 }
 
-/* Floats [off, off + count) of w, g and v (NULL when unused). */
-static clt_status sgd_launch(clt_device *dev, size_t off, size_t count, cl_mem w, const clt_grads *g, cl_mem v,
+/* Floats [off, off + count) of io's buffers; its slot 0 (velocity) when
+ * `velocity`. */
+static clt_status sgd_launch(clt_device *dev, size_t off, size_t count, const clt_optim_io *io, int velocity,
                              float lr, float momentum, float weight_decay, int nesterov)
 {
     cl_ulong o = off, n = count;
+    cl_mem v = velocity && io->slot[0] ? io->slot[0][0] : NULL;
     if (momentum != 0.0f) {
         if (!v) return clt_fail(CLT_ERR_INVALID_ARG, "sgd: momentum %g needs a velocity buffer", momentum);
-        return clt_optim_launch(dev, "sgd", "sgd_momentum", count, w, g,
+        return clt_optim_launch(dev, "sgd", "sgd_momentum", count, io, 1,
                                 CLT_ARGS(CLT_ARG(v), CLT_ARG(lr), CLT_ARG(momentum), CLT_ARG(weight_decay),
                                          CLT_ARG(nesterov), CLT_ARG(o), CLT_ARG(n)));
     }
     if (v)
-        return clt_optim_launch(dev, "sgd", "sgd_store", count, w, g,
+        return clt_optim_launch(dev, "sgd", "sgd_store", count, io, 1,
                                 CLT_ARGS(CLT_ARG(v), CLT_ARG(lr), CLT_ARG(weight_decay), CLT_ARG(o), CLT_ARG(n)));
-    return clt_optim_launch(dev, "sgd", "sgd_plain", count, w, g,
+    return clt_optim_launch(dev, "sgd", "sgd_plain", count, io, 0,
                             CLT_ARGS(CLT_ARG(lr), CLT_ARG(weight_decay), CLT_ARG(o), CLT_ARG(n)));
 }
 
 clt_status clt_sgd_raw(clt_device *dev, size_t count, cl_mem w, cl_mem g, cl_mem v, float lr,
                        float momentum, float weight_decay)
 {
-    return sgd_launch(dev, 0, count, w, &(clt_grads){&g, 1, 1.0f}, v, lr, momentum, weight_decay, 0);
+    clt_optim_io io = {&w, {v ? &v : NULL, NULL}, 1, {&g, 1, 1.0f}};
+    return sgd_launch(dev, 0, count, &io, v != NULL, lr, momentum, weight_decay, 0);
 }
 
 static int sgd_slots(const clt_optim_settings *s) { return s->momentum > 0 ? 1 : 0; }
@@ -54,11 +57,10 @@ static clt_status sgd_settings_check(const clt_optim_settings *s, const char *op
 }
 
 static clt_status sgd_update(clt_device *dev, const clt_optim_settings *s, int64_t step, size_t offset, size_t count,
-                             cl_mem w, const clt_grads *g, const cl_mem *slots)
+                             const clt_optim_io *io)
 {
     (void)step;
-    return sgd_launch(dev, offset, count, w, g, s->momentum > 0 ? slots[0] : NULL, s->lr, s->momentum,
-                      s->weight_decay, s->nesterov);
+    return sgd_launch(dev, offset, count, io, s->momentum > 0, s->lr, s->momentum, s->weight_decay, s->nesterov);
 }
 
 const clt_optim_ops clt_optim_sgd = {"sgd", {"momentum/", NULL}, sgd_slots, sgd_settings_check, sgd_update};

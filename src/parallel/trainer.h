@@ -74,7 +74,11 @@ struct clt_worker {
     double ema_sps;       /* smoothed samples/s for the auto split */
     int inject_fail_at;   /* tests: fail at this step (0 = never) */
     int64_t bn_round;     /* synchronised batch norm rounds done this step */
-    cl_mem peers[CLT_GRADS_MAX]; /* every replica's gradients, in this device's context (peers.c) */
+    /* Buffers of this device's context over every replica's (peers.c):
+     * gradients in device order; parameters, then each state slot, this
+     * replica's first. */
+    cl_mem peer_g[CLT_GRADS_MAX];
+    cl_mem peer_out[1 + CLT_OPTIM_SLOTS][CLT_GRADS_MAX];
 };
 
 struct clt_trainer {
@@ -103,7 +107,7 @@ struct clt_trainer {
     int done;             /* workers done with the current command */
     int *arrived;         /* per bucket: devices whose bucket reached the host */
     int *reduced;         /* per bucket: slices summed */
-    int peer_sum;         /* each device sums every replica's gradients in its update (peers.c) */
+    int peer_sum;         /* each device updates its share of every replica (peers.c) */
     int failed;           /* a device failed: every waiter gives up */
     clt_status fail_status;
     char fail_msg[2200];
@@ -176,15 +180,19 @@ clt_status clt_pipeline_before_update(clt_worker *w, int b);
 /* Waits for both queues, takes the backward's end from the profiling of
  * its markers, adds up transfer times and releases the step's events. */
 void clt_pipeline_settle(clt_worker *w);
-/* Makes each worker's peers[] and sets t->peer_sum where the replicas can
- * read each other's gradients (peers.c; `allowed` 0: never). Between
- * steps; a device that cannot leaves the host sum to all. */
+/* Makes each worker's peer buffers and sets t->peer_sum where the
+ * replicas can reach each other (peers.c; `allowed` 0: never). Before the
+ * parameters are set (its checks write them); a device that cannot leaves
+ * the host sum and replicated updates to all. */
 void clt_peers_open(clt_trainer *t, int allowed);
-/* Releases w's peers[] once its queue is done (before any net is destroyed). */
+/* Releases w's peer buffers once its queue is done (before any net is destroyed). */
 void clt_peers_close(clt_worker *w);
-/* Whether this step's updates sum the replicas' gradients themselves:
- * peers are open and the host sum is the default one (a replaced sum,
- * clt_trainer_set_reduce, is called instead). */
+/* Enqueues w's share of bucket b's update, every replica's gradients
+ * summed times scale, into every replica (once the bucket arrived from all). */
+clt_status clt_peers_update(clt_worker *w, int b, float scale);
+/* Whether this step's updates go through the peers: they are open and the
+ * host sum is the default one (a replaced sum, clt_trainer_set_reduce, is
+ * called instead). */
 static inline int clt_trainer_peer_step(const clt_trainer *t)
 {
     return t->peer_sum && t->reduce == clt_reduce_local_sum;

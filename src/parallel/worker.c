@@ -287,7 +287,7 @@ static clt_status run_step_body(clt_worker *w)
     /* The default sum goes straight into every device's staging, where the
      * write-backs read it (no copy of the whole sum per device). */
     int into_staging = by_bucket && t->reduce == clt_reduce_local_sum;
-    /* Or no sum at all: the update reads every replica's gradients. */
+    /* Or no sum at all: each device updates its share of every replica. */
     int peer = by_bucket && clt_trainer_peer_step(t);
     float *outs[CLT_MAX_DEVICES];
     if (local) s = clt_net_scale(w->net, CLT_NET_GRADS, (clt_span){0, t->flat}, scale);
@@ -302,8 +302,7 @@ static clt_status run_step_body(clt_worker *w)
         if (!ok) return CLT_ERR_CANCELLED;
         if (peer) {
             s = clt_pipeline_before_update(w, b);
-            const clt_grads all = {w->peers, t->k, scale};
-            if (s == CLT_OK) s = clt_net_optim_update_from(w->net, &t->optim, t->optim_steps, bk->span, &all);
+            if (s == CLT_OK) s = clt_peers_update(w, b, scale);
             if (s != CLT_OK) break;
             continue;
         }

@@ -4,8 +4,8 @@
  * float error of a double-precision PyTorch step, updated in two spans on
  * one device and as a whole on another (the replicas must agree bit for
  * bit), from gradients in NPIECE replicas' buffers that the update sums
- * itself (bit for bit the update of the host's sum), and the settings
- * checks. */
+ * itself, writing its results into three replicas' buffers (bit for bit
+ * the update of the host's sum), and the settings checks. */
 #include <math.h>
 #include <string.h>
 
@@ -83,23 +83,29 @@ static void replica_make(replica *r, clt_device *dev, int64_t count, const float
     }
 }
 
-/* Update `step` in `parts` spans, from the sum of the ng buffers g[] times
- * scale (ng 1: g[0] as it is). */
-static void replica_step(replica *r, const clt_optim_settings *s, int64_t step, float *const *g, int ng, float scale,
-                         int parts)
+/* Update `step` of out[0] in `parts` spans, from the sum of the ng
+ * buffers g[] times scale (ng 1: g[0] as it is), its results written to
+ * all n_out replicas out[] (their parameters and slots). */
+static void replica_step(replica *const *out, int n_out, const clt_optim_settings *s, int64_t step, float *const *g,
+                         int ng, float scale, int parts)
 {
+    replica *r = out[0];
     size_t n = (size_t)r->w->numel;
-    cl_mem bufs[NPIECE];
+    cl_mem bufs[NPIECE], w[NPIECE], slots[CLT_OPTIM_SLOTS][NPIECE];
     for (int i = 0; i < ng; i++) {
         CHECK_OK(clt_tensor_upload(r->g[i], g[i], r->w->numel));
         bufs[i] = r->g[i]->buf;
     }
-    cl_mem slots[CLT_OPTIM_SLOTS] = {r->slot[0]->buf, r->slot[1]->buf};
+    clt_optim_io io = {w, {NULL}, n_out, {bufs, ng, scale}};
+    for (int o = 0; o < n_out; o++) {
+        w[o] = out[o]->w->buf;
+        for (int i = 0; i < CLT_OPTIM_SLOTS; i++) slots[i][o] = out[o]->slot[i]->buf;
+    }
+    for (int i = 0; i < CLT_OPTIM_SLOTS; i++) io.slot[i] = slots[i];
     const clt_optim_ops *ops = clt_optim_find(s->kind);
     for (int p = 0; p < parts; p++) {
         size_t lo = n * (size_t)p / (size_t)parts, hi = n * (size_t)(p + 1) / (size_t)parts;
-        if (hi > lo) CHECK_OK(ops->update(r->w->dev, s, step, lo, hi - lo, r->w->buf, &(clt_grads){bufs, ng, scale},
-                                          slots));
+        if (hi > lo) CHECK_OK(ops->update(r->w->dev, s, step, lo, hi - lo, &io));
     }
 }
 
@@ -122,16 +128,19 @@ static void check_optim(clt_device *dev, clt_device *dev1, int64_t count, const 
     float *piece[NPIECE];
     for (int i = 0; i < NPIECE; i++) piece[i] = ref_misc_alloc(n, 4);
     const float third = 1.0f / 3.0f; /* inexact: its rounding shows */
-    replica a, b, c;
+    /* c sums the pieces and writes d and e too, which it never reads */
+    replica a, b, c, d, e, *pa = &a, *pb = &b, *cde[3] = {&c, &d, &e};
     replica_make(&a, dev, count, w);
     replica_make(&c, dev, count, w);
+    replica_make(&d, dev, count, NULL);
+    replica_make(&e, dev, count, NULL);
     if (dev1) replica_make(&b, dev1, count, w);
     for (int64_t step = 1; step <= 6; step++) {
         for (int i = 0; i < NPIECE; i++) ref_misc_fill(piece[i], n, &rng, -2, 2);
         for (size_t i = 0; i < n; i++) g[i] = (piece[0][i] + piece[1][i] + piece[2][i]) * third; /* the host sum */
-        replica_step(&a, s, step, &g, 1, 1.0f, 2);
-        replica_step(&c, s, step, piece, NPIECE, third, 1);
-        if (dev1) replica_step(&b, s, step, &g, 1, 1.0f, 1);
+        replica_step(&pa, 1, s, step, &g, 1, 1.0f, 2);
+        replica_step(cde, 3, s, step, piece, NPIECE, third, 1);
+        if (dev1) replica_step(&pb, 1, s, step, &g, 1, 1.0f, 1);
         ref_step(w, g, m, v, n, s, step);
         double_step(wd, g, md, vd, n, s, step);
     }
@@ -156,13 +165,17 @@ static void check_optim(clt_device *dev, clt_device *dev1, int64_t count, const 
         free(gw1);
         replica_free(&b);
     }
-    float *cw = ref_misc_download(c.w), *cm = ref_misc_download(c.slot[0]);
-    CHECK(memcmp(gw, cw, n * 4) == 0 && memcmp(gm, cm, n * 4) == 0,
-          "%s n=%zu: the update summing %d gradient buffers differs from the one reading their host sum", name, n,
-          NPIECE);
-    free(cw), free(cm);
+    for (int o = 0; o < 3; o++) { /* every buffer but the unused slot 1 of SGD */
+        for (int i = -1; i < (s->kind == CLT_OPTIMIZER_SGD ? 1 : CLT_OPTIM_SLOTS); i++) {
+            float *want = ref_misc_download(i < 0 ? a.w : a.slot[i]), *got = ref_misc_download(i < 0 ? cde[o]->w : cde[o]->slot[i]);
+            CHECK(memcmp(want, got, n * 4) == 0,
+                  "%s n=%zu: replica %d's %s from the update summing %d gradient buffers differs from the one of their "
+                  "host sum", name, n, o, i < 0 ? "parameters" : "state", NPIECE);
+            free(want), free(got);
+        }
+        replica_free(cde[o]);
+    }
     for (int i = 0; i < NPIECE; i++) free(piece[i]);
-    replica_free(&c);
     replica_free(&a);
     free(w), free(m), free(v), free(g), free(wd), free(md), free(vd), free(gw), free(gm);
 }

@@ -77,9 +77,9 @@ static void equals_one_device_aligned(const char *spec, int sync_bn, const int *
               clt_net_grads_shared(net) ? "shared, but they should be copied" : "copied, but they should be shared");
         all_shared &= want && clt_net_device(net)->info.type == CLT_DEVICE_CPU;
     }
-    /* CPU replicas all sharing their gradients read each other's (peers.c) */
+    /* CPU replicas all sharing their memory update each other (peers.c) */
     int peer = all_shared && !(hooks && hooks->host_sum);
-    CHECK(par->peer_sum == peer, "%s: replicas %s each other's gradients", what, peer ? "do not read" : "read");
+    CHECK(par->peer_sum == peer, "%s: replicas %s each other", what, peer ? "do not update" : "update");
     if (hooks && hooks->force_align) /* the forced alignment reached every replica's layout */
         for (int i = 0; i < k; i++)
             CHECK(clt_net_floats(clt_trainer_net(par, i), CLT_NET_GRADS) > clt_net_floats(ref, CLT_NET_GRADS),
@@ -133,10 +133,12 @@ static void equals_one_device(const int *devs, int k, const float *weights, int 
 
 #define BN_SPEC "conv:4:3:1:1,bn,relu,res:6:2,gap,dense:10"
 
-/* Replicas summing each other's gradients in their updates (peers.c)
- * give the bits of the host sum: SGD with momentum and Adam, synchronised
- * batch norm, small buckets, the given split. Only where every replica
- * shares its gradients (else there are no peers). */
+/* Replicas updating each other's shares (peers.c: each device sums every
+ * replica's gradients over its slice of a bucket and writes every
+ * replica's parameters and state there) give the bits of the host sum and
+ * replicated updates: SGD with momentum and Adam, synchronised batch norm,
+ * small buckets (slices of a few floats, some empty), the given split.
+ * Only where every replica shares its memory (else there are no peers). */
 static void peers_equal_host_sum(const int *devs, int k, const float *weights, const char *what)
 {
     for (int i = 0; i < k; i++) {
@@ -156,7 +158,7 @@ static void peers_equal_host_sum(const int *devs, int k, const float *weights, c
             if (adam) cfg.optimizer = CLT_OPTIMIZER_ADAM, cfg.lr = 1e-3f, cfg.momentum = 0;
             clt_trainer *t = NULL;
             REQUIRE_OK(clt_trainer_create_with(&cfg, &(clt_trainer_test_hooks){.host_sum = host}, &t));
-            CHECK(t->peer_sum == !host, "%s: replicas %s each other's gradients", what, host ? "read" : "do not read");
+            CHECK(t->peer_sum == !host, "%s: replicas %s each other", what, host ? "update" : "do not update");
             for (int s = 0; s < 3; s++)
                 CHECK_OK(clt_trainer_step(t, images + s * 8 * C * H * W, labels + s * 8, 30, NULL, NULL));
             CHECK_OK(clt_trainer_check_replicas(t));
@@ -164,7 +166,7 @@ static void peers_equal_host_sum(const int *devs, int k, const float *weights, c
             clt_trainer_destroy(t);
         }
         CHECK(n[0] == n[1] && memcmp(p[0], p[1], n[0] * sizeof(float)) == 0,
-              "%s, %s: the replicas' own sums differ from the host sum", what, adam ? "Adam" : "SGD");
+              "%s, %s: the replicas' updates of each other differ from the host sum's", what, adam ? "Adam" : "SGD");
         free(p[0]);
         free(p[1]);
     }
