@@ -38,6 +38,8 @@ static const struct {
     {"pool", "-DPV=4"},
     {"sgd", "-DEW=8"},
     {"adam", "-DEW=16"},
+    {"sgd", "-DEW=8 -DNGRAD=3 -DNOUT=3"}, /* replicas updating each other (parallel/peers.c) */
+    {"adam", "-DEW=4 -DNGRAD=8 -DNOUT=8"},
     {"activation", "-DEW=8"},
     {"elementwise", "-DEW=4"},
     {"dense_cpu", "-DVW=16 -DRA=4 -DRB=6 -DRM=6 -DNV=4"},
