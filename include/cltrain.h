@@ -597,9 +597,13 @@ CLT_API clt_status clt_batcher_next(clt_batcher *b, clt_batch *batch);
  * into shards, every device computes the gradient sum of its shard, the
  * host sums the devices' gradients bucket by bucket in a fixed device order,
  * divides by the batch size and writes the result back to every device,
- * and every device applies the same SGD step: the step equals one step of
- * a single device on the whole batch, up to float rounding. One thread per
- * device drives its queue. A trainer must be used by one thread at a time. */
+ * and every device applies the same optimizer step: the step equals one
+ * step of a single device on the whole batch, up to float rounding. Where
+ * every device is a CPU sharing the host's memory, each device instead
+ * sums the gradients over its share of the parameters and updates every
+ * replica there (the same bits); a replica's gradient buffer then keeps
+ * its own shard's sum. One thread per device drives its queue. A trainer
+ * must be used by one thread at a time. */
 typedef struct clt_trainer clt_trainer;
 
 typedef enum clt_split_policy {

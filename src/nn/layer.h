@@ -66,7 +66,9 @@ typedef struct clt_layer_kind {
     /* y = layer(x) for n samples. */
     clt_status (*forward)(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y);
     /* Parameter gradients (sums, scaled by the loss's scale) and, when dx
-     * is not NULL, the input gradient. */
+     * is not NULL, the input gradient. Reads this layer's parameters only
+     * (net.h, clt_grads_ready_fn: other devices update them once it is
+     * enqueued). */
     clt_status (*backward)(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
                            cl_mem dy, cl_mem dx);
     /* Bytes of per-sample auxiliary device state kept from forward to

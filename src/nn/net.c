@@ -24,19 +24,20 @@ static clt_status make_buffer(clt_device *dev, size_t bytes, const char *what, c
 }
 
 /* A buffer of the parameters' size on memory shared with the host where
- * the net shares (*host: that memory), else a plain one (*host NULL). A
- * failed shared allocation falls back to a plain buffer: copies work
- * wherever plain buffers do. */
-static clt_status make_shared(clt_net *net, size_t bytes, const char *what, cl_mem *out, float **host)
+ * the net shares at least `level` (clt_net_share; *host: that memory),
+ * else a plain one (*host NULL). A failed shared allocation falls back to
+ * a plain buffer: copies work wherever plain buffers do. */
+static clt_status make_shared(clt_net *net, clt_net_share level, size_t bytes, const char *what, cl_mem *out, float **host)
 {
     *host = NULL;
     void *p = NULL;
-    if (net->share && clt_svm_buffer(net->dev, bytes, what, out, &p) == CLT_OK) {
+    int want = net->share >= level;
+    if (want && clt_svm_buffer(net->dev, bytes, what, out, &p) == CLT_OK) {
         *host = p;
         return CLT_OK;
     }
-    if (net->share)
-        clt_device_log(net->dev, 2, "device %d (%s): %s; it goes through copies", net->dev->info.index,
+    if (want)
+        clt_device_log(net->dev, 2, "device %d (%s): %s; a buffer of its own instead", net->dev->info.index,
                        net->dev->info.name, clt_last_error());
     return make_buffer(net->dev, bytes, what, out);
 }
@@ -67,7 +68,7 @@ size_t clt_net_base_align(const clt_device *dev)
  * a multiple of the device's: every replica of a trainer shares one
  * layout); state buffers (running statistics) go to a flat buffer of their
  * own. */
-static clt_status layout_params(clt_net *net, size_t align_bytes, int share_grads)
+static clt_status layout_params(clt_net *net, size_t align_bytes, clt_net_share share)
 {
     size_t own = clt_net_base_align(net->dev);
     if (align_bytes == 0) align_bytes = own;
@@ -88,9 +89,9 @@ static clt_status layout_params(clt_net *net, size_t align_bytes, int share_grad
     net->flat = at[0] ? at[0] : 1;
     net->flat_state = at[1] ? at[1] : 1;
     size_t bytes = net->flat * sizeof(float), sbytes = net->flat_state * sizeof(float);
-    net->share = share_grads && clt_svm_shared(net->dev);
-    CLT_TRY(make_shared(net, bytes, "parameters shared with the host", &net->params, &net->params_host));
-    CLT_TRY(make_shared(net, bytes, "gradients shared with the host", &net->grads, &net->grads_host));
+    net->share = clt_svm_shared(net->dev) ? share : CLT_SHARE_NONE;
+    CLT_TRY(make_shared(net, CLT_SHARE_ALL, bytes, "parameters shared with the host", &net->params, &net->params_host));
+    CLT_TRY(make_shared(net, CLT_SHARE_GRADS, bytes, "gradients shared with the host", &net->grads, &net->grads_host));
     CLT_TRY(make_buffer(net->dev, sbytes, "layer state", &net->state));
     CLT_TRY(zero(net->dev, net->params, bytes));
     CLT_TRY(zero(net->dev, net->grads, bytes));
@@ -121,7 +122,7 @@ static clt_status plan_sync(clt_net *net)
 clt_status clt_net_create(clt_device *dev, const char *spec, int channels, int height, int width,
                           clt_net **out)
 {
-    return clt_net_create_aligned(dev, spec, channels, height, width, 0, 0, out);
+    return clt_net_create_aligned(dev, spec, channels, height, width, 0, CLT_SHARE_NONE, out);
 }
 
 int clt_net_grads_shared(const clt_net *net) { return net && net->grads_host; }
@@ -144,7 +145,7 @@ cl_mem clt_net_mem(const clt_net *net, clt_net_buffer b)
 }
 
 clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channels, int height, int width,
-                                  size_t align_bytes, int share_grads, clt_net **out)
+                                  size_t align_bytes, clt_net_share share, clt_net **out)
 {
     if (!out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_create: out is NULL");
     *out = NULL;
@@ -157,7 +158,7 @@ clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channel
     if (s == CLT_OK) clt_model_fuse(&net->model, dev);
     if (s == CLT_OK)
         s = clt_calloc((void **)&net->act, (size_t)net->model.n_layers, sizeof *net->act, "net buffers");
-    if (s == CLT_OK) s = layout_params(net, align_bytes, share_grads);
+    if (s == CLT_OK) s = layout_params(net, align_bytes, share);
     if (s == CLT_OK) s = plan_sync(net);
     if (s != CLT_OK) {
         clt_net_destroy(net);
@@ -418,7 +419,8 @@ clt_status clt_net_ensure_slots(clt_net *net, int n)
         return clt_fail(CLT_ERR_INTERNAL, "%d optimizer state slots (at most %d)", n, CLT_OPTIM_SLOTS);
     size_t bytes = net->flat * sizeof(float);
     for (int i = clt_net_slots(net); i < n; i++) {
-        CLT_TRY(make_shared(net, bytes, "optimizer state shared with the host", &net->slot[i], &net->slot_host[i]));
+        CLT_TRY(make_shared(net, CLT_SHARE_ALL, bytes, "optimizer state shared with the host", &net->slot[i],
+                            &net->slot_host[i]));
         CLT_TRY(zero(net->dev, net->slot[i], bytes));
     }
     return CLT_OK;

@@ -34,22 +34,27 @@ typedef struct clt_span {
     size_t offset, count;
 } clt_span;
 
+/* What of a net lives on memory the host reads and writes in place, where
+ * the device allows (runtime/svm.h). */
+typedef enum clt_net_share {
+    CLT_SHARE_NONE = 0,
+    CLT_SHARE_GRADS = 1, /* the gradients (clt_net_staging then returns them) */
+    CLT_SHARE_ALL = 2    /* the parameters and optimizer slots too (parallel/peers.c) */
+} clt_net_share;
+
 /* The alignment (bytes) the device requires of a sub-buffer's offset
  * (CL_DEVICE_MEM_BASE_ADDR_ALIGN). */
 size_t clt_net_base_align(const clt_device *dev);
 /* clt_net_create with parameter offsets aligned to align_bytes, a multiple
  * of clt_net_base_align(dev) (0: that): replicas on devices of different
- * alignments then share one layout. share_grads: the parameters,
- * gradients and optimizer slots on memory the host reads and writes in
- * place where the device allows (runtime/svm.h; clt_net_staging then
- * returns the gradients'). */
+ * alignments then share one layout; `share`: what lives on shared memory. */
 clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channels, int height, int width,
-                                  size_t align_bytes, int share_grads, clt_net **out);
+                                  size_t align_bytes, clt_net_share share, clt_net **out);
 /* Whether the gradients are host-shared (clt_net_create_aligned). */
 int clt_net_grads_shared(const clt_net *net);
 /* Buffer b (the net keeps it; retain to keep it longer; a slot: NULL
  * until made), and its memory where it is shared with the host (params,
- * gradients and slots of a net made with share_grads on a device that
+ * gradients and slots as the net was made to share, on a device that
  * shares), else NULL. */
 cl_mem clt_net_mem(const clt_net *net, clt_net_buffer b);
 float *clt_net_shared(const clt_net *net, clt_net_buffer b);
@@ -129,7 +134,10 @@ clt_status clt_net_set_labels(clt_net *net, const int32_t *labels, int n);
 clt_status clt_net_forward_device(clt_net *net, int training, const clt_sync *sync, int n);
 /* Called during backward once every parameter gradient of net layer
  * `layer` and of the layers after it is enqueued (work enqueued later sees
- * them). */
+ * them), and the whole backward of those layers: nothing enqueued after it
+ * reads their parameters or optimizer state, which other devices may then
+ * update in place (parallel/peers.c). A layer whose backward read another
+ * layer's parameters (tied weights, a cache of them) would break that. */
 typedef clt_status (*clt_grads_ready_fn)(void *user, clt_net *net, int layer);
 /* Loss and backward (training mode) of the last forward with the labels
  * set, gradients scaled by `scale`; enqueues everything, reads nothing. */

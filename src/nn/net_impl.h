@@ -35,7 +35,7 @@ struct clt_net {
     int sync_done;        /* rounds made since the last forward began */
     cl_mem staging_buf;   /* see clt_net_staging */
     float *staging;       /* its mapped pointer */
-    int share;            /* parameters, gradients and slots on memory shared with the host */
+    clt_net_share share;  /* what is on memory shared with the host (the device allowing) */
     float *params_host, *grads_host; /* their memory where shared (runtime/svm.h), else NULL */
     float *slot_host[CLT_OPTIM_SLOTS];
 };

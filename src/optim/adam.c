@@ -48,5 +48,5 @@ static clt_status adam_update(clt_device *dev, const clt_optim_settings *s, int6
                                      CLT_ARG(decay), CLT_ARG(o), CLT_ARG(n)));
 }
 
-const clt_optim_ops clt_optim_adam = {"adam", {"adam/m/", "adam/v/"}, adam_slots, adam_check, adam_update};
-const clt_optim_ops clt_optim_adamw = {"adamw", {"adam/m/", "adam/v/"}, adam_slots, adam_check, adam_update};
+const clt_optim_ops clt_optim_adam = {"adam", "adam", "adam_step", {"adam/m/", "adam/v/"}, adam_slots, adam_check, adam_update};
+const clt_optim_ops clt_optim_adamw = {"adamw", "adam", "adam_step", {"adam/m/", "adam/v/"}, adam_slots, adam_check, adam_update};

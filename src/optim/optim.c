@@ -30,6 +30,21 @@ clt_status clt_optim_check(const clt_optim_settings *s, const char *op)
     return ops->check(s, op);
 }
 
+/* The program spec of kernels summing n_grads gradients into n_out replicas. */
+static void optim_spec(const char *program, int n_grads, int n_out, char *spec, size_t cap)
+{
+    /* the plain update keeps the program warm-up built */
+    if (n_grads == 1 && n_out == 1) snprintf(spec, cap, "%s", program);
+    else snprintf(spec, cap, "%s -DNGRAD=%d -DNOUT=%d", program, n_grads, n_out);
+}
+
+clt_status clt_optim_build(clt_device *dev, const clt_optim_ops *ops, int n_grads, int n_out)
+{
+    char spec[64];
+    optim_spec(ops->program, n_grads, n_out, spec, sizeof spec);
+    return clt_elementwise_build(dev, spec, ops->kernel);
+}
+
 clt_status clt_optim_launch(clt_device *dev, const char *program, const char *kernel, size_t count,
                             const clt_optim_io *io, int slots, int nargs, const clt_arg *args)
 {
@@ -47,8 +62,7 @@ clt_status clt_optim_launch(clt_device *dev, const char *program, const char *ke
     for (int r = 1; r < io->n_out; r++) all[a++] = CLT_ARG(io->w[r]);
     for (int sl = 0; sl < slots; sl++)
         for (int r = 1; r < io->n_out; r++) all[a++] = CLT_ARG(io->slot[sl][r]);
-    char spec[64]; /* the plain update keeps the program warm-up built */
-    if (g->n == 1 && io->n_out == 1) snprintf(spec, sizeof spec, "%s", program);
-    else snprintf(spec, sizeof spec, "%s -DNGRAD=%d -DNOUT=%d", program, g->n, io->n_out);
+    char spec[64];
+    optim_spec(program, g->n, io->n_out, spec, sizeof spec);
     return clt_launch_elementwise(dev, spec, kernel, count, a, all);
 }

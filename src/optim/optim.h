@@ -46,7 +46,9 @@ typedef struct clt_optim_settings {
 } clt_optim_settings;
 
 typedef struct clt_optim_ops {
-    const char *name; /* as --optimizer spells it */
+    const char *name;    /* as --optimizer spells it */
+    const char *program; /* its kernels' source (kernels/NAME.cl) and one of its kernels */
+    const char *kernel;
     /* Checkpoint key prefix of each state slot ("momentum/", "adam/m/"). */
     const char *slot_prefix[CLT_OPTIM_SLOTS];
     /* State slots these settings use (SGD without momentum: none). */
@@ -65,6 +67,9 @@ const clt_optim_ops *clt_optim_find(clt_optimizer kind);
 int clt_optim_named(const char *name);
 /* Checks the kind and its settings. */
 clt_status clt_optim_check(const clt_optim_settings *s, const char *op);
+/* Builds ops' kernels for updates from n_grads gradient buffers into
+ * n_out replicas (clt_optim_io) on dev ahead of their first use. */
+clt_status clt_optim_build(clt_device *dev, const clt_optim_ops *ops, int n_grads, int n_out);
 /* Launches elementwise `kernel` of `program` (kernels/sgd.cl, adam.cl)
  * over count floats: arguments io->w[0], the gradients (GRADS in
  * kernels/prelude.h: io->g's buffers, and its scale when there are

@@ -63,7 +63,7 @@ static clt_status sgd_update(clt_device *dev, const clt_optim_settings *s, int64
     return sgd_launch(dev, offset, count, io, s->momentum > 0, s->lr, s->momentum, s->weight_decay, s->nesterov);
 }
 
-const clt_optim_ops clt_optim_sgd = {"sgd", {"momentum/", NULL}, sgd_slots, sgd_settings_check, sgd_update};
+const clt_optim_ops clt_optim_sgd = {"sgd", "sgd", "sgd_plain", {"momentum/", NULL}, sgd_slots, sgd_settings_check, sgd_update};
 
 clt_status clt_sgd_step(clt_tensor *param, const clt_tensor *grad, clt_tensor *velocity, float lr,
                         float momentum, float weight_decay)

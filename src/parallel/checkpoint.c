@@ -24,6 +24,10 @@ static const clt_optimizer stored_kinds[] = {CLT_OPTIMIZER_SGD, CLT_OPTIMIZER_AD
 clt_status clt_trainer_save_checkpoint(clt_trainer *t, const char *path, const char *meta)
 {
     if (!t || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_save_checkpoint: NULL argument");
+    /* a step that failed half way may have updated part of a replica */
+    if (t->failed)
+        return clt_fail(t->fail_status, "clt_trainer_save_checkpoint: the trainer stopped after an earlier failure "
+                        "(%s); its parameters may be part-way through a step", t->fail_msg);
     clt_net *net = clt_trainer_net(t, 0);
     const char *spec = clt_net_spec(net);
     float input[3] = {(float)t->cfg.channels, (float)t->cfg.height, (float)t->cfg.width};

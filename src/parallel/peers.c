@@ -15,7 +15,11 @@
  * By the letter of OpenCL a CL_MEM_USE_HOST_PTR buffer may keep a copy of
  * its memory; CPU runtimes use the memory itself. Each wrapper is checked
  * at creation: a copy out of it sees values written to the memory
- * afterwards, and a copy into it lands there. A wrapper that fails, more
+ * afterwards, and a copy into it lands there. That cannot tell a runtime
+ * which copies the whole buffer in when a command starts and back when it
+ * ends (legal, and unknown among CPU runtimes): there the devices' slices
+ * would overwrite each other, which clt_trainer_check_replicas (the
+ * config's check_every) reports. A wrapper that fails, more
  * than CLT_GRADS_MAX devices, a GPU, a device flushing denormals (its sums
  * would differ from the host's), MPI or clipping keep the host sum and
  * replicated updates. */
@@ -60,8 +64,9 @@ static int wrap(clt_trainer *t, clt_worker *w, int j, clt_net_buffer b, cl_mem o
 {
     clt_net *net = t->workers[j].net;
     if (j == w->slot) {
-        *to = clt_net_mem(net, b);
-        return *to && clRetainMemObject(*to) == CL_SUCCESS;
+        cl_mem own = clt_net_mem(net, b);
+        *to = own && clRetainMemObject(own) == CL_SUCCESS ? own : NULL;
+        return *to != NULL;
     }
     float *host = clt_net_shared(net, b);
     cl_int err;
@@ -110,17 +115,19 @@ void clt_peers_close(clt_worker *w)
     for (int i = 0; i <= CLT_OPTIM_SLOTS; i++) release_all(w->peer_out[i], CLT_GRADS_MAX);
 }
 
-void clt_peers_open(clt_trainer *t, int allowed)
+void clt_peers_open(clt_trainer *t)
 {
     t->peer_sum = 0;
     const clt_optim_ops *ops = clt_optim_find(t->optim.kind);
     int slots = ops ? ops->slots(&t->optim) : 0;
-    int can = ops && allowed && !t->cl && t->k > 1 && t->k <= CLT_GRADS_MAX && t->cfg.clip_grad_norm == 0;
+    /* the nets share their parameters only where the trainer allows peers (create_nets) */
+    int can = ops && !t->cl && t->k > 1 && t->k <= CLT_GRADS_MAX;
     for (int i = 0; i < t->k && can; i++) {
         clt_worker *w = &t->workers[i];
         can = clt_net_shared(w->net, CLT_NET_PARAMS) && clt_net_shared(w->net, CLT_NET_GRADS) &&
               w->dev->info.type == CLT_DEVICE_CPU && keeps_denormals(w->dev) &&
-              clt_net_ensure_slots(w->net, slots) == CLT_OK;
+              clt_net_ensure_slots(w->net, slots) == CLT_OK &&
+              clt_optim_build(w->dev, ops, t->k, t->k) == CLT_OK; /* here a failure still chooses the host sum */
         for (int s = 0; s < slots && can; s++) can = clt_net_shared(w->net, (clt_net_buffer)(CLT_NET_SLOT0 + s)) != NULL;
     }
     /* nothing may still write what the checks write (the buffers' zeroing) */

@@ -199,10 +199,18 @@ static clt_status create_nets(clt_trainer *t, const clt_trainer_test_hooks *hook
         size_t a = force_align && force_align[i] ? force_align[i] : clt_net_base_align(t->workers[i].dev);
         if (a > align) align = a;
     }
+    /* Parameters and optimizer state are shared too where the replicas may
+     * update each other (peers.c decides once the nets exist). */
+    int peers = t->k > 1 && t->k <= CLT_GRADS_MAX && !t->cfg.mpi_comm && t->cfg.clip_grad_norm == 0 &&
+                !(hooks && hooks->host_sum);
+    for (int i = 0; i < t->k; i++)
+        peers &= t->workers[i].dev->info.type == CLT_DEVICE_CPU && !(force_copies && force_copies[i]);
     for (int i = 0; i < t->k; i++) {
         clt_worker *w = &t->workers[i];
         /* one device alone keeps its gradients where they are */
-        int share = (t->k > 1 || t->cfg.mpi_comm) && !(force_copies && force_copies[i]);
+        clt_net_share share = (t->k > 1 || t->cfg.mpi_comm) && !(force_copies && force_copies[i]) ? CLT_SHARE_GRADS
+                                                                                                 : CLT_SHARE_NONE;
+        if (peers) share = CLT_SHARE_ALL;
         CLT_TRY(clt_net_create_aligned(w->dev, t->spec, t->cfg.channels, t->cfg.height, t->cfg.width, align, share,
                                         &w->net));
         CLT_TRY(clt_net_set_label_smoothing(w->net, t->cfg.label_smoothing));
@@ -257,7 +265,7 @@ static clt_status start(clt_trainer *t, const clt_trainer_test_hooks *hooks)
             return clt_fail(CLT_ERR_INVALID_ARG, "trainer: %d devices over all MPI processes (at most %d)",
                             clt_cluster_devices(t->cl), CLT_MAX_ALL_DEVICES);
     }
-    clt_peers_open(t, !(hooks && hooks->host_sum));
+    clt_peers_open(t);
     CLT_TRY(plan_batch_norm(t));
     CLT_TRY(clt_net_init(t->workers[0].net, c->seed, c->init));
     CLT_TRY(clt_trainer_broadcast_params(t)); /* process 0's, with MPI */

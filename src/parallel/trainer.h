@@ -181,10 +181,12 @@ clt_status clt_pipeline_before_update(clt_worker *w, int b);
  * its markers, adds up transfer times and releases the step's events. */
 void clt_pipeline_settle(clt_worker *w);
 /* Makes each worker's peer buffers and sets t->peer_sum where the
- * replicas can reach each other (peers.c; `allowed` 0: never). Before the
+ * replicas can reach each other (peers.c): nets that share their
+ * parameters (the trainer made them so where peers may apply: CPU
+ * devices, no MPI, no clipping, not the host_sum hook). Before the
  * parameters are set (its checks write them); a device that cannot leaves
  * the host sum and replicated updates to all. */
-void clt_peers_open(clt_trainer *t, int allowed);
+void clt_peers_open(clt_trainer *t);
 /* Releases w's peer buffers once its queue is done (before any net is destroyed). */
 void clt_peers_close(clt_worker *w);
 /* Enqueues w's share of bucket b's update, every replica's gradients

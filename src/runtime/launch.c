@@ -46,13 +46,28 @@ clt_status clt_launch_1d(clt_device *dev, const char *program, const char *kerne
     return enqueue(dev, k, kernel, 1, &global, &local);
 }
 
+/* The program spec of an elementwise kernel on dev, and its floats per work-item. */
+static int elementwise_spec(const clt_device *dev, const char *program, char *spec, size_t cap)
+{
+    int w = dev->info.type == CLT_DEVICE_CPU ? clt_device_vector_width(dev) : 1;
+    snprintf(spec, cap, "%s -DEW=%d", program, w);
+    return w;
+}
+
 clt_status clt_launch_elementwise(clt_device *dev, const char *program, const char *kernel, size_t n,
                                   int nargs, const clt_arg *args)
 {
-    int w = dev->info.type == CLT_DEVICE_CPU ? clt_device_vector_width(dev) : 1;
     char spec[96];
-    snprintf(spec, sizeof spec, "%s -DEW=%d", program, w);
+    int w = elementwise_spec(dev, program, spec, sizeof spec);
     return clt_launch_1d(dev, spec, kernel, (n + (size_t)w - 1) / (size_t)w, nargs, args);
+}
+
+clt_status clt_elementwise_build(clt_device *dev, const char *program, const char *kernel)
+{
+    char spec[96];
+    elementwise_spec(dev, program, spec, sizeof spec);
+    cl_kernel k;
+    return clt_device_kernel(dev, spec, kernel, &k);
 }
 
 clt_status clt_launch_2d(clt_device *dev, const char *program, const char *kernel, size_t gx,

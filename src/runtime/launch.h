@@ -24,6 +24,8 @@ clt_status clt_launch_1d(clt_device *dev, const char *program, const char *kerne
  * width on CPU devices, 1 elsewhere), over ceil(n / w) items. */
 clt_status clt_launch_elementwise(clt_device *dev, const char *program, const char *kernel, size_t n,
                                   int nargs, const clt_arg *args);
+/* Builds (or finds) what clt_launch_elementwise would launch, launching nothing. */
+clt_status clt_elementwise_build(clt_device *dev, const char *program, const char *kernel);
 /* 2-D range gx x gy with local size lx x ly (0: let the driver choose; the
  * global size is rounded up to a multiple of the local size). */
 clt_status clt_launch_2d(clt_device *dev, const char *program, const char *kernel, size_t gx,

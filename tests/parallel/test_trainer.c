@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "check.h"
+#include "tmpdir.h"
 #include "trainer_util.h"
 #include "parallel/trainer.h"
 #include "runtime/svm.h"
@@ -365,6 +366,15 @@ static void replicas_and_failure(const int *devs, int k)
     s = clt_trainer_step(t, images, labels, 32, NULL, NULL);
     CHECK(s == CLT_ERR_DEVICE_LOST && strstr(clt_last_error(), "earlier failure"), "later steps refused: %s",
           clt_last_error());
+    /* a step that failed half way may have updated part of a replica: no checkpoint of it */
+    char dir[256], path[300];
+    if (tmpdir_make(dir, sizeof dir, "cltrain-failed")) {
+        snprintf(path, sizeof path, "%s/after-failure.ck", dir);
+        s = clt_trainer_save_checkpoint(t, path, NULL);
+        CHECK(s == CLT_ERR_DEVICE_LOST && strstr(clt_last_error(), "earlier failure") && access(path, F_OK) != 0,
+              "checkpoint after a failed step refused: %s (%s)", clt_status_name(s), clt_last_error());
+        tmpdir_remove(dir);
+    }
     (void)ml;
     (void)acc;
     clt_trainer_destroy(t);
