@@ -333,6 +333,24 @@ INLINE floatV pooled_dy(__global const float *dy, int relu, __global const float
 }
 #endif
 
+/* Channel co0 + a's dy vector of row oy of image n from column sv (through
+ * the fused ReLU's derivative and pooling), times m. */
+INLINE floatV bwdw_dy(int a, int OH, int OW, int CO, int co0, int n, int oy, int sv, floatV m,
+                      __global const float *dy, int relu, __global const float *ym, __global const uchar *argmax,
+                      const size_t *dco)
+{
+    size_t dr = ((size_t)n * CO * OH + oy) * OW; /* dy and ym offsets */
+#if POOL
+    floatV dv = pooled_dy(dy, relu, ym, argmax, n, min(co0 + a, CO - 1), CO, OH, OW, oy, sv);
+    if (POOL == 1 && relu) dv = RELU_BWD(vloadV(0, ym + dr + dco[a] + sv), dv);
+#else
+    size_t at = dr + dco[a];
+    floatV dv = OW >= VW ? vloadV(0, dy + at + sv) : loadV_tail(dy + at, OW);
+    if (relu) dv = RELU_BWD(OW >= VW ? vloadV(0, ym + at + sv) : loadV_tail(ym + at, OW), dv);
+#endif
+    return OW >= VW ? dv * m : dv;
+}
+
 /* Row oy of image n, from column sv, into the accumulators. The tap
  * offsets are compile-time constants (-DKW) and m masks only the vector
  * that slides back (a constant 1 in the others): the two together ran
@@ -343,19 +361,11 @@ INLINE void bwdw_vec(int cb, int C, int HP, int WPP, int OH, int OW, int CO, int
                      __global const float *ym, __global const uchar *argmax, const size_t *dco,
                      floatV acc[MAX_CB][TG], floatV *bsum)
 {
-    size_t plane = (size_t)HP * WPP, dr = ((size_t)n * CO * OH + oy) * OW; /* dy and ym offsets */
+    size_t plane = (size_t)HP * WPP;
     floatV d[MAX_CB];
 #pragma unroll
     for (int a = 0; a < cb; a++) {
-#if POOL
-        floatV dv = pooled_dy(dy, relu, ym, argmax, n, min(co0 + a, CO - 1), CO, OH, OW, oy, sv);
-        if (POOL == 1 && relu) dv = RELU_BWD(vloadV(0, ym + dr + dco[a] + sv), dv);
-#else
-        size_t at = dr + dco[a];
-        floatV dv = OW >= VW ? vloadV(0, dy + at + sv) : loadV_tail(dy + at, OW);
-        if (relu) dv = RELU_BWD(OW >= VW ? vloadV(0, ym + at + sv) : loadV_tail(ym + at, OW), dv);
-#endif
-        d[a] = OW >= VW ? dv * m : dv;
+        d[a] = bwdw_dy(a, OH, OW, CO, co0, n, oy, sv, m, dy, relu, ym, argmax, dco);
         bsum[a] += d[a];
     }
 #pragma unroll
@@ -365,6 +375,31 @@ INLINE void bwdw_vec(int cb, int C, int HP, int WPP, int OH, int OW, int CO, int
 #pragma unroll
         for (int a = 0; a < cb; a++) acc[a][u] = fma(d[a], xv, acc[a][u]);
     }
+}
+
+/* Rows oy and oy + 1 of one channel (cb 1), from column sv: each x vector
+ * of rows oy+1 .. oy+KW-1 serves both rows, so KW+1 row loads per tap
+ * column instead of 2*KW. Each accumulator takes row oy's term, then row
+ * oy+1's, as bwdw_vec row by row would. */
+INLINE void bwdw_vec2(int C, int HP, int WPP, int OH, int OW, int CO, int co0, int n, int oy, int sv, floatV m,
+                      __global const float *xn, __global const float *dy, int relu, __global const float *ym,
+                      __global const uchar *argmax, const size_t *dco, floatV acc[MAX_CB][TG], floatV *bsum)
+{
+    size_t plane = (size_t)HP * WPP;
+    floatV d0 = bwdw_dy(0, OH, OW, CO, co0, n, oy, sv, m, dy, relu, ym, argmax, dco);
+    floatV d1 = bwdw_dy(0, OH, OW, CO, co0, n, oy + 1, sv, m, dy, relu, ym, argmax, dco);
+    bsum[0] += d0;
+    bsum[0] += d1;
+#pragma unroll
+    for (int c = 0; c < NT / (KW * KW); c++)
+#pragma unroll
+        for (int r = 0; r <= KW; r++)
+#pragma unroll
+            for (int j = 0; j < KW; j++) {
+                floatV xv = vloadV(0, xn + c * plane + (size_t)(oy + r) * WPP + j + sv);
+                if (r < KW) acc[0][(c * KW + r) * KW + j] = fma(d0, xv, acc[0][(c * KW + r) * KW + j]);
+                if (r > 0) acc[0][(c * KW + r - 1) * KW + j] = fma(d1, xv, acc[0][(c * KW + r - 1) * KW + j]);
+            }
 }
 
 /* Channels co0 .. co0+cb-1 over the chunk's images, into part and dbpart. */
@@ -397,7 +432,17 @@ INLINE void bwdw_channels(int cb, int co0, int chunk, int N, int C, int CO, int 
         __global const float *xn = xp + xp_off + (size_t)n * C * HP * WPP;
         /* the whole vectors, then the one that slides back */
         int whole = OW >= VW && OW % VW ? npos - 1 : npos;
-        for (int oy = 0; oy < OH; oy++) {
+        int oy = 0;
+        if (cb == 1) /* row pairs */
+            for (; oy + 1 < OH; oy += 2) {
+                for (int v = 0; v < whole; v++)
+                    bwdw_vec2(C, HP, WPP, OH, OW, CO, co0, n, oy, v * VW, (floatV)1.0f, xn, dy, relu, ym, argmax,
+                              dco, acc, bsum);
+                if (whole < npos)
+                    bwdw_vec2(C, HP, WPP, OH, OW, CO, co0, n, oy, last, mlast, xn, dy, relu, ym, argmax, dco, acc,
+                              bsum);
+            }
+        for (; oy < OH; oy++) {
             for (int v = 0; v < whole; v++)
                 bwdw_vec(cb, C, HP, WPP, OH, OW, CO, co0, n, oy, v * VW, (floatV)1.0f, xn, dy, relu, ym, argmax, dco,
                          acc, bsum);
