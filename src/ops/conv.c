@@ -127,6 +127,7 @@ static clt_status plan_init(const clt_device *dev, const clt_conv_geom *g, unsig
 static clt_status tune(clt_device *dev, clt_conv_plan *plan)
 {
     CLT_TRY(clt_conv_lanes_tune(dev, plan));
+    CLT_TRY(clt_conv_direct_tune(dev, plan));
     return clt_conv_gpu_tune(dev, plan);
 }
 

@@ -58,6 +58,8 @@ typedef struct clt_conv_direct_params {
     int copy;         /* whether that input is a padded copy (else x itself) */
     size_t xp_elems;  /* floats of the copy (0 without one) */
     int rm, rows;     /* forward: output channels and rows per work-item */
+    int kc;           /* forward: the kernel size a build constant (-DKW; conv_direct_tune.c) */
+    int fwd_tuned;    /* kc came from the tuner (measured or cached) */
     size_t items;     /* forward work-items along dimension 1 */
     int cb, groups, chunks, imgs; /* backward weights: channels per block, groups of blocks, image chunks */
     size_t part_elems; /* floats of its partial sums (0 with one chunk) */
@@ -116,6 +118,9 @@ struct clt_conv_algo {
 
 extern const clt_conv_algo clt_conv_direct, clt_conv_lanes, clt_conv_implicit, clt_conv_gemm;
 
+/* The direct forward's tuner (conv_direct_tune.c): whether its program
+ * knows the kernel size, timed once per device and shape. */
+clt_status clt_conv_direct_tune(clt_device *dev, clt_conv_plan *plan);
 /* The direct kernels' configuration of a planned pass ("vw8 rm4"). */
 void clt_conv_direct_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
 /* The implicit kernels' tile of a planned pass ("64x64x16 r4x4", with

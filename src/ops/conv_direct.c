@@ -56,7 +56,8 @@ static void program(const clt_conv_geom *g, const clt_conv_direct_params *d, int
                     char *spec, size_t cap)
 {
     int pool = epi ? epi->pool : 0;
-    if (fwd) snprintf(spec, cap, "conv_direct -DVW=%d -DRM=%d -DPOOL=%d", d->vw, d->rm, pool);
+    if (fwd && d->kc) snprintf(spec, cap, "conv_direct -DVW=%d -DRM=%d -DKW=%d -DPOOL=%d", d->vw, d->rm, g->k, pool);
+    else if (fwd) snprintf(spec, cap, "conv_direct -DVW=%d -DRM=%d -DPOOL=%d", d->vw, d->rm, pool);
     else
         snprintf(spec, cap, "conv_direct -DVW=%d -DCB=%d -DKW=%d -DNT=%d -DPOOL=%d", d->vw, d->cb, g->k,
                  g->c * g->k * g->k, pool);
@@ -226,7 +227,8 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
 void clt_conv_direct_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)
 {
     const clt_conv_direct_params *d = &plan->direct;
-    if (pass == CLT_CONV_FWD) snprintf(buf, cap, "vw%d rm%d", d->vw, d->rm);
+    if (pass == CLT_CONV_FWD)
+        snprintf(buf, cap, "vw%d rm%d%s%s", d->vw, d->rm, d->kc ? " kc" : "", d->fwd_tuned ? " tuned" : "");
     else snprintf(buf, cap, "vw%d cb%d", d->vw, d->cb);
 }
 

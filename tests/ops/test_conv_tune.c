@@ -18,6 +18,7 @@
 
 #include "check.h"
 #include "tmpdir.h"
+#include "ops/conv_algo.h"
 #include "ops/conv_lanes.h"
 #include "runtime/device.h"
 #include "runtime/launch.h"
@@ -405,6 +406,43 @@ static void test_same_results(void)
     clt_device_destroy(dev);
 }
 
+/* The direct forward's tuner (conv_direct_tune.c): LeNet conv1's shape
+ * runs the direct forward; its choice (the kernel size a build constant
+ * or not) is measured once and kept in the file, read back by another
+ * device object without measuring; both programs give the same bits. */
+static void test_direct_forward(void)
+{
+    log_count lc;
+    clt_device *dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    clt_conv_geom g;
+    REQUIRE_OK(clt_conv_geom_init(&g, 40, 1, 28, 28, 20, 3, 1, 0));
+    clt_conv_plan *plan = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure_passes(dev, &g, CLT_CONV_PASS(CLT_CONV_FWD), &plan));
+    CHECK(plan->algo[CLT_CONV_FWD] == &clt_conv_direct && plan->direct.fwd_tuned, "direct forward not tuned");
+    char path[512];
+    char *text = tune_file(path, sizeof path) ? read_text(path) : NULL;
+    CHECK(text && strstr(text, "direct forward c1 h28 w28 co20 k3 s1 p0\tkc"), "tuning file:\n%s", text ? text : "");
+    free(text);
+    /* the other choice computes the same bits */
+    clt_conv_plan other = *plan;
+    other.direct.kc = !plan->direct.kc;
+    float *a = run_pass(dev, plan, CLT_CONV_FWD), *b = run_pass(dev, &other, CLT_CONV_FWD);
+    CHECK(!memcmp(a, b, (size_t)40 * 20 * 26 * 26 * sizeof *a), "the direct forward with kc %d and %d differ",
+          plan->direct.kc, other.direct.kc);
+    free(a);
+    free(b);
+    int kc = plan->direct.kc;
+    clt_conv_plan_destroy(plan);
+    clt_device_destroy(dev);
+    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    plan = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure_passes(dev, &g, CLT_CONV_PASS(CLT_CONV_FWD), &plan));
+    CHECK(plan->direct.fwd_tuned && plan->direct.kc == kc && lc.measured == 0 && lc.notices == 0,
+          "the kept direct choice was measured again (%d) or changed", lc.measured);
+    clt_conv_plan_destroy(plan);
+    clt_device_destroy(dev);
+}
+
 int main(void)
 {
     test_need_devices(1);
@@ -425,6 +463,7 @@ int main(void)
     test_modes();
     test_lazy_passes();
     test_same_results();
+    test_direct_forward();
     /* the test's own cache directory: program binaries and the tuning file */
     CHECK(tmpdir_remove(dir), "could not remove %s", dir);
     return test_result();

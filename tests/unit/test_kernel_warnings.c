@@ -29,6 +29,7 @@ static const struct {
     {"", ""},
     {"conv_direct", "-DVW=8"},
     {"conv_direct", "-DVW=8 -DRM=4"},
+    {"conv_direct", "-DVW=8 -DRM=4 -DKW=3 -DPOOL=0"}, /* the kernel size a constant (conv_direct_tune.c) */
     {"conv_direct", "-DVW=16 -DCB=3 -DKW=3 -DNT=9"},
     {"conv_direct", "-DVW=8 -DRM=4 -DPOOL=1"},
     {"conv_direct", "-DVW=16 -DRM=10 -DPOOL=2"},
