@@ -135,15 +135,6 @@ float *clt_net_shared(const clt_net *net, clt_net_buffer b)
     return i >= 0 && i < CLT_OPTIM_SLOTS ? net->slot_host[i] : NULL;
 }
 
-cl_mem clt_net_mem(const clt_net *net, clt_net_buffer b)
-{
-    if (b == CLT_NET_PARAMS) return net->params;
-    if (b == CLT_NET_GRADS) return net->grads;
-    if (b == CLT_NET_STATE) return net->state;
-    int i = (int)b - (int)CLT_NET_SLOT0;
-    return i >= 0 && i < CLT_OPTIM_SLOTS ? net->slot[i] : NULL;
-}
-
 clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channels, int height, int width,
                                   size_t align_bytes, clt_net_share share, clt_net **out)
 {

@@ -56,7 +56,7 @@ int clt_net_grads_shared(const clt_net *net);
  * until made), and its memory where it is shared with the host (params,
  * gradients and slots as the net was made to share, on a device that
  * shares), else NULL. */
-cl_mem clt_net_mem(const clt_net *net, clt_net_buffer b);
+cl_mem clt_net_buffer_mem(const clt_net *net, clt_net_buffer b);
 float *clt_net_shared(const clt_net *net, clt_net_buffer b);
 
 /* Floats in buffer b (a state slot: as many as the parameters). */

@@ -44,8 +44,6 @@ struct clt_net {
 clt_status clt_net_reserve(clt_net *net, int n);
 /* Loss only (labels set): enqueues the stats kernel. */
 clt_status clt_net_loss_device(clt_net *net);
-/* The device buffer behind b; NULL for a slot not yet allocated. */
-cl_mem clt_net_buffer_mem(const clt_net *net, clt_net_buffer b);
 /* Releases the pinned staging (net destruction). */
 void clt_net_release_staging(clt_net *net);
 /* Parameter lookup by name; NULL if none. */

@@ -56,8 +56,9 @@ static void program(const clt_conv_geom *g, const clt_conv_direct_params *d, int
                     char *spec, size_t cap)
 {
     int pool = epi ? epi->pool : 0;
-    if (fwd && d->kc) snprintf(spec, cap, "conv_direct -DVW=%d -DRM=%d -DKW=%d -DPOOL=%d", d->vw, d->rm, g->k, pool);
-    else if (fwd) snprintf(spec, cap, "conv_direct -DVW=%d -DRM=%d -DPOOL=%d", d->vw, d->rm, pool);
+    char kw[16] = ""; /* the tuner's choice (conv_direct_tune.c) */
+    if (d->kc) snprintf(kw, sizeof kw, " -DKW=%d", g->k);
+    if (fwd) snprintf(spec, cap, "conv_direct -DVW=%d -DRM=%d -DPOOL=%d%s", d->vw, d->rm, pool, kw);
     else
         snprintf(spec, cap, "conv_direct -DVW=%d -DCB=%d -DKW=%d -DNT=%d -DPOOL=%d", d->vw, d->cb, g->k,
                  g->c * g->k * g->k, pool);

@@ -64,7 +64,7 @@ static int wrap(clt_trainer *t, clt_worker *w, int j, clt_net_buffer b, cl_mem o
 {
     clt_net *net = t->workers[j].net;
     if (j == w->slot) {
-        cl_mem own = clt_net_mem(net, b);
+        cl_mem own = clt_net_buffer_mem(net, b);
         *to = own && clRetainMemObject(own) == CL_SUCCESS ? own : NULL;
         return *to != NULL;
     }
@@ -120,12 +120,13 @@ void clt_peers_open(clt_trainer *t)
     t->peer_sum = 0;
     const clt_optim_ops *ops = clt_optim_find(t->optim.kind);
     int slots = ops ? ops->slots(&t->optim) : 0;
-    /* the nets share their parameters only where the trainer allows peers (create_nets) */
-    int can = ops && !t->cl && t->k > 1 && t->k <= CLT_GRADS_MAX;
+    /* The nets share their parameters only where the trainer allows peers
+     * (create_nets: 2 to CLT_GRADS_MAX CPU devices, no MPI, no clipping). */
+    int can = ops != NULL;
     for (int i = 0; i < t->k && can; i++) {
         clt_worker *w = &t->workers[i];
         can = clt_net_shared(w->net, CLT_NET_PARAMS) && clt_net_shared(w->net, CLT_NET_GRADS) &&
-              w->dev->info.type == CLT_DEVICE_CPU && keeps_denormals(w->dev) &&
+              keeps_denormals(w->dev) &&
               clt_net_ensure_slots(w->net, slots) == CLT_OK &&
               clt_optim_build(w->dev, ops, t->k, t->k) == CLT_OK; /* here a failure still chooses the host sum */
         for (int s = 0; s < slots && can; s++) can = clt_net_shared(w->net, (clt_net_buffer)(CLT_NET_SLOT0 + s)) != NULL;

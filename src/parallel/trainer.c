@@ -200,7 +200,7 @@ static clt_status create_nets(clt_trainer *t, const clt_trainer_test_hooks *hook
         if (a > align) align = a;
     }
     /* Parameters and optimizer state are shared too where the replicas may
-     * update each other (peers.c decides once the nets exist). */
+     * update each other (peers.c decides once the nets exist, from this). */
     int peers = t->k > 1 && t->k <= CLT_GRADS_MAX && !t->cfg.mpi_comm && t->cfg.clip_grad_norm == 0 &&
                 !(hooks && hooks->host_sum);
     for (int i = 0; i < t->k; i++)
