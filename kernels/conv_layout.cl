@@ -34,6 +34,44 @@ INLINE void transpose16(float16 r[LANES])
     }
 }
 
+/* Transposes run in TQ x TQ blocks, the size the device's registers
+ * hold: 16 where a float16 is one register (AVX-512), 8 below (-DTQ=8: on
+ * AVX2 a 16 x 16 block takes 32 registers of 16 and spills); a 16 x 16
+ * tile of the copies is then four blocks. */
+#ifndef TQ
+#define TQ 16
+#endif
+#if TQ == 16
+#define TQ_ROUNDS 4
+#elif TQ == 8
+#define TQ_ROUNDS 3
+#else
+#error "TQ must be 8 or 16"
+#endif
+#define floatT CAT(float, TQ)
+#define vloadT CAT(vload, TQ)
+#define vstoreT CAT(vstore, TQ)
+
+/* In-register transpose of a TQ x TQ block: afterwards r[u].s[q] is the
+ * old r[q].s[u]. Each round maps element (row i, column j), as the bits of
+ * i then j, to j0 i(top..1) i0 j(top..1) (a rotation by one bit); log2(TQ)
+ * rounds swap the halves. Every output vector is one two-source shuffle
+ * of .even / .odd halves (standard swizzles), no scalar gathers. */
+INLINE void transposeT(floatT r[TQ])
+{
+    floatT t[TQ];
+#pragma unroll
+    for (int round = 0; round < TQ_ROUNDS; round++) {
+#pragma unroll
+        for (int k = 0; k < TQ / 2; k++) {
+            t[k] = (floatT)(r[2 * k].even, r[2 * k + 1].even);
+            t[k + TQ / 2] = (floatT)(r[2 * k].odd, r[2 * k + 1].odd);
+        }
+#pragma unroll
+        for (int k = 0; k < TQ; k++) r[k] = t[k];
+    }
+}
+
 /* Where m = c*P + p and the 15 after it lie in a lanes layout: at[u] is
  * the offset of lane n0 of m + u's row p*ps + c*cs (past the end of M too:
  * callers read only the m < M), ch[u] its channel; (c, p) walked from m,
@@ -183,18 +221,25 @@ __kernel void conv_layout_to_lanes_t(int N, int M, int P, int ps, int cs, int NP
     size_t at[LANES];
     int ch[LANES];
     lanes_rows16(m0, P, ps, cs, NP, SW, dst_off + n0, at, ch);
-    float16 r[LANES];
     if (mm == LANES) {
+        /* blocks of images inside blocks of m: both halves of a row's line
+         * are written one after the other */
 #pragma unroll
-        for (int q = 0; q < LANES; q++) {
-            size_t at = (size_t)(n0 + q) * M + m0;
-            r[q] = q >= nn ? (float16)0.0f
-                   : relu  ? RELU_BWD(vload16(0, ym + at), vload16(0, src + at))
-                           : vload16(0, src + at);
-        }
-        transpose16(r);
+        for (int mj = 0; mj < LANES; mj += TQ)
 #pragma unroll
-        for (int u = 0; u < LANES; u++) vstore16(r[u], 0, dst + at[u]);
+            for (int ni = 0; ni < LANES; ni += TQ) {
+                floatT r[TQ];
+#pragma unroll
+                for (int q = 0; q < TQ; q++) {
+                    size_t a = (size_t)(n0 + ni + q) * M + m0 + mj;
+                    r[q] = ni + q >= nn ? (floatT)0.0f
+                           : relu       ? RELU_BWD(vloadT(0, ym + a), vloadT(0, src + a))
+                                        : vloadT(0, src + a);
+                }
+                transposeT(r);
+#pragma unroll
+                for (int u = 0; u < TQ; u++) vstoreT(r[u], 0, dst + at[mj + u] + ni);
+            }
     } else {
         for (int u = 0; u < mm; u++) {
             float v[LANES];
@@ -227,15 +272,20 @@ __kernel void conv_layout_from_lanes(int N, int CH, int P, int ps, int cs, int N
     __global const float *s = src + src_off + ((size_t)p0 * ps + (size_t)ch * cs) * NP + n0;
     int nn = min(LANES, N - n0), pp = min(LANES, P - p0);
     if (pp == LANES) {
-        float16 r[LANES];
 #pragma unroll
-        for (int u = 0; u < LANES; u++) r[u] = vload16(0, s + u * step);
-        transpose16(r);
+        for (int pj = 0; pj < LANES; pj += TQ)
 #pragma unroll
-        for (int q = 0; q < LANES; q++)
-            if (q < nn) {
-                float16 v = r[q] + bv;
-                vstore16(relu ? RELU_FWD(v) : v, 0, dst + ((size_t)(n0 + q) * CH + ch) * P + p0);
+            for (int ni = 0; ni < LANES; ni += TQ) {
+                floatT r[TQ];
+#pragma unroll
+                for (int u = 0; u < TQ; u++) r[u] = vloadT(0, s + (pj + u) * step + ni);
+                transposeT(r);
+#pragma unroll
+                for (int q = 0; q < TQ; q++)
+                    if (ni + q < nn) {
+                        floatT v = r[q] + bv;
+                        vstoreT(relu ? RELU_FWD(v) : v, 0, dst + ((size_t)(n0 + ni + q) * CH + ch) * P + p0 + pj);
+                    }
             }
     } else {
         for (int q = 0; q < nn; q++) {
