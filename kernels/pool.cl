@@ -33,6 +33,15 @@
     int oy = row - plane * oh;                                                                     \
     size_t o = (size_t)row * ow + ox;
 
+/* Inference builds (-DPOOL_NO_INDEX, src/ops/pool.c) keep no argmax: the
+ * index search is then dead code, and max pooling's forward writes what
+ * average pooling's does (the same y bits). */
+#ifdef POOL_NO_INDEX
+#define POOL_INDEX_STORE(store)
+#else
+#define POOL_INDEX_STORE(store) store;
+#endif
+
 #define POOL_MAX_FWD(NAME, K)                                                                      \
     __kernel void NAME(__global const float *x, __global float *y, __global int *argmax,           \
                        POOL_TILE_ARGS)                                                             \
@@ -68,7 +77,7 @@
                 }                                                                                  \
         }                                                                                          \
         y[o] = best;                                                                               \
-        argmax[o] = besti;                                                                         \
+        POOL_INDEX_STORE(argmax[o] = besti)                                                        \
     }
 
 #define POOL_AVG_FWD(NAME, K)                                                                      \
@@ -213,7 +222,7 @@ __kernel void pool_max_fwd_rows(__global const float *x, __global float *y, __gl
         best = t ? v11 : best;
         besti = t ? i11 : besti;
         vstoreP(best, 0, y + POOL_ROW_OUT);
-        vstoreP(besti, 0, argmax + POOL_ROW_OUT);
+        POOL_INDEX_STORE(vstoreP(besti, 0, argmax + POOL_ROW_OUT))
     }
 }
 

@@ -21,18 +21,30 @@ static clt_status configure(clt_layer *l)
     return CLT_OK;
 }
 
+/* An inference forward keeps no argmax (max pooling then writes what
+ * average pooling does); a backward after one finds it again from x. */
 static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
 {
+    l->last_training = pass->training;
     return clt_pool_forward_raw(dev, (clt_pool_kind)l->variant, n, l->in.d[0], l->in.d[1], l->in.d[2],
-                                l->args[0], stride(l), x, y, l->aux);
+                                l->args[0], stride(l), x, y, pass->training ? l->aux : NULL);
 }
 
 static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
                            cl_mem dy, cl_mem dx)
 {
-    (void)x;
+    (void)pass;
     (void)y;
     if (!dx) return CLT_OK;
+    if (l->variant == CLT_POOL_MAX && !l->last_training) {
+        /* the values again into scratch (y may not be overwritten: the same
+         * bits, but a caller may be reading it) */
+        cl_mem values;
+        CLT_TRY(clt_device_scratch(dev, (size_t)n * clt_shape_numel(&l->out) * sizeof(float), &values));
+        CLT_TRY(clt_pool_forward_raw(dev, CLT_POOL_MAX, n, l->in.d[0], l->in.d[1], l->in.d[2], l->args[0],
+                                     stride(l), x, values, l->aux));
+        l->last_training = 1; /* the argmax is there now */
+    }
     return clt_pool_backward_raw(dev, (clt_pool_kind)l->variant, n, l->in.d[0], l->in.d[1], l->in.d[2],
                                  l->args[0], stride(l), dy, l->aux, dx);
 }

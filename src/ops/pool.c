@@ -70,12 +70,18 @@ static int by_rows(const clt_device *dev, int k, int stride, int ow)
     return k == 2 && stride == 2 && ow >= 4 && clt_conv_uses_lanes(dev, &lanes) == CLT_OK && lanes;
 }
 
+/* The pool program, built without argmax stores for a max pooling's
+ * forward whose caller keeps none (inference: kernels/pool.cl,
+ * POOL_NO_INDEX). */
+#define POOL_PROGRAM(no_index) ((no_index) ? "pool -DPOOL_NO_INDEX" : "pool")
+
 /* A row kernel over the n*c planes, 8 outputs a step (4 for rows shorter
  * than 8). */
-static clt_status launch_rows(clt_device *dev, const char *name, int h, int w, int oh, int ow, int planes, cl_mem a,
-                              cl_mem b, cl_mem c)
+static clt_status launch_rows(clt_device *dev, const char *name, int no_index, int h, int w, int oh, int ow,
+                              int planes, cl_mem a, cl_mem b, cl_mem c)
 {
-    const char *program = ow >= 8 ? "pool" : "pool -DPV=4";
+    char program[48];
+    snprintf(program, sizeof program, "%s%s", POOL_PROGRAM(no_index), ow >= 8 ? "" : " -DPV=4");
     if (!c)
         return clt_launch_1d(dev, program, name, (size_t)planes,
                              CLT_ARGS(CLT_ARG(a), CLT_ARG(b), CLT_ARG(h), CLT_ARG(w), CLT_ARG(oh), CLT_ARG(ow),
@@ -91,11 +97,13 @@ clt_status clt_pool_forward_raw(clt_device *dev, clt_pool_kind kind, int n, int 
     int oh, ow;
     CLT_TRY(pool_geom("pool forward", n, c, h, w, k, stride, &oh, &ow));
     int rows = n * c * oh;
-    if (kind == CLT_POOL_MAX && !argmax)
-        return clt_fail(CLT_ERR_INVALID_ARG, "max pool forward: argmax buffer is NULL");
+    /* no argmax: the values alone, y as the kernels' unused argument */
+    int no_index = kind == CLT_POOL_MAX && !argmax;
+    if (no_index) argmax = y;
     if ((kind == CLT_POOL_MAX || kind == CLT_POOL_AVG) && by_rows(dev, k, stride, ow))
-        return kind == CLT_POOL_MAX ? launch_rows(dev, "pool_max_fwd_rows", h, w, oh, ow, n * c, x, y, argmax)
-                                    : launch_rows(dev, "pool_avg_fwd_rows", h, w, oh, ow, n * c, x, y, NULL);
+        return kind == CLT_POOL_MAX
+                   ? launch_rows(dev, "pool_max_fwd_rows", no_index, h, w, oh, ow, n * c, x, y, argmax)
+                   : launch_rows(dev, "pool_avg_fwd_rows", 0, h, w, oh, ow, n * c, x, y, NULL);
     divisor dh = make_divisor(oh);
     size_t lx, ly;
     rows_local(dev, ow, &lx, &ly);
@@ -104,7 +112,7 @@ clt_status clt_pool_forward_raw(clt_device *dev, clt_pool_kind kind, int n, int 
     char name[48];
     if (kind == CLT_POOL_MAX) {
         snprintf(name, sizeof name, "pool_max_fwd%s", suffix);
-        return clt_launch_2d(dev, "pool", name, (size_t)ow, (size_t)rows, lx, ly,
+        return clt_launch_2d(dev, POOL_PROGRAM(no_index), name, (size_t)ow, (size_t)rows, lx, ly,
                              CLT_ARGS(CLT_ARG(x), CLT_ARG(y), CLT_ARG(argmax), CLT_ARG(h), CLT_ARG(w),
                                       CLT_ARG(oh), CLT_ARG(dh.m), CLT_ARG(dh.sh), CLT_ARG(ow), CLT_ARG(k),
                                       CLT_ARG(stride), CLT_ARG(rows)));
@@ -138,8 +146,8 @@ clt_status clt_pool_backward_raw(clt_device *dev, clt_pool_kind kind, int n, int
                                     "pool backward: clEnqueueFillBuffer"));
         }
         if (rows_kernel)
-            return kind == CLT_POOL_MAX ? launch_rows(dev, "pool_max_bwd_rows", h, w, oh, ow, n * c, dy, argmax, dx)
-                                        : launch_rows(dev, "pool_avg_bwd_rows", h, w, oh, ow, n * c, dy, dx, NULL);
+            return kind == CLT_POOL_MAX ? launch_rows(dev, "pool_max_bwd_rows", 0, h, w, oh, ow, n * c, dy, argmax, dx)
+                                        : launch_rows(dev, "pool_avg_bwd_rows", 0, h, w, oh, ow, n * c, dy, dx, NULL);
         int rows = n * c * oh;
         divisor dh = make_divisor(oh);
         rows_local(dev, ow, &lx, &ly);

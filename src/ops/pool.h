@@ -5,7 +5,8 @@
 #include "runtime/device.h"
 
 /* Floor mode: oh = (h - k) / stride + 1 (requires h >= k, w >= k).
- * argmax (int32, n*c*oh*ow) is written for max pooling, unused for average. */
+ * argmax (int32, n*c*oh*ow) is written for max pooling, unused for average;
+ * NULL for max pooling: the values alone (inference, no backward after). */
 clt_status clt_pool_forward_raw(clt_device *dev, clt_pool_kind kind, int n, int c, int h, int w,
                                 int k, int stride, cl_mem x, cl_mem y, cl_mem argmax);
 /* dx is overwritten (zeros where no window reads). */

@@ -312,6 +312,47 @@ static void fused_equals_separate(clt_device *dev, const char *spec, int c, int 
     clt_net_destroy(b);
 }
 
+/* A backward after an inference forward gives a training forward's
+ * gradients where no layer behaves differently (no batch norm, no dropout):
+ * max pooling keeps no argmax in inference and finds it again from x for
+ * the backward (row kernels 2x2 s2, the one-window ones 3x3 s2). A training
+ * forward on other images in between leaves a stale argmax behind. */
+static void inference_backward(clt_device *dev, const char *spec, int n)
+{
+    clt_net *net = NULL;
+    REQUIRE_OK(clt_net_create(dev, spec, 1, 18, 20, &net));
+    CHECK_OK(clt_net_init(net, 7, CLT_INIT_XAVIER));
+    size_t in = (size_t)18 * 20 * (size_t)n;
+    float *img = malloc(sizeof(float) * in), *other = malloc(sizeof(float) * in);
+    int32_t *lab = malloc(sizeof(int32_t) * (size_t)n);
+    for (size_t i = 0; i < in; i++) img[i] = frand() - 0.3f, other[i] = frand() - 0.5f;
+    for (int i = 0; i < n; i++) lab[i] = (int32_t)(frand() * clt_net_classes(net)) % clt_net_classes(net);
+    int np = clt_net_param_count(net);
+    float **g = calloc((size_t)np, sizeof *g);
+    double lt, li;
+    CHECK_OK(clt_net_forward(net, img, n, 1));
+    CHECK_OK(clt_net_backward(net, lab, 1.0f / (float)n, &lt, NULL));
+    for (int i = 0; i < np; i++) {
+        const clt_param *p = clt_net_param_at(net, i);
+        g[i] = malloc(sizeof(float) * (size_t)p->numel);
+        CHECK_OK(clt_net_grad_get(net, p->name, g[i], p->numel));
+    }
+    CHECK_OK(clt_net_forward(net, other, n, 1));
+    CHECK_OK(clt_net_forward(net, img, n, 0));
+    CHECK_OK(clt_net_backward(net, lab, 1.0f / (float)n, &li, NULL));
+    CHECK(li == lt, "%s: loss %.9g after an inference forward, %.9g after a training one", spec, li, lt);
+    for (int i = 0; i < np; i++) {
+        const clt_param *p = clt_net_param_at(net, i);
+        float *v = malloc(sizeof(float) * (size_t)p->numel);
+        CHECK_OK(clt_net_grad_get(net, p->name, v, p->numel));
+        CHECK(memcmp(v, g[i], sizeof(float) * (size_t)p->numel) == 0,
+              "%s: gradient of %s after an inference forward differs from a training one", spec, p->name);
+        free(v), free(g[i]);
+    }
+    free(g), free(img), free(other), free(lab);
+    clt_net_destroy(net);
+}
+
 /* Counts a sync hook's rounds; with one device the sums are the values. */
 typedef struct sync_count {
     int calls, most;
@@ -402,6 +443,8 @@ int main(void)
                           2 + lanes);
     fused_equals_separate(dev, "conv:5:3,avgpool:2,flatten,dense:4", 1, 20, 18, 3, lanes);
     fused_equals_separate(dev, "lenet-max", 1, 28, 28, 5, 1 + 1 + dense_fuse + lanes);
+    inference_backward(dev, "conv:4:3,relu,conv:3:3,maxpool:2,flatten,dense:3", 3);
+    inference_backward(dev, "conv:4:3,relu,conv:3:3,maxpool:3:2,flatten,dense:3", 3);
     fused_equals_separate(dev, "conv:6:3,relu,maxpool:2,conv:3:3,relu,maxpool:2,flatten,dense:3", 1, 18, 20, 7,
                           2 + lanes);
     fused_equals_separate(dev, "conv:5:3,maxpool:2,flatten,dense:4", 1, 20, 18, 3, lanes);
@@ -419,6 +462,8 @@ int main(void)
     int width = dev->native_float_width;
     dev->native_float_width = 16;
     fused_equals_separate(dev, "lenet-max", 1, 28, 28, 5, 1 + 1 + dense_fuse + lanes);
+    inference_backward(dev, "conv:4:3,relu,conv:3:3,maxpool:2,flatten,dense:3", 3);
+    inference_backward(dev, "conv:4:3,relu,conv:3:3,maxpool:3:2,flatten,dense:3", 3);
     dev->native_float_width = width;
     tiny.conv_budget = 64;
     REQUIRE_OK(clt_device_set_settings(dev, &tiny));

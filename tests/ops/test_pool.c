@@ -5,9 +5,26 @@
 #include <string.h>
 
 #include "op_harness.h"
+#include "ops/pool.h"
+#include "tensor/tensor.h"
 #include "ref_misc.h"
 
 static uint64_t rng = 0x5eed0001;
+
+/* Max pooling without an argmax (inference: the layer's forward when it
+ * does not train) gives y's bits, NaN and -0 included. */
+static void check_values_only(clt_device *dev, const clt_tensor *tx, int k, int s, const clt_tensor *ty)
+{
+    clt_tensor *t2 = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ty->shape, NULL);
+    ref_misc_poison(t2);
+    CHECK_OK(clt_pool_forward_raw(dev, CLT_POOL_MAX, (int)tx->shape[0], (int)tx->shape[1], (int)tx->shape[2],
+                                  (int)tx->shape[3], k, s, tx->buf, t2->buf, NULL));
+    float *y = ref_misc_download(ty), *y2 = ref_misc_download(t2);
+    size_t ny = (size_t)(ty->shape[0] * ty->shape[1] * ty->shape[2] * ty->shape[3]);
+    CHECK(memcmp(y, y2, ny * sizeof *y) == 0, "max pool k%d s%d without argmax: other values than with it", k, s);
+    free(y), free(y2);
+    clt_tensor_destroy(t2);
+}
 
 typedef struct { int n, c, h, w, k, s; } geom;
 
@@ -44,6 +61,7 @@ static void check_pool(clt_device *dev, clt_pool_kind kind, geom g, int ties)
         CHECK(bad == 0, "max pool %dx%dx%dx%d k%d s%d%s: %zu of %zu outputs/argmax differ", g.n, g.c,
               g.h, g.w, g.k, g.s, ties ? " (ties)" : "", bad, ny);
         free(am);
+        check_values_only(dev, tx, g.k, g.s, ty);
     } else {
         double e = max_rel_err(ry, y, ny);
         CHECK(e < 1e-5, "avg pool forward %dx%dx%dx%d k%d s%d: rel err %g", g.n, g.c, g.h, g.w, g.k, g.s, e);
@@ -272,6 +290,7 @@ static void check_nan(const op_env *e)
     int32_t *am = ref_misc_download(tam);
     CHECK(isnan(y[0]) && am[0] == 7 && isnan(y[1]) && am[1] == 2 && y[2] == 0 && signbit(y[2]) && am[2] == 4,
           "max pool NaN/-0: y %g %g %g argmax %d %d %d", y[0], y[1], y[2], am[0], am[1], am[2]);
+    check_values_only(e->dev, tx, 2, 2, ty);
     CHECK_OK(clt_pool2d_backward(CLT_POOL_MAX, tdy, tam, 2, 2, tdx));
     float *dx = ref_misc_download(tdx);
     const float want[12] = {0, 0, 2, 0, 3, 0, 0, 1, 0, 0, 0, 0};
@@ -317,6 +336,7 @@ static void check_nan_rows(const op_env *e)
                   at[2] == 4 + o,
               "row kernel NaN/-0, tile %d: y %g %g %g argmax %d %d %d", t, yt[0], yt[1], yt[2], at[0], at[1], at[2]);
     }
+    check_values_only(e->dev, tx, 2, 2, ty);
     CHECK_OK(clt_pool2d_backward(CLT_POOL_MAX, tdy, tam, 2, 2, tdx));
     float *dx = ref_misc_download(tdx);
     size_t bad = 0;

@@ -37,6 +37,8 @@ static const struct {
     {"conv_direct", "-DVW=16 -DCB=2 -DKW=1 -DNT=4 -DPOOL=1"},
     {"conv_direct", "-DVW=16 -DCB=1 -DKW=2 -DNT=8 -DPOOL=2"},
     {"pool", "-DPV=4"},
+    {"pool", "-DPOOL_NO_INDEX"}, /* max pooling's inference forward (ops/pool.c) */
+    {"conv_layout", "-DTQ=8"},   /* transposes below AVX-512 (ops/conv_lanes.c) */
     {"sgd", "-DEW=8"},
     {"adam", "-DEW=16"},
     {"sgd", "-DEW=8 -DNGRAD=3 -DNOUT=3"}, /* replicas updating each other (parallel/peers.c) */
