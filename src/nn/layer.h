@@ -106,7 +106,7 @@ struct clt_layer {
     cl_mem aux;           /* per-device auxiliary buffer, sized for the batch */
     cl_mem priv[12];      /* layer-owned device buffers (released with the net) */
     int priv_cap;         /* batch capacity of the batch-sized ones among them */
-    int last_training;    /* mode of the last forward (batch norm's backward) */
+    int last_training;    /* mode of the last forward (batch norm's backward; max pooling: its argmax is kept) */
     int relu_epilogue;    /* the relu after this layer runs in its store (src/nn/fuse.c) */
     int pool_epilogue;    /* CLT_EPI_POOL_*: the pooling after this layer runs in its store (src/nn/fuse.c) */
     clt_shape pooled;     /* with pool_epilogue: that pooling's output, which this layer stores */
