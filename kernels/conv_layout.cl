@@ -52,6 +52,19 @@ INLINE void transpose16(float16 r[LANES])
 #define vloadT CAT(vload, TQ)
 #define vstoreT CAT(vstore, TQ)
 
+/* A transposed row of a block into a lanes layout, whose rows start
+ * TQ-float aligned: with -DNT=1 (the host has seen that buffers start so
+ * aligned) past the cache where the compiler can (src/ops/conv_lanes.c
+ * says why). */
+#if defined(NT) && defined(__has_builtin)
+#if __has_builtin(__builtin_nontemporal_store)
+#define STORE_LANES_ROW(v, p) __builtin_nontemporal_store((v), (__global floatT *)(p))
+#endif
+#endif
+#ifndef STORE_LANES_ROW
+#define STORE_LANES_ROW(v, p) vstoreT((v), 0, (p))
+#endif
+
 /* In-register transpose of a TQ x TQ block: afterwards r[u].s[q] is the
  * old r[q].s[u]. Each round maps element (row i, column j), as the bits of
  * i then j, to j0 i(top..1) i0 j(top..1) (a rotation by one bit); log2(TQ)
@@ -238,7 +251,7 @@ __kernel void conv_layout_to_lanes_t(int N, int M, int P, int ps, int cs, int NP
                 }
                 transposeT(r);
 #pragma unroll
-                for (int u = 0; u < TQ; u++) vstoreT(r[u], 0, dst + at[mj + u] + ni);
+                for (int u = 0; u < TQ; u++) STORE_LANES_ROW(r[u], dst + at[mj + u] + ni);
             }
     } else {
         for (int u = 0; u < mm; u++) {

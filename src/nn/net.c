@@ -58,9 +58,8 @@ static clt_status zero(clt_device *dev, cl_mem m, size_t bytes)
 
 size_t clt_net_base_align(const clt_device *dev)
 {
-    cl_uint align_bits = 1024;
-    clGetDeviceInfo(dev->id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
-    return align_bits >= 8 * sizeof(float) ? align_bits / 8 : sizeof(float);
+    size_t bytes = dev->base_align ? dev->base_align : 128; /* 1024 bits where the device does not say */
+    return bytes >= sizeof(float) ? bytes : sizeof(float);
 }
 
 /* Lays parameters out last layer first (gradients become ready in buffer

@@ -312,11 +312,19 @@ static int lanes_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passe
  * (kernels/conv_layout.cl, TQ): 8 x 8 below AVX-512, where a 16 x 16
  * block spills (ResNet-18's largest copy into the lanes layout, batch 128:
  * 0.90-0.93x the time on PoCL, 0.93-1.0x on Intel's runtime; the copies
- * back measured the same). */
+ * back measured the same). Where buffers start aligned for a block's row
+ * (they always do on CPUs), the copies into a lanes layout store past the
+ * cache (-DNT=1): a full line each, so no line is read for ownership first
+ * (ResNet-18 at batch 128 on PoCL: those copies 0.81-0.87x the time, the
+ * kernels reading them after unchanged; the copies back to NCHW rows,
+ * which are not always aligned, ran 1.3-2.5x slower so). */
 static clt_status layout_2d(clt_device *dev, const char *kernel, size_t gx, size_t gy, size_t lx,
                             int nargs, const clt_arg *args)
 {
-    const char *spec = clt_device_vector_width(dev) >= 16 ? "conv_layout" : "conv_layout -DTQ=8";
+    int tq = clt_device_vector_width(dev) >= 16 ? 16 : 8;
+    char spec[48];
+    snprintf(spec, sizeof spec, "conv_layout%s%s", tq == 8 ? " -DTQ=8" : "",
+             dev->base_align >= (size_t)tq * sizeof(float) ? " -DNT=1" : "");
     return clt_launch_2d(dev, spec, kernel, gx, gy, lx, 1, nargs, args);
 }
 

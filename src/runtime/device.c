@@ -43,6 +43,10 @@ clt_status clt_device_open(int index, clt_device **out)
     if (s == CLT_OK && clGetDeviceInfo(dev->id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof width, &width, NULL) ==
                            CL_SUCCESS)
         dev->native_float_width = (int)width;
+    cl_uint align_bits = 0;
+    if (s == CLT_OK && clGetDeviceInfo(dev->id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL) ==
+                           CL_SUCCESS)
+        dev->base_align = align_bits / 8;
     if (s != CLT_OK) {
         clt_device_destroy(dev);
         return s;

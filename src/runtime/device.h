@@ -87,6 +87,7 @@ struct clt_device {
                                  * devices of a trainer, whose workers may warm CLBlast up late
                                  * (clt_gemm_warmup); NULL: one thread at a time by contract */
     int native_float_width;   /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, read at open (0: not reported) */
+    size_t base_align;        /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes, read at open (0: not reported) */
     cl_mem scratch;           /* see clt_device_scratch (launch.h) */
     size_t scratch_bytes;
     clt_device_settings settings;
