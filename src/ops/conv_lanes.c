@@ -312,21 +312,32 @@ static int lanes_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passe
  * (kernels/conv_layout.cl, TQ): 8 x 8 below AVX-512, where a 16 x 16
  * block spills (ResNet-18's largest copy into the lanes layout, batch 128:
  * 0.90-0.93x the time on PoCL, 0.93-1.0x on Intel's runtime; the copies
- * back measured the same). Where buffers start aligned for a block's row
- * (they always do on CPUs), the copies into a lanes layout store past the
- * cache (-DNT=1): a full line each, so no line is read for ownership first
- * (ResNet-18 at batch 128 on PoCL: those copies 0.81-0.87x the time, the
- * kernels reading them after unchanged; the copies back to NCHW rows,
- * which are not always aligned, ran 1.3-2.5x slower so). */
-static clt_status layout_2d(clt_device *dev, const char *kernel, size_t gx, size_t gy, size_t lx,
-                            int nargs, const clt_arg *args)
+ * back measured the same). */
+static clt_status layout_2d_in(clt_device *dev, int stream, const char *kernel, size_t gx, size_t gy, size_t lx,
+                               int nargs, const clt_arg *args)
 {
     int tq = clt_device_vector_width(dev) >= 16 ? 16 : 8;
     char spec[48];
     snprintf(spec, sizeof spec, "conv_layout%s%s", tq == 8 ? " -DTQ=8" : "",
-             dev->base_align >= (size_t)tq * sizeof(float) ? " -DNT=1" : "");
+             stream && dev->base_align >= (size_t)tq * sizeof(float) ? " -DNT=1" : "");
     return clt_launch_2d(dev, spec, kernel, gx, gy, lx, 1, nargs, args);
 }
+
+static clt_status layout_2d(clt_device *dev, const char *kernel, size_t gx, size_t gy, size_t lx,
+                            int nargs, const clt_arg *args)
+{
+    return layout_2d_in(dev, 0, kernel, gx, gy, lx, nargs, args);
+}
+
+/* Copies into a lanes layout this large store past the cache (-DNT=1,
+ * where the device's buffers start aligned for a block's row): a full line
+ * each, so no line is read for ownership first. ResNet-18 at batch 128 on
+ * PoCL (AVX2, 32 MiB L3): its 26 and 13 MB copies 0.80-0.85x the time, 6.4
+ * MB ones the same at best, the kernels reading them after unchanged; but
+ * LeNet's copies of 3.5-4 MB at batch 256 come back from memory instead of
+ * the L3 (training 0.95x as fast). Copies back to NCHW so ran 1.3-2.5x
+ * slower: their reader is a memory-bound op. */
+#define STREAM_MIN_BYTES ((size_t)8 << 20)
 
 /* Where a lanes layout keeps pixel p of channel c: row p * ps + c * cs
  * (p in stride-phase order in the weight gradient's x where cfg.ph),
@@ -357,9 +368,11 @@ static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi,
     lanes_rows r = lanes_layout(lp, pixel_major, c, p);
     cl_mem ym = clt_epi_mask(epi, src);
     size_t blocks = (size_t)lp->nl / LANES, mblocks = ((size_t)m + LANES - 1) / LANES;
-    return layout_2d(dev, "conv_layout_to_lanes_t", mblocks, blocks, clt_conv_group_x(dev, CLT_CONV_COPY_LX),
-                     CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(p), CLT_ARG(r.ps), CLT_ARG(r.cs), CLT_ARG(r.rs),
-                              CLT_ARG(sw), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(dst), CLT_ARG(off)));
+    int stream = (size_t)r.rs * (size_t)m * sizeof(float) >= STREAM_MIN_BYTES;
+    return layout_2d_in(dev, stream, "conv_layout_to_lanes_t", mblocks, blocks,
+                        clt_conv_group_x(dev, CLT_CONV_COPY_LX),
+                        CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(p), CLT_ARG(r.ps), CLT_ARG(r.cs), CLT_ARG(r.rs),
+                                 CLT_ARG(sw), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(dst), CLT_ARG(off)));
 }
 
 /* A lanes layout of (ch, p) at `off` back to NCHW (n, ch, p), plus bias and
