@@ -230,6 +230,9 @@ static void test_shapes(clt_device *dev)
     run_case(dev, 5, 1, 28, 27, 20, 3, 1, 0);  /* LeNet conv1-like: direct, partial row tail */
     run_case(dev, 3, 1, 64, 65, 2, 1, 1, 0);   /* db summed over image chunks */
     run_case(dev, 100, 2, 3, 300, 3, 1, 1, 0); /* dw chunked over lane vectors */
+    /* copies into the lanes layout of 8 MiB (32 x 64 x 64 at 16 lanes): stored
+     * past the cache (conv_lanes.c, STREAM_MIN_BYTES) */
+    run_case_algos(dev, 1, 16, 32, 64, 64, 4, 1, 1, 0);
     /* 1x1 with stride > 1 and no padding: the lanes kernels run on the
      * subsampled input (conv_to_lanes_sub, conv_from_lanes_sub). */
     run_case(dev, 37, 5, 9, 8, 7, 1, 2, 0);    /* 32 lanes, batch padded, odd height */
