@@ -14,26 +14,6 @@
 
 #define LANES 16
 
-/* In-register transpose of a 16 x 16 block: afterwards r[u].s[q] is the old
- * r[q].s[u]. Each round maps element (row i, column j), as the 8-bit index
- * i3i2i1i0 j3j2j1j0, to j0i3i2i1 i0j3j2j1 (a rotation by one bit); four
- * rounds swap the halves. Every output vector is one two-source shuffle
- * of .even / .odd halves (standard swizzles), no scalar gathers. */
-INLINE void transpose16(float16 r[LANES])
-{
-    float16 t[LANES];
-#pragma unroll
-    for (int round = 0; round < 4; round++) {
-#pragma unroll
-        for (int k = 0; k < LANES / 2; k++) {
-            t[k] = (float16)(r[2 * k].even, r[2 * k + 1].even);
-            t[k + LANES / 2] = (float16)(r[2 * k].odd, r[2 * k + 1].odd);
-        }
-#pragma unroll
-        for (int k = 0; k < LANES; k++) r[k] = t[k];
-    }
-}
-
 /* Transposes run in TQ x TQ blocks, the size the device's registers
  * hold: 16 where a float16 is one register (AVX-512), 8 below (-DTQ=8: on
  * AVX2 a 16 x 16 block takes 32 registers of 16 and spills); a 16 x 16
@@ -65,25 +45,32 @@ INLINE void transpose16(float16 r[LANES])
 #define STORE_LANES_ROW(v, p) vstoreT((v), 0, (p))
 #endif
 
-/* In-register transpose of a TQ x TQ block: afterwards r[u].s[q] is the
- * old r[q].s[u]. Each round maps element (row i, column j), as the bits of
- * i then j, to j0 i(top..1) i0 j(top..1) (a rotation by one bit); log2(TQ)
- * rounds swap the halves. Every output vector is one two-source shuffle
- * of .even / .odd halves (standard swizzles), no scalar gathers. */
-INLINE void transposeT(floatT r[TQ])
-{
-    floatT t[TQ];
-#pragma unroll
-    for (int round = 0; round < TQ_ROUNDS; round++) {
-#pragma unroll
-        for (int k = 0; k < TQ / 2; k++) {
-            t[k] = (floatT)(r[2 * k].even, r[2 * k + 1].even);
-            t[k + TQ / 2] = (floatT)(r[2 * k].odd, r[2 * k + 1].odd);
-        }
-#pragma unroll
-        for (int k = 0; k < TQ; k++) r[k] = t[k];
+/* In-register transpose of an N x N block (N = 16, or TQ): afterwards
+ * r[u].s[q] is the old r[q].s[u]. Each round maps element (row i, column
+ * j), as the bits of i then j, to j0 i(top..1) i0 j(top..1) (a rotation by
+ * one bit); log2(N) rounds swap the halves. Every output vector is one
+ * two-source shuffle of .even / .odd halves (standard swizzles), no scalar
+ * gathers. */
+#define DEFINE_TRANSPOSE(NAME, VEC, N, ROUNDS)                                                     \
+    INLINE void NAME(VEC r[N])                                                                     \
+    {                                                                                              \
+        VEC t[N];                                                                                  \
+        _Pragma("unroll") for (int round = 0; round < (ROUNDS); round++)                           \
+        {                                                                                          \
+            _Pragma("unroll") for (int k = 0; k < (N) / 2; k++)                                    \
+            {                                                                                      \
+                t[k] = (VEC)(r[2 * k].even, r[2 * k + 1].even);                                    \
+                t[k + (N) / 2] = (VEC)(r[2 * k].odd, r[2 * k + 1].odd);                            \
+            }                                                                                      \
+            _Pragma("unroll") for (int k = 0; k < (N); k++) r[k] = t[k];                           \
+        }                                                                                          \
     }
-}
+DEFINE_TRANSPOSE(transpose16, float16, LANES, 4)
+#if TQ == 8
+DEFINE_TRANSPOSE(transposeT, floatT, TQ, TQ_ROUNDS)
+#else
+#define transposeT transpose16
+#endif
 
 /* Where m = c*P + p and the 15 after it lie in a lanes layout: at[u] is
  * the offset of lane n0 of m + u's row p*ps + c*cs (past the end of M too:
