@@ -35,7 +35,9 @@
 /* A transposed row of a block into a lanes layout, whose rows start
  * TQ-float aligned: with -DNT=1 (the host has seen that buffers start so
  * aligned) past the cache where the compiler can (src/ops/conv_lanes.c
- * says why). */
+ * says why). No fence follows them: the kernel's completion, which the
+ * runtime signals through locked (fencing) instructions on x86 CPUs, makes
+ * them visible to the next kernel. */
 #if defined(NT) && defined(__has_builtin)
 #if __has_builtin(__builtin_nontemporal_store)
 #define STORE_LANES_ROW(v, p) __builtin_nontemporal_store((v), (__global floatT *)(p))

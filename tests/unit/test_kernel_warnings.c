@@ -38,7 +38,9 @@ static const struct {
     {"conv_direct", "-DVW=16 -DCB=1 -DKW=2 -DNT=8 -DPOOL=2"},
     {"pool", "-DPV=4"},
     {"pool", "-DPOOL_NO_INDEX"}, /* max pooling's inference forward (ops/pool.c) */
+    {"pool", "-DPOOL_NO_INDEX -DPV=4"},
     {"conv_layout", "-DTQ=8 -DNT=1"}, /* transposes below AVX-512, stores past the cache (ops/conv_lanes.c) */
+    {"conv_layout", "-DNT=1"},        /* the same with AVX-512's 16 x 16 blocks */
     {"sgd", "-DEW=8"},
     {"adam", "-DEW=16"},
     {"sgd", "-DEW=8 -DNGRAD=3 -DNOUT=3"}, /* replicas updating each other (parallel/peers.c) */
