@@ -145,6 +145,15 @@ int clt_conv_implicit_parse(const char *text, clt_conv_implicit_cfg *c);
 clt_status clt_conv_gpu_tune(clt_device *dev, clt_conv_plan *plan);
 /* The one notice per device that its convolutions are being tuned (conv_tune.c). */
 void clt_conv_tune_announce(clt_device *dev);
+/* A pass's tensors for the tuners, zero-filled: x, w, y (dy) and the
+ * pass's output (y, dx or dw); made whole or not at all (conv_common.c). */
+typedef struct clt_conv_pass_bufs {
+    cl_mem x, w, y, out;
+} clt_conv_pass_bufs;
+clt_status clt_conv_pass_bufs_make(clt_device *dev, const clt_conv_geom *g, int pass, clt_conv_pass_bufs *b);
+void clt_conv_pass_bufs_free(clt_conv_pass_bufs *b);
+/* Enqueues one run of pass as plan has it on those tensors. */
+clt_status clt_conv_run_pass(clt_device *dev, const clt_conv_plan *plan, int pass, const clt_conv_pass_bufs *b);
 
 /* Shared by the algorithms (conv_common.c). */
 static inline size_t clt_conv_round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }

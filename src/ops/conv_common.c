@@ -2,6 +2,7 @@
  * work-buffer check, and the two kernels of kernels/conv.cl (the bias
  * gradient and the fixed-order sum of per-chunk partials). */
 #include <stdint.h>
+#include <string.h>
 
 #include "ops/conv_algo.h"
 #include "runtime/launch.h"
@@ -80,4 +81,42 @@ clt_status clt_conv_bias_grad(clt_device *dev, const clt_conv_geom *g, cl_mem dy
                                    CLT_ARG(dy), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(part), CLT_ARG(off))));
     if (chunks == 1) return CLT_OK;
     return clt_conv_sum_chunks(dev, g->co, chunks, part, off, db);
+}
+
+/* The tuners' tensors and runs (conv_algo.h). */
+static clt_status zeroed_buf(clt_device *dev, size_t floats, cl_mem *out)
+{
+    cl_int err;
+    *out = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, floats * sizeof(float), NULL, &err);
+    if (!*out) return clt_cl_fail(err, "clCreateBuffer (convolution tuning)");
+    return clt_device_zero(dev, *out, 0, floats * sizeof(float), "clEnqueueFillBuffer (convolution tuning)");
+}
+
+void clt_conv_pass_bufs_free(clt_conv_pass_bufs *b)
+{
+    cl_mem *all[] = {&b->x, &b->w, &b->y, &b->out};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (*all[i]) clReleaseMemObject(*all[i]), *all[i] = NULL;
+}
+
+clt_status clt_conv_pass_bufs_make(clt_device *dev, const clt_conv_geom *g, int pass, clt_conv_pass_bufs *b)
+{
+    size_t x = (size_t)g->n * g->c * g->h * g->w, w = (size_t)g->co * g->c * g->k * g->k;
+    size_t y = (size_t)g->n * g->co * g->oh * g->ow;
+    size_t out = pass == CLT_CONV_FWD ? y : pass == CLT_CONV_BWD_DATA ? x : w;
+    memset(b, 0, sizeof *b);
+    clt_status s = zeroed_buf(dev, x, &b->x);
+    if (s == CLT_OK) s = zeroed_buf(dev, w, &b->w);
+    if (s == CLT_OK) s = zeroed_buf(dev, y, &b->y);
+    if (s == CLT_OK) s = zeroed_buf(dev, out, &b->out);
+    if (s != CLT_OK) clt_conv_pass_bufs_free(b);
+    return s;
+}
+
+clt_status clt_conv_run_pass(clt_device *dev, const clt_conv_plan *plan, int pass, const clt_conv_pass_bufs *b)
+{
+    const clt_conv_algo *a = plan->algo[pass];
+    if (pass == CLT_CONV_FWD) return a->forward(dev, plan, b->x, b->w, NULL, NULL, b->out);
+    if (pass == CLT_CONV_BWD_DATA) return a->backward(dev, plan, NULL, b->w, b->y, NULL, b->out, NULL, NULL);
+    return a->backward(dev, plan, b->x, NULL, b->y, NULL, NULL, b->out, NULL);
 }

@@ -20,39 +20,25 @@ static void make_key(const clt_conv_geom *g, char *key, size_t cap)
              g->pad);
 }
 
-/* A zeroed buffer of n floats (no denormals or NaNs to slow the arithmetic). */
-static clt_status zeros(clt_device *dev, size_t n, cl_mem *out)
-{
-    cl_int err;
-    *out = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, n * sizeof(float), NULL, &err);
-    if (!*out) return clt_cl_fail(err, "clCreateBuffer (tuning)");
-    return clt_device_zero(dev, *out, 0, n * sizeof(float), "clEnqueueFillBuffer (tuning)");
-}
-
 /* The best of three runs of the forward with kc 0 and 1, alternated (a
  * burst of other load slows one run of each), into secs[]; a first,
  * untimed run of each builds its program. */
 static clt_status time_both(clt_device *dev, const clt_conv_plan *plan, double secs[2])
 {
-    const clt_conv_geom *g = &plan->g;
-    cl_mem m[3] = {NULL, NULL, NULL};
-    size_t n[3] = {(size_t)g->n * g->c * g->h * g->w, (size_t)g->co * g->c * g->k * g->k,
-                   (size_t)g->n * g->co * g->oh * g->ow};
-    clt_status s = CLT_OK;
-    for (int i = 0; i < 3 && s == CLT_OK; i++) s = zeros(dev, n[i], &m[i]);
+    clt_conv_pass_bufs b;
+    clt_status s = clt_conv_pass_bufs_make(dev, &plan->g, CLT_CONV_FWD, &b);
     clt_conv_plan t[2] = {*plan, *plan};
     for (int r = 0; r < 4 && s == CLT_OK; r++)
         for (int kc = 0; kc < 2 && s == CLT_OK; kc++) {
             t[kc].direct.kc = kc;
             s = clt_device_finish(dev);
             double t0 = clt_now();
-            if (s == CLT_OK) s = clt_conv_direct.forward(dev, &t[kc], m[0], m[1], NULL, NULL, m[2]);
+            if (s == CLT_OK) s = clt_conv_run_pass(dev, &t[kc], CLT_CONV_FWD, &b);
             if (s == CLT_OK) s = clt_device_finish(dev);
             double d = clt_now() - t0;
             if (r == 1 || (r > 1 && d < secs[kc])) secs[kc] = d;
         }
-    for (int i = 0; i < 3; i++)
-        if (m[i]) clReleaseMemObject(m[i]);
+    clt_conv_pass_bufs_free(&b);
     return s;
 }
 

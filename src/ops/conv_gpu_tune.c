@@ -58,56 +58,14 @@ static int parse_choice(const char *v, int with_gemm, choice *c)
     return !strncmp(v, "implicit ", 9) && clt_conv_implicit_parse(v + 9, &c->cfg);
 }
 
-/* The pass's tensors, zero-filled: x, w, and y or dy, and dx or dw. */
-typedef struct pass_bufs {
-    cl_mem x, w, y, out;
-} pass_bufs;
-
-static clt_status make_buf(clt_device *dev, size_t floats, cl_mem *out)
-{
-    cl_int err;
-    *out = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, floats * sizeof(float), NULL, &err);
-    if (!*out) return clt_cl_fail(err, "clCreateBuffer (convolution tuning)");
-    return clt_device_zero(dev, *out, 0, floats * sizeof(float), "clEnqueueFillBuffer (convolution tuning)");
-}
-
-static void free_bufs(pass_bufs *b)
-{
-    cl_mem *all[] = {&b->x, &b->w, &b->y, &b->out};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        if (*all[i]) clReleaseMemObject(*all[i]), *all[i] = NULL;
-}
-
-static clt_status make_bufs(clt_device *dev, const clt_conv_geom *g, int pass, pass_bufs *b)
-{
-    size_t x = (size_t)g->n * g->c * g->h * g->w, w = (size_t)g->co * g->c * g->k * g->k;
-    size_t y = (size_t)g->n * g->co * g->oh * g->ow;
-    size_t out = pass == CLT_CONV_FWD ? y : pass == CLT_CONV_BWD_DATA ? x : w;
-    memset(b, 0, sizeof *b);
-    clt_status s = make_buf(dev, x, &b->x);
-    if (s == CLT_OK) s = make_buf(dev, w, &b->w);
-    if (s == CLT_OK) s = make_buf(dev, y, &b->y);
-    if (s == CLT_OK) s = make_buf(dev, out, &b->out);
-    if (s != CLT_OK) free_bufs(b);
-    return s;
-}
-
-static clt_status run_pass(clt_device *dev, const clt_conv_plan *plan, int pass, const pass_bufs *b)
-{
-    const clt_conv_algo *a = plan->algo[pass];
-    if (pass == CLT_CONV_FWD) return a->forward(dev, plan, b->x, b->w, NULL, NULL, b->out);
-    if (pass == CLT_CONV_BWD_DATA) return a->backward(dev, plan, NULL, b->w, b->y, NULL, b->out, NULL, NULL);
-    return a->backward(dev, plan, b->x, NULL, b->y, NULL, NULL, b->out, NULL);
-}
-
 /* Seconds of RUNS runs of pass with t (first: one untimed run before, which builds its programs). */
-static clt_status time_choice(clt_device *dev, const clt_conv_plan *t, int pass, const pass_bufs *b, int first,
+static clt_status time_choice(clt_device *dev, const clt_conv_plan *t, int pass, const clt_conv_pass_bufs *b, int first,
                               double *seconds)
 {
-    if (first) CLT_TRY(run_pass(dev, t, pass, b));
+    if (first) CLT_TRY(clt_conv_run_pass(dev, t, pass, b));
     CLT_TRY(clt_device_finish(dev));
     double t0 = clt_now();
-    for (int i = 0; i < RUNS; i++) CLT_TRY(run_pass(dev, t, pass, b));
+    for (int i = 0; i < RUNS; i++) CLT_TRY(clt_conv_run_pass(dev, t, pass, b));
     CLT_TRY(clt_device_finish(dev));
     *seconds = (clt_now() - t0) / RUNS;
     return CLT_OK;
@@ -139,9 +97,9 @@ static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, 
         t[i] = *plan;
         ok[i] = apply(dev, &t[i], pass, &cand[i]);
     }
-    pass_bufs b;
+    clt_conv_pass_bufs b;
     size_t scratch_before = dev->scratch_bytes;
-    clt_status s = make_bufs(dev, &plan->g, pass, &b);
+    clt_status s = clt_conv_pass_bufs_make(dev, &plan->g, pass, &b);
     if (s != CLT_OK) {
         /* no room for a second set of tensors: the rule's choice stays */
         clt_device_log(dev, 0, "tuning device %d: %s not timed: %s", dev->info.index, clt_conv_pass_names[pass],
@@ -172,7 +130,7 @@ static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, 
             }
         }
     }
-    free_bufs(&b);
+    clt_conv_pass_bufs_free(&b);
     if (s == CLT_ERR_DEVICE_LOST) return s;
     /* gemm's timing grew the scratch buffer (its im2col matrix): give the
      * memory back; the algorithm that runs grows it again if it needs it */
