@@ -199,7 +199,45 @@ __kernel void pool_avg_fwd_rows(__global const float *x, __global float *y, POOL
     }
 }
 
-__kernel void pool_max_fwd_rows(__global const float *x, __global float *y, __global int *argmax, POOL_ROW_ARGS)
+/* The argmax of the row kernels. Plane indices (int, ih * w + iw, as
+ * everywhere in this file) by default. Built with -DPOOL_PACKED
+ * (src/ops/pool.c, for a caller that only hands it back to the backward:
+ * the layer), the window's cell 0-3 in raster order, 2 bits per output,
+ * one ushort per step of PV outputs (POOL_ROW_STEP: the last step of a
+ * row, slid back, has its own). An int per output made max pooling's
+ * training forward and its backward 1.14-1.19x average pooling's time;
+ * this leaves 1.0-1.1x (bench/README.md). Gathering eight steps' bits per
+ * lane in a register and storing them once was no faster. The cells are
+ * the ones the plane indices name, so dx gets the same bits. */
+#ifdef POOL_PACKED
+#define POOL_ARGMAX_T ushort
+#define POOL_CELL(index, cell) ((intP)(cell))
+#define POOL_CELL_AT(cell) (cell)
+#define POOL_ROW_STEP ((size_t)(plane * oh + oy) * ((ow + PV - 1) / PV) + ob / PV)
+INLINE ushort pool_pack(intP cell)
+{
+    intP b = cell << (2 * POOL_LANE);
+#if PV == 8
+    int4 q = b.lo | b.hi;
+#else
+    int4 q = b;
+#endif
+    int2 r = q.lo | q.hi;
+    return (ushort)(r.x | r.y);
+}
+#define POOL_ARGMAX_STORE(am, besti) ((am)[POOL_ROW_STEP] = pool_pack(besti));
+#define POOL_ARGMAX_CELLS(am, rel) intP rel = (((intP)(int)(am)[POOL_ROW_STEP]) >> (2 * POOL_LANE)) & 3;
+#else
+#define POOL_ARGMAX_T int
+#define POOL_CELL(index, cell) (index)
+#define POOL_CELL_AT(cell) ((cell) == 0 ? 0 : (cell) == 1 ? 1 : (cell) == 2 ? w : w + 1)
+#define POOL_ARGMAX_STORE(am, besti) vstoreP((besti), 0, (am) + POOL_ROW_OUT);
+/* cells relative to the window's first: 0, 1, w, w + 1 inside it */
+#define POOL_ARGMAX_CELLS(am, rel) intP rel = vloadP(0, (am) + POOL_ROW_OUT) - ((intP)(POOL_IN0 + 2 * ox) + 2 * POOL_LANE);
+#endif
+
+__kernel void pool_max_fwd_rows(__global const float *x, __global float *y, __global POOL_ARGMAX_T *argmax,
+                                POOL_ROW_ARGS)
 {
     POOL_PLANE_HEAD
     POOL_ROWS POOL_ROW_STEPS {
@@ -211,18 +249,18 @@ __kernel void pool_max_fwd_rows(__global const float *x, __global float *y, __gl
          * the one-window kernels' two passes; in vectors one pass is the
          * shorter code). */
         floatP best = v00;
-        intP besti = i00, t;
+        intP besti = POOL_CELL(i00, 0), t;
         t = (v01 > best) | (v01 != v01);
         best = t ? v01 : best;
-        besti = t ? i01 : besti;
+        besti = t ? POOL_CELL(i01, 1) : besti;
         t = (v10 > best) | (v10 != v10);
         best = t ? v10 : best;
-        besti = t ? i10 : besti;
+        besti = t ? POOL_CELL(i10, 2) : besti;
         t = (v11 > best) | (v11 != v11);
         best = t ? v11 : best;
-        besti = t ? i11 : besti;
+        besti = t ? POOL_CELL(i11, 3) : besti;
         vstoreP(best, 0, y + POOL_ROW_OUT);
-        POOL_INDEX_STORE(vstoreP(besti, 0, argmax + POOL_ROW_OUT))
+        POOL_INDEX_STORE(POOL_ARGMAX_STORE(argmax, besti))
     }
 }
 
@@ -255,7 +293,7 @@ __kernel void pool_avg_bwd_rows(__global const float *dy, __global float *dx, PO
 
 /* dy to the argmax cell, zeros elsewhere; an argmax outside its window
  * writes nothing, as the one-window kernel. */
-__kernel void pool_max_bwd_rows(__global const float *dy, __global const int *argmax, __global float *dx,
+__kernel void pool_max_bwd_rows(__global const float *dy, __global const POOL_ARGMAX_T *argmax, __global float *dx,
                                 POOL_ROW_ARGS)
 {
     POOL_PLANE_HEAD
@@ -263,9 +301,9 @@ __kernel void pool_max_bwd_rows(__global const float *dy, __global const int *ar
         POOL_ROW_EDGES(dx)
         POOL_ROW_STEPS {
             floatP d = vloadP(0, dy + POOL_ROW_OUT), z = (floatP)0.0f;
-            intP rel = vloadP(0, argmax + POOL_ROW_OUT) - ((intP)(POOL_IN0 + 2 * ox) + 2 * POOL_LANE);
-            POOL_ROW_STORE(dx, select(z, d, rel == 0), select(z, d, rel == 1), select(z, d, rel == w),
-                           select(z, d, rel == w + 1))
+            POOL_ARGMAX_CELLS(argmax, rel)
+            POOL_ROW_STORE(dx, select(z, d, rel == POOL_CELL_AT(0)), select(z, d, rel == POOL_CELL_AT(1)),
+                           select(z, d, rel == POOL_CELL_AT(2)), select(z, d, rel == POOL_CELL_AT(3)))
         }
     }
 }

@@ -22,12 +22,14 @@ static clt_status configure(clt_layer *l)
 }
 
 /* An inference forward keeps no argmax (max pooling then writes what
- * average pooling does); a backward after one finds it again from x. */
+ * average pooling does); a backward after one finds it again from x. The
+ * argmax is the layer's own (aux), so the kernels may pack it. */
 static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
 {
     l->last_training = pass->training;
     return clt_pool_forward_raw(dev, (clt_pool_kind)l->variant, n, l->in.d[0], l->in.d[1], l->in.d[2],
-                                l->args[0], stride(l), x, y, pass->training ? l->aux : NULL);
+                                l->args[0], stride(l), x, y, pass->training ? l->aux : NULL,
+                                CLT_POOL_ARGMAX_PRIVATE);
 }
 
 static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y,
@@ -42,11 +44,11 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
         cl_mem values;
         CLT_TRY(clt_device_scratch(dev, (size_t)n * clt_shape_numel(&l->out) * sizeof(float), &values));
         CLT_TRY(clt_pool_forward_raw(dev, CLT_POOL_MAX, n, l->in.d[0], l->in.d[1], l->in.d[2], l->args[0],
-                                     stride(l), x, values, l->aux));
+                                     stride(l), x, values, l->aux, CLT_POOL_ARGMAX_PRIVATE));
         l->last_training = 1; /* the argmax is there now */
     }
     return clt_pool_backward_raw(dev, (clt_pool_kind)l->variant, n, l->in.d[0], l->in.d[1], l->in.d[2],
-                                 l->args[0], stride(l), dy, l->aux, dx);
+                                 l->args[0], stride(l), dy, l->aux, CLT_POOL_ARGMAX_PRIVATE, dx);
 }
 
 static size_t aux_bytes(const clt_layer *l)

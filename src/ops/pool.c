@@ -1,7 +1,8 @@
 /* Max / average pooling (floor mode, no padding) and global average pooling.
  * Kernels in kernels/pool.cl. argmax holds, for each output element, the
  * index ih * w + iw of the winning input within its (n, c) plane (PyTorch's
- * return_indices convention). Every dx element is written exactly once, with
+ * return_indices convention), or, the layer's own where the CPU row kernels
+ * run, the window's cell in 2 bits (pool.h, CLT_POOL_ARGMAX_PRIVATE). Every dx element is written exactly once, with
  * no atomics: without overlap (stride >= k) each window writes its own cells
  * (after a zero fill when some cells lie in no window); with overlap each dx
  * element gathers the windows covering it, in a fixed order. */
@@ -70,18 +71,22 @@ static int by_rows(const clt_device *dev, int k, int stride, int ow)
     return k == 2 && stride == 2 && ow >= 4 && clt_conv_uses_lanes(dev, &lanes) == CLT_OK && lanes;
 }
 
+/* Outputs a step of the row kernels. */
+static int row_step(int ow) { return ow >= 8 ? 8 : 4; }
+
 /* The pool program, built without argmax stores for a max pooling's
  * forward whose caller keeps none (inference: kernels/pool.cl,
  * POOL_NO_INDEX). */
 #define POOL_PROGRAM(no_index) ((no_index) ? "pool -DPOOL_NO_INDEX" : "pool")
 
 /* A row kernel over the n*c planes, 8 outputs a step (4 for rows shorter
- * than 8). */
-static clt_status launch_rows(clt_device *dev, const char *name, int no_index, int h, int w, int oh, int ow,
-                              int planes, cl_mem a, cl_mem b, cl_mem c)
+ * than 8); max pooling's argmax packed for a PRIVATE one. */
+static clt_status launch_rows(clt_device *dev, const char *name, int no_index, clt_pool_argmax fmt, int h, int w,
+                              int oh, int ow, int planes, cl_mem a, cl_mem b, cl_mem c)
 {
-    char program[48];
-    snprintf(program, sizeof program, "%s%s", POOL_PROGRAM(no_index), ow >= 8 ? "" : " -DPV=4");
+    char program[64];
+    snprintf(program, sizeof program, "%s%s%s", POOL_PROGRAM(no_index),
+             fmt == CLT_POOL_ARGMAX_PRIVATE && !no_index ? " -DPOOL_PACKED" : "", row_step(ow) == 8 ? "" : " -DPV=4");
     if (!c)
         return clt_launch_1d(dev, program, name, (size_t)planes,
                              CLT_ARGS(CLT_ARG(a), CLT_ARG(b), CLT_ARG(h), CLT_ARG(w), CLT_ARG(oh), CLT_ARG(ow),
@@ -91,9 +96,27 @@ static clt_status launch_rows(clt_device *dev, const char *name, int no_index, i
                                   CLT_ARG(ow), CLT_ARG(planes)));
 }
 
-clt_status clt_pool_forward_raw(clt_device *dev, clt_pool_kind kind, int n, int c, int h, int w,
-                                int k, int stride, cl_mem x, cl_mem y, cl_mem argmax)
+size_t clt_pool_argmax_bytes(const clt_device *dev, clt_pool_argmax fmt, int n, int c, int h, int w, int k,
+                             int stride)
 {
+    size_t oh = (size_t)((h - k) / stride + 1), ow = (size_t)((w - k) / stride + 1), planes = (size_t)n * c;
+    if (fmt == CLT_POOL_ARGMAX_PRIVATE && by_rows(dev, k, stride, (int)ow))
+        return planes * oh * ((ow + (size_t)row_step((int)ow) - 1) / (size_t)row_step((int)ow)) * 2;
+    return planes * oh * ow * 4;
+}
+
+/* A format the kernels know. */
+static clt_status check_fmt(clt_pool_argmax fmt, const char *op)
+{
+    if (fmt != CLT_POOL_ARGMAX_PLANE && fmt != CLT_POOL_ARGMAX_PRIVATE)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: unknown argmax format %d", op, (int)fmt);
+    return CLT_OK;
+}
+
+clt_status clt_pool_forward_raw(clt_device *dev, clt_pool_kind kind, int n, int c, int h, int w,
+                                int k, int stride, cl_mem x, cl_mem y, cl_mem argmax, clt_pool_argmax fmt)
+{
+    CLT_TRY(check_fmt(fmt, "pool forward"));
     int oh, ow;
     CLT_TRY(pool_geom("pool forward", n, c, h, w, k, stride, &oh, &ow));
     int rows = n * c * oh;
@@ -102,8 +125,9 @@ clt_status clt_pool_forward_raw(clt_device *dev, clt_pool_kind kind, int n, int 
     if (no_index) argmax = y;
     if ((kind == CLT_POOL_MAX || kind == CLT_POOL_AVG) && by_rows(dev, k, stride, ow))
         return kind == CLT_POOL_MAX
-                   ? launch_rows(dev, "pool_max_fwd_rows", no_index, h, w, oh, ow, n * c, x, y, argmax)
-                   : launch_rows(dev, "pool_avg_fwd_rows", 0, h, w, oh, ow, n * c, x, y, NULL);
+                   ? launch_rows(dev, "pool_max_fwd_rows", no_index, fmt, h, w, oh, ow, n * c, x, y, argmax)
+                   : launch_rows(dev, "pool_avg_fwd_rows", 0, CLT_POOL_ARGMAX_PLANE, h, w, oh, ow, n * c, x, y,
+                                 NULL);
     divisor dh = make_divisor(oh);
     size_t lx, ly;
     rows_local(dev, ow, &lx, &ly);
@@ -125,8 +149,9 @@ clt_status clt_pool_forward_raw(clt_device *dev, clt_pool_kind kind, int n, int 
 }
 
 clt_status clt_pool_backward_raw(clt_device *dev, clt_pool_kind kind, int n, int c, int h, int w,
-                                 int k, int stride, cl_mem dy, cl_mem argmax, cl_mem dx)
+                                 int k, int stride, cl_mem dy, cl_mem argmax, clt_pool_argmax fmt, cl_mem dx)
 {
+    CLT_TRY(check_fmt(fmt, "pool backward"));
     int oh, ow;
     CLT_TRY(pool_geom("pool backward", n, c, h, w, k, stride, &oh, &ow));
     if (kind != CLT_POOL_MAX && kind != CLT_POOL_AVG)
@@ -146,8 +171,10 @@ clt_status clt_pool_backward_raw(clt_device *dev, clt_pool_kind kind, int n, int
                                     "pool backward: clEnqueueFillBuffer"));
         }
         if (rows_kernel)
-            return kind == CLT_POOL_MAX ? launch_rows(dev, "pool_max_bwd_rows", 0, h, w, oh, ow, n * c, dy, argmax, dx)
-                                        : launch_rows(dev, "pool_avg_bwd_rows", 0, h, w, oh, ow, n * c, dy, dx, NULL);
+            return kind == CLT_POOL_MAX
+                       ? launch_rows(dev, "pool_max_bwd_rows", 0, fmt, h, w, oh, ow, n * c, dy, argmax, dx)
+                       : launch_rows(dev, "pool_avg_bwd_rows", 0, CLT_POOL_ARGMAX_PLANE, h, w, oh, ow, n * c, dy, dx,
+                                     NULL);
         int rows = n * c * oh;
         divisor dh = make_divisor(oh);
         rows_local(dev, ow, &lx, &ly);
@@ -261,7 +288,8 @@ clt_status clt_pool2d_forward(clt_pool_kind kind, const clt_tensor *x, int k, in
     CLT_TRY(check_pool2d("clt_pool2d_forward", kind, k, stride, t, (const char *const[]){"x", "y"},
                          "max pooling needs it for the backward"));
     return clt_pool_forward_raw(x->dev, kind, (int)x->shape[0], (int)x->shape[1], (int)x->shape[2],
-                                (int)x->shape[3], k, stride, x->buf, y->buf, t[2] ? t[2]->buf : NULL);
+                                (int)x->shape[3], k, stride, x->buf, y->buf, t[2] ? t[2]->buf : NULL,
+                                CLT_POOL_ARGMAX_PLANE);
 }
 
 clt_status clt_pool2d_backward(clt_pool_kind kind, const clt_tensor *dy, const clt_tensor *argmax,
@@ -271,7 +299,8 @@ clt_status clt_pool2d_backward(clt_pool_kind kind, const clt_tensor *dy, const c
     CLT_TRY(check_pool2d("clt_pool2d_backward", kind, k, stride, t, (const char *const[]){"dx", "dy"},
                          "max pooling needs the forward's argmax"));
     return clt_pool_backward_raw(dx->dev, kind, (int)dx->shape[0], (int)dx->shape[1], (int)dx->shape[2],
-                                 (int)dx->shape[3], k, stride, dy->buf, t[2] ? t[2]->buf : NULL, dx->buf);
+                                 (int)dx->shape[3], k, stride, dy->buf, t[2] ? t[2]->buf : NULL,
+                                 CLT_POOL_ARGMAX_PLANE, dx->buf);
 }
 
 /* The checks both gap calls make: `planes` (x or dx) is (n, c, h, w) and

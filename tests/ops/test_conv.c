@@ -877,8 +877,10 @@ static void check_pool_epilogue(clt_device *dev, int h, int w, int kind, int rel
     /* separate */
     clt_epilogue e = {.relu = relu, .y = d.ty->buf};
     CHECK_OK(clt_conv_forward_raw(dev, &g, d.tx->buf, d.tw->buf, d.tb->buf, &e, d.ty->buf));
-    CHECK_OK(clt_pool_forward_raw(dev, pk, r->n, r->co, r->oh, r->ow, 2, 2, d.ty->buf, yp->buf, idx->buf));
-    CHECK_OK(clt_pool_backward_raw(dev, pk, r->n, r->co, r->oh, r->ow, 2, 2, dyp->buf, idx->buf, d.tdy->buf));
+    CHECK_OK(clt_pool_forward_raw(dev, pk, r->n, r->co, r->oh, r->ow, 2, 2, d.ty->buf, yp->buf, idx->buf,
+                                  CLT_POOL_ARGMAX_PRIVATE)); /* as the layer */
+    CHECK_OK(clt_pool_backward_raw(dev, pk, r->n, r->co, r->oh, r->ow, 2, 2, dyp->buf, idx->buf,
+                                   CLT_POOL_ARGMAX_PRIVATE, d.tdy->buf));
     CHECK_OK(clt_conv_backward_raw(dev, &g, d.tx->buf, d.tw->buf, d.tdy->buf, &e, NULL, d.tdw->buf, d.tdb->buf));
     /* fused */
     clt_epilogue f = {.relu = relu, .y = kind == CLT_EPI_POOL_AVG ? y2->buf : yp2->buf, .pool = kind,

@@ -18,12 +18,42 @@ static void check_values_only(clt_device *dev, const clt_tensor *tx, int k, int 
     clt_tensor *t2 = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ty->shape, NULL);
     ref_misc_poison(t2);
     CHECK_OK(clt_pool_forward_raw(dev, CLT_POOL_MAX, (int)tx->shape[0], (int)tx->shape[1], (int)tx->shape[2],
-                                  (int)tx->shape[3], k, s, tx->buf, t2->buf, NULL));
+                                  (int)tx->shape[3], k, s, tx->buf, t2->buf, NULL, CLT_POOL_ARGMAX_PLANE));
     float *y = ref_misc_download(ty), *y2 = ref_misc_download(t2);
     size_t ny = (size_t)(ty->shape[0] * ty->shape[1] * ty->shape[2] * ty->shape[3]);
     CHECK(memcmp(y, y2, ny * sizeof *y) == 0, "max pool k%d s%d without argmax: other values than with it", k, s);
     free(y), free(y2);
     clt_tensor_destroy(t2);
+}
+
+/* Max pooling with the layer's private argmax (packed where the row
+ * kernels run: ops/pool.h, CLT_POOL_ARGMAX_PRIVATE), forward and backward
+ * through the raw calls as the layer makes them: y and dx the bits of
+ * the public (plane index) calls, y and dx. */
+static void check_private(clt_device *dev, const clt_tensor *tx, const clt_tensor *tdy, int k, int s,
+                          const float *y, const float *dx)
+{
+    const int64_t *xs = tx->shape, *ys = tdy->shape;
+    size_t nx = (size_t)(xs[0] * xs[1] * xs[2] * xs[3]), ny = (size_t)(ys[0] * ys[1] * ys[2] * ys[3]);
+    clt_tensor *y2 = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, ys, NULL);
+    clt_tensor *am = ref_misc_tensor(dev, CLT_DTYPE_INT32, 4, ys, NULL);
+    clt_tensor *dx2 = ref_misc_tensor(dev, CLT_DTYPE_FLOAT32, 4, xs, NULL);
+    ref_misc_poison(y2), ref_misc_poison(am), ref_misc_poison(dx2);
+    int n = (int)xs[0], c = (int)xs[1], h = (int)xs[2], w = (int)xs[3];
+    CHECK_OK(clt_pool_forward_raw(dev, CLT_POOL_MAX, n, c, h, w, k, s, tx->buf, y2->buf, am->buf,
+                                  CLT_POOL_ARGMAX_PRIVATE));
+    CHECK_OK(clt_pool_backward_raw(dev, CLT_POOL_MAX, n, c, h, w, k, s, tdy->buf, am->buf, CLT_POOL_ARGMAX_PRIVATE,
+                                   dx2->buf));
+    float *yp = ref_misc_download(y2), *dxp = ref_misc_download(dx2);
+    CHECK(memcmp(y, yp, ny * sizeof *y) == 0 && memcmp(dx, dxp, nx * sizeof *dx) == 0,
+          "max pool %dx%dx%dx%d k%d s%d with the private argmax: other y or dx bits than with plane indices", n, c,
+          h, w, k, s);
+    CHECK(clt_pool_forward_raw(dev, CLT_POOL_MAX, n, c, h, w, k, s, tx->buf, y2->buf, am->buf,
+                               (clt_pool_argmax)2) == CLT_ERR_INVALID_ARG &&
+              ref_misc_error_has("argmax format 2", NULL, NULL),
+          "an unknown argmax format: %s", clt_last_error());
+    free(yp), free(dxp);
+    clt_tensor_destroy(y2), clt_tensor_destroy(am), clt_tensor_destroy(dx2);
 }
 
 typedef struct { int n, c, h, w, k, s; } geom;
@@ -75,6 +105,7 @@ static void check_pool(clt_device *dev, clt_pool_kind kind, geom g, int ties)
     CHECK_OK(clt_pool2d_backward(kind, tdy, kind == CLT_POOL_MAX ? tam : NULL, g.k, g.s, tdx));
     float *dx2 = ref_misc_download(tdx);
     CHECK(memcmp(dx, dx2, nx * sizeof *dx) == 0, "%s pool backward not deterministic", name);
+    if (kind == CLT_POOL_MAX) check_private(dev, tx, tdy, g.k, g.s, y, dx);
 
     free(x), free(dy), free(ry), free(rdx), free(ram), free(y), free(dx), free(dx2);
     clt_tensor_destroy(tx), clt_tensor_destroy(ty), clt_tensor_destroy(tam);
@@ -347,6 +378,7 @@ static void check_nan_rows(const op_env *e)
         bad += dx[i] != want;
     }
     CHECK(bad == 0, "row kernel backward: %zu of 36 cells differ from dy at argmax", bad);
+    check_private(e->dev, tx, tdy, 2, 2, y, dx);
     free(y), free(am), free(dx);
     clt_tensor_destroy(tx), clt_tensor_destroy(ty), clt_tensor_destroy(tam);
     clt_tensor_destroy(tdy), clt_tensor_destroy(tdx);

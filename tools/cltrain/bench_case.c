@@ -69,7 +69,7 @@ void bench_case_shape(const clt_op_case *c, char *buf, size_t cap)
     }
 }
 
-void bench_case_work(const clt_op_case *c, int pass, double *flop, double *bytes)
+void bench_case_work(const clt_device *dev, const clt_op_case *c, int pass, double *flop, double *bytes)
 {
     double n = c->n, in = (double)c->n * c->c * c->h * c->w;
     *flop = 0, *bytes = 0;
@@ -80,10 +80,12 @@ void bench_case_work(const clt_op_case *c, int pass, double *flop, double *bytes
         double out = n * c->c * c->oh * c->ow;
         int rh = (c->oh - 1) * c->stride + c->k, rw = (c->ow - 1) * c->stride + c->k; /* rows/cols read */
         double read = n * c->c * (double)(rh < c->h ? rh : c->h) * (rw < c->w ? rw : c->w);
-        int maxp = c->pool == CLT_POOL_MAX;
-        /* forward: input in, output (and argmax) out; backward: dy (and
-         * argmax) in, the whole dx out */
-        *bytes = pass == 0 ? 4.0 * (read + out * (1 + maxp)) : 4.0 * (out * (1 + maxp) + in);
+        /* forward: input in, output (and argmax, as the layer keeps it) out;
+         * backward: dy (and argmax) in, the whole dx out */
+        double am = c->pool == CLT_POOL_MAX ? (double)clt_pool_argmax_bytes(dev, CLT_POOL_ARGMAX_PRIVATE, c->n, c->c,
+                                                                              c->h, c->w, c->k, c->stride)
+                                            : 0.0;
+        *bytes = pass == 0 ? 4.0 * (read + out) + am : 4.0 * (out + in) + am;
         break;
     }
     case CLT_OP_GAP: *bytes = 4.0 * (in + n * c->c); break;
@@ -257,9 +259,9 @@ static clt_status run_pass(bench_case *b, int pass)
     case CLT_OP_POOL:
         if (pass == 0)
             return clt_pool_forward_raw(dev, c->pool, c->n, c->c, c->h, c->w, c->k, c->stride, m[B_X], m[B_Y],
-                                        m[B_AUX]);
+                                        m[B_AUX], CLT_POOL_ARGMAX_PRIVATE); /* as the layer */
         return clt_pool_backward_raw(dev, c->pool, c->n, c->c, c->h, c->w, c->k, c->stride, m[B_DY], m[B_AUX],
-                                     m[B_DX]);
+                                     CLT_POOL_ARGMAX_PRIVATE, m[B_DX]);
     case CLT_OP_GAP:
         if (pass == 0) return clt_gap_forward_raw(dev, c->n * c->c, c->h * c->w, m[B_X], m[B_Y]);
         return clt_gap_backward_raw(dev, c->n * c->c, c->h * c->w, m[B_DY], m[B_DX]);

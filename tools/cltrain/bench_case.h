@@ -12,9 +12,9 @@ typedef struct bench_case bench_case;
 const char *const *bench_case_passes(clt_op_kind kind);
 /* "20x26x26 -> 20x13x13 k2"-style shape per sample. */
 void bench_case_shape(const clt_op_case *c, char *buf, size_t cap);
-/* Work of one call of pass `pass`: FLOPs for compute ops, else bytes that
- * must move (one of them is 0). */
-void bench_case_work(const clt_op_case *c, int pass, double *flop, double *bytes);
+/* Work of one call of pass `pass` on dev: FLOPs for compute ops, else
+ * bytes that must move (one of them is 0). */
+void bench_case_work(const clt_device *dev, const clt_op_case *c, int pass, double *flop, double *bytes);
 
 /* Buffers for the case on dev, filled with uniform values. */
 clt_status bench_case_create(clt_device *dev, const clt_op_case *c, bench_case **out);

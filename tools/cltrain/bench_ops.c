@@ -107,7 +107,7 @@ static int bench_op(clt_device *dev, bench_device *d, const bench_model *m, cons
         } else {
             r->ms = 1e3 * sec;
             bench_case_kernel(bc, p, r->kernel, sizeof r->kernel);
-            bench_case_work(c, p, &r->flop, &r->bytes);
+            bench_case_work(dev, c, p, &r->flop, &r->bytes);
         }
     }
     bench_case_destroy(bc);
