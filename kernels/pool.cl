@@ -2,7 +2,8 @@
  *
  * Index convention: argmax[o] is the index of the winning input element
  * within its (n, c) plane, ih * w + iw (PyTorch's return_indices
- * convention). Every output element is written by exactly one work-item,
+ * convention), except in the row kernels built with -DPOOL_PACKED (below).
+ * Every output element is written by exactly one work-item,
  * summing in a fixed order: results are deterministic, no atomics.
  *
  * Layout of the work: the pooling kernels run on a 2-D range, dimension 0
@@ -205,7 +206,7 @@ __kernel void pool_avg_fwd_rows(__global const float *x, __global float *y, POOL
  * the layer), the window's cell 0-3 in raster order, 2 bits per output,
  * one ushort per step of PV outputs (POOL_ROW_STEP: the last step of a
  * row, slid back, has its own). An int per output made max pooling's
- * training forward and its backward 1.14-1.19x average pooling's time;
+ * training forward and its backward 1.12-1.19x average pooling's time;
  * this leaves 1.0-1.1x (bench/README.md). Gathering eight steps' bits per
  * lane in a register and storing them once was no faster. The cells are
  * the ones the plane indices name, so dx gets the same bits. */
@@ -233,7 +234,8 @@ INLINE ushort pool_pack(intP cell)
 #define POOL_CELL_AT(cell) ((cell) == 0 ? 0 : (cell) == 1 ? 1 : (cell) == 2 ? w : w + 1)
 #define POOL_ARGMAX_STORE(am, besti) vstoreP((besti), 0, (am) + POOL_ROW_OUT);
 /* cells relative to the window's first: 0, 1, w, w + 1 inside it */
-#define POOL_ARGMAX_CELLS(am, rel) intP rel = vloadP(0, (am) + POOL_ROW_OUT) - ((intP)(POOL_IN0 + 2 * ox) + 2 * POOL_LANE);
+#define POOL_ARGMAX_CELLS(am, rel)                                                                 \
+    intP rel = vloadP(0, (am) + POOL_ROW_OUT) - ((intP)(POOL_IN0 + 2 * ox) + 2 * POOL_LANE);
 #endif
 
 __kernel void pool_max_fwd_rows(__global const float *x, __global float *y, __global POOL_ARGMAX_T *argmax,

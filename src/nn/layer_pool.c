@@ -23,10 +23,13 @@ static clt_status configure(clt_layer *l)
 
 /* An inference forward keeps no argmax (max pooling then writes what
  * average pooling does); a backward after one finds it again from x. The
- * argmax is the layer's own (aux), so the kernels may pack it. */
+ * argmax is the layer's own (aux), so the kernels may pack it; the format
+ * follows the device's settings, so a backward after they changed finds
+ * it again too. */
 static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
 {
     l->last_training = pass->training;
+    l->last_settings = dev->settings_version;
     return clt_pool_forward_raw(dev, (clt_pool_kind)l->variant, n, l->in.d[0], l->in.d[1], l->in.d[2],
                                 l->args[0], stride(l), x, y, pass->training ? l->aux : NULL,
                                 CLT_POOL_ARGMAX_PRIVATE);
@@ -38,14 +41,15 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
     (void)pass;
     (void)y;
     if (!dx) return CLT_OK;
-    if (l->variant == CLT_POOL_MAX && !l->last_training) {
+    if (l->variant == CLT_POOL_MAX && (!l->last_training || l->last_settings != dev->settings_version)) {
         /* the values again into scratch (y may not be overwritten: the same
          * bits, but a caller may be reading it) */
         cl_mem values;
         CLT_TRY(clt_device_scratch(dev, (size_t)n * clt_shape_numel(&l->out) * sizeof(float), &values));
         CLT_TRY(clt_pool_forward_raw(dev, CLT_POOL_MAX, n, l->in.d[0], l->in.d[1], l->in.d[2], l->args[0],
                                      stride(l), x, values, l->aux, CLT_POOL_ARGMAX_PRIVATE));
-        l->last_training = 1; /* the argmax is there now */
+        l->last_training = 1; /* the argmax is there now, in the current format */
+        l->last_settings = dev->settings_version;
     }
     return clt_pool_backward_raw(dev, (clt_pool_kind)l->variant, n, l->in.d[0], l->in.d[1], l->in.d[2],
                                  l->args[0], stride(l), dy, l->aux, CLT_POOL_ARGMAX_PRIVATE, dx);

@@ -182,7 +182,8 @@ static clt_status direct_forward(clt_device *dev, const clt_conv_plan *plan, cl_
                                    CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu), CLT_ARG(out),
                                    CLT_ARG(argmax))));
     if (!avg_relu) return CLT_OK;
-    return clt_pool_forward_raw(dev, CLT_POOL_AVG, g->n, g->co, g->oh, g->ow, 2, 2, out, y, NULL, CLT_POOL_ARGMAX_PLANE);
+    return clt_pool_forward_raw(dev, CLT_POOL_AVG, g->n, g->co, g->oh, g->ow, 2, 2, out, y, NULL,
+                                CLT_POOL_ARGMAX_PLANE);
 }
 
 /* dw, and db too when it is not NULL (the kernel sums dy on the way). */

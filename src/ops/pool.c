@@ -1,11 +1,12 @@
 /* Max / average pooling (floor mode, no padding) and global average pooling.
  * Kernels in kernels/pool.cl. argmax holds, for each output element, the
  * index ih * w + iw of the winning input within its (n, c) plane (PyTorch's
- * return_indices convention), or, the layer's own where the CPU row kernels
- * run, the window's cell in 2 bits (pool.h, CLT_POOL_ARGMAX_PRIVATE). Every dx element is written exactly once, with
- * no atomics: without overlap (stride >= k) each window writes its own cells
- * (after a zero fill when some cells lie in no window); with overlap each dx
- * element gathers the windows covering it, in a fixed order. */
+ * return_indices convention), or, the layer's own where the row kernels
+ * run, the window's cell in 2 bits (pool.h, CLT_POOL_ARGMAX_PRIVATE). Every
+ * dx element is written exactly once, with no atomics: without overlap
+ * (stride >= k) each window writes its own cells (after a zero fill when
+ * some cells lie in no window); with overlap each dx element gathers the
+ * windows covering it, in a fixed order. */
 #include "ops/pool.h"
 
 #include <limits.h>

@@ -8,8 +8,11 @@
  * way): CLT_POOL_ARGMAX_PLANE, each output's winning input index within
  * its plane (PyTorch's return_indices; the public API's); or
  * CLT_POOL_ARGMAX_PRIVATE, for a caller that only hands it back to the
- * backward (the layer): where the CPU row kernels run, 2 bits per output
- * at the buffer's start (kernels/pool.cl, POOL_PACKED), else PLANE. */
+ * backward (the layer): where the row kernels run (CPU devices, or the
+ * lanes algorithm forced), 2 bits per output at the buffer's start
+ * (kernels/pool.cl, POOL_PACKED), else PLANE. That depends on the
+ * device's settings: the backward must read it under the settings the
+ * forward wrote it with. */
 typedef enum clt_pool_argmax { CLT_POOL_ARGMAX_PLANE, CLT_POOL_ARGMAX_PRIVATE } clt_pool_argmax;
 
 /* Floor mode: oh = (h - k) / stride + 1 (requires h >= k, w >= k).

@@ -353,6 +353,48 @@ static void inference_backward(clt_device *dev, const char *spec, int n)
     clt_net_destroy(net);
 }
 
+/* A max pooling's argmax follows the device's settings (packed where the
+ * CPU row kernels run: ops/pool.h): a training forward under the lanes
+ * algorithm, the settings switched to gemm, then the backward gives the
+ * gradients a whole step under gemm gives (the layer finds the argmax
+ * again in the new format; reading the packed one as plane indices would
+ * send dy to the wrong cells). */
+static void settings_between(clt_device *dev)
+{
+    clt_device_settings keep = *clt_device_get_settings(dev), s = keep;
+    s.conv_algo = CLT_CONV_ALGO_LANES;
+    REQUIRE_OK(clt_device_set_settings(dev, &s));
+    const int n = 3;
+    clt_net *net = NULL;
+    REQUIRE_OK(clt_net_create(dev, "conv:3:3:1:1,maxpool:2,flatten,dense:3", 1, 18, 20, &net));
+    CHECK_OK(clt_net_init(net, 11, CLT_INIT_XAVIER));
+    size_t in = (size_t)18 * 20 * (size_t)n;
+    float *img = malloc(sizeof(float) * in);
+    int32_t lab[3] = {0, 2, 1};
+    for (size_t i = 0; i < in; i++) img[i] = frand() - 0.5f;
+    const clt_param *p = clt_net_param_at(net, 0); /* the convolution's weights: through the pooling's dx */
+    float *a = malloc(sizeof(float) * (size_t)p->numel), *b = malloc(sizeof(float) * (size_t)p->numel);
+    double loss;
+    CHECK_OK(clt_net_forward(net, img, n, 1));
+    s.conv_algo = CLT_CONV_ALGO_GEMM;
+    REQUIRE_OK(clt_device_set_settings(dev, &s));
+    CHECK_OK(clt_net_backward(net, lab, 1.0f / (float)n, &loss, NULL));
+    CHECK_OK(clt_net_grad_get(net, p->name, a, p->numel));
+    CHECK_OK(clt_net_forward(net, img, n, 1));
+    CHECK_OK(clt_net_backward(net, lab, 1.0f / (float)n, &loss, NULL));
+    CHECK_OK(clt_net_grad_get(net, p->name, b, p->numel));
+    double worst = 0, top = 0;
+    for (int i = 0; i < p->numel; i++) {
+        worst = fmax(worst, fabs((double)a[i] - b[i]));
+        top = fmax(top, fabs((double)b[i]));
+    }
+    CHECK(top > 0 && worst <= 1e-5 * top, "%s after the settings changed between forward and backward: "
+          "max |diff| %g of max |grad| %g", p->name, worst, top);
+    free(img), free(a), free(b);
+    clt_net_destroy(net);
+    REQUIRE_OK(clt_device_set_settings(dev, &keep));
+}
+
 /* Counts a sync hook's rounds; with one device the sums are the values. */
 typedef struct sync_count {
     int calls, most;
@@ -445,6 +487,7 @@ int main(void)
     fused_equals_separate(dev, "lenet-max", 1, 28, 28, 5, 1 + 1 + dense_fuse + lanes);
     inference_backward(dev, "conv:4:3,relu,conv:3:3,maxpool:2,flatten,dense:3", 3);
     inference_backward(dev, "conv:4:3,relu,conv:3:3,maxpool:3:2,flatten,dense:3", 3);
+    settings_between(dev);
     fused_equals_separate(dev, "conv:6:3,relu,maxpool:2,conv:3:3,relu,maxpool:2,flatten,dense:3", 1, 18, 20, 7,
                           2 + lanes);
     fused_equals_separate(dev, "conv:5:3,maxpool:2,flatten,dense:4", 1, 20, 18, 3, lanes);

@@ -52,6 +52,10 @@ static void check_private(clt_device *dev, const clt_tensor *tx, const clt_tenso
                                (clt_pool_argmax)2) == CLT_ERR_INVALID_ARG &&
               ref_misc_error_has("argmax format 2", NULL, NULL),
           "an unknown argmax format: %s", clt_last_error());
+    CHECK(clt_pool_backward_raw(dev, CLT_POOL_MAX, n, c, h, w, k, s, tdy->buf, am->buf, (clt_pool_argmax)-1,
+                                dx2->buf) == CLT_ERR_INVALID_ARG &&
+              ref_misc_error_has("argmax format -1", NULL, NULL),
+          "an unknown argmax format in the backward: %s", clt_last_error());
     free(yp), free(dxp);
     clt_tensor_destroy(y2), clt_tensor_destroy(am), clt_tensor_destroy(dx2);
 }
