@@ -212,6 +212,12 @@ void bench_case_kernel(bench_case *b, int pass, char *buf, size_t cap)
 {
     const clt_op_case *c = b->c;
     buf[0] = 0;
+    if (c->kind == CLT_OP_POOL && c->pool == CLT_POOL_MAX) { /* the argmax as the layer keeps it (ops/pool.h) */
+        size_t kept = clt_pool_argmax_bytes(b->dev, CLT_POOL_ARGMAX_PRIVATE, c->n, c->c, c->h, c->w, c->k, c->stride);
+        size_t plane = clt_pool_argmax_bytes(b->dev, CLT_POOL_ARGMAX_PLANE, c->n, c->c, c->h, c->w, c->k, c->stride);
+        snprintf(buf, cap, "argmax %s", kept < plane ? "2 bits" : "int32");
+        return;
+    }
     if (c->kind != CLT_OP_CONV && c->kind != CLT_OP_DENSE) return;
     if (c->kind == CLT_OP_DENSE) { /* ops/dense.c: its CPU kernels where the lanes kernels run */
         if (clt_dense_fuses(b->dev)) clt_dense_cpu_describe(b->dev, pass, buf, cap);
