@@ -249,18 +249,19 @@ __kernel void pool_max_fwd_rows(__global const float *x, __global float *y, __gl
         /* One pass in raster order taking v > best or NaN, as PyTorch's
          * CPU kernel: the first maximum, or the last NaN (the same bits as
          * the one-window kernels' two passes; in vectors one pass is the
-         * shorter code). */
+         * shorter code). The index through select(): Oclgrind took
+         * t ? (int8)(1) : besti wrong in the low lanes. */
         floatP best = v00;
         intP besti = POOL_CELL(i00, 0), t;
         t = (v01 > best) | (v01 != v01);
         best = t ? v01 : best;
-        besti = t ? POOL_CELL(i01, 1) : besti;
+        besti = select(besti, POOL_CELL(i01, 1), t);
         t = (v10 > best) | (v10 != v10);
         best = t ? v10 : best;
-        besti = t ? POOL_CELL(i10, 2) : besti;
+        besti = select(besti, POOL_CELL(i10, 2), t);
         t = (v11 > best) | (v11 != v11);
         best = t ? v11 : best;
-        besti = t ? POOL_CELL(i11, 3) : besti;
+        besti = select(besti, POOL_CELL(i11, 3), t);
         vstoreP(best, 0, y + POOL_ROW_OUT);
         POOL_INDEX_STORE(POOL_ARGMAX_STORE(argmax, besti))
     }

@@ -29,9 +29,11 @@ static void check_values_only(clt_device *dev, const clt_tensor *tx, int k, int 
 /* Max pooling with the layer's private argmax (packed where the row
  * kernels run: ops/pool.h, CLT_POOL_ARGMAX_PRIVATE), forward and backward
  * through the raw calls as the layer makes them: y and dx the bits of
- * the public (plane index) calls, y and dx. */
-static void check_private(clt_device *dev, const clt_tensor *tx, const clt_tensor *tdy, int k, int s,
-                          const float *y, const float *dx)
+ * the public (plane index) calls, y and dx. Under the device's own
+ * settings, then with the lanes algorithm forced, so that a GPU runs the
+ * packed row kernels too. */
+static void check_private_once(clt_device *dev, const clt_tensor *tx, const clt_tensor *tdy, int k, int s,
+                               const float *y, const float *dx)
 {
     const int64_t *xs = tx->shape, *ys = tdy->shape;
     size_t nx = (size_t)(xs[0] * xs[1] * xs[2] * xs[3]), ny = (size_t)(ys[0] * ys[1] * ys[2] * ys[3]);
@@ -58,6 +60,17 @@ static void check_private(clt_device *dev, const clt_tensor *tx, const clt_tenso
           "an unknown argmax format in the backward: %s", clt_last_error());
     free(yp), free(dxp);
     clt_tensor_destroy(y2), clt_tensor_destroy(am), clt_tensor_destroy(dx2);
+}
+
+static void check_private(clt_device *dev, const clt_tensor *tx, const clt_tensor *tdy, int k, int s,
+                          const float *y, const float *dx)
+{
+    check_private_once(dev, tx, tdy, k, s, y, dx);
+    clt_device_settings keep = *clt_device_get_settings(dev), lanes = keep;
+    lanes.conv_algo = CLT_CONV_ALGO_LANES;
+    REQUIRE_OK(clt_device_set_settings(dev, &lanes));
+    check_private_once(dev, tx, tdy, k, s, y, dx);
+    REQUIRE_OK(clt_device_set_settings(dev, &keep));
 }
 
 typedef struct { int n, c, h, w, k, s; } geom;
