@@ -3,7 +3,7 @@
  * algorithm (the device settings' lanes / implicit / gemm), on one device.
  *
  *   bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|implicit|gemm|both|all]
- *              [--pass fwd|bwd-data|bwd-weights]... [--peak GFLOPS]
+ *              [--pass fwd|bwd-data|bwd-weights]... [--peak GFLOPS] [--split]
  *              [--shape n,c,h,w,co,k,s,p]...
  *
  * Without --shape it runs every distinct convolution of the builtin models
@@ -15,7 +15,11 @@
  * `cltrain bench ops` measures) also the best as a percentage of it. Each
  * run is timed from the call to the drained queue, so the layout copies and
  * weight transposes of the lanes algorithm and the im2col of the gemm
- * algorithm are included. Backward-weights includes the bias gradient. */
+ * algorithm are included. Backward-weights includes the bias gradient.
+ * --split adds, for passes the lanes algorithm runs, its kernel alone (the
+ * tuner's timing: the same work buffer each run, zeroed once) and the
+ * share of the pass's best time that is not that kernel: the layout copies
+ * and weight transposes around it, and the bias gradient. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +27,10 @@
 
 #include "cltrain.h"
 #include "nn/model_ops.h"
+#include "ops/conv_algo.h"
+#include "ops/conv_lanes.h"
 #include "runtime/device.h"
+#include "runtime/launch.h"
 
 typedef struct shape {
     char name[48];
@@ -88,8 +95,32 @@ static double run_pass(int pass, clt_device *dev, clt_tensor *x, clt_tensor *w, 
     return now() - t;
 }
 
+/* Best seconds of `pass`'s lanes kernel alone over iters runs after a
+ * warm-up; 0 when the lanes algorithm does not run that pass. */
+static double kernel_alone(clt_device *dev, const clt_conv_plan *plan, int pass, int iters)
+{
+    const char *algo = clt_conv_plan_algo(plan, pass);
+    if (!algo || strcmp(algo, "lanes")) return 0;
+    size_t bytes;
+    TRY(clt_conv_lanes_time_pass(dev, &plan->lanes, pass, NULL, &bytes));
+    cl_mem scratch;
+    TRY(clt_device_scratch(dev, bytes, &scratch));
+    /* written once, so that no read lands on pages never touched (which
+     * the host may map to one shared zero page, always in cache) */
+    TRY(clt_device_zero(dev, scratch, 0, bytes, "clEnqueueFillBuffer (bench_conv)"));
+    double best = 0;
+    for (int i = -1; i < iters; i++) {
+        double t = now();
+        TRY(clt_conv_lanes_time_pass(dev, &plan->lanes, pass, scratch, &bytes));
+        TRY(clt_device_finish(dev));
+        t = now() - t;
+        if (i >= 0 && (best == 0 || t < best)) best = t;
+    }
+    return best;
+}
+
 static void bench(clt_device *dev, const shape *sh, const char *algo, int iters, unsigned passes,
-                  double peak)
+                  double peak, int split)
 {
     clt_device_settings set = *clt_device_get_settings(dev);
     set.conv_algo = strcmp(algo, "lanes") == 0 ? CLT_CONV_ALGO_LANES
@@ -111,7 +142,13 @@ static void bench(clt_device *dev, const shape *sh, const char *algo, int iters,
     TRY(clt_tensor_init_normal(w, 2, 0.0f, 0.01f));
     double flops = 2.0 * sh->n * sh->co * oh * ow * (double)sh->c * sh->k * sh->k;
     double gf[PASSES];
-    double ms[PASSES], med[PASSES];
+    double ms[PASSES], med[PASSES], kern[PASSES] = {0};
+    clt_conv_plan *plan = NULL;
+    if (split) {
+        clt_conv_geom g;
+        TRY(clt_conv_geom_init(&g, sh->n, sh->c, sh->h, sh->w, sh->co, sh->k, sh->s, sh->p));
+        TRY(clt_conv_plan_ensure(dev, &g, &plan));
+    }
     for (int pass = 0; pass < PASSES; pass++) {
         if (!(passes & (1u << pass))) continue;
         double *t = malloc((size_t)iters * sizeof *t);
@@ -121,6 +158,7 @@ static void bench(clt_device *dev, const shape *sh, const char *algo, int iters,
         ms[pass] = t[0] * 1e3;
         gf[pass] = flops / t[0] * 1e-9;
         med[pass] = flops / t[iters / 2] * 1e-9;
+        if (plan) kern[pass] = kernel_alone(dev, plan, pass, iters) * 1e3;
         free(t);
     }
     printf("%-36s n=%-4d %-8s", sh->name, sh->n, algo);
@@ -129,16 +167,20 @@ static void bench(clt_device *dev, const shape *sh, const char *algo, int iters,
         if (!(passes & (1u << pass))) continue;
         printf(" | %s %6.1f GF/s (%6.1f) %8.2f ms", names[pass], gf[pass], med[pass], ms[pass]);
         if (peak > 0) printf(" %5.1f%%", 100.0 * gf[pass] / peak);
+        if (kern[pass] > 0)
+            printf(" [kernel %.2f ms, %.0f%% else]", kern[pass],
+                   kern[pass] < ms[pass] ? 100.0 * (ms[pass] - kern[pass]) / ms[pass] : 0.0);
     }
     printf("\n");
     fflush(stdout);
+    clt_conv_plan_destroy(plan);
     clt_tensor_destroy(x), clt_tensor_destroy(w), clt_tensor_destroy(b), clt_tensor_destroy(y);
     clt_tensor_destroy(dx), clt_tensor_destroy(dw), clt_tensor_destroy(db);
 }
 
 int main(int argc, char **argv)
 {
-    int device = 0, batch = 0, iters = 5;
+    int device = 0, batch = 0, iters = 5, split = 0;
     unsigned passes = 0;
     double peak = 0;
     const char *algo = "both";
@@ -150,6 +192,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--algo") && i + 1 < argc) algo = argv[++i];
         else if (!strcmp(argv[i], "--peak") && i + 1 < argc) peak = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--split")) split = 1;
         else if (!strcmp(argv[i], "--pass") && i + 1 < argc) {
             const char *ps = argv[++i];
             if (!strcmp(ps, "fwd")) passes |= 1u << FWD;
@@ -172,7 +215,7 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr,
                     "usage: bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|implicit|gemm|both|all] "
-                    "[--pass fwd|bwd-data|bwd-weights]... [--peak GFLOPS] "
+                    "[--pass fwd|bwd-data|bwd-weights]... [--peak GFLOPS] [--split] "
                     "[--shape n,c,h,w,co,k,s,p]...\n");
             return 2;
         }
@@ -196,9 +239,9 @@ int main(int argc, char **argv)
         shape sh = list[i];
         if (batch > 0) sh.n = batch;
         int all = !strcmp(algo, "all"), both = all || !strcmp(algo, "both");
-        if (both || !strcmp(algo, "lanes")) bench(dev, &sh, "lanes", iters, passes, peak);
-        if (all || !strcmp(algo, "implicit")) bench(dev, &sh, "implicit", iters, passes, peak);
-        if (both || !strcmp(algo, "gemm")) bench(dev, &sh, "gemm", iters, passes, peak);
+        if (both || !strcmp(algo, "lanes")) bench(dev, &sh, "lanes", iters, passes, peak, split);
+        if (all || !strcmp(algo, "implicit")) bench(dev, &sh, "implicit", iters, passes, peak, split);
+        if (both || !strcmp(algo, "gemm")) bench(dev, &sh, "gemm", iters, passes, peak, split);
     }
     clt_device_destroy(dev);
     return 0;
