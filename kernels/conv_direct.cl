@@ -169,9 +169,13 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
  * with its position 0-3 (the same bits, ties and NaN included). The first
  * row's column pairs (their sums, or their best and its position) wait in
  * registers for the second row. relu: the pooling's input is the ReLU's
- * output (max pooling's backward needs it only at the argmax, the pooled
- * value; an average pooling after a ReLU does not come here:
- * conv_direct.c). */
+ * output; the backward needs its derivative only where the gradient goes.
+ * Max pooling's is at the argmax (the pooled value); an average pooling's
+ * is at every cell, so argmax takes a byte of cells per window instead:
+ * bit q set where cell q's output is > 0 (RELU_BWD's test), in place of
+ * the ReLU's output at full size (LeNet's conv1 at batch 256: 0.9 MB in
+ * place of 13.8 MB written, then read back by a pooling kernel and the
+ * weight gradient). */
 #if POOL
 #if VW == 16
 #define floatH float8
@@ -194,6 +198,10 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
         (best) = select((best), (o), t_);                                                           \
         (pos) = select((pos), (intV)(at), t_);                                                      \
     } while (0)
+
+/* An average pooling's cells > 0 in one row of its windows: bit 0 the
+ * even column, bit 1 the odd one (the second row shifts them to 2, 3). */
+#define CELLS_ABOVE_0(e, o) ((isgreater((e), (floatV)0.0f) & 1) | (isgreater((o), (floatV)0.0f) & 2))
 
 INLINE void direct_fwd_pool(int rm, int N, int C, int CO, int K, int HP, int WPP, int OH, int OW, int R,
                             __global const float *xp, ulong xp_off, __global const float *w,
@@ -229,9 +237,16 @@ INLINE void direct_fwd_pool(int rm, int N, int C, int CO, int K, int HP, int WPP
 #if POOL == 1
                     if (ry == 0) {
                         top[r] = ((floatV)0.0f + e) + o; /* from 0, as pool.cl (-0 + 0 is +0) */
+                        if (relu) pos[r] = CELLS_ABOVE_0(e, o);
                         continue;
                     }
                     floatV p = ((top[r] + e) + o) / 4.0f;
+                    if (relu) {
+                        ucharV c = convert_ucharV(pos[r] | CELLS_ABOVE_0(e, o) << 2);
+                        __global uchar *ap = argmax + (((size_t)n * CO + co) * PH + oy / 2) * PW;
+                        vstoreH(c.lo, 0, ap + s0 / 2);
+                        vstoreH(c.hi, 0, ap + s1 / 2);
+                    }
 #else
                     if (ry == 0) {
                         top[r] = e;
@@ -324,16 +339,20 @@ INLINE intV argmax_words(__global const uchar *p) { return (intV)(as_int(vload4(
 #endif
 /* With the pooling fused, dy is the pooling's (N, CO, OH/2, OW/2): the VW
  * pixels from column sv (even) of row oy get what pool.cl's backward
- * gives them: their window's dy / 4 (average), or the window's dy where
- * the pixel is its argmax and 0 elsewhere (max; relu: through the ReLU's
+ * gives them: their window's dy / 4 (average; relu: 0 where the pixel's
+ * cell bit is clear, RELU_BWD's value), or the window's dy where the
+ * pixel is its argmax and 0 elsewhere (max; relu: through the ReLU's
  * derivative at the pooled value ym, the argmax's own output). */
 INLINE floatV pooled_dy(__global const float *dy, int relu, __global const float *ym,
                         __global const uchar *argmax, int n, int co, int CO, int OH, int OW, int oy, int sv)
 {
     size_t at = (((size_t)n * CO + co) * (OH / 2) + oy / 2) * (OW / 2) + sv / 2;
 #if POOL == 1
-    (void)relu, (void)ym, (void)argmax;
-    return shuffle(vloadH(0, dy + at) / 4.0f, POOL_DUP);
+    (void)ym;
+    floatV d = shuffle(vloadH(0, dy + at) / 4.0f, POOL_DUP);
+    if (!relu) return d;
+    intV cells = argmax_words(argmax + at) >> POOL_SHIFT;
+    return select((floatV)0.0f, d, (cells & ((intV)1 << (POOL_COL + 2 * (oy & 1)))) != 0);
 #else
     floatH d = vloadH(0, dy + at);
     if (relu) d = RELU_BWD(vloadH(0, ym + at), d);
@@ -349,12 +368,11 @@ INLINE floatV bwdw_dy(int a, int OH, int OW, int CO, int co0, int n, int oy, int
                       __global const float *dy, int relu, __global const float *ym, __global const uchar *argmax,
                       const size_t *dco)
 {
-    size_t dr = ((size_t)n * CO * OH + oy) * OW; /* dy and ym offsets */
 #if POOL
+    (void)dco;
     floatV dv = pooled_dy(dy, relu, ym, argmax, n, min(co0 + a, CO - 1), CO, OH, OW, oy, sv);
-    if (POOL == 1 && relu) dv = RELU_BWD(vloadV(0, ym + dr + dco[a] + sv), dv);
 #else
-    size_t at = dr + dco[a];
+    size_t at = ((size_t)n * CO * OH + oy) * OW + dco[a]; /* dy's and ym's offset */
     floatV dv = OW >= VW ? vloadV(0, dy + at + sv) : loadV_tail(dy + at, OW);
     if (relu) dv = RELU_BWD(OW >= VW ? vloadV(0, ym + at + sv) : loadV_tail(ym + at, OW), dv);
 #endif

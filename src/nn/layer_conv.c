@@ -61,12 +61,13 @@ void clt_layer_release_conv_plan(clt_layer *l)
 }
 
 /* What runs in the store: a fused relu and pooling, with y the forward's
- * output for the relu's derivative (kept in aux by a fused average
- * pooling) and a max pooling's argmax in aux. */
+ * output for the relu's derivative and a fused pooling's window bytes in
+ * aux (ops/epilogue.h). */
 static clt_epilogue epilogue(const clt_layer *l, cl_mem y)
 {
-    int avg = l->pool_epilogue == CLT_EPI_POOL_AVG, max = l->pool_epilogue == CLT_EPI_POOL_MAX;
-    return (clt_epilogue){l->relu_epilogue, avg ? l->aux : y, l->pool_epilogue, max ? l->aux : NULL};
+    clt_epilogue e = {l->relu_epilogue, y, l->pool_epilogue, NULL};
+    if (clt_epi_cells(&e)) e.argmax = l->aux;
+    return e;
 }
 
 static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
@@ -94,14 +95,12 @@ static int fuses_pool(const clt_layer *l, const clt_device *dev)
     return geom(l, 1, &g) == CLT_OK && clt_conv_fuses_pool(dev, &g);
 }
 
-/* A fused pooling's state from forward to backward (ops/epilogue.h): an
- * average pooling after a relu keeps the relu's output, a max pooling its
- * argmax. */
+/* A fused pooling's state from forward to backward (ops/epilogue.h): a
+ * byte per pooled output, after a relu or of a max pooling. */
 static size_t aux_bytes(const clt_layer *l)
 {
-    if (l->pool_epilogue == CLT_EPI_POOL_MAX) return (size_t)clt_shape_numel(&l->pooled);
-    if (l->pool_epilogue == CLT_EPI_POOL_AVG && l->relu_epilogue) return (size_t)clt_shape_numel(&l->out) * sizeof(float);
-    return 0;
+    clt_epilogue e = epilogue(l, NULL);
+    return clt_epi_cells(&e) ? (size_t)clt_shape_numel(&l->pooled) : 0;
 }
 
 /* Every algorithm stores through the epilogue. */

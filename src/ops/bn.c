@@ -323,7 +323,7 @@ clt_status clt_bn_backward_stats_raw(clt_device *dev, int n, int c, int hw, cl_m
     CLT_TRY(check_dims(op, n, c, hw, 0));
     CLT_TRY(NEED(op, NAMED(bstats)));
     if (n > 0) CLT_TRY(NEED(op, NAMED(x), NAMED(dy), NAMED(mean_invstd)));
-    CLT_TRY(clt_epi_check_backward(epi, op));
+    CLT_TRY(clt_epi_check(epi, 1, op));
     return stats_raw(dev, n, c, hw, 1, x, dy, epi, mean_invstd, bstats);
 }
 
@@ -336,7 +336,7 @@ clt_status clt_bn_backward_apply_raw(clt_device *dev, int n, int c, int hw, cl_m
     CLT_TRY(check_count(op, count));
     if (n == 0) return CLT_OK;
     CLT_TRY(NEED(op, NAMED(x), NAMED(dy), NAMED(mean_invstd), NAMED(bstats), NAMED(dx)));
-    CLT_TRY(clt_epi_check_backward(epi, op));
+    CLT_TRY(clt_epi_check(epi, 1, op));
     return backward_apply_at(dev, n, c, hw, x, dy, epi, mean_invstd, 0, gamma, bstats, 0, count, dx);
 }
 
@@ -347,7 +347,7 @@ clt_status clt_bn_backward_infer_raw(clt_device *dev, int n, int c, int hw, cl_m
     CLT_TRY(check_dims(op, n, c, hw, 0));
     if (n == 0) return CLT_OK;
     CLT_TRY(NEED(op, NAMED(dy), NAMED(mean_invstd), NAMED(dx)));
-    CLT_TRY(clt_epi_check_backward(epi, op));
+    CLT_TRY(clt_epi_check(epi, 1, op));
     return backward_infer_at(dev, n, c, hw, dy, epi, mean_invstd, 0, gamma, dx);
 }
 

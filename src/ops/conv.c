@@ -226,11 +226,7 @@ clt_status clt_conv_plan_forward(clt_device *dev, const clt_conv_plan *plan, cl_
     const clt_conv_algo *a = plan->algo[CLT_CONV_FWD];
     if (!a) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d forward: the plan does not cover the forward");
     CLT_TRY(check_pooled(plan, CLT_CONV_FWD, epi, "conv2d forward"));
-    if (clt_epi_relu(epi) && epi->pool == CLT_EPI_POOL_AVG && !epi->y)
-        return clt_fail(CLT_ERR_INVALID_ARG,
-                        "conv2d forward: a fused ReLU and average pooling need a buffer for the ReLU's output");
-    if (epi && epi->pool == CLT_EPI_POOL_MAX && !epi->argmax)
-        return clt_fail(CLT_ERR_INVALID_ARG, "conv2d forward: a fused max pooling needs a buffer for the argmax");
+    CLT_TRY(clt_epi_check(epi, 0, "conv2d forward"));
     return a->forward(dev, plan, x, w, b, epi, y);
 }
 
@@ -239,7 +235,7 @@ clt_status clt_conv_plan_backward(clt_device *dev, const clt_conv_plan *plan, cl
 {
     CLT_TRY(check_plan(dev, plan, "conv2d backward"));
     if (!dy) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: dy is NULL");
-    CLT_TRY(clt_epi_check_backward(epi, "conv2d backward"));
+    CLT_TRY(clt_epi_check(epi, 1, "conv2d backward"));
     if ((dw && !x) || (dx && !w))
         return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: dw needs x and dx needs w");
     const clt_conv_algo *data = dx ? plan->algo[CLT_CONV_BWD_DATA] : NULL;

@@ -15,10 +15,9 @@
  * A 2x2 pooling after the layer (ops/epilogue.h) runs in both kernels
  * (-DPOOL): the forward pools row pairs in registers, the weight gradient
  * spreads the pooling's dy while it reads it. That drops the pooling's
- * backward and the 13.8 MB dy (the backward runs 1.3-1.6x faster) and,
- * for max pooling, the convolution's output. An average pooling after a
- * ReLU keeps the ReLU's output for the backward, so its forward stays two
- * kernels (the fused one measured 0.86-0.94x on PoCL: bench/README.md).
+ * backward and the 13.8 MB dy (the backward runs 1.3-1.6x faster) and the
+ * convolution's output: after a ReLU the backward's derivative comes from
+ * a byte per window (max pooling: its argmax; average: its cells > 0).
  *
  * The vector width follows the device (kernels built with -DVW): 16 where
  * its native float width is 16 (AVX-512), else 8, with register blocks
@@ -28,7 +27,6 @@
 #include <stdio.h>
 
 #include "ops/conv_algo.h"
-#include "ops/pool.h"
 #include "runtime/launch.h"
 
 #define ALIGN CLT_CONV_ALIGN_FLOATS
@@ -158,32 +156,22 @@ static clt_status direct_forward(clt_device *dev, const clt_conv_plan *plan, cl_
 {
     const clt_conv_geom *g = &plan->g;
     const clt_conv_direct_params *d = &plan->direct;
-    /* An average pooling after a ReLU needs the ReLU's output at full size
-     * for the backward anyway: storing that and pooling it while it is in
-     * cache beat doing both in one kernel (bench/README.md). */
-    int avg_relu = epi && epi->pool == CLT_EPI_POOL_AVG && epi->relu;
-    clt_epilogue relu_only = {.relu = 1};
-    const clt_epilogue *ke = avg_relu ? &relu_only : epi;
-    cl_mem out = avg_relu ? epi->y : y;
     cl_mem scratch = NULL, in;
     cl_ulong in_off;
     if (d->copy) CLT_TRY(clt_device_scratch(dev, d->xp_elems * sizeof(float), &scratch));
     char spec[64];
-    program(g, d, 1, ke, spec, sizeof spec);
+    program(g, d, 1, epi, spec, sizeof spec);
     CLT_TRY(direct_input(dev, plan, spec, x, scratch, &in, &in_off));
     size_t blocks = ((size_t)g->co + (size_t)d->rm - 1) / (size_t)d->rm;
-    int has_bias = b != NULL, relu = clt_epi_relu(ke);
+    int has_bias = b != NULL, relu = clt_epi_relu(epi);
     cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
-    cl_mem argmax = ke && ke->pool == CLT_EPI_POOL_MAX ? ke->argmax : out; /* else unused */
-    CLT_TRY(clt_launch_2d(dev, spec, "conv_direct_fwd", blocks, d->items, clt_conv_group_x(dev, blocks), 1,
-                          CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
-                                   CLT_ARG(d->hp), CLT_ARG(d->wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
-                                   CLT_ARG(d->rows), CLT_ARG(in), CLT_ARG(in_off), CLT_ARG(w),
-                                   CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu), CLT_ARG(out),
-                                   CLT_ARG(argmax))));
-    if (!avg_relu) return CLT_OK;
-    return clt_pool_forward_raw(dev, CLT_POOL_AVG, g->n, g->co, g->oh, g->ow, 2, 2, out, y, NULL,
-                                CLT_POOL_ARGMAX_PLANE);
+    cl_mem argmax = clt_epi_cells(epi) ? epi->argmax : y; /* else unused */
+    return clt_launch_2d(dev, spec, "conv_direct_fwd", blocks, d->items, clt_conv_group_x(dev, blocks), 1,
+                         CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->c), CLT_ARG(g->co), CLT_ARG(g->k),
+                                  CLT_ARG(d->hp), CLT_ARG(d->wpp), CLT_ARG(g->oh), CLT_ARG(g->ow),
+                                  CLT_ARG(d->rows), CLT_ARG(in), CLT_ARG(in_off), CLT_ARG(w),
+                                  CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu), CLT_ARG(y),
+                                  CLT_ARG(argmax)));
 }
 
 /* dw, and db too when it is not NULL (the kernel sums dy on the way). */
@@ -209,7 +197,7 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
     cl_ulong poff = chunks > 1 ? part_off : 0;
     int has_db = db != NULL, relu = clt_epi_relu(epi);
     cl_mem ym = clt_epi_mask(epi, dy);
-    cl_mem argmax = epi && epi->pool == CLT_EPI_POOL_MAX ? epi->argmax : dy; /* else unused */
+    cl_mem argmax = clt_epi_cells(epi) ? epi->argmax : dy; /* else unused */
     cl_mem dbpart = chunks > 1 ? scratch : db ? db : dw;
     cl_ulong dboff = chunks > 1 ? dbpart_off : 0;
     CLT_TRY(clt_launch_2d(dev, spec, "conv_direct_bwd_weights", (size_t)d->groups, (size_t)chunks, 1, 1,

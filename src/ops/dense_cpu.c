@@ -109,7 +109,7 @@ static clt_status dy_into(clt_device *dev, const char *spec, int n, int out, cl_
 clt_status clt_dense_cpu_backward(clt_device *dev, int n, int in, int out, cl_mem x, cl_mem w, cl_mem dy,
                                   const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db)
 {
-    CLT_TRY(clt_epi_check_backward(epi, "dense backward"));
+    CLT_TRY(clt_epi_check(epi, 1, "dense backward"));
     int relu = clt_epi_relu(epi);
     if (db) {
         clt_conv_geom g;

@@ -21,28 +21,40 @@ typedef struct clt_epilogue {
     /* CLT_EPI_POOL_*: a pooling follows (after the ReLU): the forward
      * stores the pooled output and the backward reads the pooling's dy,
      * so the pooling has no passes of its own and the convolution's dy is
-     * never written. Average with a ReLU: y is the ReLU's output at the
-     * convolution's size, which the forward writes too (the derivative
-     * needs it). Max: y is the pooled output (the ReLU's derivative at the
-     * window's maximum), and argmax the window's position of that maximum,
-     * one byte per pooled output (0-3 in raster order; the forward writes
-     * it). */
+     * never written. argmax, where clt_epi_cells says so, holds one byte
+     * per pooled output that the forward writes and the backward reads,
+     * the window's cells numbered 0-3 in raster order. Max: the position
+     * of the window's maximum, and y the pooled output (the ReLU's
+     * derivative at that maximum). Average after a ReLU: bit q set where
+     * cell q's output is > 0 (the ReLU's derivative there); y is unused. */
     int pool;
     cl_mem argmax;
 } clt_epilogue;
 
 /* The kernels' `relu` argument; NULL means no epilogue. */
 static inline int clt_epi_relu(const clt_epilogue *e) { return e && e->relu; }
-/* The kernels' `ym` argument: the forward's output, or `any` (a valid
- * buffer the kernel does not read) without a ReLU. */
-static inline cl_mem clt_epi_mask(const clt_epilogue *e, cl_mem any) { return clt_epi_relu(e) ? e->y : any; }
-/* A backward's check: a fused ReLU needs the forward's output (op names
- * the caller in the error). */
-static inline clt_status clt_epi_check_backward(const clt_epilogue *e, const char *op)
+/* Whether the epilogue keeps a byte per pooled output in argmax. */
+static inline int clt_epi_cells(const clt_epilogue *e)
 {
-    if (e && e->pool == CLT_EPI_POOL_MAX && !e->argmax)
-        return clt_fail(CLT_ERR_INVALID_ARG, "%s: a fused max pooling needs the forward's argmax", op);
-    if (clt_epi_relu(e) && !e->y)
+    return e && (e->pool == CLT_EPI_POOL_MAX || (e->pool == CLT_EPI_POOL_AVG && e->relu));
+}
+/* The kernels' `ym` argument: the forward's output, or `any` (a valid
+ * buffer the kernel does not read) without a ReLU or where the ReLU's
+ * derivative comes from argmax. */
+static inline cl_mem clt_epi_mask(const clt_epilogue *e, cl_mem any)
+{
+    return clt_epi_relu(e) && e->pool != CLT_EPI_POOL_AVG ? e->y : any;
+}
+/* The buffers an epilogue needs: the forward writes argmax and the
+ * backward reads it where clt_epi_cells says so; a backward through a
+ * ReLU reads the forward's output unless argmax has its derivative (op
+ * names the caller in the error). */
+static inline clt_status clt_epi_check(const clt_epilogue *e, int backward, const char *op)
+{
+    if (clt_epi_cells(e) && !e->argmax)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: a fused %s pooling%s needs a buffer for its window bytes (argmax)",
+                        op, e->pool == CLT_EPI_POOL_MAX ? "max" : "average", e->relu ? " after a ReLU" : "");
+    if (backward && clt_epi_relu(e) && e->pool != CLT_EPI_POOL_AVG && !e->y)
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: a fused ReLU needs the forward's output", op);
     return CLT_OK;
 }

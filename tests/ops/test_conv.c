@@ -830,7 +830,7 @@ static void check_epilogue(clt_device *dev, case_data *d, const char *algo)
                clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, tdy->buf, &no_y, NULL, d->tdw->buf, NULL));
     /* A fused pooling only where the direct kernels run it, and never with
      * backward-data (test_net has its arithmetic). */
-    clt_epilogue pooled = {.relu = 1, .y = yf->buf, .pool = CLT_EPI_POOL_AVG};
+    clt_epilogue pooled = {.relu = 1, .y = yf->buf, .pool = CLT_EPI_POOL_AVG, .argmax = tdym->buf};
     if (!clt_conv_fuses_pool(dev, &g))
         EXPECT_ERR(CLT_ERR_INTERNAL, "pooling",
                    clt_conv_plan_forward(dev, plan, d->tx->buf, d->tw->buf, d->tb->buf, &pooled, yf->buf));
@@ -871,7 +871,7 @@ static void check_pool_epilogue(clt_device *dev, int h, int w, int kind, int rel
     int64_t np = (int64_t)r->n * r->co * ph * pw, ps[1] = {np};
     clt_pool_kind pk = kind == CLT_EPI_POOL_MAX ? CLT_POOL_MAX : CLT_POOL_AVG;
     clt_tensor *yp = tensor(dev, 1, ps, NULL), *yp2 = tensor(dev, 1, ps, NULL), *idx = tensor(dev, 1, ps, NULL);
-    clt_tensor *code = tensor(dev, 1, ps, NULL), *y2 = tensor(dev, 1, (int64_t[]){(int64_t)ref_conv_y_size(r)}, NULL);
+    clt_tensor *code = tensor(dev, 1, ps, NULL);
     clt_tensor *dyp = tensor(dev, 1, ps, d.dy), *dw2 = tensor(dev, 4, (int64_t[]){r->co, r->c, r->k, r->k}, NULL);
     clt_tensor *db2 = tensor(dev, 1, (int64_t[]){r->co}, NULL);
     /* separate */
@@ -883,8 +883,16 @@ static void check_pool_epilogue(clt_device *dev, int h, int w, int kind, int rel
                                    CLT_POOL_ARGMAX_PRIVATE, d.tdy->buf));
     CHECK_OK(clt_conv_backward_raw(dev, &g, d.tx->buf, d.tw->buf, d.tdy->buf, &e, NULL, d.tdw->buf, d.tdb->buf));
     /* fused */
-    clt_epilogue f = {.relu = relu, .y = kind == CLT_EPI_POOL_AVG ? y2->buf : yp2->buf, .pool = kind,
+    clt_epilogue f = {.relu = relu, .y = kind == CLT_EPI_POOL_AVG ? NULL : yp2->buf, .pool = kind,
                       .argmax = code->buf};
+    if (clt_epi_cells(&f)) { /* its window bytes are required */
+        clt_epilogue none = f;
+        none.argmax = NULL;
+        EXPECT_ERR(CLT_ERR_INVALID_ARG, "window bytes",
+                   clt_conv_forward_raw(dev, &g, d.tx->buf, d.tw->buf, d.tb->buf, &none, yp2->buf));
+        EXPECT_ERR(CLT_ERR_INVALID_ARG, "window bytes",
+                   clt_conv_backward_raw(dev, &g, d.tx->buf, d.tw->buf, dyp->buf, &none, NULL, dw2->buf, db2->buf));
+    }
     CHECK_OK(clt_conv_forward_raw(dev, &g, d.tx->buf, d.tw->buf, d.tb->buf, &f, yp2->buf));
     CHECK_OK(clt_conv_backward_raw(dev, &g, d.tx->buf, d.tw->buf, dyp->buf, &f, NULL, dw2->buf, db2->buf));
     float *a = download(yp), *b = download(yp2);
@@ -902,7 +910,7 @@ static void check_pool_epilogue(clt_device *dev, int h, int w, int kind, int rel
         free(a), free(b);
     }
     clt_tensor_destroy(yp), clt_tensor_destroy(yp2), clt_tensor_destroy(idx), clt_tensor_destroy(code);
-    clt_tensor_destroy(y2), clt_tensor_destroy(dyp), clt_tensor_destroy(dw2), clt_tensor_destroy(db2);
+    clt_tensor_destroy(dyp), clt_tensor_destroy(dw2), clt_tensor_destroy(db2);
     case_free(&d);
 }
 
