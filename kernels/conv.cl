@@ -33,31 +33,57 @@ __kernel void conv_sum_chunks(int n, int chunks, __global const float *part, ulo
     }
 }
 
+/* dy of pixel q of plane `plane` (of P pixels) where a 2x2 stride-2
+ * average pooling was fused after the convolution (OW > 0: its rows are
+ * OW wide; ops/epilogue.h): pool.cl's backward of the pooling's dy, the
+ * window's dy / 4 or 0 in no window, through a fused ReLU's derivative
+ * from the window's cell bits (relu). */
+INLINE float pooled_dy(__global const float *dy, int relu, __global const uchar *cells, size_t plane, int OH,
+                       int OW, int q)
+{
+    int y = q / OW, x = q - y * OW, PW = OW / 2;
+    if (y >= OH / 2 * 2 || x >= PW * 2) return 0.0f;
+    size_t at = (plane * (OH / 2) + y / 2) * PW + x / 2;
+    float d = dy[at] / 4.0f;
+    return relu && !((cells[at] >> ((y & 1) * 2 + (x & 1))) & 1) ? 0.0f : d;
+}
+
 /* part[chunk][co] = sum over images [chunk*imgs, (chunk+1)*imgs) and their
  * pixels of dy[n][co][.] (relu: read through a fused ReLU's derivative
- * from its output ym): 16 running sums over the pixels of each image,
- * fixed order. Global: (CO, chunks); conv_sum_chunks finishes db. */
+ * from its output ym; OW > 0: dy is a fused pooling's, pooled_dy, with
+ * the ReLU's derivative in cells): 16 running sums over the pixels of
+ * each image, fixed order, the same with a pooling fused or not. Global:
+ * (CO, chunks); conv_sum_chunks finishes db. */
 __kernel void conv_bias_grad(int N, int CO, int P, int imgs, __global const float *dy, int relu,
-                             __global const float *ym, __global float *part, ulong part_off)
+                             __global const float *ym, __global float *part, ulong part_off, int OW,
+                             __global const uchar *cells)
 {
     int co = get_global_id(0);
     int chunk = get_global_id(1);
     int n0 = chunk * imgs;
     if (co >= CO || n0 >= N) return;
-    int n1 = min(N, n0 + imgs);
+    int n1 = min(N, n0 + imgs), OH = OW > 0 ? P / OW : 0;
     float total = 0.0f;
     for (int n = n0; n < n1; n++) {
-        size_t at = ((size_t)n * CO + co) * P;
+        size_t plane = (size_t)n * CO + co, at = plane * P;
         __global const float *p = dy + at, *m = ym + at;
         float16 s = (float16)0.0f;
         int q = 0;
-        for (; q + LANES <= P; q += LANES)
-            s += relu ? RELU_BWD(vload16(0, m + q), vload16(0, p + q)) : vload16(0, p + q);
+        for (; q + LANES <= P; q += LANES) {
+            float16 v;
+            if (OW > 0) {
+                float t[LANES];
+                for (int l = 0; l < LANES; l++) t[l] = pooled_dy(dy, relu, cells, plane, OH, OW, q + l);
+                v = vload16(0, t);
+            } else v = relu ? RELU_BWD(vload16(0, m + q), vload16(0, p + q)) : vload16(0, p + q);
+            s += v;
+        }
         float8 s8 = s.lo + s.hi;
         float4 s4 = s8.lo + s8.hi;
         float2 s2 = s4.lo + s4.hi;
         float t = s2.x + s2.y;
-        for (; q < P; q++) t += relu ? RELU_BWD(m[q], p[q]) : p[q];
+        for (; q < P; q++)
+            t += OW > 0 ? pooled_dy(dy, relu, cells, plane, OH, OW, q) : relu ? RELU_BWD(m[q], p[q]) : p[q];
         total += t;
     }
     part[part_off + (size_t)chunk * CO + co] = total;

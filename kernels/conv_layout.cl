@@ -342,6 +342,143 @@ __kernel void conv_layout_from_lanes_flat(int N, int M, int P, int ps, int cs, i
     }
 }
 
+/* A 2x2 stride-2 average pooling fused after a lanes convolution
+ * (ops/epilogue.h): PH = OH/2, PW = OW/2 windows (a last odd row or column
+ * of the convolution is in none), PQ = PH*PW of them per channel. */
+
+/* Forward: the pooled output of the pixel-major layout at src_off (row
+ * p*CH + ch, plus bias[ch], then a fused ReLU when relu), as pool.cl's
+ * average ((((0 + y00) + y01) + y10) + y11) / 4, into dst (N, CH, PH,
+ * PW); with relu also a byte per window into cells, bit q set where cell
+ * q (raster order) is > 0 (RELU_BWD's test). One work-item per 16
+ * windows x 16 lanes of one channel: 4 row loads per window, then
+ * in-register transposes give each image's 16 windows. Global:
+ * (ceil(PQ/16), CH*NP/16). */
+__kernel void conv_layout_from_lanes_pool(int N, int CH, int OH, int OW, int NP, __global const float *src,
+                                          ulong src_off, __global const float *bias, int has_bias, int relu,
+                                          __global float *dst, __global uchar *cells)
+{
+    int qb = get_global_id(0);
+    int g1 = get_global_id(1);
+    int nbs = NP / LANES, PW = OW / 2, PQ = (OH / 2) * PW;
+    if (qb * LANES >= PQ || g1 >= CH * nbs) return;
+    int ch = g1 / nbs, n0 = (g1 - (g1 / nbs) * nbs) * LANES, q0 = qb * LANES;
+    if (n0 >= N) return;
+    int nn = min(LANES, N - n0), qq = min(LANES, PQ - q0);
+    float bv = has_bias ? bias[ch] : 0.0f;
+    __global const float *s = src + src_off + (size_t)ch * NP + n0;
+    size_t step = (size_t)CH * NP; /* from one pixel to the next */
+    float16 pv[LANES], cv[LANES];
+    for (int u = 0; u < LANES; u++) {
+        int q = min(q0 + u, PQ - 1), py = q / PW, px = q - py * PW; /* past PQ: a copy, not stored */
+        __global const float *r = s + ((size_t)(2 * py) * OW + 2 * px) * step;
+        float16 y00 = vload16(0, r) + bv, y01 = vload16(0, r + step) + bv;
+        float16 y10 = vload16(0, r + OW * step) + bv, y11 = vload16(0, r + (OW + 1) * step) + bv;
+        if (relu) {
+            y00 = RELU_FWD(y00), y01 = RELU_FWD(y01), y10 = RELU_FWD(y10), y11 = RELU_FWD(y11);
+            float16 z = (float16)0.0f;
+            int16 c = (isgreater(y00, z) & 1) | (isgreater(y01, z) & 2) | (isgreater(y10, z) & 4) | (isgreater(y11, z) & 8);
+            cv[u] = convert_float16(c);
+        }
+        pv[u] = (((((float16)0.0f + y00) + y01) + y10) + y11) / 4.0f;
+    }
+    transpose16(pv);
+    if (relu) transpose16(cv);
+    for (int i = 0; i < nn; i++) {
+        size_t at = ((size_t)(n0 + i) * CH + ch) * PQ + q0;
+        if (qq == LANES) {
+            vstore16(pv[i], 0, dst + at);
+            if (relu) vstore16(convert_uchar16(cv[i]), 0, cells + at);
+            continue;
+        }
+        float pf[LANES], cf[LANES];
+        vstore16(pv[i], 0, pf);
+        vstore16(cv[i], 0, cf);
+        for (int l = 0; l < qq; l++) {
+            dst[at + l] = pf[l];
+            if (relu) cells[at + l] = (uchar)cf[l];
+        }
+    }
+}
+
+/* Backward: that pooling's dy (N, CH, PH, PW) spread into the lanes
+ * layout of the convolution's dy at dst_off (row p*ps + ch*cs), as
+ * pool.cl's backward and a fused ReLU's derivative give it: dy / 4 on
+ * each cell of its window, 0 where the cell's bit is clear (relu), and 0
+ * on the pixels in no window and the lanes n >= N. One work-item per 16
+ * consecutive windows m = ch*PQ + q x 16 images: 16 row loads (and 16 of
+ * cells) and an in-register transpose give each window's vector of
+ * images; each writes its window's 4 rows (and the pixels in no window
+ * beside it). Global: (ceil(CH*PQ/16), NL/16). */
+__kernel void conv_layout_to_lanes_pool(int N, int CH, int OH, int OW, int ps, int cs, int NP,
+                                        __global const float *dy, int relu, __global const uchar *cells,
+                                        __global float *dst, ulong dst_off)
+{
+    int mb = get_global_id(0);
+    int nb = get_global_id(1);
+    int PH = OH / 2, PW = OW / 2, PQ = PH * PW, M = CH * PQ;
+    int n0 = nb * LANES, m0 = mb * LANES;
+    if (n0 >= NP || m0 >= M) return;
+    int nn = clamp(N - n0, 0, LANES), mm = min(LANES, M - m0);
+    float16 dv[LANES], cv[LANES];
+    for (int i = 0; i < LANES; i++) {
+        size_t at = (size_t)(n0 + i) * M + m0;
+        if (i < nn && mm == LANES) {
+            dv[i] = vload16(0, dy + at);
+            cv[i] = relu ? convert_float16(vload16(0, cells + at)) : (float16)15.0f;
+        } else {
+            float df[LANES], cf[LANES];
+            for (int l = 0; l < LANES; l++) {
+                df[l] = i < nn && l < mm ? dy[at + l] : 0.0f;
+                cf[l] = i < nn && l < mm && relu ? (float)cells[at + l] : 15.0f;
+            }
+            dv[i] = vload16(0, df), cv[i] = vload16(0, cf);
+        }
+    }
+    transpose16(dv);
+    transpose16(cv);
+    __global float *d = dst + dst_off + n0;
+    for (int u = 0; u < mm; u++) {
+        int m = m0 + u, ch = m / PQ, q = m - ch * PQ, py = q / PW, px = q - py * PW;
+        float16 g = dv[u] / 4.0f;
+        int16 bits = convert_int16(cv[u]);
+        /* the window's cells, and the pixels in no window below and beside
+         * the last ones */
+        int y1 = py == PH - 1 ? OH : 2 * py + 2, x1 = px == PW - 1 ? OW : 2 * px + 2;
+        for (int y = 2 * py; y < y1; y++)
+            for (int x = 2 * px; x < x1; x++) {
+                int cell = (y - 2 * py) * 2 + (x - 2 * px);
+                float16 v = cell < 4 && y < 2 * py + 2 && x < 2 * px + 2
+                                ? select((float16)0.0f, g, ((bits >> cell) & 1) != 0)
+                                : (float16)0.0f;
+                vstore16(v, 0, d + ((size_t)(y * OW + x) * ps + (size_t)ch * cs) * NP);
+            }
+    }
+}
+
+/* db[co] = the sum of channel co's rows of dy's channel-major lanes
+ * layout at src_off (P rows of NL lanes, rs floats apart, zero past N: the
+ * values through the ReLU's derivative and a fused pooling): four float16
+ * running sums along the rows, a fixed order. The copy is in cache where
+ * dy and the ReLU's output were in memory (LeNet's conv2 at batch 256 on
+ * AVX2: 0.2 ms from them). Global: CO. */
+__kernel void conv_bias_grad_lanes(int CO, int P, int NL, int rs, __global const float *src, ulong src_off,
+                                   __global float *db)
+{
+    int co = get_global_id(0);
+    if (co >= CO) return;
+    __global const float *s = src + src_off + (size_t)co * P * rs;
+    float16 a[4] = {(float16)0.0f, (float16)0.0f, (float16)0.0f, (float16)0.0f};
+    for (int p = 0; p < P; p++) {
+        __global const float *row = s + (size_t)p * rs;
+        int l = 0;
+        for (; l + 4 * LANES <= NL; l += 4 * LANES)
+            for (int k = 0; k < 4; k++) a[k] += vload16(0, row + l + k * LANES);
+        for (int k = 0; l < NL; l += LANES, k++) a[k] += vload16(0, row + l);
+    }
+    db[co] = lane_sum16((a[0] + a[1]) + (a[2] + a[3]));
+}
+
 /* Weights in the order the lanes kernels broadcast them, zero-padded, in
  * blocks of QB q (the kernel's register block RM): block qb holds, for each
  * tap t < KK and r < R, its QB values contiguous,

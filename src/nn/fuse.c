@@ -21,34 +21,37 @@ int clt_model_first_trainable(const clt_model *m)
 
 int clt_layer_passes_through(const clt_layer *l) { return l->kind->alias || l->fused; }
 
-int clt_model_fusable_pool(const clt_model *m)
+int clt_model_fusable_pool(const clt_model *m, int i)
 {
-    int i = clt_model_first_trainable(m);
-    if (i >= m->n_layers || !m->layers[i].kind->fuses_pool) return -1;
+    if (i < 0 || i >= m->n_layers || !m->layers[i].kind->fuses_pool) return -1;
     int p = i + 1;
     if (p < m->n_layers && m->layers[p].kind == &clt_layer_activation && m->layers[p].variant == CLT_ACT_RELU) p++;
     if (p >= m->n_layers) return -1;
     const clt_layer *pool = &m->layers[p];
     int stride = pool->nargs > 1 ? pool->args[1] : pool->args[0];
-    return pool->kind == &clt_layer_pool && pool->args[0] == 2 && stride == 2 ? p : -1;
+    if (pool->kind != &clt_layer_pool || pool->args[0] != 2 || stride != 2) return -1;
+    return pool->variant == CLT_POOL_AVG || i == clt_model_first_trainable(m) ? p : -1;
 }
 
-/* A 2x2 stride-2 pooling (average or max) after the first layer with
- * parameters (and its fused relu) runs in that layer's store too, where it
- * can (LeNet's conv1, relu, avgpool: the pooling's passes go, and the
- * convolution's 14 MB dy at batch 256 is never written or read; with max
- * pooling the convolution's output is not written either). Only the
- * first: its backward has no dx to compute, which would need dy at the
- * convolution's size. */
+/* A 2x2 stride-2 pooling after a layer (and its fused relu) runs in that
+ * layer's store too, where the layer's kind says it can (LeNet's conv1,
+ * relu, avgpool: the pooling's passes go, and the convolution's 14 MB dy
+ * at batch 256 is never written or read, nor is its output; conv2's the
+ * same in the lanes copies). */
 static void fuse_pool(clt_model *m, const clt_device *dev)
 {
-    int p = clt_model_fusable_pool(m);
-    if (p < 0) return;
-    clt_layer *l = &m->layers[clt_model_first_trainable(m)], *pool = &m->layers[p];
-    if ((pool - l == 2 && !l->relu_epilogue) || !l->kind->fuses_pool(l, dev)) return; /* a relu between runs in l */
-    l->pool_epilogue = pool->variant == CLT_POOL_MAX ? CLT_EPI_POOL_MAX : CLT_EPI_POOL_AVG;
-    l->pooled = pool->out;
-    pool->fused = 1;
+    int first = clt_model_first_trainable(m);
+    for (int i = 0; i < m->n_layers; i++) {
+        int p = clt_model_fusable_pool(m, i);
+        if (p < 0) continue;
+        clt_layer *l = &m->layers[i], *pool = &m->layers[p];
+        int kind = pool->variant == CLT_POOL_MAX ? CLT_EPI_POOL_MAX : CLT_EPI_POOL_AVG;
+        if (pool - l == 2 && !l->relu_epilogue) continue; /* a relu between runs on its own */
+        if (!l->kind->fuses_pool(l, dev, kind, i == first)) continue;
+        l->pool_epilogue = kind;
+        l->pooled = pool->out;
+        pool->fused = 1;
+    }
 }
 
 void clt_model_fuse(clt_model *m, const clt_device *dev)

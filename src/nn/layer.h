@@ -85,10 +85,11 @@ typedef struct clt_layer_kind {
     /* A composite layer's own fusion of its parts (src/nn/fuse.c calls it
      * where the device fuses); NULL: none. */
     void (*fuse_parts)(clt_layer *l, const clt_device *dev);
-    /* Whether a 2x2 stride-2 pooling after it (and after its fused
-     * relu, if any) can run in its store on dev, where it is the net's
-     * first layer with parameters (ops/epilogue.h); NULL: never. */
-    int (*fuses_pool)(const clt_layer *l, const clt_device *dev);
+    /* Whether a 2x2 stride-2 pooling of kind CLT_EPI_POOL_* after it (and
+     * after its fused relu, if any) can run in its store on dev
+     * (ops/epilogue.h); first: it is the net's first layer with
+     * parameters (its backward computes no dx). NULL: never. */
+    int (*fuses_pool)(const clt_layer *l, const clt_device *dev, int kind, int first);
 } clt_layer_kind;
 
 struct clt_layer {

@@ -89,10 +89,10 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
     return clt_conv_plan_backward(dev, p, x, l->params[0].w, dy, &e, dx, l->params[0].g, l->params[1].g);
 }
 
-static int fuses_pool(const clt_layer *l, const clt_device *dev)
+static int fuses_pool(const clt_layer *l, const clt_device *dev, int kind, int first)
 {
     clt_conv_geom g;
-    return geom(l, 1, &g) == CLT_OK && clt_conv_fuses_pool(dev, &g);
+    return geom(l, 1, &g) == CLT_OK && clt_conv_fuses_pool(dev, &g, kind, first);
 }
 
 /* A fused pooling's state from forward to backward (ops/epilogue.h): a

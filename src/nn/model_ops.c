@@ -83,9 +83,10 @@ static clt_status emit_pool(builder *b, const clt_layer *l)
 {
     clt_op_case c = windowed(CLT_OP_POOL, l, l->args[0], l->nargs > 1 ? l->args[1] : l->args[0]);
     c.pool = (clt_pool_kind)l->variant;
-    /* a 2x2 pooling after a first layer's conv (and its relu) on CPU
-     * devices, where the conv's shape allows (src/nn/fuse.c) */
-    if (clt_model_fusable_pool(b->model) == l->index) c.fused_into = CLT_OP_CONV;
+    /* a 2x2 pooling after a conv (and its relu) on CPU devices, where the
+     * conv's shape allows (src/nn/fuse.c) */
+    for (int i = l->index - 2; i < l->index; i++)
+        if (clt_model_fusable_pool(b->model, i) == l->index) c.fused_into = CLT_OP_CONV;
     return add_case(b, c);
 }
 

@@ -196,26 +196,47 @@ static clt_status check_plan(const clt_device *dev, const clt_conv_plan *plan, c
     return CLT_OK;
 }
 
-int clt_conv_fuses_pool(const clt_device *dev, const clt_conv_geom *g)
+/* The direct kernels' pooling: their rule, their work buffer aside (no
+ * padded copy: pad 0, rows of at least VW <= 16; the weight gradient
+ * falls back to one chunk without partial sums under any budget). */
+static int direct_pools(const clt_conv_geom *g)
 {
-    int lanes = 0;
-    if (!dev || !g || clt_conv_uses_lanes(dev, &lanes) != CLT_OK || !lanes) return 0;
-    /* direct's rule, its work buffer aside: no padded copy (pad 0, rows
-     * of at least VW <= 16), and its weight gradient falls back to one
-     * chunk without partial sums under any budget */
     unsigned both = CLT_CONV_PASS(CLT_CONV_FWD) | CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS);
     return clt_conv_direct.supports(g, both) == both && g->pad == 0 && g->oh % 2 == 0 && g->ow % 2 == 0 &&
            g->ow >= 16;
 }
 
-/* A fused pooling runs in the direct kernels only; the layer fuses it
- * where clt_conv_fuses_pool says they run. */
+/* The lanes copies' average pooling: where the direct kernels run no
+ * pass, so that every pass runs the lanes kernels. */
+static int lanes_pools(const clt_conv_geom *g, int kind)
+{
+    return kind == CLT_EPI_POOL_AVG && g->oh >= 2 && g->ow >= 2 &&
+           !clt_conv_direct.supports(g, (1u << CLT_CONV_PASSES) - 1);
+}
+
+int clt_conv_fuses_pool(const clt_device *dev, const clt_conv_geom *g, int kind, int first)
+{
+    int lanes = 0;
+    if (!dev || !g || clt_conv_uses_lanes(dev, &lanes) != CLT_OK || !lanes) return 0;
+    /* under a work-buffer budget of the settings the lanes kernels may
+     * give way to gemm, which pools nothing */
+    return (first && direct_pools(g)) || (lanes_pools(g, kind) && !dev->settings.conv_budget);
+}
+
+/* A fused pooling runs in the direct kernels or the lanes copies, where
+ * clt_conv_fuses_pool says the layer fuses it. The lanes kernels give way
+ * to gemm only where their work buffer exceeds the budget. */
 static clt_status check_pooled(const clt_conv_plan *plan, int pass, const clt_epilogue *epi, const char *op)
 {
     if (!epi || !epi->pool) return CLT_OK;
-    if (plan->algo[pass] != &clt_conv_direct || !clt_conv_fuses_pool(plan->dev, &plan->g))
-        return clt_fail(CLT_ERR_INTERNAL, "%s: a fused pooling where the direct kernels do not run", op);
-    return CLT_OK;
+    const clt_conv_algo *a = plan->algo[pass];
+    if ((a == &clt_conv_direct && direct_pools(&plan->g)) || (a == &clt_conv_lanes && lanes_pools(&plan->g, epi->pool)))
+        return CLT_OK;
+    static const char *const passes[CLT_CONV_PASSES] = {"forward", "backward-data", "backward-weights"};
+    return clt_fail(CLT_ERR_INTERNAL,
+                    "%s: a fused pooling in the %s, which the %s algorithm runs and does not fuse (the work "
+                    "buffer over its budget?); CLTRAIN_FUSE=0 runs the layers apart",
+                    op, passes[pass], a ? a->name : "no");
 }
 
 clt_status clt_conv_plan_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
@@ -243,10 +264,8 @@ clt_status clt_conv_plan_backward(clt_device *dev, const clt_conv_plan *plan, cl
     if ((dx && !data) || (dw && !weights))
         return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: the plan does not cover %s",
                         dx && !data ? "backward-data" : "backward-weights");
-    if (epi && epi->pool && (dx || !dw))
-        return clt_fail(CLT_ERR_INTERNAL, "conv2d backward: a fused pooling with %s",
-                        dx ? "backward-data (not a first layer)" : "no weight gradient");
-    CLT_TRY(check_pooled(plan, CLT_CONV_BWD_WEIGHTS, epi, "conv2d backward"));
+    if (dw) CLT_TRY(check_pooled(plan, CLT_CONV_BWD_WEIGHTS, epi, "conv2d backward"));
+    if (dx) CLT_TRY(check_pooled(plan, CLT_CONV_BWD_DATA, epi, "conv2d backward"));
     /* One algorithm running both passes shares the work on dy. */
     if (weights && weights == data) return weights->backward(dev, plan, x, w, dy, epi, dx, dw, db);
     if (weights) CLT_TRY(weights->backward(dev, plan, x, w, dy, epi, NULL, dw, db));

@@ -57,14 +57,19 @@ void clt_conv_plan_describe(const clt_conv_plan *plan, int pass, char *buf, size
 /* The same for what a raw launcher of that pass alone runs on dev (it
  * tunes the pass first where the device tunes). */
 clt_status clt_conv_describe_raw(clt_device *dev, const clt_conv_geom *g, int pass, char *buf, size_t cap);
-/* Whether a 2x2 stride-2 pooling (average or max) after a convolution of
- * geometry g (its batch aside) fuses into it on dev (ops/epilogue.h,
- * pool): where its forward and backward-weights run the direct algorithm
- * (devices that run the lanes kernels: CPUs, or any device with
- * CLTRAIN_CONV_ALGO=lanes; stride 1, no padding, c*k*k <= 9) with
- * even output rows and columns, at least 16 columns. Such a convolution
- * has no backward-data: it must be a net's first layer with parameters. */
-int clt_conv_fuses_pool(const clt_device *dev, const clt_conv_geom *g);
+/* Whether a 2x2 stride-2 pooling of kind CLT_EPI_POOL_* after a
+ * convolution of geometry g (its batch aside) fuses into it on dev
+ * (ops/epilogue.h), on devices that run the lanes kernels (CPUs, or any
+ * device with CLTRAIN_CONV_ALGO=lanes):
+ * - first (a net's first layer with parameters, which has no
+ *   backward-data): average or max, where its forward and backward-weights
+ *   run the direct algorithm (stride 1, no padding, c*k*k <= 9) with even
+ *   output rows and columns, at least 16 columns;
+ * - any layer: average, where the direct algorithm runs no pass (the
+ *   lanes copies pool, LeNet's conv2), at least 2x2 outputs, and no
+ *   work-buffer budget in the settings (under which the lanes kernels may
+ *   give way to gemm). */
+int clt_conv_fuses_pool(const clt_device *dev, const clt_conv_geom *g, int kind, int first);
 /* y = conv(x, w) + b with a plan of dev; b may be NULL; epi (NULL: none)
  * a ReLU, and a pooling where clt_conv_fuses_pool, fused into the store
  * (ops/epilogue.h). */

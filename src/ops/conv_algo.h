@@ -180,8 +180,9 @@ int clt_conv_pick_rm(int ch);
 /* out[e] = sum over chunks of part[off + chunk*n + e], chunks in order. */
 clt_status clt_conv_sum_chunks(clt_device *dev, int n, int chunks, cl_mem part, cl_ulong off,
                                cl_mem out);
-/* db = sum of dy (through epi's ReLU derivative) over images and pixels
- * (a fixed order). */
+/* db = sum of dy over images and pixels, a fixed order (through epi's
+ * ReLU derivative; with a fused pooling dy is the pooling's, spread as its
+ * backward does). */
 clt_status clt_conv_bias_grad(clt_device *dev, const clt_conv_geom *g, cl_mem dy, const clt_epilogue *epi,
                               cl_mem db);
 

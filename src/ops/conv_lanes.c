@@ -12,7 +12,13 @@
  * layer on them. Storing results straight into NCHW (a scalar scatter) was
  * 1.5-6x slower than vector stores plus the transposing copy; a work-group
  * holding all channel blocks of one pixel ran the forward 1.6-2x faster
- * than one block per group. */
+ * than one block per group. A 2x2 average pooling after the layer (and
+ * its ReLU) runs in those copies: the forward's copy back stores the
+ * pooled output and a byte of the windows' cells > 0, the backward's
+ * copies spread the pooling's dy through them, so neither the
+ * convolution's output nor its dy is ever written in NCHW (LeNet's conv2).
+ * The bias gradient sums the channel-major copy of dy, in cache, instead
+ * of dy and the ReLU's output. */
 #include <stdio.h>
 #include <string.h>
 
@@ -360,14 +366,25 @@ static lanes_rows lanes_layout(const clt_conv_lanes_params *lp, int pixel_major,
 
 /* An NCHW tensor into a lanes layout at `off` floats: a transpose of (N,
  * C*H*W) in 16 x 16 blocks; phased: each channel's pixels in stride
- * phases (the weight gradient's x, cfg.ph). */
+ * phases (the weight gradient's x, cfg.ph). With a fused pooling (epi)
+ * src is the pooling's dy (N, C, H/2, W/2), spread to the h x w pixels. */
 static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi, int n, int c, int h, int w,
                            int pixel_major, int phased, const clt_conv_lanes_params *lp, cl_mem dst, cl_ulong off)
 {
     int p = h * w, m = c * p, relu = clt_epi_relu(epi), sw = phased ? w : 0;
     lanes_rows r = lanes_layout(lp, pixel_major, c, p);
+    size_t blocks = (size_t)lp->nl / LANES;
+    if (epi && epi->pool) {
+        cl_mem cells = clt_epi_cells(epi) ? epi->argmax : src;
+        size_t windows = (size_t)c * (size_t)(h / 2) * (size_t)(w / 2);
+        return layout_2d(dev, "conv_layout_to_lanes_pool", (windows + LANES - 1) / LANES, blocks,
+                         clt_conv_group_x(dev, CLT_CONV_COPY_LX),
+                         CLT_ARGS(CLT_ARG(n), CLT_ARG(c), CLT_ARG(h), CLT_ARG(w), CLT_ARG(r.ps), CLT_ARG(r.cs),
+                                  CLT_ARG(r.rs), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(cells), CLT_ARG(dst),
+                                  CLT_ARG(off)));
+    }
     cl_mem ym = clt_epi_mask(epi, src);
-    size_t blocks = (size_t)lp->nl / LANES, mblocks = ((size_t)m + LANES - 1) / LANES;
+    size_t mblocks = ((size_t)m + LANES - 1) / LANES;
     int stream = (size_t)r.rs * (size_t)m * sizeof(float) >= STREAM_MIN_BYTES;
     return layout_2d_in(dev, stream, "conv_layout_to_lanes_t", mblocks, blocks,
                         clt_conv_group_x(dev, CLT_CONV_COPY_LX),
@@ -511,9 +528,19 @@ static clt_status lanes_forward(clt_device *dev, const clt_conv_plan *plan, cl_m
     cl_ulong x_off = 0, wf_off = x_elems, y_off = x_elems + wf_elems;
     CLT_TRY(x_to_lanes(dev, plan, x, 1, scratch, x_off));
     CLT_TRY(rank1_pass(dev, lp, 1, w, scratch, x_off, wf_off, y_off));
-    int has_bias = b != NULL;
+    int has_bias = b != NULL, relu = clt_epi_relu(epi);
     cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
-    return from_lanes(dev, scratch, y_off, g->n, g->co, g->oh * g->ow, 1, lp, bias, has_bias, clt_epi_relu(epi), y);
+    if (!epi || !epi->pool)
+        return from_lanes(dev, scratch, y_off, g->n, g->co, g->oh * g->ow, 1, lp, bias, has_bias, relu, y);
+    /* the fused pooling's output and its window bytes */
+    lanes_rows r = lanes_layout(lp, 1, g->co, g->oh * g->ow);
+    cl_mem cells = clt_epi_cells(epi) ? epi->argmax : y;
+    size_t windows = (size_t)(g->oh / 2) * (size_t)(g->ow / 2);
+    return layout_2d(dev, "conv_layout_from_lanes_pool", (windows + LANES - 1) / LANES,
+                     (size_t)g->co * (size_t)(r.rs / LANES), clt_conv_group_x(dev, CLT_CONV_COPY_LX),
+                     CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(r.rs),
+                              CLT_ARG(scratch), CLT_ARG(y_off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu),
+                              CLT_ARG(y), CLT_ARG(cells)));
 }
 
 /* The backward-weights kernel into part (chunks > 1) or dw. */
@@ -574,6 +601,17 @@ clt_status clt_conv_lanes_time_pass(clt_device *dev, const clt_conv_lanes_params
     return bwdw_kernel(dev, lp, scratch, L.x_off, L.dy_off, scratch, chunks > 1 ? L.part_off : L.total);
 }
 
+/* db from dy's channel-major lanes copy at dy_off (conv_layout.cl). */
+static clt_status bias_from_lanes(clt_device *dev, const clt_conv_plan *plan, cl_mem scratch, cl_ulong dy_off,
+                                  cl_mem db)
+{
+    const clt_conv_geom *g = &plan->g;
+    int p = g->oh * g->ow, rs = clt_conv_lanes_row_stride(&plan->lanes, 0);
+    return layout_2d(dev, "conv_bias_grad_lanes", (size_t)g->co, 1, clt_conv_group_x(dev, CLT_CONV_COPY_LX),
+                     CLT_ARGS(CLT_ARG(g->co), CLT_ARG(p), CLT_ARG(plan->lanes.nl), CLT_ARG(rs), CLT_ARG(scratch),
+                              CLT_ARG(dy_off), CLT_ARG(db)));
+}
+
 /* dy goes into the lanes layout of each pass that runs: a second copy of
  * dy costs less than backward-data gains from its pixel-major layout
  * (ResNet-18 training steps at batch 128 on PoCL: 1.05-1.16x faster than
@@ -583,7 +621,7 @@ static clt_status lanes_backward(clt_device *dev, const clt_conv_plan *plan, cl_
 {
     const clt_conv_lanes_params *lp = &plan->lanes;
     const clt_conv_geom *g = &lp->gk;
-    if (db) CLT_TRY(clt_conv_bias_grad(dev, &plan->g, dy, epi, db));
+    if (db && !dw) CLT_TRY(clt_conv_bias_grad(dev, &plan->g, dy, epi, db));
     if (!dx && !dw) return CLT_OK;
     bwd_layout L;
     backward_layout(lp, dx != NULL, dw != NULL, &L);
@@ -596,6 +634,7 @@ static clt_status lanes_backward(clt_device *dev, const clt_conv_plan *plan, cl_
     }
     if (dw) {
         CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 0, 0, lp, scratch, L.dy_off));
+        if (db) CLT_TRY(bias_from_lanes(dev, plan, scratch, L.dy_off, db));
         CLT_TRY(backward_weights(dev, plan, x, scratch, &L, dw));
     }
     return CLT_OK;

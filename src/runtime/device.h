@@ -153,10 +153,11 @@ clt_status clt_device_settings_from_env(clt_device_settings *s);
 /* Checks and installs settings on an open device, for tests and tools in
  * place of the environment. Plans made before it are made again on their
  * next use (a max pooling layer finds its argmax again when they changed
- * since its forward), but a net that fused a pooling into its first
- * convolution (src/nn/fuse.c, decided at creation) refuses its backward
- * once the device no longer runs the lanes algorithm. Not thread-safe
- * against work on the same device. */
+ * since its forward), but a net that fused a pooling into a convolution
+ * (src/nn/fuse.c, decided at creation) refuses its passes once the
+ * device no longer runs the lanes algorithm, or (after its first layer)
+ * once a work-buffer budget is set. Not thread-safe against work on the
+ * same device. */
 clt_status clt_device_set_settings(clt_device *dev, const clt_device_settings *s);
 /* The device's current settings (NULL for a NULL device). */
 const clt_device_settings *clt_device_get_settings(const clt_device *dev);

@@ -828,13 +828,14 @@ static void check_epilogue(clt_device *dev, case_data *d, const char *algo)
     clt_epilogue no_y = {.relu = 1};
     EXPECT_ERR(CLT_ERR_INVALID_ARG, "output",
                clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, tdy->buf, &no_y, NULL, d->tdw->buf, NULL));
-    /* A fused pooling only where the direct kernels run it, and never with
-     * backward-data (test_net has its arithmetic). */
+    /* A fused pooling only where clt_conv_fuses_pool says, and backward-data
+     * only where the lanes copies pool (check_pool_epilogue has the
+     * arithmetic). */
     clt_epilogue pooled = {.relu = 1, .y = yf->buf, .pool = CLT_EPI_POOL_AVG, .argmax = tdym->buf};
-    if (!clt_conv_fuses_pool(dev, &g))
+    if (!clt_conv_fuses_pool(dev, &g, CLT_EPI_POOL_AVG, 1))
         EXPECT_ERR(CLT_ERR_INTERNAL, "pooling",
                    clt_conv_plan_forward(dev, plan, d->tx->buf, d->tw->buf, d->tb->buf, &pooled, yf->buf));
-    else
+    else if (!clt_conv_fuses_pool(dev, &g, CLT_EPI_POOL_AVG, 0))
         EXPECT_ERR(CLT_ERR_INTERNAL, "backward-data",
                    clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, tdy->buf, &pooled, d->tdx->buf,
                                           d->tdw->buf, NULL));
@@ -845,20 +846,23 @@ static void check_epilogue(clt_device *dev, case_data *d, const char *algo)
 }
 
 /* A fused 2x2 pooling (ops/epilogue.h) against the separate passes
- * (convolution with its ReLU, pooling, pooling's backward, weight
- * gradient), bit for bit: the pooled output, dw and db. Output channel 0
- * has zero weights, so its windows are ties (the first maximum takes the
- * gradient); with `nans`, x holds NaN and only the pooled outputs are
- * compared (a NaN takes the window). */
-static void check_pool_epilogue(clt_device *dev, int h, int w, int kind, int relu, int nans)
+ * (convolution with its ReLU, pooling, pooling's backward, the
+ * convolution's backward), bit for bit: the pooled output, dw, db and
+ * (c > 1: not a first layer, where the lanes copies pool) dx. One input
+ * channel gives shapes the direct kernels run, more the lanes kernels.
+ * Output channel 0 has zero weights, so its windows are ties (the first
+ * maximum takes the gradient); with `nans`, x holds NaN and only the
+ * pooled outputs are compared (a NaN takes the window). */
+static void check_pool_epilogue(clt_device *dev, int c, int h, int w, int kind, int relu, int nans)
 {
     set_algo(dev, "lanes");
     case_data d;
-    case_make(dev, &d, 3, 1, h, w, 5, 3, 1, 0);
+    case_make(dev, &d, c == 1 ? 3 : 19, c, h, w, 5, 3, 1, 0); /* 19: two blocks of lanes, one partial */
     const ref_conv_shape *r = &d.r;
     clt_conv_geom g;
     REQUIRE_OK(clt_conv_geom_init(&g, r->n, r->c, r->h, r->w, r->co, r->k, r->s, r->p));
-    if (!clt_conv_fuses_pool(dev, &g)) {
+    int first = c == 1;
+    if (!clt_conv_fuses_pool(dev, &g, kind, first)) {
         case_free(&d);
         return;
     }
@@ -874,6 +878,8 @@ static void check_pool_epilogue(clt_device *dev, int h, int w, int kind, int rel
     clt_tensor *code = tensor(dev, 1, ps, NULL);
     clt_tensor *dyp = tensor(dev, 1, ps, d.dy), *dw2 = tensor(dev, 4, (int64_t[]){r->co, r->c, r->k, r->k}, NULL);
     clt_tensor *db2 = tensor(dev, 1, (int64_t[]){r->co}, NULL);
+    clt_tensor *dx2 = tensor(dev, 4, (int64_t[]){r->n, r->c, r->h, r->w}, NULL);
+    cl_mem dx_sep = first ? NULL : d.tdx->buf, dx_fus = first ? NULL : dx2->buf;
     /* separate */
     clt_epilogue e = {.relu = relu, .y = d.ty->buf};
     CHECK_OK(clt_conv_forward_raw(dev, &g, d.tx->buf, d.tw->buf, d.tb->buf, &e, d.ty->buf));
@@ -881,7 +887,7 @@ static void check_pool_epilogue(clt_device *dev, int h, int w, int kind, int rel
                                   CLT_POOL_ARGMAX_PRIVATE)); /* as the layer */
     CHECK_OK(clt_pool_backward_raw(dev, pk, r->n, r->co, r->oh, r->ow, 2, 2, dyp->buf, idx->buf,
                                    CLT_POOL_ARGMAX_PRIVATE, d.tdy->buf));
-    CHECK_OK(clt_conv_backward_raw(dev, &g, d.tx->buf, d.tw->buf, d.tdy->buf, &e, NULL, d.tdw->buf, d.tdb->buf));
+    CHECK_OK(clt_conv_backward_raw(dev, &g, d.tx->buf, d.tw->buf, d.tdy->buf, &e, dx_sep, d.tdw->buf, d.tdb->buf));
     /* fused */
     clt_epilogue f = {.relu = relu, .y = kind == CLT_EPI_POOL_AVG ? NULL : yp2->buf, .pool = kind,
                       .argmax = code->buf};
@@ -894,23 +900,45 @@ static void check_pool_epilogue(clt_device *dev, int h, int w, int kind, int rel
                    clt_conv_backward_raw(dev, &g, d.tx->buf, d.tw->buf, dyp->buf, &none, NULL, dw2->buf, db2->buf));
     }
     CHECK_OK(clt_conv_forward_raw(dev, &g, d.tx->buf, d.tw->buf, d.tb->buf, &f, yp2->buf));
-    CHECK_OK(clt_conv_backward_raw(dev, &g, d.tx->buf, d.tw->buf, dyp->buf, &f, NULL, dw2->buf, db2->buf));
+    CHECK_OK(clt_conv_backward_raw(dev, &g, d.tx->buf, d.tw->buf, dyp->buf, &f, dx_fus, dw2->buf, db2->buf));
     float *a = download(yp), *b = download(yp2);
     int bad = 0;
     for (int64_t i = 0; i < np; i++) bad += !(a[i] == b[i] || (isnan(a[i]) && isnan(b[i])));
-    CHECK(bad == 0, "%dx%d pool %d relu %d nans %d width %d: %d of %lld pooled outputs differ fused vs separate", h,
-          w, kind, relu, nans, dev->native_float_width, bad, (long long)np);
+    CHECK(bad == 0, "c %d %dx%d pool %d relu %d nans %d width %d: %d of %lld pooled outputs differ fused vs separate",
+          c, h, w, kind, relu, nans, dev->native_float_width, bad, (long long)np);
     free(a), free(b);
-    const clt_tensor *sep[2] = {d.tdw, d.tdb}, *fus[2] = {dw2, db2};
-    for (int t = 0; t < 2 && !nans; t++) {
+    const clt_tensor *sep[3] = {d.tdw, d.tdb, d.tdx}, *fus[3] = {dw2, db2, dx2};
+    const char *names[3] = {"dw", "db", "dx"};
+    for (int t = 0; t < (first ? 2 : 3) && !nans; t++) {
         a = download(sep[t]), b = download(fus[t]);
         CHECK(memcmp(a, b, sizeof(float) * (size_t)clt_tensor_numel(sep[t])) == 0,
-              "%dx%d pool %d relu %d width %d: %s differs fused vs separate", h, w, kind, relu,
-              dev->native_float_width, t ? "db" : "dw");
+              "c %d %dx%d pool %d relu %d width %d: %s differs fused vs separate", c, h, w, kind, relu,
+              dev->native_float_width, names[t]);
         free(a), free(b);
     }
+    /* db alone (conv_bias_grad, from dy and the pooling's and ReLU's
+     * state, the fused one bit for bit as the separate one) against db
+     * beside dw (summed from the lanes copy of dy, in another order) */
+    if (!first && !nans) {
+        const clt_epilogue *eps[2] = {&e, &f};
+        const clt_tensor *dys[2] = {d.tdy, dyp};
+        float *alone[2];
+        for (int t = 0; t < 2; t++) {
+            CHECK_OK(clt_conv_backward_raw(dev, &g, d.tx->buf, d.tw->buf, dys[t]->buf, eps[t], NULL, NULL, dx2->buf));
+            alone[t] = download(dx2);
+        }
+        a = download(db2);
+        CHECK(memcmp(alone[0], alone[1], sizeof(float) * (size_t)r->co) == 0,
+              "c %d %dx%d pool %d relu %d: db alone differs fused vs separate", c, h, w, kind, relu);
+        double worst = 0;
+        for (int o = 0; o < r->co; o++)
+            worst = fmax(worst, fabs((double)alone[1][o] - a[o]) / (fabs((double)a[o]) + 1e-3));
+        CHECK(worst < 1e-5, "c %d %dx%d pool %d relu %d: db alone off by %g from db beside dw", c, h, w, kind, relu,
+              worst);
+        free(a), free(alone[0]), free(alone[1]);
+    }
     clt_tensor_destroy(yp), clt_tensor_destroy(yp2), clt_tensor_destroy(idx), clt_tensor_destroy(code);
-    clt_tensor_destroy(dyp), clt_tensor_destroy(dw2), clt_tensor_destroy(db2);
+    clt_tensor_destroy(dyp), clt_tensor_destroy(dw2), clt_tensor_destroy(db2), clt_tensor_destroy(dx2);
     case_free(&d);
 }
 
@@ -924,8 +952,13 @@ static void test_epilogue(clt_device *dev)
         for (int relu = 0; relu < 2; relu++)
             for (int nans = 0; nans < 2; nans++)
                 for (int kind = CLT_EPI_POOL_AVG; kind <= CLT_EPI_POOL_MAX; kind++) {
-                    check_pool_epilogue(dev, 18, 20, kind, relu, nans);
-                    check_pool_epilogue(dev, 12, 36, kind, relu, nans);
+                    check_pool_epilogue(dev, 1, 18, 20, kind, relu, nans);
+                    check_pool_epilogue(dev, 1, 12, 36, kind, relu, nans);
+                    /* the lanes copies' (average only): odd and even sizes, a
+                     * partial block of windows and one of several */
+                    check_pool_epilogue(dev, 4, 11, 11, kind, relu, nans);
+                    check_pool_epilogue(dev, 4, 14, 12, kind, relu, nans);
+                    check_pool_epilogue(dev, 3, 12, 21, kind, relu, nans);
                 }
     }
     dev->native_float_width = keep;
