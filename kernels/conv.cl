@@ -34,28 +34,31 @@ __kernel void conv_sum_chunks(int n, int chunks, __global const float *part, ulo
 }
 
 /* dy of pixel q of plane `plane` (of P pixels) where a 2x2 stride-2
- * average pooling was fused after the convolution (OW > 0: its rows are
- * OW wide; ops/epilogue.h): pool.cl's backward of the pooling's dy, the
- * window's dy / 4 or 0 in no window, through a fused ReLU's derivative
- * from the window's cell bits (relu). */
-INLINE float pooled_dy(__global const float *dy, int relu, __global const uchar *cells, size_t plane, int OH,
-                       int OW, int q)
+ * pooling was fused after the convolution (OW > 0: its rows are OW wide;
+ * ops/epilogue.h): pool.cl's backward of the pooling's dy, through a fused
+ * ReLU's derivative; 0 in no window. Average: the window's dy / 4, 0 where
+ * the cell's bit is clear (relu). Max: the window's dy on its maximum's
+ * cell (relu: through the derivative at the pooled output ym), 0 on the
+ * others. */
+INLINE float pooled_dy(__global const float *dy, int relu, int max, __global const uchar *cells,
+                       __global const float *ym, size_t plane, int OH, int OW, int q)
 {
-    int y = q / OW, x = q - y * OW, PW = OW / 2;
+    int y = q / OW, x = q - y * OW, PW = OW / 2, cell = (y & 1) * 2 + (x & 1);
     if (y >= OH / 2 * 2 || x >= PW * 2) return 0.0f;
     size_t at = (plane * (OH / 2) + y / 2) * PW + x / 2;
+    if (max) return cells[at] != cell ? 0.0f : relu ? RELU_BWD(ym[at], dy[at]) : dy[at];
     float d = dy[at] / 4.0f;
-    return relu && !((cells[at] >> ((y & 1) * 2 + (x & 1))) & 1) ? 0.0f : d;
+    return relu && !((cells[at] >> cell) & 1) ? 0.0f : d;
 }
 
 /* part[chunk][co] = sum over images [chunk*imgs, (chunk+1)*imgs) and their
  * pixels of dy[n][co][.] (relu: read through a fused ReLU's derivative
- * from its output ym; OW > 0: dy is a fused pooling's, pooled_dy, with
- * the ReLU's derivative in cells): 16 running sums over the pixels of
- * each image, fixed order, the same with a pooling fused or not. Global:
- * (CO, chunks); conv_sum_chunks finishes db. */
+ * from its output ym; OW > 0: dy is a fused pooling's, max or average,
+ * pooled_dy): 16 running sums over the pixels of each image, fixed order,
+ * the same with a pooling fused or not. Global: (CO, chunks);
+ * conv_sum_chunks finishes db. */
 __kernel void conv_bias_grad(int N, int CO, int P, int imgs, __global const float *dy, int relu,
-                             __global const float *ym, __global float *part, ulong part_off, int OW,
+                             __global const float *ym, __global float *part, ulong part_off, int OW, int max,
                              __global const uchar *cells)
 {
     int co = get_global_id(0);
@@ -73,7 +76,7 @@ __kernel void conv_bias_grad(int N, int CO, int P, int imgs, __global const floa
             float16 v;
             if (OW > 0) {
                 float t[LANES];
-                for (int l = 0; l < LANES; l++) t[l] = pooled_dy(dy, relu, cells, plane, OH, OW, q + l);
+                for (int l = 0; l < LANES; l++) t[l] = pooled_dy(dy, relu, max, cells, ym, plane, OH, OW, q + l);
                 v = vload16(0, t);
             } else v = relu ? RELU_BWD(vload16(0, m + q), vload16(0, p + q)) : vload16(0, p + q);
             s += v;
@@ -83,7 +86,7 @@ __kernel void conv_bias_grad(int N, int CO, int P, int imgs, __global const floa
         float2 s2 = s4.lo + s4.hi;
         float t = s2.x + s2.y;
         for (; q < P; q++)
-            t += OW > 0 ? pooled_dy(dy, relu, cells, plane, OH, OW, q) : relu ? RELU_BWD(m[q], p[q]) : p[q];
+            t += OW > 0 ? pooled_dy(dy, relu, max, cells, ym, plane, OH, OW, q) : relu ? RELU_BWD(m[q], p[q]) : p[q];
         total += t;
     }
     part[part_off + (size_t)chunk * CO + co] = total;

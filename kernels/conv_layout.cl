@@ -342,22 +342,32 @@ __kernel void conv_layout_from_lanes_flat(int N, int M, int P, int ps, int cs, i
     }
 }
 
-/* A 2x2 stride-2 average pooling fused after a lanes convolution
- * (ops/epilogue.h): PH = OH/2, PW = OW/2 windows (a last odd row or column
- * of the convolution is in none), PQ = PH*PW of them per channel. */
+/* A 2x2 stride-2 pooling fused after a lanes convolution (ops/epilogue.h),
+ * average or (max) max: PH = OH/2, PW = OW/2 windows (a last odd row or
+ * column of the convolution is in none), PQ = PH*PW of them per channel,
+ * their cells numbered 0-3 in raster order. */
+
+/* The best of (best, o) taking o where it is greater or NaN (pool.cl's
+ * order); pos gets at where o won. */
+#define POOL_MAX_STEP(best, pos, o, at)                                                            \
+    do {                                                                                           \
+        int16 t_ = isgreater((o), (best)) | isnan(o);                                              \
+        (best) = select((best), (o), t_);                                                          \
+        (pos) = select((pos), (int16)(at), t_);                                                    \
+    } while (0)
 
 /* Forward: the pooled output of the pixel-major layout at src_off (row
  * p*CH + ch, rows NP floats apart, plus bias[ch], then a fused ReLU when
- * relu), as pool.cl's
- * average ((((0 + y00) + y01) + y10) + y11) / 4, into dst (N, CH, PH,
- * PW); with relu also a byte per window into cells, bit q set where cell
- * q (raster order) is > 0 (RELU_BWD's test). One work-item per 16
- * windows x 16 lanes of one channel: 4 row loads per window, then
- * in-register transposes give each image's 16 windows. Global:
- * (ceil(PQ/16), CH*NP/16). */
+ * relu) into dst (N, CH, PH, PW), as pool.cl pools: the average ((((0 +
+ * y00) + y01) + y10) + y11) / 4, or the maximum in raster order taking a
+ * value > the best or NaN. A byte per window into cells: max, the
+ * maximum's cell; average with relu, bit q set where cell q is > 0
+ * (RELU_BWD's test). One work-item per 16 windows x 16 lanes of one
+ * channel: 4 row loads per window, then in-register transposes give each
+ * image's 16 windows. Global: (ceil(PQ/16), CH*NP/16). */
 __kernel void conv_layout_from_lanes_pool(int N, int CH, int OH, int OW, int NP, __global const float *src,
                                           ulong src_off, __global const float *bias, int has_bias, int relu,
-                                          __global float *dst, __global uchar *cells)
+                                          int max, __global float *dst, __global uchar *cells)
 {
     int qb = get_global_id(0);
     int g1 = get_global_id(1);
@@ -375,22 +385,30 @@ __kernel void conv_layout_from_lanes_pool(int N, int CH, int OH, int OW, int NP,
         __global const float *r = s + ((size_t)(2 * py) * OW + 2 * px) * step;
         float16 y00 = vload16(0, r) + bv, y01 = vload16(0, r + step) + bv;
         float16 y10 = vload16(0, r + OW * step) + bv, y11 = vload16(0, r + (OW + 1) * step) + bv;
-        cv[u] = (float16)0.0f;
-        if (relu) {
-            y00 = RELU_FWD(y00), y01 = RELU_FWD(y01), y10 = RELU_FWD(y10), y11 = RELU_FWD(y11);
+        if (relu) y00 = RELU_FWD(y00), y01 = RELU_FWD(y01), y10 = RELU_FWD(y10), y11 = RELU_FWD(y11);
+        int16 c = (int16)0;
+        if (max) {
+            pv[u] = y00;
+            POOL_MAX_STEP(pv[u], c, y01, 1);
+            POOL_MAX_STEP(pv[u], c, y10, 2);
+            POOL_MAX_STEP(pv[u], c, y11, 3);
+        } else {
             float16 z = (float16)0.0f;
-            int16 c = (isgreater(y00, z) & 1) | (isgreater(y01, z) & 2) | (isgreater(y10, z) & 4) | (isgreater(y11, z) & 8);
-            cv[u] = convert_float16(c);
+            if (relu)
+                c = (isgreater(y00, z) & 1) | (isgreater(y01, z) & 2) | (isgreater(y10, z) & 4) |
+                    (isgreater(y11, z) & 8);
+            pv[u] = (((((float16)0.0f + y00) + y01) + y10) + y11) / 4.0f;
         }
-        pv[u] = (((((float16)0.0f + y00) + y01) + y10) + y11) / 4.0f;
+        cv[u] = convert_float16(c);
     }
+    int keep = max || relu; /* the cells */
     transpose16(pv);
-    if (relu) transpose16(cv);
+    if (keep) transpose16(cv);
     for (int i = 0; i < nn; i++) {
         size_t at = ((size_t)(n0 + i) * CH + ch) * PQ + q0;
         if (qq == LANES) {
             vstore16(pv[i], 0, dst + at);
-            if (relu) vstore16(convert_uchar16(cv[i]), 0, cells + at);
+            if (keep) vstore16(convert_uchar16(cv[i]), 0, cells + at);
             continue;
         }
         float pf[LANES], cf[LANES];
@@ -398,23 +416,25 @@ __kernel void conv_layout_from_lanes_pool(int N, int CH, int OH, int OW, int NP,
         vstore16(cv[i], 0, cf);
         for (int l = 0; l < qq; l++) {
             dst[at + l] = pf[l];
-            if (relu) cells[at + l] = (uchar)cf[l];
+            if (keep) cells[at + l] = (uchar)cf[l];
         }
     }
 }
 
 /* Backward: that pooling's dy (N, CH, PH, PW) spread into the lanes
  * layout of the convolution's dy at dst_off (row p*ps + ch*cs), as
- * pool.cl's backward and a fused ReLU's derivative give it: dy / 4 on
- * each cell of its window, 0 where the cell's bit is clear (relu), and 0
- * on the pixels in no window and the lanes n >= N. One work-item per 16
- * consecutive windows m = ch*PQ + q x 16 images: 16 row loads (and 16 of
- * cells) and an in-register transpose give each window's vector of
- * images; each writes its window's 4 rows (and the pixels in no window
- * beside it). Global: (ceil(CH*PQ/16), NL/16). */
+ * pool.cl's backward and a fused ReLU's derivative give it: average, dy /
+ * 4 on each cell of its window, 0 where the cell's bit is clear (relu);
+ * max, dy on the maximum's cell (relu: through the derivative at the
+ * pooled output ym), 0 on the others; 0 on the pixels in no window and the
+ * lanes n >= N. One work-item per 16 consecutive windows m = ch*PQ + q x
+ * 16 images: 16 row loads (and 16 of cells, and of ym) and in-register
+ * transposes give each window's vector of images; each writes its
+ * window's 4 rows (and the pixels in no window beside it). Global:
+ * (ceil(CH*PQ/16), NL/16). */
 __kernel void conv_layout_to_lanes_pool(int N, int CH, int OH, int OW, int ps, int cs, int NP,
-                                        __global const float *dy, int relu, __global const uchar *cells,
-                                        __global float *dst, ulong dst_off)
+                                        __global const float *dy, int relu, int max, __global const uchar *cells,
+                                        __global const float *ym, __global float *dst, ulong dst_off)
 {
     int mb = get_global_id(0);
     int nb = get_global_id(1);
@@ -422,28 +442,35 @@ __kernel void conv_layout_to_lanes_pool(int N, int CH, int OH, int OW, int ps, i
     int n0 = nb * LANES, m0 = mb * LANES;
     if (n0 >= NP || m0 >= M) return;
     int nn = clamp(N - n0, 0, LANES), mm = min(LANES, M - m0);
-    float16 dv[LANES], cv[LANES];
+    /* without a ReLU an average's every cell passes; ym serves max with relu */
+    int keep = max || relu, mrelu = max && relu;
+    float16 dv[LANES], cv[LANES], yv[LANES];
     for (int i = 0; i < LANES; i++) {
         size_t at = (size_t)(n0 + i) * M + m0;
         if (i < nn && mm == LANES) {
             dv[i] = vload16(0, dy + at);
-            cv[i] = relu ? convert_float16(vload16(0, cells + at)) : (float16)15.0f;
+            cv[i] = keep ? convert_float16(vload16(0, cells + at)) : (float16)15.0f;
+            yv[i] = mrelu ? vload16(0, ym + at) : (float16)0.0f;
         } else {
-            float df[LANES], cf[LANES];
+            float df[LANES], cf[LANES], yf[LANES];
             for (int l = 0; l < LANES; l++) {
-                df[l] = i < nn && l < mm ? dy[at + l] : 0.0f;
-                cf[l] = i < nn && l < mm && relu ? (float)cells[at + l] : 15.0f;
+                int in = i < nn && l < mm;
+                df[l] = in ? dy[at + l] : 0.0f;
+                cf[l] = in && keep ? (float)cells[at + l] : 15.0f;
+                yf[l] = in && mrelu ? ym[at + l] : 0.0f;
             }
-            dv[i] = vload16(0, df), cv[i] = vload16(0, cf);
+            dv[i] = vload16(0, df), cv[i] = vload16(0, cf), yv[i] = vload16(0, yf);
         }
     }
     transpose16(dv);
     transpose16(cv);
+    if (mrelu) transpose16(yv);
     __global float *d = dst + dst_off + n0;
     for (int u = 0; u < mm; u++) {
         int m = m0 + u, ch = m / PQ, q = m - ch * PQ, py = q / PW, px = q - py * PW;
-        float16 g = dv[u] / 4.0f;
-        int16 bits = convert_int16(cv[u]);
+        float16 g = max ? (mrelu ? RELU_BWD(yv[u], dv[u]) : dv[u]) : dv[u] / 4.0f;
+        /* the cells that take g: an average's bits, or the maximum's one */
+        int16 bits = max ? (int16)1 << convert_int16(cv[u]) : convert_int16(cv[u]);
         /* the window's cells, and the pixels in no window below and beside
          * the last ones */
         int y1 = py == PH - 1 ? OH : 2 * py + 2, x1 = px == PW - 1 ? OW : 2 * px + 2;

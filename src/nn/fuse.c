@@ -29,8 +29,7 @@ int clt_model_fusable_pool(const clt_model *m, int i)
     if (p >= m->n_layers) return -1;
     const clt_layer *pool = &m->layers[p];
     int stride = pool->nargs > 1 ? pool->args[1] : pool->args[0];
-    if (pool->kind != &clt_layer_pool || pool->args[0] != 2 || stride != 2) return -1;
-    return pool->variant == CLT_POOL_AVG || i == clt_model_first_trainable(m) ? p : -1;
+    return pool->kind == &clt_layer_pool && pool->args[0] == 2 && stride == 2 ? p : -1;
 }
 
 /* A 2x2 stride-2 pooling after a layer (and its fused relu) runs in that

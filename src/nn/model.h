@@ -29,8 +29,7 @@ void clt_model_fuse(clt_model *m, const clt_device *dev);
 int clt_model_first_trainable(const clt_model *m);
 /* The index of the pooling that layer i may run in its store where the
  * device allows (src/nn/fuse.c: a 2x2 stride-2 pooling right after it, or
- * after a relu after it; the layer's kind has fuses_pool; a max pooling
- * only after the first trainable layer); -1: none. */
+ * after a relu after it; the layer's kind has fuses_pool); -1: none. */
 int clt_model_fusable_pool(const clt_model *m, int i);
 /* Whether layer l has no pass of its own: its output is its input's
  * buffer and its gradient passes through (flatten, a fused relu). */

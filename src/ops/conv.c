@@ -206,11 +206,11 @@ static int direct_pools(const clt_conv_geom *g)
            g->ow >= 16;
 }
 
-/* The lanes copies' average pooling: where the direct kernels run no
- * pass, so that every pass runs the lanes kernels. */
+/* The lanes copies' pooling: where the direct kernels run no pass, so
+ * that every pass runs the lanes kernels. */
 static int lanes_pools(const clt_conv_geom *g, int kind)
 {
-    return kind == CLT_EPI_POOL_AVG && g->oh >= 2 && g->ow >= 2 &&
+    return (kind == CLT_EPI_POOL_AVG || kind == CLT_EPI_POOL_MAX) && g->oh >= 2 && g->ow >= 2 &&
            !clt_conv_direct.supports(g, (1u << CLT_CONV_PASSES) - 1);
 }
 

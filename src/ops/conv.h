@@ -65,8 +65,8 @@ clt_status clt_conv_describe_raw(clt_device *dev, const clt_conv_geom *g, int pa
  *   backward-data): average or max, where its forward and backward-weights
  *   run the direct algorithm (stride 1, no padding, c*k*k <= 9) with even
  *   output rows and columns, at least 16 columns;
- * - any layer: average, where the direct algorithm runs no pass (the
- *   lanes copies pool, LeNet's conv2), at least 2x2 outputs, and no
+ * - any layer: average or max, where the direct algorithm runs no pass
+ *   (the lanes copies pool, LeNet's conv2), at least 2x2 outputs, and no
  *   work-buffer budget in the settings (under which the lanes kernels may
  *   give way to gemm). */
 int clt_conv_fuses_pool(const clt_device *dev, const clt_conv_geom *g, int kind, int first);

@@ -74,12 +74,13 @@ clt_status clt_conv_bias_grad(clt_device *dev, const clt_conv_geom *g, cl_mem dy
     cl_ulong off = 0;
     if (chunks > 1) CLT_TRY(clt_device_scratch(dev, (size_t)chunks * g->co * sizeof(float), &part));
     int relu = clt_epi_relu(epi), pooled_ow = epi && epi->pool ? g->ow : 0;
+    int max = epi && epi->pool == CLT_EPI_POOL_MAX;
     cl_mem ym = clt_epi_mask(epi, dy), cells = clt_epi_cells(epi) ? epi->argmax : dy;
     CLT_TRY(clt_launch_2d(dev, "conv", "conv_bias_grad", (size_t)g->co, (size_t)chunks,
                           clt_conv_group_x(dev, CLT_CONV_COPY_LX), 1,
                           CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->co), CLT_ARG(p), CLT_ARG(imgs),
                                    CLT_ARG(dy), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(part), CLT_ARG(off),
-                                   CLT_ARG(pooled_ow), CLT_ARG(cells))));
+                                   CLT_ARG(pooled_ow), CLT_ARG(max), CLT_ARG(cells))));
     if (chunks == 1) return CLT_OK;
     return clt_conv_sum_chunks(dev, g->co, chunks, part, off, db);
 }

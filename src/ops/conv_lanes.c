@@ -12,10 +12,10 @@
  * layer on them. Storing results straight into NCHW (a scalar scatter) was
  * 1.5-6x slower than vector stores plus the transposing copy; a work-group
  * holding all channel blocks of one pixel ran the forward 1.6-2x faster
- * than one block per group. A 2x2 average pooling after the layer (and
- * its ReLU) runs in those copies: the forward's copy back stores the
- * pooled output and a byte of the windows' cells > 0, the backward's
- * copies spread the pooling's dy through them, so neither the
+ * than one block per group. A 2x2 pooling after the layer (and its ReLU)
+ * runs in those copies: the forward's copy back stores the pooled output
+ * and a byte per window (an average's cells > 0, a max's argmax), the
+ * backward's copies spread the pooling's dy through them, so neither the
  * convolution's output nor its dy is ever written in NCHW (LeNet's conv2).
  * The bias gradient sums the channel-major copy of dy, in cache, instead
  * of dy and the ReLU's output. */
@@ -374,16 +374,17 @@ static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi,
     int p = h * w, m = c * p, relu = clt_epi_relu(epi), sw = phased ? w : 0;
     lanes_rows r = lanes_layout(lp, pixel_major, c, p);
     size_t blocks = (size_t)lp->nl / LANES;
+    cl_mem ym = clt_epi_mask(epi, src); /* with a max pooling, its output */
     if (epi && epi->pool) {
         cl_mem cells = clt_epi_cells(epi) ? epi->argmax : src;
+        int max = epi->pool == CLT_EPI_POOL_MAX;
         size_t windows = (size_t)c * (size_t)(h / 2) * (size_t)(w / 2);
         return layout_2d(dev, "conv_layout_to_lanes_pool", (windows + LANES - 1) / LANES, blocks,
                          clt_conv_group_x(dev, CLT_CONV_COPY_LX),
                          CLT_ARGS(CLT_ARG(n), CLT_ARG(c), CLT_ARG(h), CLT_ARG(w), CLT_ARG(r.ps), CLT_ARG(r.cs),
-                                  CLT_ARG(r.rs), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(cells), CLT_ARG(dst),
-                                  CLT_ARG(off)));
+                                  CLT_ARG(r.rs), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(max), CLT_ARG(cells),
+                                  CLT_ARG(ym), CLT_ARG(dst), CLT_ARG(off)));
     }
-    cl_mem ym = clt_epi_mask(epi, src);
     size_t mblocks = ((size_t)m + LANES - 1) / LANES;
     int stream = (size_t)r.rs * (size_t)m * sizeof(float) >= STREAM_MIN_BYTES;
     return layout_2d_in(dev, stream, "conv_layout_to_lanes_t", mblocks, blocks,
@@ -535,12 +536,13 @@ static clt_status lanes_forward(clt_device *dev, const clt_conv_plan *plan, cl_m
     /* the fused pooling's output and its window bytes */
     lanes_rows r = lanes_layout(lp, 1, g->co, g->oh * g->ow);
     cl_mem cells = clt_epi_cells(epi) ? epi->argmax : y;
+    int max = epi->pool == CLT_EPI_POOL_MAX;
     size_t windows = (size_t)(g->oh / 2) * (size_t)(g->ow / 2);
     return layout_2d(dev, "conv_layout_from_lanes_pool", (windows + LANES - 1) / LANES,
                      (size_t)g->co * (size_t)(r.rs / LANES), clt_conv_group_x(dev, CLT_CONV_COPY_LX),
                      CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(r.rs),
                               CLT_ARG(scratch), CLT_ARG(y_off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu),
-                              CLT_ARG(y), CLT_ARG(cells)));
+                              CLT_ARG(max), CLT_ARG(y), CLT_ARG(cells)));
 }
 
 /* The backward-weights kernel into part (chunks > 1) or dw. */

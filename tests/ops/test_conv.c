@@ -954,8 +954,8 @@ static void test_epilogue(clt_device *dev)
                 for (int kind = CLT_EPI_POOL_AVG; kind <= CLT_EPI_POOL_MAX; kind++) {
                     check_pool_epilogue(dev, 1, 18, 20, kind, relu, nans);
                     check_pool_epilogue(dev, 1, 12, 36, kind, relu, nans);
-                    /* the lanes copies' (average only): odd and even sizes, a
-                     * partial block of windows and one of several */
+                    /* the lanes copies': odd and even sizes, a partial block
+                     * of windows and one of several */
                     check_pool_epilogue(dev, 4, 11, 11, kind, relu, nans);
                     check_pool_epilogue(dev, 4, 14, 12, kind, relu, nans);
                     check_pool_epilogue(dev, 3, 12, 21, kind, relu, nans);
