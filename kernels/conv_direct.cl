@@ -190,19 +190,6 @@ INLINE void direct_fwd(int rm, int N, int C, int CO, int K, int HP, int WPP, int
 #endif
 #define ucharV CAT(uchar, VW)
 
-/* The best of (e, o) taking o where it is greater or NaN (pool.cl's
- * order); pos gets at where o won. */
-#define MAX_STEP(best, pos, o, at)                                                                  \
-    do {                                                                                            \
-        intV t_ = isgreater((o), (best)) | isnan(o);                                                \
-        (best) = select((best), (o), t_);                                                           \
-        (pos) = select((pos), (intV)(at), t_);                                                      \
-    } while (0)
-
-/* An average pooling's cells > 0 in one row of its windows: bit 0 the
- * even column, bit 1 the odd one (the second row shifts them to 2, 3). */
-#define CELLS_ABOVE_0(e, o) ((isgreater((e), (floatV)0.0f) & 1) | (isgreater((o), (floatV)0.0f) & 2))
-
 INLINE void direct_fwd_pool(int rm, int N, int C, int CO, int K, int HP, int WPP, int OH, int OW, int R,
                             __global const float *xp, ulong xp_off, __global const float *w,
                             __global const float *bias, int has_bias, int relu, __global float *y,
@@ -237,12 +224,12 @@ INLINE void direct_fwd_pool(int rm, int N, int C, int CO, int K, int HP, int WPP
 #if POOL == 1
                     if (ry == 0) {
                         top[r] = ((floatV)0.0f + e) + o; /* from 0, as pool.cl (-0 + 0 is +0) */
-                        if (relu) pos[r] = CELLS_ABOVE_0(e, o);
+                        if (relu) pos[r] = POOL_CELLS_ABOVE_0(floatV, e, o);
                         continue;
                     }
                     floatV p = ((top[r] + e) + o) / 4.0f;
                     if (relu) {
-                        ucharV c = convert_ucharV(pos[r] | CELLS_ABOVE_0(e, o) << 2);
+                        ucharV c = convert_ucharV(pos[r] | POOL_CELLS_ABOVE_0(floatV, e, o) << 2);
                         __global uchar *ap = argmax + (((size_t)n * CO + co) * PH + oy / 2) * PW;
                         vstoreH(c.lo, 0, ap + s0 / 2);
                         vstoreH(c.hi, 0, ap + s1 / 2);
@@ -251,11 +238,11 @@ INLINE void direct_fwd_pool(int rm, int N, int C, int CO, int K, int HP, int WPP
                     if (ry == 0) {
                         top[r] = e;
                         pos[r] = (intV)0;
-                        MAX_STEP(top[r], pos[r], o, 1);
+                        POOL_MAX_STEP(intV, top[r], pos[r], o, 1);
                         continue;
                     }
-                    MAX_STEP(top[r], pos[r], e, 2);
-                    MAX_STEP(top[r], pos[r], o, 3);
+                    POOL_MAX_STEP(intV, top[r], pos[r], e, 2);
+                    POOL_MAX_STEP(intV, top[r], pos[r], o, 3);
                     floatV p = top[r];
                     ucharV c = convert_ucharV(pos[r]);
                     __global uchar *ap = argmax + (((size_t)n * CO + co) * PH + oy / 2) * PW;

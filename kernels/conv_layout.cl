@@ -347,15 +347,6 @@ __kernel void conv_layout_from_lanes_flat(int N, int M, int P, int ps, int cs, i
  * column of the convolution is in none), PQ = PH*PW of them per channel,
  * their cells numbered 0-3 in raster order. */
 
-/* The best of (best, o) taking o where it is greater or NaN (pool.cl's
- * order); pos gets at where o won. */
-#define POOL_MAX_STEP(best, pos, o, at)                                                            \
-    do {                                                                                           \
-        int16 t_ = isgreater((o), (best)) | isnan(o);                                              \
-        (best) = select((best), (o), t_);                                                          \
-        (pos) = select((pos), (int16)(at), t_);                                                    \
-    } while (0)
-
 /* Forward: the pooled output of the pixel-major layout at src_off (row
  * p*CH + ch, rows NP floats apart, plus bias[ch], then a fused ReLU when
  * relu) into dst (N, CH, PH, PW), as pool.cl pools: the average ((((0 +
@@ -389,14 +380,11 @@ __kernel void conv_layout_from_lanes_pool(int N, int CH, int OH, int OW, int NP,
         int16 c = (int16)0;
         if (max) {
             pv[u] = y00;
-            POOL_MAX_STEP(pv[u], c, y01, 1);
-            POOL_MAX_STEP(pv[u], c, y10, 2);
-            POOL_MAX_STEP(pv[u], c, y11, 3);
+            POOL_MAX_STEP(int16, pv[u], c, y01, 1);
+            POOL_MAX_STEP(int16, pv[u], c, y10, 2);
+            POOL_MAX_STEP(int16, pv[u], c, y11, 3);
         } else {
-            float16 z = (float16)0.0f;
-            if (relu)
-                c = (isgreater(y00, z) & 1) | (isgreater(y01, z) & 2) | (isgreater(y10, z) & 4) |
-                    (isgreater(y11, z) & 8);
+            if (relu) c = POOL_CELLS_ABOVE_0(float16, y00, y01) | POOL_CELLS_ABOVE_0(float16, y10, y11) << 2;
             pv[u] = (((((float16)0.0f + y00) + y01) + y10) + y11) / 4.0f;
         }
         cv[u] = convert_float16(c);

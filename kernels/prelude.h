@@ -17,6 +17,21 @@
 #define RELU_FWD(v) ((v) < 0.0f ? 0.0f : (v))
 #define RELU_BWD(y, dy) ((y) > 0.0f ? (dy) : 0.0f)
 
+/* A 2x2 pooling fused into a convolution's store (conv_direct.cl,
+ * conv_layout.cl), over vectors of type FT whose int vectors are IT:
+ * POOL_MAX_STEP moves best to o where o is greater or NaN (pool.cl's
+ * raster order: the first maximum, or the last NaN) and pos to the cell
+ * at there; POOL_CELLS_ABOVE_0 is a window row's cells > 0 (RELU_BWD's
+ * test), bit 0 the even column e, bit 1 the odd one o (the second row
+ * shifts them to 2 and 3). */
+#define POOL_MAX_STEP(IT, best, pos, o, at)                                                        \
+    do {                                                                                           \
+        IT t_ = isgreater((o), (best)) | isnan(o);                                                 \
+        (best) = select((best), (o), t_);                                                          \
+        (pos) = select((pos), (IT)(at), t_);                                                       \
+    } while (0)
+#define POOL_CELLS_ABOVE_0(FT, e, o) ((isgreater((e), (FT)0.0f) & 1) | (isgreater((o), (FT)0.0f) & 2))
+
 /* Helpers are forced inline so register-block sizes (literals at each call)
  * fold into constants. */
 #if defined(__clang__)
