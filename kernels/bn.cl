@@ -110,13 +110,13 @@
         BN_PART_STORE(bn_hsum##VEC(a1), bn_hsum##VEC(a2) * mean_invstd[mi_off + C + c])            \
     }                                                                                              \
                                                                                                    \
-    /* y = (x - mean) * (invstd * gamma) + beta, then a fused ReLU when relu; gamma = 1 / beta = 0 \
-     * unless has_gamma / has_beta. y may be x. */                                                 \
+    /* y = (x - mean) * (invstd * gamma) + beta, plus add (has_add: a residual block's shortcut), \
+     * then a fused ReLU when relu; gamma = 1 / beta = 0 unless has_gamma / has_beta. y may be x. */ \
     __kernel void bn_apply##SUF(__global const float *x, __global const float *mean_invstd,        \
                                 const ulong mi_off, __global const float *gamma,                   \
                                 const int has_gamma, __global const float *beta,                   \
-                                const int has_beta, const int relu, __global float *y,             \
-                                BN_ARGS_ROWS)                                                      \
+                                const int has_beta, __global const float *add, const int has_add,  \
+                                const int relu, __global float *y, BN_ARGS_ROWS)                   \
     {                                                                                              \
         BN_ROW_HEAD(VEC)                                                                           \
         const float mean = mean_invstd[mi_off + c];                                                \
@@ -124,6 +124,7 @@
         const float shift = has_beta ? beta[c] : 0.0f;                                             \
         BN_UNITS_BEGIN                                                                             \
             T v = (bn_vload##VEC(u, x + base) - mean) * scale + shift;                             \
+            if (has_add) v = v + bn_vload##VEC(u, add + base);                                     \
             bn_vstore##VEC(relu ? RELU_FWD(v) : v, u, y + base);                                   \
         BN_UNITS_END                                                                               \
     }                                                                                              \

@@ -113,6 +113,8 @@ struct clt_layer {
     int pool_epilogue;    /* CLT_EPI_POOL_*: the pooling after this layer runs in its store (src/nn/fuse.c) */
     clt_shape pooled;     /* with pool_epilogue: that pooling's output, which this layer stores */
     int fused;            /* this relu or pooling runs in a layer before: no buffer, no pass of its own */
+    cl_mem add_relu;      /* batch norm in a residual block, for the forward running now: its store adds
+                           * this tensor (the shortcut), then applies the block's relu (layer_res.c) */
     clt_layer *subs;      /* composite layers (residual block): their parts */
     int n_subs;
     /* Set by configure: the clt_pass_sync rounds a training forward +

@@ -40,7 +40,7 @@ static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, i
 {
     int c = channels(l), hw = plane(l);
     cl_mem gamma = l->params[0].w, beta = l->params[1].w, rmean = l->params[2].w, rvar = l->params[3].w;
-    clt_epilogue epi = {.relu = l->relu_epilogue};
+    clt_epilogue epi = {.relu = l->relu_epilogue || l->add_relu, .add = l->add_relu};
     CLT_TRY(buffers(l, dev));
     l->last_training = pass->training;
     if (!pass->training)

@@ -65,7 +65,7 @@ void clt_layer_release_conv_plan(clt_layer *l)
  * aux (ops/epilogue.h). */
 static clt_epilogue epilogue(const clt_layer *l, cl_mem y)
 {
-    clt_epilogue e = {l->relu_epilogue, y, l->pool_epilogue, NULL};
+    clt_epilogue e = {.relu = l->relu_epilogue, .y = y, .pool = l->pool_epilogue};
     if (clt_epi_cells(&e)) e.argmax = l->aux;
     return e;
 }

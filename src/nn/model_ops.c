@@ -120,19 +120,21 @@ static clt_status emit_none(builder *b, const clt_layer *l)
 
 /* The residual block (layer_res.c) runs its parts conv1, bn1, conv2, bn2
  * and the optional projection shortcut, with a ReLU after bn1 and the add
- * and a ReLU at the end. */
+ * and a ReLU at the end; in training the ReLU runs in bn1, the add and the
+ * last ReLU in bn2 (layer_res.c). */
 static clt_status emit_res(builder *b, const clt_layer *l)
 {
-    clt_op_case relu = on_shape(CLT_OP_ACT, &l->out), relu_bn1 = relu;
-    relu.act = relu_bn1.act = CLT_ACT_RELU;
-    relu_bn1.fused_into = CLT_OP_BN; /* runs in bn1 (layer_res.c) */
+    clt_op_case relu = on_shape(CLT_OP_ACT, &l->out), add = on_shape(CLT_OP_ADD, &l->out);
+    relu.act = CLT_ACT_RELU;
+    relu.fused_into = add.fused_into = CLT_OP_BN;
+    clt_op_case relu_bn1 = relu;
     CLT_TRY(emit_conv(b, &l->subs[0]));
     CLT_TRY(emit_bn(b, &l->subs[1]));
     CLT_TRY(add_case(b, relu_bn1));
     CLT_TRY(emit_conv(b, &l->subs[2]));
     CLT_TRY(emit_bn(b, &l->subs[3]));
     if (l->n_subs > 4) CLT_TRY(emit_conv(b, &l->subs[4]));
-    CLT_TRY(add_case(b, on_shape(CLT_OP_ADD, &l->out)));
+    CLT_TRY(add_case(b, add));
     return add_case(b, relu);
 }
 

@@ -41,9 +41,9 @@ typedef struct clt_op_case {
     clt_activation act;     /* activation */
     clt_op_kind fused_into; /* a relu that nets run in the store of the conv, batch norm or
                              * dense layer before it (src/nn/fuse.c; dense: on CPU
-                             * devices), or a pooling in a first layer's conv (CPU
-                             * devices, where its shape allows): that layer's kind;
-                             * else CLT_OP_ACT */
+                             * devices), a pooling in a conv (CPU devices, where its
+                             * shape allows), or a residual block's add and last relu
+                             * (in its bn2): that layer's kind; else CLT_OP_ACT */
     int64_t params;         /* sgd: trainable parameters of model 0 */
 } clt_op_case;
 

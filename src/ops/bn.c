@@ -205,11 +205,11 @@ static clt_status apply_at(clt_device *dev, int n, int c, int hw, cl_mem x, cl_m
 {
     if (n == 0) return CLT_OK;
     bn_plan pl = plan_make(dev, n, c, hw);
-    int has_g = gamma != NULL, has_b = beta != NULL, relu = clt_epi_relu(epi);
-    cl_mem g = has_g ? gamma : mi, b = has_b ? beta : mi; /* not read when absent */
+    int has_g = gamma != NULL, has_b = beta != NULL, has_add = epi && epi->add, relu = clt_epi_relu(epi);
+    cl_mem g = has_g ? gamma : mi, b = has_b ? beta : mi, add = has_add ? epi->add : x; /* not read when absent */
     cl_ulong m_off = mi_off;
-    const clt_arg args[] = {CLT_ARG(x),     CLT_ARG(mi), CLT_ARG(m_off), CLT_ARG(g), CLT_ARG(has_g),
-                            CLT_ARG(b),     CLT_ARG(has_b), CLT_ARG(relu), CLT_ARG(y)};
+    const clt_arg args[] = {CLT_ARG(x), CLT_ARG(mi),    CLT_ARG(m_off),   CLT_ARG(g),    CLT_ARG(has_g), CLT_ARG(b),
+                            CLT_ARG(has_b), CLT_ARG(add), CLT_ARG(has_add), CLT_ARG(relu), CLT_ARG(y)};
     return plan_launch(dev, &pl, "bn_apply", (int)(sizeof args / sizeof *args), args);
 }
 

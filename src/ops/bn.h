@@ -77,7 +77,8 @@ clt_status clt_bn_finalize_raw(clt_device *dev, int c, double count, cl_mem stat
                                float momentum, float eps, cl_mem running_mean, cl_mem running_var,
                                cl_mem mean_invstd);
 /* y = (x - mean) * invstd * gamma + beta; gamma NULL = 1, beta NULL = 0; y may be x.
- * epi (NULL: none): a ReLU fused into the store (ops/epilogue.h). */
+ * epi (NULL: none): a tensor added (epi->add, shaped as x, not y) and then a
+ * ReLU, fused into the store (ops/epilogue.h). */
 clt_status clt_bn_apply_raw(clt_device *dev, int n, int c, int hw, cl_mem x, cl_mem mean_invstd,
                             cl_mem gamma, cl_mem beta, const clt_epilogue *epi, cl_mem y);
 

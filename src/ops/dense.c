@@ -38,6 +38,7 @@ int clt_dense_fuses(const clt_device *dev)
 
 static clt_status check_epi(const clt_epilogue *epi, int cpu, const char *op)
 {
+    CLT_TRY(clt_epi_check(epi, 0, op));
     if (clt_epi_relu(epi) && !cpu)
         return clt_fail(CLT_ERR_INTERNAL, "%s: a fused ReLU on a device whose dense layers run CLBlast's GEMM", op);
     return CLT_OK;

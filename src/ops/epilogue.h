@@ -29,6 +29,11 @@ typedef struct clt_epilogue {
      * cell q's output is > 0 (the ReLU's derivative there); y is unused. */
     int pool;
     cl_mem argmax;
+    /* Batch norm's forward only: a tensor shaped as the output, added
+     * before the ReLU (a residual block's shortcut: y = relu(bn(x) + add),
+     * the block's add and ReLU in bn2's store; the backward does not see
+     * it, the block applies that ReLU's derivative). NULL: nothing. */
+    cl_mem add;
 } clt_epilogue;
 
 /* The kernels' `relu` argument; NULL means no epilogue. */
@@ -51,6 +56,7 @@ static inline cl_mem clt_epi_mask(const clt_epilogue *e, cl_mem any)
  * names the caller in the error). */
 static inline clt_status clt_epi_check(const clt_epilogue *e, int backward, const char *op)
 {
+    if (e && e->add) return clt_fail(CLT_ERR_INVALID_ARG, "%s: a fused add runs only in batch norm's forward", op);
     if (clt_epi_cells(e) && !e->argmax)
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: a fused %s pooling%s needs a buffer for its window bytes (argmax)",
                         op, e->pool == CLT_EPI_POOL_MAX ? "max" : "average", e->relu ? " after a ReLU" : "");

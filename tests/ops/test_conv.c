@@ -828,6 +828,10 @@ static void check_epilogue(clt_device *dev, case_data *d, const char *algo)
     clt_epilogue no_y = {.relu = 1};
     EXPECT_ERR(CLT_ERR_INVALID_ARG, "output",
                clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, tdy->buf, &no_y, NULL, d->tdw->buf, NULL));
+    /* a residual add fuses into batch norm's forward only */
+    clt_epilogue add = {.relu = 1, .add = yf->buf};
+    EXPECT_ERR(CLT_ERR_INVALID_ARG, "batch norm",
+               clt_conv_plan_forward(dev, plan, d->tx->buf, d->tw->buf, d->tb->buf, &add, yf->buf));
     /* A fused pooling only where clt_conv_fuses_pool says, and backward-data
      * only where the lanes copies pool (check_pool_epilogue has the
      * arithmetic). */

@@ -36,12 +36,12 @@ const bench_model bench_models[BENCH_N_MODELS] = {
 static const char *op_note(const bench_model *m, const clt_op_case *c, int pass)
 {
     if (c->kind == CLT_OP_CONV && pass == 1 && c->c <= 3) return "first layer: not needed in training";
-    if (c->kind == CLT_OP_ADD) return "backward: the identity";
+    if (c->kind == CLT_OP_ADD) return "in training, fused into the bn before it; backward: the identity";
     if (c->fused_into == CLT_OP_CONV && c->kind == CLT_OP_POOL)
         return "on CPU devices, fused into the conv before it where its shape allows";
     if (c->fused_into == CLT_OP_CONV) return "in training, fused into the conv before it";
     if (c->fused_into == CLT_OP_DENSE) return "in training on CPU devices, fused into the dense before it";
-    if (c->fused_into == CLT_OP_BN) return "in training, fused into a bn before it (not after a residual add)";
+    if (c->fused_into == CLT_OP_BN) return "in training, fused into the bn before it (after a residual add too)";
     return c->spec > 0 ? m->specs[c->spec] : NULL; /* an op only the variant runs */
 }
 
