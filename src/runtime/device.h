@@ -32,7 +32,8 @@ typedef struct clt_device_settings {
     int conv_bwdw_a, conv_bwdw_b; /* forced lanes backward-weights block A x B; 0: per shape */
     int tune;                     /* CLT_TUNE_*: kernel configurations measured at first use */
     int no_fuse;                  /* 1 (CLTRAIN_FUSE=0): nets made on the device keep every
-                                   * activation and pooling a pass of its own (src/nn/fuse.c) */
+                                   * activation, pooling and residual add a pass of its own
+                                   * (src/nn/fuse.c) */
     int no_shared_grads;          /* 1 (CLTRAIN_SHARED_GRADS=0): a trainer copies gradients to
                                    * and from host staging even where the device could share
                                    * them (runtime/svm.h) */

@@ -85,7 +85,8 @@ static clt_status parse_tune(const char *e, clt_device_settings *s)
 
 static clt_status parse_fuse(const char *e, clt_device_settings *s)
 {
-    return parse_either("CLTRAIN_FUSE", e, "0", 1, "1", 0, "0 (activations and poolings run alone) or 1 (fused)", &s->no_fuse);
+    return parse_either("CLTRAIN_FUSE", e, "0", 1, "1", 0,
+                        "0 (activations, poolings and residual adds run alone) or 1 (fused)", &s->no_fuse);
 }
 
 static clt_status parse_shared(const char *e, clt_device_settings *s)
