@@ -82,8 +82,14 @@ check(q.returncode == 0, f'one process: {q.returncode} {q.stderr[-400:]}')
 def equals_one_process(launch, what, env=None):
     """The MPI run `launch` (a launcher's words before the cltrain command)
     trains as one process on both devices did."""
-    p = subprocess.run(launch + [CLTRAIN, 'train', *COMMON, '--epochs', '2', '--export-npz', P('mpi.npz'),
-                                 '--log-csv', P('mpi.csv')], capture_output=True, text=True, timeout=300, env=env)
+    cmd = launch + [CLTRAIN, 'train', *COMMON, '--epochs', '2', '--export-npz', P('mpi.npz'), '--log-csv', P('mpi.csv')]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    if p.returncode != 0 and 'check network connectivity' in p.stderr:
+        # Open MPI's own TCP wire-up over the loopback failed (seen once, in a
+        # full parallel suite on a loaded 2-core VM: exit 213); a second try
+        # tells a passing hitch from an error of cltrain's
+        print(f'note: {what}: Open MPI could not connect its processes (exit {p.returncode}); once more')
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     if not check(p.returncode == 0, f'{what}: {p.returncode} {p.stderr[-800:]}'):
         return
     a, b = lines(p.stdout), lines(q.stdout)
