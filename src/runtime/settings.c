@@ -79,8 +79,12 @@ static clt_status parse_bwdw(const char *e, clt_device_settings *s)
 
 static clt_status parse_tune(const char *e, clt_device_settings *s)
 {
-    return parse_either("CLTRAIN_TUNE", e, "0", CLT_TUNE_OFF, "1", CLT_TUNE_ON, "0 (rule-based kernels) or 1 (tune)",
-                        &s->tune);
+    if (strcmp(e, "again") == 0) {
+        s->tune = CLT_TUNE_AGAIN;
+        return CLT_OK;
+    }
+    return parse_either("CLTRAIN_TUNE", e, "0", CLT_TUNE_OFF, "1", CLT_TUNE_ON,
+                        "0 (rule-based kernels), 1 (tune) or again (tune, replacing kept choices)", &s->tune);
 }
 
 static clt_status parse_fuse(const char *e, clt_device_settings *s)
@@ -125,9 +129,9 @@ clt_status clt_device_set_settings(clt_device *dev, const clt_device_settings *s
                         "clt_device_set_settings: conv_algo %d (CLTRAIN_CONV_ALGO): "
                         "expected auto, lanes, implicit or gemm",
                         s->conv_algo);
-    if (s->tune < CLT_TUNE_AUTO || s->tune > CLT_TUNE_ON)
-        return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_set_settings: tune %d (CLTRAIN_TUNE): expected auto, off or on",
-                        s->tune);
+    if (s->tune < CLT_TUNE_AUTO || s->tune > CLT_TUNE_AGAIN)
+        return clt_fail(CLT_ERR_INVALID_ARG,
+                        "clt_device_set_settings: tune %d (CLTRAIN_TUNE): expected auto, off, on or again", s->tune);
     if (s->no_fuse != 0 && s->no_fuse != 1)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_set_settings: no_fuse %d (CLTRAIN_FUSE): expected 0 or 1",
                         s->no_fuse);

@@ -18,6 +18,7 @@
 struct clt_tune_entry {
     char key[CLT_TUNE_KEY_MAX];
     char value[CLT_TUNE_VALUE_MAX];
+    int measured; /* in this process (not read from the file): CLT_TUNE_AGAIN looks up only these */
 };
 
 /* What makes a measurement valid for reuse, on one line. */
@@ -43,8 +44,8 @@ static struct clt_tune_entry *find(clt_device *dev, const char *key)
     return NULL;
 }
 
-/* Sets key = value in memory (replacing). */
-static clt_status put(clt_device *dev, const char *key, const char *value)
+/* Sets key = value in memory (replacing); measured: not from the file. */
+static clt_status put(clt_device *dev, const char *key, const char *value, int measured)
 {
     struct clt_tune_entry *e = find(dev, key);
     if (!e) {
@@ -53,6 +54,7 @@ static clt_status put(clt_device *dev, const char *key, const char *value)
         snprintf(e->key, sizeof e->key, "%s", key);
     }
     snprintf(e->value, sizeof e->value, "%s", value);
+    e->measured = measured;
     return CLT_OK;
 }
 
@@ -98,7 +100,7 @@ static void load_file(clt_device *dev, int warn)
             continue; /* not a line this file format writes */
         *tab = 0;
         if (!printable(line) || !printable(tab + 1)) continue;
-        if (!find(dev, line) && put(dev, line, tab + 1) != CLT_OK) {
+        if (!find(dev, line) && put(dev, line, tab + 1, 0) != CLT_OK) {
             clt_clear_error(); /* out of memory: the entries so far are kept */
             break;
         }
@@ -117,7 +119,7 @@ int clt_tune_lookup(clt_device *dev, const char *key, char *value, size_t cap)
 {
     ensure_loaded(dev);
     struct clt_tune_entry *e = find(dev, key);
-    if (!e) return 0;
+    if (!e || (dev->settings.tune == CLT_TUNE_AGAIN && !e->measured)) return 0;
     snprintf(value, cap, "%s", e->value);
     return 1;
 }
@@ -147,9 +149,9 @@ clt_status clt_tune_store(clt_device *dev, const char *key, const char *value)
         !printable(value) || strchr(key, '\t') || strchr(value, '\t'))
         return clt_fail(CLT_ERR_INTERNAL, "tuning cache: bad entry \"%s\" = \"%s\"", key, value);
     ensure_loaded(dev);
-    if (!dev->cache_enabled) return put(dev, key, value);
+    if (!dev->cache_enabled) return put(dev, key, value, 1);
     load_file(dev, 0); /* another process's entries since, merged */
-    CLT_TRY(put(dev, key, value));
+    CLT_TRY(put(dev, key, value, 1));
     if (write_file(dev) != CLT_OK) {
         clt_device_log(dev, 2, "tuning cache: cannot store %s: %s", key, clt_last_error());
         clt_clear_error();

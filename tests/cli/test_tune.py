@@ -3,7 +3,8 @@
 run): tune measures each device in turn and keeps the choices in the cache
 directory; a second tune and a training run then measure nothing (no
 notice); a training run in a fresh cache prints the notice once per device,
-naming CLTRAIN_TUNE=0; CLTRAIN_TUNE=0 and a disabled cache refuse tune;
+naming CLTRAIN_TUNE=0; tune --again and CLTRAIN_TUNE=again measure the kept
+shapes again; CLTRAIN_TUNE=0 and a disabled cache refuse tune;
 bad CLTRAIN_TUNE and CLTRAIN_LOG values are refused by name; bench ops names
 the tuned configuration of each convolution."""
 import glob
@@ -52,6 +53,14 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run('tune', *small, '--devices', devs, env=env)
     check(rc == 0 and 'already tuned' in out and 'tuned in' not in out.replace('already tuned', ''),
           f'second tune: {out!r}')
+    # --again (or CLTRAIN_TUNE=again) measures the kept shapes again on every device, one entry per shape
+    for extra, tune_env in [(['--again'], env), ([], dict(env, CLTRAIN_TUNE='again'))]:
+        rc, out, err = run('tune', *small, '--devices', devs, *extra, env=tune_env)
+        again = open(files[0]).read() if files else ''
+        check(rc == 0 and out.count('tuned in') == out.count('device ') >= 1 and 'already' not in out
+              and again.count('\tvw') == text.count('\tvw'), f'tune {extra}: rc {rc}, {out!r} {err!r} {again!r}')
+    rc, out, err = run('train', '--again', env=env)
+    check(rc == 2 and '--again does not apply to cltrain train' in err, f'train --again: rc {rc}, {err!r}')
     rc, out, err = run('bench', 'train', *small, '--devices', cpus[0].__str__(), '--steps', '1', env=env)
     check(rc == 0 and NOTICE not in err, f'bench train after tune measured again: {err!r}')
 

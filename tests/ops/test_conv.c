@@ -1007,6 +1007,7 @@ static void test_settings_env(void)
         {"CLTRAIN_CONV_ALGO", "", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0}},
         {"CLTRAIN_TUNE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_OFF, 0, 0}},
         {"CLTRAIN_TUNE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_ON, 0, 0}},
+        {"CLTRAIN_TUNE", "again", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AGAIN, 0, 0}},
         {"CLTRAIN_FUSE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 1, 0}},
         {"CLTRAIN_FUSE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0}},
         {"CLTRAIN_SHARED_GRADS", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 1}},

@@ -159,6 +159,32 @@ static void test_tune_and_reuse(void)
     clt_conv_plan_destroy(other);
     clt_device_destroy(dev);
     clt_conv_plan_destroy(first);
+
+    /* CLTRAIN_TUNE=again: every pass measured again, once per process
+     * (another batch of the class then comes from memory); the file keeps
+     * the entries of other shapes. */
+    static const char other_shape[] = "lanes fwd c3 h9 w9 co5 k3 s1 p0 np16\tvw8 rm4 nv2\n";
+    text = read_text(path);
+    char *grown = text ? calloc(1, strlen(text) + sizeof other_shape) : NULL;
+    REQUIRE_OK(grown ? CLT_OK : CLT_ERR_NO_MEMORY);
+    strcat(strcat(grown, text), other_shape);
+    write_text(path, grown);
+    free(grown), free(text);
+    dev = open_dev(1, CLT_TUNE_AGAIN, &lc);
+    other = plan_for(dev, 40);
+    CHECK(all_tuned(other, 1) && lc.notices == 1 && lc.measured >= 6, "again: notices %d, measured %d", lc.notices,
+          lc.measured);
+    measured = lc.measured;
+    clt_conv_plan *more = plan_for(dev, 57);
+    CHECK(all_tuned(more, 1) && lc.measured == measured, "again: batch 57 measured again (%d -> %d)", measured,
+          lc.measured);
+    text = read_text(path);
+    CHECK(text && entries(text) == 4 && strstr(text, "lanes fwd c3 h9 w9 co5"), "again: tuning file:\n%s",
+          text ? text : "");
+    free(text);
+    clt_conv_plan_destroy(more);
+    clt_conv_plan_destroy(other);
+    clt_device_destroy(dev);
 }
 
 /* The tuning file at path replaced by text that is not to be read: every

@@ -74,6 +74,7 @@ static const cli_row rows[] = {
     {O_SYNC_BN, "sync-bn", NULL, "batch norm over the whole batch across devices (default: per device)"},
     {O_JSON, "json", NULL, "one JSON object per epoch on stdout instead of the text line"},
     {O_QUIET, "quiet", NULL, "no progress bar and no per-epoch line"},
+    {O_AGAIN, "again", NULL, "measure again the shapes the cache already keeps, replacing their choices"},
 };
 #define N_ROWS (sizeof rows / sizeof rows[0])
 _Static_assert(N_ROWS == O_END - O_MODEL, "one row per enum cli_opt");
@@ -87,12 +88,16 @@ static const cli_row *row_of(int opt)
     return NULL;
 }
 
+/* Options only the commands whose accept list names them take (train,
+ * which passes none, takes every other option). */
+static int listed_only(enum cli_opt opt) { return opt == O_AGAIN; }
+
 /* Whether the command takes the option; *help (if not NULL) gets the text
  * to show for it. */
 static int takes(const cli_accept *accepts, const cli_row *r, const char **help)
 {
     const char *text = r->help;
-    int found = !accepts;
+    int found = !accepts && !listed_only(r->opt);
     for (; accepts && !found && accepts->opt != O_END; accepts++)
         if (accepts->opt == r->opt) {
             found = 1;
@@ -238,6 +243,7 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
         case O_DROP: o->drop_last = 1; break;
         case O_JSON: o->json = 1; break;
         case O_QUIET: o->quiet = 1; break;
+        case O_AGAIN: o->again = 1; break;
         case O_CSV: o->log_csv = optarg; break;
         case O_PLOT: o->plot = optarg; break;
         case O_TRACE: o->trace = optarg; break;

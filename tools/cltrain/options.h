@@ -12,7 +12,7 @@ enum cli_opt {
     O_MODEL = 256, O_DATA, O_DEVICES, O_SPLIT, O_BATCH, O_LR, O_MOM, O_WD, O_EPOCHS, O_STEPS, O_SEED, O_INIT,
     O_LTRAIN, O_LTEST, O_NOSHUF, O_DROP, O_JSON, O_QUIET, O_CSV, O_PLOT, O_INIT_FROM, O_EXPORT, O_SAVE, O_RESUME,
     O_SYNC_BN, O_OPTIM, O_NESTEROV, O_BETAS, O_EPS, O_CLIP, O_SCHED, O_LR_STEP, O_MILESTONES, O_GAMMA, O_LR_MIN,
-    O_WARM_STEPS, O_WARM_EPOCHS, O_SCALE_LR, O_SMOOTH, O_TRACE, O_END
+    O_WARM_STEPS, O_WARM_EPOCHS, O_SCALE_LR, O_SMOOTH, O_TRACE, O_AGAIN, O_END
 };
 #define CLI_GIVEN(o, opt) ((o)->given[(opt) - O_MODEL])
 
@@ -29,6 +29,7 @@ typedef struct cli_options {
     double lr, momentum, weight_decay;
     clt_init init;
     int shuffle, drop_last, json, quiet;
+    int again;              /* tune: measure again what the cache keeps */
     const char *log_csv;
     const char *plot;
     const char *trace; /* Chrome trace-event JSON of the steps */

@@ -22,6 +22,7 @@ static const cli_accept tune_options[] = {
                 "(default: all GPUs, else all CPUs)"},
     {O_BATCH, "the training batch over all devices; each tunes for its equal share (default 256)"},
     {O_INIT, NULL},
+    {O_AGAIN, NULL},
     {O_END, NULL},
 };
 
@@ -81,6 +82,8 @@ int cli_tune(int argc, char **argv)
         printf("\nMeasures the convolution kernels' configurations for the model's shapes on each device, one\n"
                "device after the other, and keeps them in the cache beside the compiled programs, so that\n"
                "training spends no time on it; without it, the first run on a device tunes at first use.\n"
+               "A choice measured while other load slowed the machine can be slower than the best: --again\n"
+               "(or CLTRAIN_TUNE=again) measures the model's shapes again in a quiet minute.\n"
                "CLTRAIN_TUNE=0 uses rule-based configurations instead.\n");
     if (rc) return rc < 0 ? 0 : rc;
     const char *e = getenv("CLTRAIN_TUNE");
@@ -88,11 +91,16 @@ int cli_tune(int argc, char **argv)
         fprintf(stderr, "cltrain: tune: CLTRAIN_TUNE=0 turns tuning off; unset it to tune\n");
         return 2;
     }
-    if (e && e[0] && strcmp(e, "1")) {
-        fprintf(stderr, "cltrain: CLTRAIN_TUNE=\"%s\": expected 0 (rule-based kernels) or 1 (tune)\n", e);
+    if (e && e[0] && strcmp(e, "1") && strcmp(e, "again")) {
+        fprintf(stderr,
+                "cltrain: CLTRAIN_TUNE=\"%s\": expected 0 (rule-based kernels), 1 (tune) or again (tune, "
+                "replacing kept choices)\n",
+                e);
         return 2;
     }
-    setenv("CLTRAIN_TUNE", "1", 1); /* devices open after this: measure (the cache is checked above) */
+    /* devices open after this: measure (the cache is checked below), again
+     * where the cache keeps a choice with --again */
+    setenv("CLTRAIN_TUNE", o.again || (e && !strcmp(e, "again")) ? "again" : "1", 1);
     int devs[CLT_MAX_DEVICES], n = 0;
     if ((rc = cli_resolve_devices(&o, devs, &n))) return rc;
     if (clt_spec_check(o.model, 1, 28, 28, NULL, 0) != CLT_OK) {
