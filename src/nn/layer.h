@@ -109,7 +109,8 @@ struct clt_layer {
     int priv_cap;         /* batch capacity of the batch-sized ones among them */
     int last_training;    /* mode of the last forward (batch norm's backward; max pooling: its argmax is kept) */
     unsigned last_settings; /* the device's settings_version at the last forward (max pooling: its argmax's format) */
-    int relu_epilogue;    /* the relu after this layer runs in its store (src/nn/fuse.c) */
+    int relu_epilogue;    /* the relu after this layer runs in its store (src/nn/fuse.c); a residual
+                           * block's: its add and last relu run in its bn2's store (layer_res.c) */
     int pool_epilogue;    /* CLT_EPI_POOL_*: the pooling after this layer runs in its store (src/nn/fuse.c) */
     clt_shape pooled;     /* with pool_epilogue: that pooling's output, which this layer stores */
     int fused;            /* this relu or pooling runs in a layer before: no buffer, no pass of its own */

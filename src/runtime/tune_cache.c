@@ -18,7 +18,7 @@
 struct clt_tune_entry {
     char key[CLT_TUNE_KEY_MAX];
     char value[CLT_TUNE_VALUE_MAX];
-    int measured; /* in this process (not read from the file): CLT_TUNE_AGAIN looks up only these */
+    int measured; /* by this device object (not read from the file): CLT_TUNE_AGAIN looks up only these */
 };
 
 /* What makes a measurement valid for reuse, on one line. */
@@ -65,8 +65,10 @@ static int printable(const char *s)
     return 1;
 }
 
-/* Merges the file's entries into memory (those already in memory win);
- * a file of another identity is logged when `warn`. */
+/* Merges the file's entries into memory: a value this device object
+ * measured wins, the file's replaces one read before (another process, or
+ * another device object, may have measured it again since: CLTRAIN_TUNE=
+ * again); a file of another identity is logged when `warn`. */
 static void load_file(clt_device *dev, int warn)
 {
     char id[1536], path[1200];
@@ -100,7 +102,8 @@ static void load_file(clt_device *dev, int warn)
             continue; /* not a line this file format writes */
         *tab = 0;
         if (!printable(line) || !printable(tab + 1)) continue;
-        if (!find(dev, line) && put(dev, line, tab + 1, 0) != CLT_OK) {
+        const struct clt_tune_entry *e = find(dev, line);
+        if ((!e || !e->measured) && put(dev, line, tab + 1, 0) != CLT_OK) {
             clt_clear_error(); /* out of memory: the entries so far are kept */
             break;
         }

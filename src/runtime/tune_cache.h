@@ -19,7 +19,7 @@
 #define CLT_TUNE_VALUE_MAX 64
 
 /* value (cap bytes) for key: 1 found, 0 not (CLTRAIN_TUNE=again: a value
- * measured in this process only). */
+ * this device object measured only). */
 int clt_tune_lookup(clt_device *dev, const char *key, char *value, size_t cap);
 /* Keeps key = value in memory and, with the cache enabled, on disk (a
  * file that cannot be written is logged: it costs a later run time, not

@@ -22,6 +22,7 @@
 #include "ops/conv_lanes.h"
 #include "runtime/device.h"
 #include "runtime/launch.h"
+#include "runtime/tune_cache.h"
 
 static char dir[256];
 
@@ -160,7 +161,7 @@ static void test_tune_and_reuse(void)
     clt_device_destroy(dev);
     clt_conv_plan_destroy(first);
 
-    /* CLTRAIN_TUNE=again: every pass measured again, once per process
+    /* CLTRAIN_TUNE=again: every pass measured again, once per device object
      * (another batch of the class then comes from memory); the file keeps
      * the entries of other shapes. */
     static const char other_shape[] = "lanes fwd c3 h9 w9 co5 k3 s1 p0 np16\tvw8 rm4 nv2\n";
@@ -185,6 +186,33 @@ static void test_tune_and_reuse(void)
     clt_conv_plan_destroy(more);
     clt_conv_plan_destroy(other);
     clt_device_destroy(dev);
+}
+
+/* Two device objects on one cache, as a training run beside `cltrain tune
+ * --again`: a value one measured again is not undone when the other,
+ * which read the file before, stores a choice of its own; the other then
+ * finds the new value. */
+static void test_again_beside(void)
+{
+    char v[CLT_TUNE_VALUE_MAX];
+    log_count la, lb;
+    clt_device *a = open_dev(1, CLT_TUNE_AUTO, &la), *b = open_dev(1, CLT_TUNE_AGAIN, &lb);
+    CHECK_OK(clt_tune_store(a, "test key 1", "old"));
+    CHECK(clt_tune_lookup(a, "test key 1", v, sizeof v) && !strcmp(v, "old"), "lookup: %s", v);
+    CHECK(!clt_tune_lookup(b, "test key 1", v, sizeof v), "again: a value from the file was looked up");
+    CHECK_OK(clt_tune_store(b, "test key 1", "new"));
+    clt_device_destroy(a);
+    clt_device *c = open_dev(1, CLT_TUNE_AUTO, &la);
+    CHECK(clt_tune_lookup(c, "test key 1", v, sizeof v) && !strcmp(v, "new"), "after again: %s", v);
+    CHECK_OK(clt_tune_store(b, "test key 1", "newer"));
+    CHECK_OK(clt_tune_store(c, "test key 2", "other")); /* c read "new" before b stored "newer" */
+    char path[512];
+    char *text = tune_file(path, sizeof path) ? read_text(path) : NULL;
+    CHECK(text && strstr(text, "test key 1\tnewer\n") && strstr(text, "test key 2\tother\n"),
+          "the file after a store beside --again:\n%s", text ? text : "");
+    free(text);
+    CHECK(clt_tune_lookup(c, "test key 1", v, sizeof v) && !strcmp(v, "newer"), "the reader's merged value: %s", v);
+    clt_device_destroy(b), clt_device_destroy(c);
 }
 
 /* The tuning file at path replaced by text that is not to be read: every
@@ -484,6 +512,7 @@ int main(void)
     }
     if (!tmpdir_make(dir, sizeof dir, "clt-tune")) return 1;
     test_tune_and_reuse();
+    test_again_beside();
     test_damaged();
     test_chunk_values();
     test_modes();
