@@ -15,9 +15,8 @@ enum { CLT_CONV_ALGO_AUTO, CLT_CONV_ALGO_LANES, CLT_CONV_ALGO_GEMM, CLT_CONV_ALG
  * keep the result (CLTRAIN_TUNE unset); OFF (0) takes the rule-based
  * choice; ON (1) measures even without a cache (every run); AGAIN
  * ("again") as ON, and measures again what the cache keeps (once per
- * device object), replacing it
- * (a choice measured while other load slowed the machine can run its
- * pass 1.3x longer than the best: bench/README.md). */
+ * device object), replacing it: a choice measured while other load slowed
+ * the machine can run its pass 1.3x longer than the best (bench/README.md). */
 enum { CLT_TUNE_AUTO, CLT_TUNE_OFF, CLT_TUNE_ON, CLT_TUNE_AGAIN };
 /* The register blocks A x B of the lanes backward-weights kernels
  * (conv_lanes_bwd_weights_<A>_<B> in kernels/conv_lanes.cl): the ones

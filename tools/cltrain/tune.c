@@ -86,21 +86,18 @@ int cli_tune(int argc, char **argv)
                "(or CLTRAIN_TUNE=again) measures the model's shapes again in a quiet minute.\n"
                "CLTRAIN_TUNE=0 uses rule-based configurations instead.\n");
     if (rc) return rc < 0 ? 0 : rc;
-    const char *e = getenv("CLTRAIN_TUNE");
-    if (e && !strcmp(e, "0")) {
-        fprintf(stderr, "cltrain: tune: CLTRAIN_TUNE=0 turns tuning off; unset it to tune\n");
+    clt_device_settings env; /* the library's reading of CLTRAIN_TUNE (and the other settings) */
+    if (clt_device_settings_from_env(&env) != CLT_OK) {
+        fprintf(stderr, "cltrain: %s\n", clt_last_error());
         return 2;
     }
-    if (e && e[0] && strcmp(e, "1") && strcmp(e, "again")) {
-        fprintf(stderr,
-                "cltrain: CLTRAIN_TUNE=\"%s\": expected 0 (rule-based kernels), 1 (tune) or again (tune, "
-                "replacing kept choices)\n",
-                e);
+    if (env.tune == CLT_TUNE_OFF) {
+        fprintf(stderr, "cltrain: tune: CLTRAIN_TUNE=0 turns tuning off; unset it to tune\n");
         return 2;
     }
     /* devices open after this: measure (the cache is checked below), again
      * where the cache keeps a choice with --again */
-    setenv("CLTRAIN_TUNE", o.again || (e && !strcmp(e, "again")) ? "again" : "1", 1);
+    setenv("CLTRAIN_TUNE", o.again || env.tune == CLT_TUNE_AGAIN ? "again" : "1", 1);
     int devs[CLT_MAX_DEVICES], n = 0;
     if ((rc = cli_resolve_devices(&o, devs, &n))) return rc;
     if (clt_spec_check(o.model, 1, 28, 28, NULL, 0) != CLT_OK) {
