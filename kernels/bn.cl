@@ -40,14 +40,14 @@
 #define bn_hsum4(a) (((a).x + (a).y) + ((a).z + (a).w))
 
 /* Head of every kernel that reads x: the row's channel and samples; units
- * per plane hu = hw / VEC. */
+ * per plane hu = hw / VEC, the tail's floats from tail0 on. */
 #define BN_ROW_HEAD(VEC)                                                                           \
     const int lane = get_local_id(0), lx = get_local_size(0);                                      \
     const int q = get_global_id(1);                                                                \
     if (q >= C * chunks) return;                                                                   \
     const int ch = q / C, c = q - ch * C;                                                          \
     const int s0 = ch * S, s1 = min(n, s0 + S);                                                    \
-    const int hu = hw / VEC;
+    const int hu = hw / VEC, tail0 = hu * VEC;
 
 #define BN_ARGS_ROWS const int n, const int C, const int hw, const int S, const int chunks
 
@@ -62,6 +62,12 @@
 #define BN_UNITS_END                                                                               \
         }                                                                                          \
     }
+/* BN_UNITS_BEGIN vector-statements BN_TAIL scalar-statements BN_UNITS_END:
+ * the same, then the plane's last hw % VEC floats one at a time (u the
+ * float's index; none for VEC 1). */
+#define BN_TAIL                                                                                    \
+        }                                                                                          \
+        for (int u = tail0 + lane; u < hw; u += lx) {
 
 /* End of the step-1 kernels: this work-item's partials of the two sums. */
 #define BN_PART_STORE(P1, P2)                                                                      \
@@ -76,6 +82,32 @@
 #define BN_DY(VEC)                                                                                 \
     (relu ? RELU_BWD(bn_vload##VEC(u, ym + base), bn_vload##VEC(u, dy + base)) : bn_vload##VEC(u, dy + base))
 
+/* One unit's work in each kernel, on units of V floats of type TT (the
+ * kernels run them on VEC-float units, then on a plane's tail floats). */
+#define BN_STATS_STEP(V, TT, A1, A2)                                                               \
+    {                                                                                              \
+        TT v = bn_vload##V(u, x + base) - sh;                                                      \
+        A1 += v;                                                                                   \
+        A2 += v * v;                                                                               \
+    }
+#define BN_BSTATS_STEP(V, TT, A1, A2)                                                              \
+    {                                                                                              \
+        TT d = BN_DY(V);                                                                           \
+        A1 += d;                                                                                   \
+        A2 += d * (bn_vload##V(u, x + base) - mean);                                               \
+    }
+#define BN_APPLY_STEP(V, TT)                                                                       \
+    {                                                                                              \
+        TT v = (bn_vload##V(u, x + base) - mean) * scale + shift;                                  \
+        if (has_add) v = v + bn_vload##V(u, add + base);                                           \
+        bn_vstore##V(relu ? RELU_FWD(v) : v, u, y + base);                                         \
+    }
+#define BN_BACKWARD_STEP(V, TT)                                                                    \
+    {                                                                                              \
+        TT d = BN_DY(V), xv = bn_vload##V(u, x + base);                                            \
+        bn_vstore##V(k * (d - mdy - (xv - mean) * mdx), u, dx + base);                             \
+    }
+
 #define BN_KERNELS(SUF, VEC, T)                                                                    \
     /* Step 1: partials of S1 = sum (x - shift[c]) and S2 = sum (x - shift[c])^2. */               \
     __kernel void bn_stats_part##SUF(__global const float *x, __global const float *shift,         \
@@ -85,12 +117,13 @@
         BN_ROW_HEAD(VEC)                                                                           \
         const float sh = shift[shift_off + c];                                                     \
         T a1 = 0.0f, a2 = 0.0f;                                                                    \
+        float t1 = 0.0f, t2 = 0.0f;                                                                \
         BN_UNITS_BEGIN                                                                             \
-            T v = bn_vload##VEC(u, x + base) - sh;                                                 \
-            a1 += v;                                                                               \
-            a2 += v * v;                                                                           \
+            BN_STATS_STEP(VEC, T, a1, a2)                                                          \
+        BN_TAIL                                                                                    \
+            BN_STATS_STEP(1, float, t1, t2)                                                        \
         BN_UNITS_END                                                                               \
-        BN_PART_STORE(bn_hsum##VEC(a1), bn_hsum##VEC(a2))                                          \
+        BN_PART_STORE(bn_hsum##VEC(a1) + t1, bn_hsum##VEC(a2) + t2)                                \
     }                                                                                              \
                                                                                                    \
     /* Step 1: partials of B1 = sum dy and B2 = sum dy * xhat, xhat = (x - mean) * invstd. */      \
@@ -102,12 +135,14 @@
         BN_ROW_HEAD(VEC)                                                                           \
         const float mean = mean_invstd[mi_off + c];                                                \
         T a1 = 0.0f, a2 = 0.0f;                                                                    \
+        float t1 = 0.0f, t2 = 0.0f;                                                                \
         BN_UNITS_BEGIN                                                                             \
-            T d = BN_DY(VEC);                                                                      \
-            a1 += d;                                                                               \
-            a2 += d * (bn_vload##VEC(u, x + base) - mean);                                         \
+            BN_BSTATS_STEP(VEC, T, a1, a2)                                                         \
+        BN_TAIL                                                                                    \
+            BN_BSTATS_STEP(1, float, t1, t2)                                                       \
         BN_UNITS_END                                                                               \
-        BN_PART_STORE(bn_hsum##VEC(a1), bn_hsum##VEC(a2) * mean_invstd[mi_off + C + c])            \
+        BN_PART_STORE(bn_hsum##VEC(a1) + t1,                                                       \
+                      (bn_hsum##VEC(a2) + t2) * mean_invstd[mi_off + C + c])                       \
     }                                                                                              \
                                                                                                    \
     /* y = (x - mean) * (invstd * gamma) + beta, plus add (has_add: a residual block's shortcut), \
@@ -123,9 +158,9 @@
         const float scale = mean_invstd[mi_off + C + c] * (has_gamma ? gamma[c] : 1.0f);           \
         const float shift = has_beta ? beta[c] : 0.0f;                                             \
         BN_UNITS_BEGIN                                                                             \
-            T v = (bn_vload##VEC(u, x + base) - mean) * scale + shift;                             \
-            if (has_add) v = v + bn_vload##VEC(u, add + base);                                     \
-            bn_vstore##VEC(relu ? RELU_FWD(v) : v, u, y + base);                                   \
+            BN_APPLY_STEP(VEC, T)                                                                  \
+        BN_TAIL                                                                                    \
+            BN_APPLY_STEP(1, float)                                                                \
         BN_UNITS_END                                                                               \
     }                                                                                              \
                                                                                                    \
@@ -145,8 +180,9 @@
         const float mdy = bstats[bs_off + c] * inv_count;                                          \
         const float mdx = bstats[bs_off + C + c] * inv_count * invstd; /* mean(dy xhat) invstd */  \
         BN_UNITS_BEGIN                                                                             \
-            T d = BN_DY(VEC), xv = bn_vload##VEC(u, x + base);                                     \
-            bn_vstore##VEC(k * (d - mdy - (xv - mean) * mdx), u, dx + base);                       \
+            BN_BACKWARD_STEP(VEC, T)                                                               \
+        BN_TAIL                                                                                    \
+            BN_BACKWARD_STEP(1, float)                                                             \
         BN_UNITS_END                                                                               \
     }                                                                                              \
                                                                                                    \
@@ -160,6 +196,8 @@
         const float k = mean_invstd[mi_off + C + c] * (has_gamma ? gamma[c] : 1.0f);               \
         BN_UNITS_BEGIN                                                                             \
             bn_vstore##VEC(k * BN_DY(VEC), u, dx + base);                                          \
+        BN_TAIL                                                                                    \
+            bn_vstore1(k * BN_DY(1), u, dx + base);                                                \
         BN_UNITS_END                                                                               \
     }
 

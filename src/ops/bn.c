@@ -17,7 +17,8 @@
 #include "tensor/tensor.h"
 
 /* How the kernels that read x are laid out (see kernels/bn.cl): units of
- * vec floats (4 when hw % 4 == 0: the kernels with suffix 4), lx lanes
+ * vec floats (4 when hw >= 4: the kernels with suffix 4, which take a
+ * plane's last hw % 4 floats one at a time), lx lanes
  * along a plane (a power of two; 1 on CPU devices), ly rows per work-group,
  * S samples per row (about BN_PER_ITEM floats per work-item, at most
  * BN_MAX_SAMPLES: a work-item touching many samples, each a page or more
@@ -66,7 +67,7 @@ static bn_plan plan_make(const clt_device *dev, int n, int c, int hw)
 {
     bn_plan pl;
     pl.n = n, pl.c = c, pl.hw = hw;
-    pl.vec = hw % 4 == 0 ? 4 : 1;
+    pl.vec = hw >= 4 ? 4 : 1;
     int units = hw / pl.vec;
     int group = 64;
     while (group > 1 && dev->info.max_work_group_size > 0 && group > dev->info.max_work_group_size) group >>= 1;

@@ -331,7 +331,8 @@ static void check_shapes(const op_env *e)
 static void check_gpu_layout(const op_env *e)
 {
     const ref_bn_shape shapes[] = {
-        {3, 5, 7, 9},   /* scalar units */
+        {3, 5, 7, 9},   /* float4 units and a tail of 3 floats per plane */
+        {6, 4, 1, 3},   /* planes under 4 floats: one-float units */
         {4, 3, 8, 8},   /* plane = one work-group of lanes */
         {8, 3, 28, 28}, /* planes larger than a work-group, several chunks */
         {64, 2, 4, 4},  /* many small planes, several chunks */
