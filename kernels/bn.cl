@@ -15,7 +15,9 @@
  * q = chunk * C + c covers samples [chunk*S, chunk*S + S) of channel c.
  * Work-item (lane, q) walks, sample after sample, the units lane, lane + lx,
  * ... of each plane, a unit being 4 consecutive floats (vload4, kernels with
- * suffix 4, used when hw % 4 == 0) or one. Accesses are contiguous across
+ * suffix 4, used when hw >= 4) or one; after the units of a plane, its last
+ * hw % 4 floats one at a time, float tail0 + lane, tail0 + lane + lx, ...
+ * (BN_TAIL). Accesses are contiguous across
  * lanes (coalesced on GPUs), per-channel values are loaded once per
  * work-item, and there is no division per element and no barrier in the
  * kernels that stream x (CPU implementations such as PoCL run the lanes of a
@@ -25,7 +27,8 @@
  * Reductions are deterministic, without atomics, in two steps:
  *  1. bn_stats_part / bn_bstats_part: each work-item sums its units
  *     in order (the 4 components of a unit in separate accumulators, added
- *     as (x + y) + (z + w) at the end) into
+ *     as (x + y) + (z + w) at the end), and its tail floats in order in a
+ *     scalar sum added after them, into
  *     part[part_off + ((k*C + c)*chunks + chunk)*lx + lane], k = 0 for the
  *     first sum and 1 for the second;
  *  2. bn_reduce_parts: one work-group per (k, c) adds its chunks*lx

@@ -82,7 +82,8 @@ static bn_plan plan_make(const clt_device *dev, int n, int c, int hw)
     pl.group = group;
     pl.lx = lx;
     pl.ly = group / lx;
-    int per_sample = (units + lx - 1) / lx * pl.vec; /* floats per work-item and sample */
+    /* floats per work-item and sample: its units and its part of the tail */
+    int per_sample = (units + lx - 1) / lx * pl.vec + (hw % pl.vec + lx - 1) / lx;
     int S = BN_PER_ITEM / per_sample;
     if (S < 1) S = 1;
     if (S > BN_MAX_SAMPLES) S = BN_MAX_SAMPLES;

@@ -332,6 +332,10 @@ static void check_gpu_layout(const op_env *e)
 {
     const ref_bn_shape shapes[] = {
         {3, 5, 7, 9},   /* float4 units and a tail of 3 floats per plane */
+        {5, 3, 7, 7},   /* 16 lanes, a tail of 1 (ResNet-18's 7x7) */
+        {3, 2, 1, 6},   /* one lane, a tail of 2 */
+        {3, 2, 1, 11},  /* two lanes, the first taking two of the tail's 3 floats */
+        {3, 2, 1, 259}, /* 64 lanes (the most), a tail of 3 */
         {6, 4, 1, 3},   /* planes under 4 floats: one-float units */
         {4, 3, 8, 8},   /* plane = one work-group of lanes */
         {8, 3, 28, 28}, /* planes larger than a work-group, several chunks */
