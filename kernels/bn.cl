@@ -120,7 +120,7 @@
         BN_ROW_HEAD(VEC)                                                                           \
         const float sh = shift[shift_off + c];                                                     \
         T a1 = 0.0f, a2 = 0.0f;                                                                    \
-        float t1 = 0.0f, t2 = 0.0f;                                                                \
+        float t1 = -0.0f, t2 = -0.0f; /* v + -0.0f is v: without a tail, the sums' bits stay */     \
         BN_UNITS_BEGIN                                                                             \
             BN_STATS_STEP(VEC, T, a1, a2)                                                          \
         BN_TAIL                                                                                    \
@@ -138,7 +138,7 @@
         BN_ROW_HEAD(VEC)                                                                           \
         const float mean = mean_invstd[mi_off + c];                                                \
         T a1 = 0.0f, a2 = 0.0f;                                                                    \
-        float t1 = 0.0f, t2 = 0.0f;                                                                \
+        float t1 = -0.0f, t2 = -0.0f; /* v + -0.0f is v: without a tail, the sums' bits stay */     \
         BN_UNITS_BEGIN                                                                             \
             BN_BSTATS_STEP(VEC, T, a1, a2)                                                         \
         BN_TAIL                                                                                    \
