@@ -319,13 +319,16 @@ static int lanes_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passe
  * block spills (ResNet-18's largest copy into the lanes layout, batch 128:
  * 0.90-0.93x the time on PoCL, 0.93-1.0x on Intel's runtime; the copies
  * back measured the same). */
-static clt_status layout_2d_in(clt_device *dev, int stream, const char *kernel, size_t gx, size_t gy, size_t lx,
+#define LAYOUT_STREAM 1 /* past the cache (STREAM_MIN_BYTES) */
+#define LAYOUT_DUAL 2   /* into a second layout too (conv_layout_to_lanes_pool) */
+static clt_status layout_2d_in(clt_device *dev, int flags, const char *kernel, size_t gx, size_t gy, size_t lx,
                                int nargs, const clt_arg *args)
 {
     int tq = clt_device_vector_width(dev) >= 16 ? 16 : 8;
-    char spec[48];
-    snprintf(spec, sizeof spec, "conv_layout%s%s", tq == 8 ? " -DTQ=8" : "",
-             stream && dev->base_align >= (size_t)tq * sizeof(float) ? " -DNT=1" : "");
+    char spec[64];
+    snprintf(spec, sizeof spec, "conv_layout%s%s%s", tq == 8 ? " -DTQ=8" : "",
+             (flags & LAYOUT_STREAM) && dev->base_align >= (size_t)tq * sizeof(float) ? " -DNT=1" : "",
+             (flags & LAYOUT_DUAL) ? " -DDUAL=1" : "");
     return clt_launch_2d(dev, spec, kernel, gx, gy, lx, 1, nargs, args);
 }
 
@@ -367,9 +370,14 @@ static lanes_rows lanes_layout(const clt_conv_lanes_params *lp, int pixel_major,
 /* An NCHW tensor into a lanes layout at `off` floats: a transpose of (N,
  * C*H*W) in 16 x 16 blocks; phased: each channel's pixels in stride
  * phases (the weight gradient's x, cfg.ph). With a fused pooling (epi)
- * src is the pooling's dy (N, C, H/2, W/2), spread to the h x w pixels. */
+ * src is the pooling's dy (N, C, H/2, W/2), spread to the h x w pixels,
+ * and cm_off (else NULL) asks for the channel-major layout at *cm_off too,
+ * from the same spread. (A transposing copy into two layouts measured no
+ * faster than two copies: ResNet-18's dy at batch 128, PoCL, 237-241 ms
+ * per step either way; its stores cost, not its loads.) */
 static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi, int n, int c, int h, int w,
-                           int pixel_major, int phased, const clt_conv_lanes_params *lp, cl_mem dst, cl_ulong off)
+                           int pixel_major, int phased, const clt_conv_lanes_params *lp, cl_mem dst, cl_ulong off,
+                           const cl_ulong *cm_off)
 {
     int p = h * w, m = c * p, relu = clt_epi_relu(epi), sw = phased ? w : 0;
     lanes_rows r = lanes_layout(lp, pixel_major, c, p);
@@ -379,15 +387,19 @@ static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi,
         cl_mem cells = clt_epi_cells(epi) ? epi->argmax : src;
         int max = epi->pool == CLT_EPI_POOL_MAX;
         size_t windows = (size_t)c * (size_t)(h / 2) * (size_t)(w / 2);
-        return layout_2d(dev, "conv_layout_to_lanes_pool", (windows + LANES - 1) / LANES, blocks,
-                         clt_conv_group_x(dev, CLT_CONV_COPY_LX),
-                         CLT_ARGS(CLT_ARG(n), CLT_ARG(c), CLT_ARG(h), CLT_ARG(w), CLT_ARG(r.ps), CLT_ARG(r.cs),
-                                  CLT_ARG(r.rs), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(max), CLT_ARG(cells),
-                                  CLT_ARG(ym), CLT_ARG(dst), CLT_ARG(off)));
+        lanes_rows r2 = cm_off ? lanes_layout(lp, 0, c, p) : (lanes_rows){0, 0, 0};
+        cl_ulong off2 = cm_off ? *cm_off : 0;
+        return layout_2d_in(dev, cm_off ? LAYOUT_DUAL : 0, "conv_layout_to_lanes_pool",
+                            (windows + LANES - 1) / LANES, blocks, clt_conv_group_x(dev, CLT_CONV_COPY_LX),
+                            CLT_ARGS(CLT_ARG(n), CLT_ARG(c), CLT_ARG(h), CLT_ARG(w), CLT_ARG(r.ps), CLT_ARG(r.cs),
+                                     CLT_ARG(r.rs), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(max), CLT_ARG(cells),
+                                     CLT_ARG(ym), CLT_ARG(dst), CLT_ARG(off), CLT_ARG(r2.ps), CLT_ARG(r2.cs),
+                                     CLT_ARG(r2.rs), CLT_ARG(off2)));
     }
+    if (cm_off) return clt_fail(CLT_ERR_INTERNAL, "lanes copy: a second layout without a fused pooling");
     size_t mblocks = ((size_t)m + LANES - 1) / LANES;
     int stream = (size_t)r.rs * (size_t)m * sizeof(float) >= STREAM_MIN_BYTES;
-    return layout_2d_in(dev, stream, "conv_layout_to_lanes_t", mblocks, blocks,
+    return layout_2d_in(dev, stream ? LAYOUT_STREAM : 0, "conv_layout_to_lanes_t", mblocks, blocks,
                         clt_conv_group_x(dev, CLT_CONV_COPY_LX),
                         CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(p), CLT_ARG(r.ps), CLT_ARG(r.cs), CLT_ARG(r.rs),
                                  CLT_ARG(sw), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(dst), CLT_ARG(off)));
@@ -425,7 +437,7 @@ static clt_status x_to_lanes(clt_device *dev, const clt_conv_plan *plan, cl_mem 
     const clt_conv_geom *g = &plan->g;
     if (!plan->lanes.subsampled)
         return to_lanes(dev, x, NULL, g->n, g->c, g->h, g->w, pixel_major,
-                        !pixel_major && plan->lanes.cfg[CLT_CONV_BWD_WEIGHTS].ph, &plan->lanes, dst, off);
+                        !pixel_major && plan->lanes.cfg[CLT_CONV_BWD_WEIGHTS].ph, &plan->lanes, dst, off, NULL);
     lanes_rows r = lanes_layout(&plan->lanes, pixel_major, g->c, g->oh * g->ow);
     size_t rows = (size_t)g->c * g->oh, blocks = (size_t)plan->lanes.nl / LANES;
     return layout_2d(dev, "conv_layout_to_lanes_sub", rows, blocks, clt_conv_group_x(dev, CLT_CONV_COPY_LX),
@@ -617,7 +629,9 @@ static clt_status bias_from_lanes(clt_device *dev, const clt_conv_plan *plan, cl
 /* dy goes into the lanes layout of each pass that runs: a second copy of
  * dy costs less than backward-data gains from its pixel-major layout
  * (ResNet-18 training steps at batch 128 on PoCL: 1.05-1.16x faster than
- * with one channel-major copy for both). */
+ * with one channel-major copy for both), and less than the weight
+ * gradient loses on pixel-major x and dy (its kernel 1.2-1.4x slower on
+ * ResNet-18's 3x3 layers, batch 128, PoCL). */
 static clt_status lanes_backward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
                                  cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db)
 {
@@ -629,13 +643,15 @@ static clt_status lanes_backward(clt_device *dev, const clt_conv_plan *plan, cl_
     backward_layout(lp, dx != NULL, dw != NULL, &L);
     cl_mem scratch;
     CLT_TRY(clt_device_scratch(dev, L.total * sizeof(float), &scratch));
+    /* a fused pooling spreads its dy into both layouts in one pass */
+    int both = dx && dw && epi && epi->pool;
     if (dx) {
-        CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 1, 0, lp, scratch, L.dyp_off));
+        CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 1, 0, lp, scratch, L.dyp_off, both ? &L.dy_off : NULL));
         CLT_TRY(rank1_pass(dev, lp, 0, w, scratch, L.dyp_off, L.wb_off, L.dx_off));
         CLT_TRY(dx_from_lanes(dev, plan, scratch, L.dx_off, dx));
     }
     if (dw) {
-        CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 0, 0, lp, scratch, L.dy_off));
+        if (!both) CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 0, 0, lp, scratch, L.dy_off, NULL));
         if (db) CLT_TRY(bias_from_lanes(dev, plan, scratch, L.dy_off, db));
         CLT_TRY(backward_weights(dev, plan, x, scratch, &L, dw));
     }
