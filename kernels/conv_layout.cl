@@ -425,11 +425,11 @@ __kernel void conv_layout_from_lanes_pool(int N, int CH, int OH, int OW, int NP,
  * each row goes to a second lanes layout too (row p*ps2 + ch*cs2, rows
  * rs2 floats apart, at dst2_off): backward-data's pixel-major dy and the
  * weight gradient's channel-major one from one pass over the pooling's dy,
- * cells and ym (LeNet's conv2 at batch 256 on PoCL, alternated rounds:
- * 1.31-1.83 ms per step against 1.49-2.17 for two calls). A define, not
- * a run-time flag: a run-time branch around a second store made PoCL's
- * build of conv_layout_to_lanes_t 3.8x slower even with it off. Global:
- * (ceil(CH*PQ/16), NL/16). */
+ * cells and ym (LeNet's conv2 at batch 256 on PoCL, three rounds: 1.61-1.83
+ * ms per step against 2.06-2.17 for two calls). A define, not a run-time
+ * flag: in a trial of the same second store in conv_layout_to_lanes_t, a
+ * run-time `if` around it made PoCL's build of that kernel 3.8x slower
+ * even with the second layout off. Global: (ceil(CH*PQ/16), NL/16). */
 __kernel void conv_layout_to_lanes_pool(int N, int CH, int OH, int OW, int ps, int cs, int NP,
                                         __global const float *dy, int relu, int max, __global const uchar *cells,
                                         __global const float *ym, __global float *dst, ulong dst_off,

@@ -372,9 +372,10 @@ static lanes_rows lanes_layout(const clt_conv_lanes_params *lp, int pixel_major,
  * phases (the weight gradient's x, cfg.ph). With a fused pooling (epi)
  * src is the pooling's dy (N, C, H/2, W/2), spread to the h x w pixels,
  * and cm_off (else NULL) asks for the channel-major layout at *cm_off too,
- * from the same spread. (A transposing copy into two layouts measured no
- * faster than two copies: ResNet-18's dy at batch 128, PoCL, 237-241 ms
- * per step either way; its stores cost, not its loads.) */
+ * from the same spread. Only a pooling's copy takes cm_off: without one,
+ * a transposing copy into both layouts measured no faster than two
+ * copies (ResNet-18's dy at batch 128, PoCL: 237-241 ms per step either
+ * way; its stores cost, not its loads). */
 static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi, int n, int c, int h, int w,
                            int pixel_major, int phased, const clt_conv_lanes_params *lp, cl_mem dst, cl_ulong off,
                            const cl_ulong *cm_off)
@@ -645,8 +646,9 @@ static clt_status lanes_backward(clt_device *dev, const clt_conv_plan *plan, cl_
     CLT_TRY(clt_device_scratch(dev, L.total * sizeof(float), &scratch));
     /* a fused pooling spreads its dy into both layouts in one pass */
     int both = dx && dw && epi && epi->pool;
+    cl_ulong cm_off = L.dy_off;
     if (dx) {
-        CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 1, 0, lp, scratch, L.dyp_off, both ? &L.dy_off : NULL));
+        CLT_TRY(to_lanes(dev, dy, epi, g->n, g->co, g->oh, g->ow, 1, 0, lp, scratch, L.dyp_off, both ? &cm_off : NULL));
         CLT_TRY(rank1_pass(dev, lp, 0, w, scratch, L.dyp_off, L.wb_off, L.dx_off));
         CLT_TRY(dx_from_lanes(dev, plan, scratch, L.dx_off, dx));
     }
