@@ -13,9 +13,6 @@
  * images. */
 
 #define LANES 16
-#ifndef DUAL
-#define DUAL 0
-#endif
 
 /* Transposes run in TQ x TQ blocks, the size the device's registers
  * hold: 16 where a float16 is one register (AVX-512), 8 below (-DTQ=8: on
@@ -421,15 +418,17 @@ __kernel void conv_layout_from_lanes_pool(int N, int CH, int OH, int OW, int NP,
  * lanes n >= N. One work-item per 16 consecutive windows m = ch*PQ + q x
  * 16 images: 16 row loads (and 16 of cells, and of ym) and in-register
  * transposes give each window's vector of images; each writes its
- * window's 4 rows (and the pixels in no window beside it). With -DDUAL=1
+ * window's 4 rows (and the pixels in no window beside it). With rs2 > 0
  * each row goes to a second lanes layout too (row p*ps2 + ch*cs2, rows
  * rs2 floats apart, at dst2_off): backward-data's pixel-major dy and the
  * weight gradient's channel-major one from one pass over the pooling's dy,
- * cells and ym (LeNet's conv2 at batch 256 on PoCL, three rounds: 1.61-1.83
- * ms per step against 2.06-2.17 for two calls). A define, not a run-time
- * flag: in a trial of the same second store in conv_layout_to_lanes_t, a
- * run-time `if` around it made PoCL's build of that kernel 3.8x slower
- * even with the second layout off. Global: (ceil(CH*PQ/16), NL/16). */
+ * cells and ym (LeNet's conv2 at batch 256 on PoCL: 1.21-1.28 ms per step
+ * against 1.49-1.63 for two calls). A run-time test here costs nothing
+ * measurable, where a -D variant cost a second build of this program (6 s
+ * of a cold start); but the same test around a second store in
+ * conv_layout_to_lanes_t's unrolled tile made PoCL's build of that kernel
+ * 3.8x slower even with the second layout off. Global:
+ * (ceil(CH*PQ/16), NL/16). */
 __kernel void conv_layout_to_lanes_pool(int N, int CH, int OH, int OW, int ps, int cs, int NP,
                                         __global const float *dy, int relu, int max, __global const uchar *cells,
                                         __global const float *ym, __global float *dst, ulong dst_off,
@@ -478,9 +477,7 @@ __kernel void conv_layout_to_lanes_pool(int N, int CH, int OH, int OW, int ps, i
                 int cell = (y - 2 * py) * 2 + (x - 2 * px), in = y < 2 * py + 2 && x < 2 * px + 2;
                 float16 v = in ? select((float16)0.0f, g, ((bits >> cell) & 1) != 0) : (float16)0.0f;
                 vstore16(v, 0, d + ((size_t)(y * OW + x) * ps + (size_t)ch * cs) * NP);
-#if DUAL
-                vstore16(v, 0, dst + dst2_off + n0 + ((size_t)(y * OW + x) * ps2 + (size_t)ch * cs2) * rs2);
-#endif
+                if (rs2) vstore16(v, 0, dst + dst2_off + n0 + ((size_t)(y * OW + x) * ps2 + (size_t)ch * cs2) * rs2);
             }
     }
 }

@@ -319,16 +319,13 @@ static int lanes_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passe
  * block spills (ResNet-18's largest copy into the lanes layout, batch 128:
  * 0.90-0.93x the time on PoCL, 0.93-1.0x on Intel's runtime; the copies
  * back measured the same). */
-#define LAYOUT_STREAM 1 /* past the cache (STREAM_MIN_BYTES) */
-#define LAYOUT_DUAL 2   /* into a second layout too (conv_layout_to_lanes_pool) */
-static clt_status layout_2d_in(clt_device *dev, int flags, const char *kernel, size_t gx, size_t gy, size_t lx,
+static clt_status layout_2d_in(clt_device *dev, int stream, const char *kernel, size_t gx, size_t gy, size_t lx,
                                int nargs, const clt_arg *args)
 {
     int tq = clt_device_vector_width(dev) >= 16 ? 16 : 8;
-    char spec[64];
-    snprintf(spec, sizeof spec, "conv_layout%s%s%s", tq == 8 ? " -DTQ=8" : "",
-             (flags & LAYOUT_STREAM) && dev->base_align >= (size_t)tq * sizeof(float) ? " -DNT=1" : "",
-             (flags & LAYOUT_DUAL) ? " -DDUAL=1" : "");
+    char spec[48];
+    snprintf(spec, sizeof spec, "conv_layout%s%s", tq == 8 ? " -DTQ=8" : "",
+             stream && dev->base_align >= (size_t)tq * sizeof(float) ? " -DNT=1" : "");
     return clt_launch_2d(dev, spec, kernel, gx, gy, lx, 1, nargs, args);
 }
 
@@ -390,17 +387,17 @@ static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi,
         size_t windows = (size_t)c * (size_t)(h / 2) * (size_t)(w / 2);
         lanes_rows r2 = cm_off ? lanes_layout(lp, 0, c, p) : (lanes_rows){0, 0, 0};
         cl_ulong off2 = cm_off ? *cm_off : 0;
-        return layout_2d_in(dev, cm_off ? LAYOUT_DUAL : 0, "conv_layout_to_lanes_pool",
-                            (windows + LANES - 1) / LANES, blocks, clt_conv_group_x(dev, CLT_CONV_COPY_LX),
-                            CLT_ARGS(CLT_ARG(n), CLT_ARG(c), CLT_ARG(h), CLT_ARG(w), CLT_ARG(r.ps), CLT_ARG(r.cs),
-                                     CLT_ARG(r.rs), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(max), CLT_ARG(cells),
-                                     CLT_ARG(ym), CLT_ARG(dst), CLT_ARG(off), CLT_ARG(r2.ps), CLT_ARG(r2.cs),
-                                     CLT_ARG(r2.rs), CLT_ARG(off2)));
+        return layout_2d(dev, "conv_layout_to_lanes_pool", (windows + LANES - 1) / LANES, blocks,
+                         clt_conv_group_x(dev, CLT_CONV_COPY_LX),
+                         CLT_ARGS(CLT_ARG(n), CLT_ARG(c), CLT_ARG(h), CLT_ARG(w), CLT_ARG(r.ps), CLT_ARG(r.cs),
+                                  CLT_ARG(r.rs), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(max), CLT_ARG(cells),
+                                  CLT_ARG(ym), CLT_ARG(dst), CLT_ARG(off), CLT_ARG(r2.ps), CLT_ARG(r2.cs),
+                                  CLT_ARG(r2.rs), CLT_ARG(off2)));
     }
     if (cm_off) return clt_fail(CLT_ERR_INTERNAL, "lanes copy: a second layout without a fused pooling");
     size_t mblocks = ((size_t)m + LANES - 1) / LANES;
     int stream = (size_t)r.rs * (size_t)m * sizeof(float) >= STREAM_MIN_BYTES;
-    return layout_2d_in(dev, stream ? LAYOUT_STREAM : 0, "conv_layout_to_lanes_t", mblocks, blocks,
+    return layout_2d_in(dev, stream, "conv_layout_to_lanes_t", mblocks, blocks,
                         clt_conv_group_x(dev, CLT_CONV_COPY_LX),
                         CLT_ARGS(CLT_ARG(n), CLT_ARG(m), CLT_ARG(p), CLT_ARG(r.ps), CLT_ARG(r.cs), CLT_ARG(r.rs),
                                  CLT_ARG(sw), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(dst), CLT_ARG(off)));

@@ -43,8 +43,6 @@ static const struct {
     {"pool", "-DPOOL_PACKED -DPV=4"},
     {"conv_layout", "-DTQ=8 -DNT=1"}, /* transposes below AVX-512, stores past the cache (ops/conv_lanes.c) */
     {"conv_layout", "-DNT=1"},        /* the same with AVX-512's 16 x 16 blocks */
-    {"conv_layout", "-DTQ=8 -DDUAL=1"}, /* a fused pooling's dy into two layouts at once */
-    {"conv_layout", "-DDUAL=1"},
     {"sgd", "-DEW=8"},
     {"adam", "-DEW=16"},
     {"sgd", "-DEW=8 -DNGRAD=3 -DNOUT=3"}, /* replicas updating each other (parallel/peers.c) */
