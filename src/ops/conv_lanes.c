@@ -628,7 +628,7 @@ static clt_status bias_from_lanes(clt_device *dev, const clt_conv_plan *plan, cl
  * dy costs less than backward-data gains from its pixel-major layout
  * (ResNet-18 training steps at batch 128 on PoCL: 1.05-1.16x faster than
  * with one channel-major copy for both), and less than the weight
- * gradient loses on pixel-major x and dy (its kernel 1.2-1.4x slower on
+ * gradient loses on pixel-major x and dy (its kernel 1.1-1.5x slower on
  * ResNet-18's 3x3 layers, batch 128, PoCL). */
 static clt_status lanes_backward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
                                  cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db)
