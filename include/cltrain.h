@@ -147,10 +147,10 @@ CLT_API clt_status clt_device_open(int index, clt_device **out);
 CLT_API void clt_device_destroy(clt_device *dev);
 CLT_API const clt_device_info *clt_device_get_info(const clt_device *dev);
 CLT_API void clt_device_set_log(clt_device *dev, clt_log_fn fn, void *user);
-/* Builds (or loads from the on-disk cache) every kernel program the
- * library's layers use (a tool's own programs are built when it asks) and,
- * on devices other than CPUs, warms up CLBlast. Optional: programs are
- * otherwise built on first use. Not thread-safe across devices: CLBlast
+/* Builds (or loads from the on-disk cache) the kernel programs every net
+ * uses and, on devices other than CPUs, warms up CLBlast. Optional: the
+ * other programs (those of layers only some nets have, and those built per
+ * kernel configuration) are built on first use, as are these without it. Not thread-safe across devices: CLBlast
  * 1.5's compile cache breaks when two threads compile at once, so warm
  * devices up one at a time (and do not create trainers from two threads
  * at once). A CPU device, whose layers call CLBlast only where a

@@ -92,6 +92,63 @@ INLINE void lanes_rows16(int m, int P, int ps, int cs, int NP, int SW, size_t of
     }
 }
 
+/* The lanes layout at dst_off of an (N, M) source, M = C*P (an NCHW tensor
+ * of P = H*W pixels): row p*ps + c*cs holds src[n][c*P + p], zero for
+ * n >= N, the pixels in phase order for SW > 0 (lanes_phase); with relu,
+ * src is a dy read through a fused ReLU's derivative (ym: that ReLU's
+ * output, shaped as src). One work-item per 16 images x
+ * 16 consecutive m: 16 row loads, an in-register transpose, 16 vector
+ * stores; a partial block of m takes scalar loads. Dimension 0 runs along
+ * m, so a work-group streams along the same 16 images. Global:
+ * (ceil(M/16), NL/16), NL the lanes computed (the gap after them is not
+ * written). */
+__kernel void conv_layout_to_lanes_t(int N, int M, int P, int ps, int cs, int NP, int SW, __global const float *src,
+                                     int relu, __global const float *ym, __global float *dst, ulong dst_off)
+{
+    int mb = get_global_id(0);
+    int nb = get_global_id(1);
+    int n0 = nb * LANES, m0 = mb * LANES;
+    if (n0 >= NP || m0 >= M) return;
+    int nn = clamp(N - n0, 0, LANES), mm = min(LANES, M - m0);
+    size_t at[LANES];
+    int ch[LANES];
+    lanes_rows16(m0, P, ps, cs, NP, SW, dst_off + n0, at, ch);
+    if (mm == LANES) {
+        /* blocks of images inside blocks of m: both halves of a row's line
+         * are written one after the other */
+#pragma unroll
+        for (int mj = 0; mj < LANES; mj += TQ)
+#pragma unroll
+            for (int ni = 0; ni < LANES; ni += TQ) {
+                floatT r[TQ];
+#pragma unroll
+                for (int q = 0; q < TQ; q++) {
+                    size_t a = (size_t)(n0 + ni + q) * M + m0 + mj;
+                    r[q] = ni + q >= nn ? (floatT)0.0f
+                           : relu       ? RELU_BWD(vloadT(0, ym + a), vloadT(0, src + a))
+                                        : vloadT(0, src + a);
+                }
+                transposeT(r);
+#pragma unroll
+                for (int u = 0; u < TQ; u++) STORE_LANES_ROW(r[u], dst + at[mj + u] + ni);
+            }
+    } else {
+        for (int u = 0; u < mm; u++) {
+            float v[LANES];
+            for (int q = 0; q < LANES; q++) {
+                size_t at = (size_t)(n0 + q) * M + m0 + u;
+                v[q] = q >= nn ? 0.0f : relu ? RELU_BWD(ym[at], src[at]) : src[at];
+            }
+            vstore16(vload16(0, v), 0, dst + at[u]);
+        }
+    }
+}
+
+/* -DNT=1 builds the copy above alone, the only one that streams: on PoCL
+ * keeping a program's binary compiles each of its kernels (3.2 s of a cold
+ * ResNet-18 start for the eight kernels here it never ran so). */
+#ifndef NT
+
 /* The lanes layout of a 1x1 convolution with stride S (and no padding),
  * which only reads every S-th row and column: the OH x OW pixels at
  * dst_off, row (oy*OW + ox)*ps + c*cs holding src[n][c][oy*S][ox*S], zero
@@ -200,58 +257,6 @@ __kernel void conv_layout_from_lanes_sub(int N, int C, int H, int W, int S, int 
             for (; x + LANES <= W; x += LANES) vstore16((float16)0.0f, 0, d + x);
             vstore_n((float16)0.0f, W - x, d + x);
         }
-}
-
-/* The lanes layout at dst_off of an (N, M) source, M = C*P (an NCHW tensor
- * of P = H*W pixels): row p*ps + c*cs holds src[n][c*P + p], zero for
- * n >= N, the pixels in phase order for SW > 0 (lanes_phase); with relu,
- * src is a dy read through a fused ReLU's derivative (ym: that ReLU's
- * output, shaped as src). One work-item per 16 images x
- * 16 consecutive m: 16 row loads, an in-register transpose, 16 vector
- * stores; a partial block of m takes scalar loads. Dimension 0 runs along
- * m, so a work-group streams along the same 16 images. Global:
- * (ceil(M/16), NL/16), NL the lanes computed (the gap after them is not
- * written). */
-__kernel void conv_layout_to_lanes_t(int N, int M, int P, int ps, int cs, int NP, int SW, __global const float *src,
-                                     int relu, __global const float *ym, __global float *dst, ulong dst_off)
-{
-    int mb = get_global_id(0);
-    int nb = get_global_id(1);
-    int n0 = nb * LANES, m0 = mb * LANES;
-    if (n0 >= NP || m0 >= M) return;
-    int nn = clamp(N - n0, 0, LANES), mm = min(LANES, M - m0);
-    size_t at[LANES];
-    int ch[LANES];
-    lanes_rows16(m0, P, ps, cs, NP, SW, dst_off + n0, at, ch);
-    if (mm == LANES) {
-        /* blocks of images inside blocks of m: both halves of a row's line
-         * are written one after the other */
-#pragma unroll
-        for (int mj = 0; mj < LANES; mj += TQ)
-#pragma unroll
-            for (int ni = 0; ni < LANES; ni += TQ) {
-                floatT r[TQ];
-#pragma unroll
-                for (int q = 0; q < TQ; q++) {
-                    size_t a = (size_t)(n0 + ni + q) * M + m0 + mj;
-                    r[q] = ni + q >= nn ? (floatT)0.0f
-                           : relu       ? RELU_BWD(vloadT(0, ym + a), vloadT(0, src + a))
-                                        : vloadT(0, src + a);
-                }
-                transposeT(r);
-#pragma unroll
-                for (int u = 0; u < TQ; u++) STORE_LANES_ROW(r[u], dst + at[mj + u] + ni);
-            }
-    } else {
-        for (int u = 0; u < mm; u++) {
-            float v[LANES];
-            for (int q = 0; q < LANES; q++) {
-                size_t at = (size_t)(n0 + q) * M + m0 + u;
-                v[q] = q >= nn ? 0.0f : relu ? RELU_BWD(ym[at], src[at]) : src[at];
-            }
-            vstore16(vload16(0, v), 0, dst + at[u]);
-        }
-    }
 }
 
 /* dst[n][ch][p] = row p*ps + ch*cs of src, lane n (+ bias[ch], then a
@@ -534,4 +539,4 @@ __kernel void conv_layout_weights(int Q, int QP, int QB, int R, int KK, int qs, 
                 d[((size_t)t * R + r) * QB + u] = q < Q ? w[(size_t)q * qs + (size_t)r * rs + t] : 0.0f;
             }
 }
-
+#endif /* NT */

@@ -12,6 +12,7 @@
 
 #include "core/alloc.h"
 #include "core/atomic_file.h"
+#include "core/clock.h"
 #include "core/hash.h"
 #include "runtime/device.h"
 
@@ -237,6 +238,7 @@ clt_status clt_program_build(clt_device *dev, const char *label, const char *sou
         free(key);
         return clt_cl_fail(err, "clCreateProgramWithSource");
     }
+    double t0 = clt_now();
     err = build(dev, prog, options);
     if (err != CL_SUCCESS) {
         clt_status s = build_failure(dev, prog, label, err);
@@ -245,9 +247,18 @@ clt_status clt_program_build(clt_device *dev, const char *label, const char *sou
         return s;
     }
     dev->stats.built++;
-    clt_device_log(dev, 0, "program %s built for device %d", label, dev->info.index);
+    double built = clt_now();
     if (key && dev->cache_hold > 0 && hold(dev, label, key, prog)) key = NULL; /* the entry owns it */
-    if (key) cache_store(dev, label, key, path, prog);
+    /* The store timed apart: on PoCL, asking for the binary compiles every
+     * kernel of the program, which can take longer than the build. */
+    if (key) {
+        cache_store(dev, label, key, path, prog);
+        clt_device_log(dev, 0, "program %s (%s) built for device %d in %.2f s, its binary kept in %.2f s", label,
+                       options, dev->info.index, built - t0, clt_now() - built);
+    } else {
+        clt_device_log(dev, 0, "program %s (%s) built for device %d in %.2f s", label, options, dev->info.index,
+                       built - t0);
+    }
     free(key);
     *out = prog;
     return CLT_OK;

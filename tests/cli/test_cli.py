@@ -481,7 +481,7 @@ with tempfile.TemporaryDirectory() as tmp:
     os.mkdir(kdir)
     src = os.path.join(os.environ.get('CLTRAIN_SOURCE_ROOT', '.'), 'kernels')
     names = sorted(n for n in os.listdir(src) if n.endswith('.cl')) if os.path.isdir(src) else []
-    fifo = 'pool.cl'  # a program device warm-up builds (LeNet pools)
+    fifo = 'loss.cl'  # a program device warm-up builds (every net has a loss)
     for n in names:
         if n == fifo:
             os.mkfifo(os.path.join(kdir, n))
