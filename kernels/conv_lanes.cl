@@ -51,9 +51,6 @@
 #ifndef WB
 #define WB 5
 #endif
-#ifndef PX
-#define PX 0 /* 1: dimension 0 walks the pixels, dimension 1 the channel blocks, then the lane blocks */
-#endif
 #if VW != 4 && VW != 8 && VW != 16
 #error "VW must be 4, 8 or 16"
 #endif
@@ -99,29 +96,33 @@ INLINE void store_lanes(floatV acc[NV][RM], int ch0, int NCH, int n0, size_t ps,
 
 /* The register block of this work-item: channels ch0.. (of NCH, in blocks
  * of RM) x the VW*NV lanes from n0 of pixel pix (of P), its accumulators
- * zeroed; PX picks the order (see its #define). 0 when the item lies past
- * the end. */
-INLINE int lanes_item(int NCH, int P, int NL, int *ch0, int *pix, int *n0, floatV acc[NV][RM])
+ * zeroed. px: dimension 0 walks the pixels, dimension 1 the channel
+ * blocks, then the lane blocks; else dimension 0 walks the channel blocks
+ * and dimension 1 the (pixel, lane block) items. An argument, not a build
+ * option: it is decided once per work-item, and as a build option it
+ * doubled the programs the tuner compiles. 0 when the item lies past the
+ * end. */
+INLINE int lanes_item(int px, int NCH, int P, int NL, int *ch0, int *pix, int *n0, floatV acc[NV][RM])
 {
 #pragma unroll
     for (int r = 0; r < RM; r++)
 #pragma unroll
         for (int v = 0; v < NV; v++) acc[v][r] = (floatV)0.0f;
     int nblocks = NL / (VW * NV);
-#if PX
-    int ncb = (NCH + RM - 1) / RM, g1 = get_global_id(1);
-    *pix = get_global_id(0);
-    *ch0 = (g1 % ncb) * RM;
-    int lb = g1 / ncb;
-    if (*pix >= P || lb >= nblocks || *ch0 >= NCH) return 0;
-    *n0 = lb * VW * NV;
-#else
-    int item = get_global_id(1);
-    *ch0 = get_global_id(0) * RM;
-    if (*ch0 >= NCH || item >= P * nblocks) return 0;
-    *pix = item / nblocks;
-    *n0 = (item % nblocks) * VW * NV;
-#endif
+    if (px) {
+        int ncb = (NCH + RM - 1) / RM, g1 = get_global_id(1);
+        *pix = get_global_id(0);
+        *ch0 = (g1 % ncb) * RM;
+        int lb = g1 / ncb;
+        if (*pix >= P || lb >= nblocks || *ch0 >= NCH) return 0;
+        *n0 = lb * VW * NV;
+    } else {
+        int item = get_global_id(1);
+        *ch0 = get_global_id(0) * RM;
+        if (*ch0 >= NCH || item >= P * nblocks) return 0;
+        *pix = item / nblocks;
+        *n0 = (item % nblocks) * VW * NV;
+    }
     return 1;
 }
 
@@ -132,12 +133,12 @@ INLINE int lanes_item(int NCH, int P, int NL, int *ch0, int *pix, int *n0, float
  * wf (conv_layout_weights). Global: (ceil(CO/RM), OH*OW*NL/(VW*NV)); a
  * work-group along dim 0 shares the input window in cache. */
 __kernel void conv_lanes_fwd(int C, int H, int W, int NP, int NL, int CO, int OH, int OW, int K, int S, int PAD,
-                             __global const float *x, ulong x_off, __global const float *wf,
+                             int px, __global const float *x, ulong x_off, __global const float *wf,
                              ulong wf_off, __global float *y, ulong y_off)
 {
     int co0, pix, n0;
     floatV acc[NV][RM];
-    if (!lanes_item(CO, OH * OW, NL, &co0, &pix, &n0, acc)) return;
+    if (!lanes_item(px, CO, OH * OW, NL, &co0, &pix, &n0, acc)) return;
     int oy = pix / OW, ox = pix - (pix / OW) * OW;
     int iy0 = oy * S - PAD, ix0 = ox * S - PAD;
     int i0 = max(0, -iy0), i1 = min(K, H - iy0);
@@ -161,12 +162,12 @@ __kernel void conv_lanes_fwd(int C, int H, int W, int NP, int NL, int CO, int OH
  * lanes of one dx pixel, its weights the RM-channel block of wb. The
  * arguments are the forward's, in the same order. */
 __kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int NL, int CO, int OH, int OW, int K, int S,
-                                  int PAD, __global const float *dy, ulong dy_off,
+                                  int PAD, int px, __global const float *dy, ulong dy_off,
                                   __global const float *wb, ulong wb_off, __global float *dx, ulong dx_off)
 {
     int c0, pix, n0;
     floatV acc[NV][RM];
-    if (!lanes_item(C, H * W, NL, &c0, &pix, &n0, acc)) return;
+    if (!lanes_item(px, C, H * W, NL, &c0, &pix, &n0, acc)) return;
     int yy = pix / W, xx = pix - (pix / W) * W;
     int ys = yy + PAD, xs = xx + PAD;
     /* taps i = ys - S*oy for oy in [0, OH), 0 <= i < K */

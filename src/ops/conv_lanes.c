@@ -483,7 +483,7 @@ void clt_conv_lanes_program(int pass, const clt_conv_lanes_cfg *c, char *spec, s
     if (pass == CLT_CONV_BWD_WEIGHTS)
         snprintf(spec, cap, "conv_lanes -DVW=%d -DWA=%d -DWB=%d", c->vw, c->a, c->b);
     else
-        snprintf(spec, cap, "conv_lanes -DVW=%d -DRM=%d -DNV=%d%s", c->vw, c->a, c->b, c->px ? " -DPX=1" : "");
+        snprintf(spec, cap, "conv_lanes -DVW=%d -DRM=%d -DNV=%d", c->vw, c->a, c->b); /* px: an argument */
 }
 
 /* Forward (fwd = 1: x -> y, blocks of output channels) or backward-data
@@ -515,7 +515,7 @@ static clt_status rank1_kernel(clt_device *dev, const clt_conv_lanes_params *lp,
     return clt_launch_2d(dev, spec, fwd ? "conv_lanes_fwd" : "conv_lanes_bwd_data", gx, gy, lx, ly,
                          CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->np), CLT_ARG(lp->nl),
                                   CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),
-                                  CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(scratch), CLT_ARG(in_off),
+                                  CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(c->px), CLT_ARG(scratch), CLT_ARG(in_off),
                                   CLT_ARG(scratch),
                                   CLT_ARG(wt_off), CLT_ARG(scratch), CLT_ARG(out_off)));
 }

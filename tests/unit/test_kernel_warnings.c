@@ -51,7 +51,6 @@ static const struct {
     {"elementwise", "-DEW=4"},
     {"dense_cpu", "-DVW=16 -DRA=4 -DRB=6 -DRM=6 -DNV=4"},
     {"conv_lanes", "-DVW=4 -DRM=3 -DNV=4"},
-    {"conv_lanes", "-DVW=8 -DRM=6 -DNV=2 -DPX=1"},
     {"conv_lanes", "-DVW=16 -DRM=12 -DNV=1"},
     {"conv_lanes", "-DVW=4 -DWA=3 -DWB=4"},
     {"conv_lanes", "-DVW=8 -DWA=1 -DWB=8"},
