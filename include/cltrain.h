@@ -147,13 +147,14 @@ CLT_API clt_status clt_device_open(int index, clt_device **out);
 CLT_API void clt_device_destroy(clt_device *dev);
 CLT_API const clt_device_info *clt_device_get_info(const clt_device *dev);
 CLT_API void clt_device_set_log(clt_device *dev, clt_log_fn fn, void *user);
-/* Builds (or loads from the on-disk cache) the kernel programs every net
- * uses and, on devices other than CPUs, warms up CLBlast. Optional: the
- * other programs (those of layers only some nets have, and those built per
- * kernel configuration) are built on first use, as are these without it. Not thread-safe across devices: CLBlast
- * 1.5's compile cache breaks when two threads compile at once, so warm
- * devices up one at a time (and do not create trainers from two threads
- * at once). A CPU device, whose layers call CLBlast only where a
+/* Builds (or loads from the on-disk cache) the kernel programs most nets
+ * use (convolution sums, losses) and, on devices other than CPUs, warms
+ * up CLBlast. Optional: the other programs (those of layers only some nets
+ * have, and those built per kernel configuration) are built at first use,
+ * as are these without it. Not thread-safe across devices: CLBlast 1.5's
+ * compile cache breaks when two threads compile at once, so warm devices
+ * up one at a time (and do not create trainers from two threads at
+ * once). A CPU device, whose layers call CLBlast only where a
  * convolution's work buffer does not fit, compiles it at its first GEMM;
  * a trainer serialises that between its devices. */
 CLT_API clt_status clt_device_warmup(clt_device *dev);

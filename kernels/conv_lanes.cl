@@ -130,8 +130,9 @@ INLINE int lanes_item(int px, int NCH, int P, int NL, int *ch0, int *pix, int *n
  * xT: (H, W, C, NP); yT: (OH*OW, CO, NP). Only the taps that land inside the input are visited
  * (no padded copy, no work on padding). One work-item: RM output channels
  * x VW*NV lanes of one output pixel, its weights the RM-channel block of
- * wf (conv_layout_weights). Global: (ceil(CO/RM), OH*OW*NL/(VW*NV)); a
- * work-group along dim 0 shares the input window in cache. */
+ * wf (conv_layout_weights). Global, px 0: (ceil(CO/RM), OH*OW*NL/(VW*NV)),
+ * a work-group along dim 0 sharing the input window in cache (px 1:
+ * lanes_item). */
 __kernel void conv_lanes_fwd(int C, int H, int W, int NP, int NL, int CO, int OH, int OW, int K, int S, int PAD,
                              int px, __global const float *x, ulong x_off, __global const float *wf,
                              ulong wf_off, __global float *y, ulong y_off)

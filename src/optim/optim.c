@@ -33,7 +33,7 @@ clt_status clt_optim_check(const clt_optim_settings *s, const char *op)
 /* The program spec of kernels summing n_grads gradients into n_out replicas. */
 static void optim_spec(const char *program, int n_grads, int n_out, char *spec, size_t cap)
 {
-    /* the plain update keeps the program warm-up built */
+    /* the plain update: the program without defines */
     if (n_grads == 1 && n_out == 1) snprintf(spec, cap, "%s", program);
     else snprintf(spec, cap, "%s -DNGRAD=%d -DNOUT=%d", program, n_grads, n_out);
 }

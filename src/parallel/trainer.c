@@ -182,8 +182,10 @@ static clt_status open_worker(clt_trainer *t, int slot, int device_index)
     CLT_TRY(clt_device_open(device_index, &w->dev));
     clt_device_set_log(w->dev, t->cfg.log, t->cfg.log_user);
     w->dev->gemm_lock = &t->gemm_mu;
-    /* Build every program here, one device at a time, before any worker
-     * thread runs (CLBlast's compile cache is not thread-safe). */
+    /* The programs every net uses and CLBlast's (whose compile cache is
+     * not thread-safe) built here, one device at a time, before any worker
+     * thread runs; the others are built in the workers at first use, each
+     * on its own device. */
     return clt_device_warmup(w->dev);
 }
 

@@ -148,9 +148,13 @@ static int cache_load(clt_device *dev, const char *label, const char *key, const
     return 1;
 }
 
+/* Stores prog's binary under key, timed in the debug log: on PoCL, asking
+ * for the binary compiles every kernel of the program, which can take
+ * longer than the build. */
 static void cache_store(clt_device *dev, const char *label, const char *key, const char *path,
                         cl_program prog)
 {
+    double t0 = clt_now();
     size_t bin_len = 0;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bin_len, &bin_len, NULL) != CL_SUCCESS ||
         bin_len == 0)
@@ -173,13 +177,14 @@ static void cache_store(clt_device *dev, const char *label, const char *key, con
     clt_status s = clt_mkdir_p(dev->cache_dir);
     if (s == CLT_OK) s = clt_write_file_atomic(path, buf, total);
     free(buf);
-    if (s == CLT_OK) {
-        dev->stats.cache_stores++;
-    } else {
+    if (s != CLT_OK) {
         /* A cache that cannot be written costs time, not correctness. */
         clt_device_log(dev, 2, "program cache: cannot store %s: %s", label, clt_last_error());
         clt_clear_error();
+        return;
     }
+    dev->stats.cache_stores++;
+    clt_device_log(dev, 0, "program cache: %s stored in %.2f s", label, clt_now() - t0);
 }
 
 /* Remembers a program built while dev->cache_hold is set, for
@@ -247,18 +252,10 @@ clt_status clt_program_build(clt_device *dev, const char *label, const char *sou
         return s;
     }
     dev->stats.built++;
-    double built = clt_now();
+    clt_device_log(dev, 0, "program %s (%s) built for device %d in %.2f s", label, options, dev->info.index,
+                   clt_now() - t0);
     if (key && dev->cache_hold > 0 && hold(dev, label, key, prog)) key = NULL; /* the entry owns it */
-    /* The store timed apart: on PoCL, asking for the binary compiles every
-     * kernel of the program, which can take longer than the build. */
-    if (key) {
-        cache_store(dev, label, key, path, prog);
-        clt_device_log(dev, 0, "program %s (%s) built for device %d in %.2f s, its binary kept in %.2f s", label,
-                       options, dev->info.index, built - t0, clt_now() - built);
-    } else {
-        clt_device_log(dev, 0, "program %s (%s) built for device %d in %.2f s", label, options, dev->info.index,
-                       built - t0);
-    }
+    if (key) cache_store(dev, label, key, path, prog);
     free(key);
     *out = prog;
     return CLT_OK;
