@@ -121,6 +121,10 @@ extern const clt_conv_algo clt_conv_direct, clt_conv_lanes, clt_conv_implicit, c
 /* The direct forward's tuner (conv_direct_tune.c): whether its program
  * knows the kernel size, timed once per device and shape. */
 clt_status clt_conv_direct_tune(clt_device *dev, clt_conv_plan *plan);
+/* The program spec (clt_device_kernel's) of the direct forward (fwd = 1)
+ * or backward-weights kernel of d, with epi's fused pooling if any. */
+void clt_conv_direct_program(const clt_conv_geom *g, const clt_conv_direct_params *d, int fwd,
+                             const clt_epilogue *epi, char *spec, size_t cap);
 /* The direct kernels' configuration of a planned pass ("vw8 rm4"). */
 void clt_conv_direct_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
 /* The implicit kernels' tile of a planned pass ("64x64x16 r4x4", with

@@ -50,8 +50,8 @@ static int direct_vw(const clt_device *dev) { return dev->native_float_width >= 
 /* The program of the plan's vector width with the forward (fwd = 1) or
  * the backward-weights kernel of its block (kernels/conv_direct.cl), with
  * a fused pooling where epi has one. */
-static void program(const clt_conv_geom *g, const clt_conv_direct_params *d, int fwd, const clt_epilogue *epi,
-                    char *spec, size_t cap)
+void clt_conv_direct_program(const clt_conv_geom *g, const clt_conv_direct_params *d, int fwd,
+                             const clt_epilogue *epi, char *spec, size_t cap)
 {
     int pool = epi ? epi->pool : 0;
     char kw[16] = ""; /* the tuner's choice (conv_direct_tune.c) */
@@ -160,7 +160,7 @@ static clt_status direct_forward(clt_device *dev, const clt_conv_plan *plan, cl_
     cl_ulong in_off;
     if (d->copy) CLT_TRY(clt_device_scratch(dev, d->xp_elems * sizeof(float), &scratch));
     char spec[64];
-    program(g, d, 1, epi, spec, sizeof spec);
+    clt_conv_direct_program(g, d, 1, epi, spec, sizeof spec);
     CLT_TRY(direct_input(dev, plan, spec, x, scratch, &in, &in_off));
     size_t blocks = ((size_t)g->co + (size_t)d->rm - 1) / (size_t)d->rm;
     int has_bias = b != NULL, relu = clt_epi_relu(epi);
@@ -191,7 +191,7 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
     cl_ulong part_off = d->xp_elems;
     cl_ulong dbpart_off = part_off + clt_conv_round_up((size_t)chunks * g->co * (size_t)ckk, ALIGN);
     char spec[64];
-    program(g, d, 0, epi, spec, sizeof spec);
+    clt_conv_direct_program(g, d, 0, epi, spec, sizeof spec);
     CLT_TRY(direct_input(dev, plan, spec, x, scratch, &in, &in_off));
     cl_mem part = chunks > 1 ? scratch : dw;
     cl_ulong poff = chunks > 1 ? part_off : 0;

@@ -4,7 +4,8 @@
  * (runtime/tune_cache.c; the key leaves out the batch). On the 2-core EPYC
  * (AVX2), LeNet's conv1: Intel's CPU runtime 0.68-0.69 ms with it against
  * 0.95-0.96 without, PoCL 5% slower with it (bench/README.md). Both
- * compute the same sums in the same order. */
+ * compute the same sums in the same order. As with the lanes kernels,
+ * only the winner's program binary is kept. */
 #include <stdio.h>
 #include <string.h>
 
@@ -59,7 +60,9 @@ clt_status clt_conv_direct_tune(clt_device *dev, clt_conv_plan *plan)
     }
     clt_conv_tune_announce(dev);
     double secs[2] = {0, 0};
+    dev->cache_hold++; /* only the winner's binary goes to the on-disk cache */
     clt_status s = time_both(dev, plan, secs);
+    dev->cache_hold--;
     if (s == CLT_ERR_DEVICE_LOST) return s;
     if (s != CLT_OK) { /* the rule's stays; the next run measures again */
         clt_device_log(dev, 0, "tuning device %d: direct forward skipped: %s", dev->info.index, clt_last_error());
@@ -72,5 +75,10 @@ clt_status clt_conv_direct_tune(clt_device *dev, clt_conv_plan *plan)
     clt_device_log(dev, 0, "tuning device %d: direct forward kc0: %.3f ms, kc1: %.3f ms", dev->info.index,
                    secs[0] * 1e3, secs[1] * 1e3);
     snprintf(value, sizeof value, "kc%d", d->kc);
-    return clt_tune_store(dev, key, value);
+    CLT_TRY(clt_tune_store(dev, key, value));
+    /* time_both ran it without an epilogue: kept, it serves layers without
+     * a fused pooling (ResNet-18's first); LeNet's, pooled, builds another */
+    char spec[64];
+    clt_conv_direct_program(&plan->g, d, 1, NULL, spec, sizeof spec);
+    return clt_device_keep_program(dev, spec);
 }

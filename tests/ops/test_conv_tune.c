@@ -28,7 +28,8 @@ static char dir[256];
 
 typedef struct log_count {
     int notices, measured, warnings;
-    int lanes_built, lanes_stored; /* conv_lanes programs built, and their binaries stored */
+    int lanes_built, lanes_stored;   /* conv_lanes programs built, and their binaries stored */
+    int direct_built, direct_stored; /* the same for conv_direct */
 } log_count;
 
 static void count_log(void *user, int level, const char *msg)
@@ -38,6 +39,8 @@ static void count_log(void *user, int level, const char *msg)
     if (level == 0 && strstr(msg, "tuning device")) c->measured++;
     if (level == 0 && !strncmp(msg, "program conv_lanes (", 20) && strstr(msg, " built for device ")) c->lanes_built++;
     if (level == 0 && !strncmp(msg, "program cache: conv_lanes stored", 32)) c->lanes_stored++;
+    if (level == 0 && !strncmp(msg, "program conv_direct (", 21) && strstr(msg, " built for device ")) c->direct_built++;
+    if (level == 0 && !strncmp(msg, "program cache: conv_direct stored", 33)) c->direct_stored++;
     if (level == 2) c->warnings++;
 }
 
@@ -470,7 +473,8 @@ static void test_same_results(void)
 /* The direct forward's tuner (conv_direct_tune.c): LeNet conv1's shape
  * runs the direct forward; its choice (the kernel size a build constant
  * or not) is measured once and kept in the file, read back by another
- * device object without measuring; both programs give the same bits. */
+ * device object without measuring; both programs give the same bits;
+ * only the winner's binary is kept. */
 static void test_direct_forward(void)
 {
     log_count lc;
@@ -480,6 +484,9 @@ static void test_direct_forward(void)
     clt_conv_plan *plan = NULL;
     REQUIRE_OK(clt_conv_plan_ensure_passes(dev, &g, CLT_CONV_PASS(CLT_CONV_FWD), &plan));
     CHECK(plan->algo[CLT_CONV_FWD] == &clt_conv_direct && plan->direct.fwd_tuned, "direct forward not tuned");
+    /* both choices built, only the winner's binary kept */
+    CHECK(lc.direct_built == 2 && lc.direct_stored == 1, "direct programs: %d built, %d stored", lc.direct_built,
+          lc.direct_stored);
     char path[512];
     char *text = tune_file(path, sizeof path) ? read_text(path) : NULL;
     CHECK(text && strstr(text, "direct forward c1 h28 w28 co20 k3 s1 p0\tkc"), "tuning file:\n%s", text ? text : "");
