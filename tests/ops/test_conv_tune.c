@@ -32,15 +32,27 @@ typedef struct log_count {
     int direct_built, direct_stored; /* the same for conv_direct */
 } log_count;
 
+/* Counts program's builds ("program NAME (options) built for device ...")
+ * and binary stores ("program cache: NAME stored in ...") in a debug line. */
+static void count_program(const char *msg, const char *name, int *built, int *stored)
+{
+    size_t n = strlen(name);
+    if (!strncmp(msg, "program ", 8) && !strncmp(msg + 8, name, n) && !strncmp(msg + 8 + n, " (", 2) &&
+        strstr(msg, " built for device "))
+        ++*built;
+    if (!strncmp(msg, "program cache: ", 15) && !strncmp(msg + 15, name, n) && !strncmp(msg + 15 + n, " stored", 7))
+        ++*stored;
+}
+
 static void count_log(void *user, int level, const char *msg)
 {
     log_count *c = user;
     if (level == 1 && strstr(msg, "tuning the convolution kernels")) c->notices++;
     if (level == 0 && strstr(msg, "tuning device")) c->measured++;
-    if (level == 0 && !strncmp(msg, "program conv_lanes (", 20) && strstr(msg, " built for device ")) c->lanes_built++;
-    if (level == 0 && !strncmp(msg, "program cache: conv_lanes stored", 32)) c->lanes_stored++;
-    if (level == 0 && !strncmp(msg, "program conv_direct (", 21) && strstr(msg, " built for device ")) c->direct_built++;
-    if (level == 0 && !strncmp(msg, "program cache: conv_direct stored", 33)) c->direct_stored++;
+    if (level == 0) {
+        count_program(msg, "conv_lanes", &c->lanes_built, &c->lanes_stored);
+        count_program(msg, "conv_direct", &c->direct_built, &c->direct_stored);
+    }
     if (level == 2) c->warnings++;
 }
 
