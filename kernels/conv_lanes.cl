@@ -189,15 +189,31 @@ __kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int NL, int CO, i
 #endif
 
 #if LANES_BWDW
+#ifndef TR
+#define TR 0
+#endif
+/* taps of one row a work-item holds: TR (= K) when set, else one */
+#if TR
+#define TT TR
+#define TAP_ITEMS K
+#else
+#define TT 1
+#define TAP_ITEMS KK
+#endif
 /* Backward weights, partial over one chunk (a range of output rows x a
  * range of VW-lane vectors): part[chunk][co][c][i][j] = sum over the
  * chunk's (n, oy, ox) of dy[n][co][oy][ox] x[n][c][oy*S-PAD+i][ox*S-PAD+j],
  * visiting only the (oy, ox) whose input lands inside x.
  * Work-item: WA output channels x WB input channels of one tap (i, j)
- * (WA*WB accumulators, WA + WB loads per WA*WB FMAs); the VW lanes are
- * summed at the end in a fixed order. Global:
- * (K*K, ceil(CO/WA) * ceil(C/WB) * chunks), chunk = row_chunk * vchunks +
- * vector_chunk; a work-group holds the K*K taps of one block, which share
+ * (WA*WB accumulators, WA + WB loads per WA*WB FMAs), or with TR (stride
+ * 1, not phased) of the K taps of row i (WA*WB*K accumulators): a pixel's
+ * x vector then serves K taps at K successive output columns, so it comes
+ * from memory once and from L1 K-1 times (one tap per item streams the
+ * whole chunk from L2 per tap: WA + WB L2 loads per WA*WB FMAs, and L2
+ * bandwidth bounded the 28x28 and 14x14 layers). The VW lanes are summed
+ * at the end in a fixed order. Global: (K*K, or K with TR;
+ * ceil(CO/WA) * ceil(C/WB) * chunks), chunk = row_chunk * vchunks +
+ * vector_chunk; a work-group holds the taps of one block, which share
  * their dy and x rows in cache. */
 __kernel void conv_lanes_bwd_weights(int C, int H, int W, int NL, int CO, int OH, int OW, int K, int S,
                                      int PAD, int phased, int rows, int vecs, int vchunks, int chunks,
@@ -209,16 +225,22 @@ __kernel void conv_lanes_bwd_weights(int C, int H, int W, int NL, int CO, int OH
     int KK = K * K;
     int ncb = (C + WB - 1) / WB;
     int nob = (CO + WA - 1) / WA;
-    if (tap >= KK || g1 >= nob * ncb * chunks) return;
+#if TR
+    if (K != TR) return; /* conv_lanes.c builds TR = K */
+#endif
+    if (tap >= TAP_ITEMS || g1 >= nob * ncb * chunks) return;
     int o0 = (g1 % nob) * WA;
     int c0 = ((g1 / nob) % ncb) * WB;
     int chunk = g1 / (nob * ncb);
     int rc = chunk / vchunks, vc = chunk - (chunk / vchunks) * vchunks;
-    int ti = tap / K, tj = tap - (tap / K) * K;
-    /* output rows/columns whose input row/column is inside x */
+    /* this item's taps: (ti, tj + t) for t < TT */
+    int ti = TR ? tap : tap / K, tj = TR ? 0 : tap - (tap / K) * K;
+    /* output rows/columns whose input row/column is inside x (columns: for
+     * at least one of the taps) */
     int oy_lo = PAD - ti > 0 ? (PAD - ti + S - 1) / S : 0;
     int oy_hi = H - 1 + PAD - ti >= 0 ? min(OH - 1, (H - 1 + PAD - ti) / S) : -1;
-    int ox_lo = PAD - tj > 0 ? (PAD - tj + S - 1) / S : 0;
+    int tl = tj + TT - 1;
+    int ox_lo = PAD - tl > 0 ? (PAD - tl + S - 1) / S : 0;
     int ox_hi = W - 1 + PAD - tj >= 0 ? min(OW - 1, (W - 1 + PAD - tj) / S) : -1;
     oy_lo = max(oy_lo, rc * rows);
     oy_hi = min(oy_hi, rc * rows + rows - 1);
@@ -229,43 +251,56 @@ __kernel void conv_lanes_bwd_weights(int C, int H, int W, int NL, int CO, int OH
     for (int b = 0; b < WB; b++) xo[b] = x_off + (size_t)min(c0 + b, C - 1) * xs;
 #pragma unroll
     for (int a = 0; a < WA; a++) dof[a] = dy_off + (size_t)min(o0 + a, CO - 1) * ds;
-    floatV acc[WA][WB];
+    floatV acc[WA][WB][TT];
 #pragma unroll
     for (int a = 0; a < WA; a++)
 #pragma unroll
-        for (int b = 0; b < WB; b++) acc[a][b] = (floatV)0.0f;
-    /* x's pixel (h, w0) of the row's first output, and the step to the
-     * next: S pixels on, or the next one in phase order (stride 2, phased:
-     * the prelude's lanes_phase) */
+        for (int b = 0; b < WB; b++)
+#pragma unroll
+            for (int t = 0; t < TT; t++) acc[a][b][t] = (floatV)0.0f;
+    /* x's column w0 of tap tj at the row's first output, and the pixel
+     * step to the next output: S pixels on, or the next one in phase order
+     * (stride 2, phased: the prelude's lanes_phase; one tap per item) */
     int w0 = ox_lo * S - PAD + tj, xstep = phased ? 1 : S;
     for (int oy = oy_lo; oy <= oy_hi; oy++) {
         int h = oy * S - PAD + ti;
-        size_t xrow = (size_t)(phased ? lanes_phase(H, W, h, w0) : h * W + w0) * NL;
+        int xrow = phased ? lanes_phase(H, W, h, w0) : h * W + w0;
         for (int ox = ox_lo; ox <= ox_hi; ox++) {
-            size_t xp = xrow + (size_t)((ox - ox_lo) * xstep) * NL;
+            int xw = w0 + (ox - ox_lo) * S, xpix = xrow + (ox - ox_lo) * xstep;
+#if TR
+            int inside = xw >= 0 && xw + TR - 1 < W; /* all the row's taps inside x */
+#else
+            const int inside = 1; /* one tap: ox_lo..ox_hi are its columns inside x */
+#endif
             size_t dp = ((size_t)oy * OW + ox) * NL;
             for (int v = v0; v < v1; v++) {
                 floatV d[WA];
 #pragma unroll
                 for (int a = 0; a < WA; a++) d[a] = vloadV(v, dy + dof[a] + dp);
 #pragma unroll
-                for (int b = 0; b < WB; b++) {
-                    floatV xv = vloadV(v, x + xo[b] + xp);
+                for (int t = 0; t < TT; t++) {
+                    if (!inside && (uint)(xw + t) >= (uint)W) continue;
+                    size_t xp = (size_t)(xpix + t) * NL;
 #pragma unroll
-                    for (int a = 0; a < WA; a++) acc[a][b] = fma(d[a], xv, acc[a][b]);
+                    for (int b = 0; b < WB; b++) {
+                        floatV xv = vloadV(v, x + xo[b] + xp);
+#pragma unroll
+                        for (int a = 0; a < WA; a++) acc[a][b][t] = fma(d[a], xv, acc[a][b][t]);
+                    }
                 }
             }
         }
     }
     size_t cs = (size_t)C * KK;
-    __global float *pp = part + part_off + (size_t)chunk * CO * cs;
+    __global float *pp = part + part_off + (size_t)chunk * CO * cs + ti * K + tj;
 #pragma unroll
     for (int a = 0; a < WA; a++) {
         if (o0 + a >= CO) break;
 #pragma unroll
         for (int b = 0; b < WB; b++) {
             if (c0 + b >= C) break;
-            pp[(size_t)(o0 + a) * cs + (size_t)(c0 + b) * KK + tap] = lane_sum(acc[a][b]);
+#pragma unroll
+            for (int t = 0; t < TT; t++) pp[(size_t)(o0 + a) * cs + (size_t)(c0 + b) * KK + t] = lane_sum(acc[a][b][t]);
         }
     }
 }

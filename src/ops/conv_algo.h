@@ -34,10 +34,12 @@
  * window stays in cache); backward-weights: a = WA output x b = WB input
  * channels (px 0), ck the KiB a chunk of its rows may stream (0: the
  * rule's 512; the tuner also times 256 and 128, conv_lanes.c says why),
- * and ph 1 to read x in stride phases (stride 2 and k > 1 only:
- * kernels/prelude.h's lanes_phase; the tuner times both). */
+ * ph 1 to read x in stride phases (stride 2 and k > 1 only:
+ * kernels/prelude.h's lanes_phase; the tuner times both), and tr k for
+ * work-items holding a whole row of k taps, 0 for one tap (stride 1 and
+ * k > 1 only; kernels/conv_lanes.cl says why). */
 typedef struct clt_conv_lanes_cfg {
-    int vw, a, b, px, ck, ph;
+    int vw, a, b, px, ck, ph, tr;
 } clt_conv_lanes_cfg;
 
 typedef struct clt_conv_lanes_params {

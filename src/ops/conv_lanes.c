@@ -50,10 +50,13 @@ static int acc_budget(int native) { return (native >= 16 ? 32 : 16) - 4; }
 
 static int acc_regs(const clt_conv_lanes_cfg *c, int native)
 {
-    return c->a * c->b * (c->vw > native ? c->vw / native : 1);
+    return c->a * c->b * (c->tr ? c->tr : 1) * (c->vw > native ? c->vw / native : 1);
 }
 
 int clt_conv_lanes_can_phase(const clt_conv_lanes_params *lp) { return lp->gk.stride == 2 && lp->gk.k > 1; }
+
+/* Whether lp's weight gradient may hold a row of taps per work-item (cfg.tr). */
+static int can_tap_row(const clt_conv_lanes_params *lp) { return lp->gk.stride == 1 && lp->gk.k > 1; }
 
 int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_conv_lanes_cfg *c)
 {
@@ -66,6 +69,7 @@ int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_c
         if (!known || pass != CLT_CONV_BWD_WEIGHTS) return 0;
     }
     if (c->ph != 0 && (c->ph != 1 || pass != CLT_CONV_BWD_WEIGHTS || !clt_conv_lanes_can_phase(lp))) return 0;
+    if (c->tr != 0 && (c->tr != lp->gk.k || pass != CLT_CONV_BWD_WEIGHTS || !can_tap_row(lp))) return 0;
     if (pass == CLT_CONV_BWD_WEIGHTS) return c->a >= 1 && c->a <= 8 && c->b >= 1 && c->b <= 8 && lp->nl % c->vw == 0;
     return c->a >= 1 && c->a <= 16 && c->b >= 1 && c->b <= 8 && lp->nl % (c->vw * c->b) == 0;
 }
@@ -74,14 +78,16 @@ int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_c
 static int pass_channels(const clt_conv_geom *g, int pass) { return pass == CLT_CONV_BWD_DATA ? g->c : g->co; }
 
 /* A model of a configuration's time, for ranking candidates: padded
- * work times (1 + loads per FMA). */
+ * work times (1 + loads per FMA). A row of k taps loads WA + k * WB
+ * vectors per k * WA * WB FMAs; most of its x loads hit L1, which the
+ * model leaves to the timing. */
 static double cfg_cost(const clt_conv_lanes_params *lp, int pass, const clt_conv_lanes_cfg *c)
 {
     const clt_conv_geom *g = &lp->gk;
     double work = pass == CLT_CONV_BWD_WEIGHTS
                       ? (double)up((size_t)g->co, (size_t)c->a) * (double)up((size_t)g->c, (size_t)c->b)
                       : (double)up((size_t)pass_channels(g, pass), (size_t)c->a);
-    double loads = (double)(c->a + c->b) / (double)(c->a * c->b);
+    double taps = c->tr ? c->tr : 1, loads = (c->a + taps * c->b) / (taps * c->a * c->b);
     return work * (1.0 + loads) * (c->px ? 1.001 : 1.0);
 }
 
@@ -95,15 +101,15 @@ static double cfg_cost(const clt_conv_lanes_params *lp, int pass, const clt_conv
  * and the first six backward-weights blocks. */
 static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_params *lp, int pass, int native)
 {
-    clt_conv_lanes_cfg c = {native, 0, 0, 0, 0, 0}, t;
+    clt_conv_lanes_cfg c = {native, 0, 0, 0, 0, 0, 0}, t;
     int budget = acc_budget(native);
     if (pass == CLT_CONV_BWD_WEIGHTS) {
         if (dev->settings.conv_bwdw_a > 0) return (clt_conv_lanes_cfg){native, dev->settings.conv_bwdw_a,
-                                                                        dev->settings.conv_bwdw_b, 0, 0, 0};
+                                                                        dev->settings.conv_bwdw_b, 0, 0, 0, 0};
         double best = 0;
         /* at native 16 the first six, the blocks the kernels were tuned with */
         for (size_t i = 0; i < (native == 16 ? 6 : N_BWDW_BLOCKS); i++) {
-            t = (clt_conv_lanes_cfg){native, bwdw_blocks[i][0], bwdw_blocks[i][1], 0, 0, 0};
+            t = (clt_conv_lanes_cfg){native, bwdw_blocks[i][0], bwdw_blocks[i][1], 0, 0, 0, 0};
             if (acc_regs(&t, native) > budget) continue;
             double cost = cfg_cost(lp, pass, &t);
             if (c.a == 0 || cost < best) {
@@ -123,7 +129,7 @@ static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_p
     }
     size_t ch = (size_t)pass_channels(&lp->gk, pass), best = 0;
     for (size_t i = 2; i < N_RM; i++) { /* from 4 */
-        t = (clt_conv_lanes_cfg){native, rm_set[i], nv, 0, 0, 0};
+        t = (clt_conv_lanes_cfg){native, rm_set[i], nv, 0, 0, 0, 0};
         if (acc_regs(&t, native) > budget) continue;
         size_t padded = up(ch, (size_t)t.a);
         if (c.a == 0 || padded < best || (padded == best && c.a != 8)) {
@@ -153,13 +159,16 @@ int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params
         for (int a = 1; a <= 12; a++) {
             for (int b = 1; b <= 8; b++) {
                 if (pass != CLT_CONV_BWD_WEIGHTS && ((b & (b - 1)) || vw * b < 8 || vw * b > 32)) continue;
-                clt_conv_lanes_cfg c = {vw, a, b, 0, 0, 0};
-                int regs = acc_regs(&c, native);
-                if (regs > budget || 2 * regs < budget || !clt_conv_lanes_cfg_ok(lp, pass, &c) || na >= 255) continue;
-                all[na++] = c;
-                if (pass == CLT_CONV_BWD_WEIGHTS) continue;
-                c.px = 1; /* the same block with work-groups along the pixels */
-                all[na++] = c;
+                /* alt: the same block with work-groups along the pixels,
+                 * or for the weight gradient a row of taps per item */
+                for (int alt = 0; alt <= 1; alt++) {
+                    clt_conv_lanes_cfg c = {vw, a, b, pass != CLT_CONV_BWD_WEIGHTS && alt, 0, 0,
+                                            pass == CLT_CONV_BWD_WEIGHTS && alt ? lp->gk.k : 0};
+                    int regs = acc_regs(&c, native);
+                    if (regs > budget || 2 * regs < budget || !clt_conv_lanes_cfg_ok(lp, pass, &c) || na >= 255)
+                        continue;
+                    all[na++] = c;
+                }
             }
         }
     }
@@ -168,7 +177,8 @@ int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params
         for (int i = 0; i < na; i++) {
             int dup = 0;
             for (int k = 0; k < n; k++)
-                dup |= out[k].vw == all[i].vw && out[k].a == all[i].a && out[k].b == all[i].b && out[k].px == all[i].px;
+                dup |= out[k].vw == all[i].vw && out[k].a == all[i].a && out[k].b == all[i].b &&
+                       out[k].px == all[i].px && out[k].tr == all[i].tr;
             if (dup) continue;
             if (pick < 0 || cfg_cost(lp, pass, &all[i]) < cfg_cost(lp, pass, &all[pick])) pick = i;
         }
@@ -208,7 +218,8 @@ static void bwd_weights_chunks(const clt_device *dev, clt_conv_lanes_params *lp)
      * than going up to twice the target (R18 64 28x28, 5 x 5: one row of 16
      * vectors 48 ms, of 8 vectors 66 ms). */
     while (vecs > 1 && (per_row * rows + x_fixed) * vecs > 2 * target) vecs = (vecs + 1) / 2;
-    size_t items = (size_t)g->k * g->k * (((size_t)g->c + wb - 1) / wb) * (((size_t)g->co + wa - 1) / wa);
+    size_t items = (size_t)g->k * (c->tr ? 1 : (size_t)g->k) * (((size_t)g->c + wb - 1) / wb) *
+                   (((size_t)g->co + wa - 1) / wa);
     size_t want = clt_conv_items_wanted(dev);
     size_t vchunks = (size_t)((nvec + vecs - 1) / vecs);
     while (rows > 1 && items * (size_t)((g->oh + rows - 1) / rows) * vchunks < want) rows = (rows + 1) / 2;
@@ -481,7 +492,7 @@ static clt_status weights_to_lanes(clt_device *dev, const clt_conv_geom *g, int 
 void clt_conv_lanes_program(int pass, const clt_conv_lanes_cfg *c, char *spec, size_t cap)
 {
     if (pass == CLT_CONV_BWD_WEIGHTS)
-        snprintf(spec, cap, "conv_lanes -DVW=%d -DWA=%d -DWB=%d", c->vw, c->a, c->b);
+        snprintf(spec, cap, "conv_lanes -DVW=%d -DWA=%d -DWB=%d -DTR=%d", c->vw, c->a, c->b, c->tr);
     else
         snprintf(spec, cap, "conv_lanes -DVW=%d -DRM=%d -DNV=%d", c->vw, c->a, c->b); /* px: an argument */
 }
@@ -561,11 +572,11 @@ static clt_status bwdw_kernel(clt_device *dev, const clt_conv_lanes_params *lp, 
 {
     const clt_conv_geom *g = &lp->gk;
     const clt_conv_lanes_cfg *c = &lp->cfg[CLT_CONV_BWD_WEIGHTS];
-    int kk = g->k * g->k, chunks = lp->bw_chunks;
+    int items = c->tr ? g->k : g->k * g->k, chunks = lp->bw_chunks; /* per block: its taps, or rows of taps */
     size_t g1 = (size_t)((g->co + c->a - 1) / c->a) * (size_t)((g->c + c->b - 1) / c->b) * (size_t)chunks;
     char spec[64];
     clt_conv_lanes_program(CLT_CONV_BWD_WEIGHTS, c, spec, sizeof spec);
-    return clt_launch_2d(dev, spec, "conv_lanes_bwd_weights", (size_t)kk, g1, clt_conv_group_x(dev, (size_t)kk), 1,
+    return clt_launch_2d(dev, spec, "conv_lanes_bwd_weights", (size_t)items, g1, clt_conv_group_x(dev, (size_t)items), 1,
                          CLT_ARGS(CLT_ARG(g->c), CLT_ARG(g->h), CLT_ARG(g->w), CLT_ARG(lp->nl),
                                   CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(g->k),
                                   CLT_ARG(g->stride), CLT_ARG(g->pad), CLT_ARG(c->ph), CLT_ARG(lp->bw_rows),

@@ -39,7 +39,7 @@ void clt_conv_lanes_program(int pass, const clt_conv_lanes_cfg *c, char *spec, s
 /* Measures, or takes from the tuning cache, the configuration of each pass
  * the plan runs with lanes (conv_tune.c); a no-op when tuning is off. */
 clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan);
-/* "vw8 rm6 nv2" / "vw8 wa3 wb4 ck512" (" ph": phased), plus " tuned" when
+/* "vw8 rm6 nv2" / "vw8 wa3 wb4 ck512" (" ph": phased, " tr": rows of taps), plus " tuned" when
  * measured or cached. */
 void clt_conv_lanes_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
 

@@ -30,8 +30,8 @@ static void format_cfg(int pass, const clt_conv_lanes_cfg *c, char *buf, size_t 
 {
     if (pass != CLT_CONV_BWD_WEIGHTS) snprintf(buf, cap, "vw%d rm%d nv%d%s", c->vw, c->a, c->b, c->px ? " px" : "");
     else
-        snprintf(buf, cap, "vw%d wa%d wb%d ck%d%s", c->vw, c->a, c->b, c->ck ? c->ck : CLT_CONV_LANES_CHUNK_KIB_RULE,
-                 c->ph ? " ph" : "");
+        snprintf(buf, cap, "vw%d wa%d wb%d ck%d%s%s", c->vw, c->a, c->b, c->ck ? c->ck : CLT_CONV_LANES_CHUNK_KIB_RULE,
+                 c->ph ? " ph" : "", c->tr ? " tr" : "");
 }
 
 /* A number of 1 to `digits` digits at *p (advanced); -1 when there is none. */
@@ -58,7 +58,7 @@ static int parse_cfg(const clt_device *dev, const clt_conv_lanes_params *lp, int
     v += 3;
     c->b = small_int(&v, 2);
     c->px = !strcmp(v, " px");
-    c->ck = c->ph = 0;
+    c->ck = c->ph = c->tr = 0;
     if (pass == CLT_CONV_BWD_WEIGHTS) {
         /* required: the tuner always writes it */
         if (strncmp(v, " ck", 3)) return 0;
@@ -68,6 +68,9 @@ static int parse_cfg(const clt_device *dev, const clt_conv_lanes_params *lp, int
         else if (c->ck <= 0) return 0;
         if (!strcmp(v, " ph")) {
             c->ph = 1;
+            v += 3;
+        } else if (!strcmp(v, " tr")) {
+            c->tr = lp->gk.k;
             v += 3;
         }
     }

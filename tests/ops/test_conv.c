@@ -677,19 +677,21 @@ static void test_lanes_configs(clt_device *dev)
     static const int shapes[][9] = {
         {19, 7, 9, 8, 11, 3, 1, 1, 10}, {33, 13, 7, 6, 9, 3, 2, 0, 2}, {5, 6, 8, 8, 10, 1, 2, 0, 1}, {40, 20, 7, 7, 50, 5, 1, 2, 3},
         {100, 6, 7, 6, 9, 3, 1, 1, 3},  /* 128 lanes: pixel-major rows with a gap */
-        {9, 5, 9, 7, 6, 3, 2, 1, 2}};   /* stride 2, odd rows and columns, padding: phases of unequal sizes */
+        {9, 5, 9, 7, 6, 3, 2, 1, 2},    /* stride 2, odd rows and columns, padding: phases of unequal sizes */
+        {3, 4, 5, 2, 5, 3, 1, 1, 4}};   /* narrower than a row of taps: no column holds all three */
     static const clt_conv_lanes_cfg extra[][2] = {/* {forward/backward-data, backward-weights} */
-                                                  {{4, 2, 4, 0, 0, 0}, {4, 3, 4, 0, 128, 1}},
-                                                  {{16, 8, 2, 1, 0, 0}, {16, 5, 5, 0, 256, 0}},
-                                                  {{16, 3, 1, 0, 0, 0}, {8, 1, 1, 0, 0, 1}},
-                                                  {{8, 12, 1, 1, 0, 0}, {8, 6, 2, 0, 128, 0}}};
+                                                  {{4, 2, 4, 0, 0, 0, 0}, {4, 3, 4, 0, 128, 1, 0}},
+                                                  {{16, 8, 2, 1, 0, 0, 0}, {16, 5, 5, 0, 256, 0, 0}},
+                                                  {{16, 3, 1, 0, 0, 0, 0}, {8, 1, 1, 0, 0, 1, 0}},
+                                                  {{8, 12, 1, 1, 0, 0, 0}, {8, 6, 2, 0, 128, 0, 0}},
+                                                  {{8, 4, 2, 0, 0, 0, 0}, {4, 2, 3, 0, 128, 0, 3}}};
     set_algo(dev, "lanes");
     clt_device_settings s = *clt_device_get_settings(dev);
     int tune = s.tune;
     s.tune = CLT_TUNE_OFF;
     REQUIRE_OK(clt_device_set_settings(dev, &s));
     static const int chunk_kib[] = CLT_CONV_LANES_CHUNK_KIB;
-    int tried = 0, rechunked = 0, phased = 0;
+    int tried = 0, rechunked = 0, phased = 0, rowed = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         case_data d;
         clt_conv_geom g;
@@ -719,8 +721,10 @@ static void test_lanes_configs(clt_device *dev)
                 tried++;
                 rechunked += cand[c].ck && plan->lanes.bw_chunks != rule.bw_chunks;
                 phased += cand[c].ph;
+                rowed += cand[c].tr > 0;
                 char what[64];
-                snprintf(what, sizeof what, "lanes pass %d vw%d %dx%d", p, cand[c].vw, cand[c].a, cand[c].b);
+                snprintf(what, sizeof what, "lanes pass %d vw%d %dx%d%s", p, cand[c].vw, cand[c].a, cand[c].b,
+                         cand[c].tr ? " tr" : "");
                 check_pass(dev, plan, &d, p, what);
             }
         }
@@ -730,6 +734,7 @@ static void test_lanes_configs(clt_device *dev)
     CHECK(tried >= 50, "only %d configurations ran", tried);
     CHECK(rechunked > 0, "no smaller chunk target changed a weight gradient's chunks");
     CHECK(phased >= 4, "only %d weight gradients read x in stride phases", phased);
+    CHECK(rowed >= 6, "only %d weight gradients held rows of taps", rowed);
     s.tune = tune;
     REQUIRE_OK(clt_device_set_settings(dev, &s));
 }

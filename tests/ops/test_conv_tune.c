@@ -308,8 +308,8 @@ static void test_damaged(void)
 
 /* The tuning file at path with the weight gradient's value under key
  * (up to its tab) given the suffix after its block (" ck128"; "" for
- * none). */
-static void set_bwdw_chunks(const char *path, const char *key, const char *suffix)
+ * none), and the block ("vw8 wa2 wb2") unless NULL. */
+static void set_bwdw(const char *path, const char *key, const char *block, const char *suffix)
 {
     char *text = read_text(path);
     REQUIRE_OK(text ? CLT_OK : CLT_ERR_IO);
@@ -318,10 +318,13 @@ static void set_bwdw_chunks(const char *path, const char *key, const char *suffi
     REQUIRE_OK(end ? CLT_OK : CLT_ERR_FORMAT);
     char *ck = strstr(tab, " ck");
     char out[1 << 16];
-    snprintf(out, sizeof out, "%.*s%s%s", (int)((ck && ck < end ? ck : end) - text), text, suffix, end);
+    if (block) snprintf(out, sizeof out, "%.*s%s%s%s", (int)(tab + 1 - text), text, block, suffix, end);
+    else snprintf(out, sizeof out, "%.*s%s%s", (int)((ck && ck < end ? ck : end) - text), text, suffix, end);
     write_text(path, out);
     free(text);
 }
+
+static void set_bwdw_chunks(const char *path, const char *key, const char *suffix) { set_bwdw(path, key, NULL, suffix); }
 
 /* plan_for's weight gradient in the tuning file. */
 #define LENET_BWDW "lanes bwd-weights c20 h13 w13 co50 k5 s1 p0 "
@@ -374,6 +377,39 @@ static void test_chunk_values(void)
     const clt_conv_lanes_cfg *c2 = &p2->lanes.cfg[CLT_CONV_BWD_WEIGHTS];
     CHECK(lc.measured == 0 && c2->ph == 1 && c2->ck == 128 && c2->a == tuned.a && c2->b == tuned.b,
           "a kept ck128 ph at stride 2: measured %d, ph %d, ck %d", lc.measured, c2->ph, c2->ck);
+    clt_conv_plan_destroy(p2);
+    clt_device_destroy(dev);
+    /* rows of taps: only at stride 1 */
+    set_bwdw_chunks(path, "lanes bwd-weights c8 h9 w9 co16 k3 s2 p1 ", " ck128 tr");
+    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    p2 = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g2, &p2));
+    CHECK(lc.measured >= 4 && p2->lanes.cfg[CLT_CONV_BWD_WEIGHTS].tr == 0, "a kept tr at stride 2: measured %d, tr %d",
+          lc.measured, p2->lanes.cfg[CLT_CONV_BWD_WEIGHTS].tr);
+    clt_conv_plan_destroy(p2);
+    clt_device_destroy(dev);
+    /* a row-of-taps candidate kept at stride 1 is taken as it is */
+    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    REQUIRE_OK(clt_conv_geom_init(&g2, 40, 8, 9, 9, 16, 3, 1, 1));
+    p2 = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g2, &p2));
+    clt_conv_lanes_cfg cand[10], row = {0};
+    int nc = clt_conv_lanes_candidates(dev, &p2->lanes, CLT_CONV_BWD_WEIGHTS, cand, 10);
+    for (int i = 0; i < nc && !row.tr; i++) row = cand[i];
+    CHECK(row.tr == 3, "no row-of-taps candidate among %d for k3 s1", nc);
+    clt_conv_plan_destroy(p2);
+    clt_device_destroy(dev);
+    char block[64];
+    snprintf(block, sizeof block, "vw%d wa%d wb%d", row.vw, row.a, row.b);
+    set_bwdw(path, "lanes bwd-weights c8 h9 w9 co16 k3 s1 p1 ", block, " ck128 tr");
+    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    p2 = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g2, &p2));
+    c2 = &p2->lanes.cfg[CLT_CONV_BWD_WEIGHTS];
+    clt_conv_lanes_describe(p2, CLT_CONV_BWD_WEIGHTS, what, sizeof what);
+    CHECK(lc.measured == 0 && c2->tr == 3 && c2->ck == 128 && c2->a == row.a && c2->b == row.b &&
+              strstr(what, " ck128 tr tuned"),
+          "a kept \"%s ck128 tr\": measured %d, \"%s\"", block, lc.measured, what);
     clt_conv_plan_destroy(p2);
     clt_device_destroy(dev);
 

@@ -36,6 +36,7 @@ static const struct {
     {"conv_direct", "-DVW=8 -DCB=1 -DKW=3 -DNT=9 -DPOOL=2"},
     {"conv_direct", "-DVW=16 -DCB=2 -DKW=1 -DNT=4 -DPOOL=1"},
     {"conv_direct", "-DVW=16 -DCB=1 -DKW=2 -DNT=8 -DPOOL=2"},
+    {"conv_lanes", "-DVW=8 -DWA=2 -DWB=2 -DTR=3"}, /* rows of taps (ops/conv_lanes.c) */
     {"pool", "-DPV=4"},
     {"pool", "-DPOOL_NO_INDEX"}, /* max pooling's inference forward (ops/pool.c) */
     {"pool", "-DPOOL_NO_INDEX -DPV=4"},
