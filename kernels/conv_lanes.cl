@@ -205,12 +205,12 @@ __kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int NL, int CO, i
  * chunk's (n, oy, ox) of dy[n][co][oy][ox] x[n][c][oy*S-PAD+i][ox*S-PAD+j],
  * visiting only the (oy, ox) whose input lands inside x.
  * Work-item: WA output channels x WB input channels of one tap (i, j)
- * (WA*WB accumulators, WA + WB loads per WA*WB FMAs), or with TR (stride
- * 1, not phased) of the K taps of row i (WA*WB*K accumulators): a pixel's
- * x vector then serves K taps at K successive output columns, so it comes
- * from memory once and from L1 K-1 times (one tap per item streams the
- * whole chunk from L2 per tap: WA + WB L2 loads per WA*WB FMAs, and L2
- * bandwidth bounded the 28x28 and 14x14 layers). The VW lanes are summed
+ * (WA*WB accumulators, WA + WB loads per WA*WB FMAs), or with TR of the K
+ * taps of row i (WA*WB*K accumulators): taps S columns apart read the same
+ * x vector at successive output columns, so it comes from memory once and
+ * then from L1 (one tap per item streams the whole chunk from L2 per tap:
+ * WA + WB L2 loads per WA*WB FMAs, and L2 bandwidth bounded the 28x28 and
+ * 14x14 layers). The VW lanes are summed
  * at the end in a fixed order. Global: (K*K, or K with TR;
  * ceil(CO/WA) * ceil(C/WB) * chunks), chunk = row_chunk * vchunks +
  * vector_chunk; a work-group holds the taps of one block, which share
@@ -260,13 +260,21 @@ __kernel void conv_lanes_bwd_weights(int C, int H, int W, int NL, int CO, int OH
             for (int t = 0; t < TT; t++) acc[a][b][t] = (floatV)0.0f;
     /* x's column w0 of tap tj at the row's first output, and the pixel
      * step to the next output: S pixels on, or the next one in phase order
-     * (stride 2, phased: the prelude's lanes_phase; one tap per item) */
+     * (stride 2, phased: the prelude's lanes_phase). Either is linear in
+     * the output column for each tap, so a tap's pixel is its first one
+     * plus steps; where a row of taps starts left of x (w0 + t < 0), the
+     * first is counted back from the tap's first column inside x. */
     int w0 = ox_lo * S - PAD + tj, xstep = phased ? 1 : S;
     for (int oy = oy_lo; oy <= oy_hi; oy++) {
         int h = oy * S - PAD + ti;
-        int xrow = phased ? lanes_phase(H, W, h, w0) : h * W + w0;
+        int xrow[TT];
+#pragma unroll
+        for (int t = 0; t < TT; t++) {
+            int back = w0 + t < 0 ? (S - 1 - w0 - t) / S : 0; /* outputs until the tap is inside */
+            xrow[t] = phased ? lanes_phase(H, W, h, w0 + t + back * S) - back : h * W + w0 + t;
+        }
         for (int ox = ox_lo; ox <= ox_hi; ox++) {
-            int xw = w0 + (ox - ox_lo) * S, xpix = xrow + (ox - ox_lo) * xstep;
+            int xw = w0 + (ox - ox_lo) * S, xstepped = (ox - ox_lo) * xstep;
 #if TR
             int inside = xw >= 0 && xw + TR - 1 < W; /* all the row's taps inside x */
 #else
@@ -280,7 +288,7 @@ __kernel void conv_lanes_bwd_weights(int C, int H, int W, int NL, int CO, int OH
 #pragma unroll
                 for (int t = 0; t < TT; t++) {
                     if (!inside && (uint)(xw + t) >= (uint)W) continue;
-                    size_t xp = (size_t)(xpix + t) * NL;
+                    size_t xp = (size_t)(xrow[t] + xstepped) * NL;
 #pragma unroll
                     for (int b = 0; b < WB; b++) {
                         floatV xv = vloadV(v, x + xo[b] + xp);

@@ -36,8 +36,8 @@
  * rule's 512; the tuner also times 256 and 128, conv_lanes.c says why),
  * ph 1 to read x in stride phases (stride 2 and k > 1 only:
  * kernels/prelude.h's lanes_phase; the tuner times both), and tr k for
- * work-items holding a whole row of k taps, 0 for one tap (stride 1 and
- * k > 1 only; kernels/conv_lanes.cl says why). */
+ * work-items holding a whole row of k taps, 0 for one tap (k > 1 only;
+ * kernels/conv_lanes.cl says why). */
 typedef struct clt_conv_lanes_cfg {
     int vw, a, b, px, ck, ph, tr;
 } clt_conv_lanes_cfg;

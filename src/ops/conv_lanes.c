@@ -6,8 +6,9 @@
  * weight is one broadcast and every input one vector load, whatever the
  * shape. Forward
  * and backward-data visit only the taps that land inside the input;
- * backward-weights keeps WA x WB channels of one tap and sums partials over
- * chunks of rows x lanes in a fixed order. A 1x1 layer with stride (a
+ * backward-weights keeps WA x WB channels of one tap (or of a row of k
+ * taps: cfg.tr) and sums partials over chunks of rows x lanes
+ * in a fixed order. A 1x1 layer with stride (a
  * ResNet projection) copies only the pixels it reads and runs as a stride-1
  * layer on them. Storing results straight into NCHW (a scalar scatter) was
  * 1.5-6x slower than vector stores plus the transposing copy; a work-group
@@ -56,7 +57,7 @@ static int acc_regs(const clt_conv_lanes_cfg *c, int native)
 int clt_conv_lanes_can_phase(const clt_conv_lanes_params *lp) { return lp->gk.stride == 2 && lp->gk.k > 1; }
 
 /* Whether lp's weight gradient may hold a row of taps per work-item (cfg.tr). */
-static int can_tap_row(const clt_conv_lanes_params *lp) { return lp->gk.stride == 1 && lp->gk.k > 1; }
+static int can_tap_row(const clt_conv_lanes_params *lp) { return lp->gk.k > 1; }
 
 int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_conv_lanes_cfg *c)
 {
@@ -193,10 +194,10 @@ int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params
 /* ------------------------------------------------------------------ */
 
 /* Backward-weights chunking: a chunk is `rows` output rows x `vecs` vw-lane
- * vectors. A work-group (the k*k taps of one WA x WB block) streams WB input
- * channels and WA dy channels of its chunk; keep that within a target so
- * it is read from memory once and then from cache, and keep enough
- * work-items to fill every compute unit. The rule's target is 512 KiB
+ * vectors. A work-group (the k*k taps, or k rows of taps, of one WA x WB
+ * block) streams WB input channels and WA dy channels of its chunk; keep
+ * that within a target so it is read from memory once and then from
+ * cache, and keep enough work-items to fill every compute unit. The rule's target is 512 KiB
  * (half an L2 of the machine it was set on); the best one depends on the
  * shape and batch (AVX2, 512 KiB L2, PoCL, ResNet-18 at batch 128: 128 KiB
  * ran 128->256 k3 s2 1.23x faster, but LeNet's conv2 at batch 256 1.33x

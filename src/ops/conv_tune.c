@@ -66,10 +66,11 @@ static int parse_cfg(const clt_device *dev, const clt_conv_lanes_params *lp, int
         c->ck = small_int(&v, 3);
         if (c->ck == CLT_CONV_LANES_CHUNK_KIB_RULE) c->ck = 0;
         else if (c->ck <= 0) return 0;
-        if (!strcmp(v, " ph")) {
+        if (!strncmp(v, " ph", 3)) {
             c->ph = 1;
             v += 3;
-        } else if (!strcmp(v, " tr")) {
+        }
+        if (!strcmp(v, " tr")) {
             c->tr = lp->gk.k;
             v += 3;
         }

@@ -684,14 +684,15 @@ static void test_lanes_configs(clt_device *dev)
                                                   {{16, 8, 2, 1, 0, 0, 0}, {16, 5, 5, 0, 256, 0, 0}},
                                                   {{16, 3, 1, 0, 0, 0, 0}, {8, 1, 1, 0, 0, 1, 0}},
                                                   {{8, 12, 1, 1, 0, 0, 0}, {8, 6, 2, 0, 128, 0, 0}},
-                                                  {{8, 4, 2, 0, 0, 0, 0}, {4, 2, 3, 0, 128, 0, 3}}};
+                                                  {{8, 4, 2, 0, 0, 0, 0}, {4, 2, 3, 0, 128, 0, 3}},
+                                                  {{4, 4, 2, 1, 0, 0, 0}, {8, 2, 2, 0, 0, 1, 3}}};
     set_algo(dev, "lanes");
     clt_device_settings s = *clt_device_get_settings(dev);
     int tune = s.tune;
     s.tune = CLT_TUNE_OFF;
     REQUIRE_OK(clt_device_set_settings(dev, &s));
     static const int chunk_kib[] = CLT_CONV_LANES_CHUNK_KIB;
-    int tried = 0, rechunked = 0, phased = 0, rowed = 0;
+    int tried = 0, rechunked = 0, phased = 0, rowed = 0, rowed_phased = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         case_data d;
         clt_conv_geom g;
@@ -705,7 +706,8 @@ static void test_lanes_configs(clt_device *dev)
             clt_conv_lanes_cfg cand[24];
             int n = clt_conv_lanes_candidates(dev, &plan->lanes, p, cand, shapes[i][8]);
             CHECK(n >= (shapes[i][8] > 1 ? 2 : 1), "shape %zu pass %d: %d candidates", i, p, n);
-            for (size_t x = 0; x < sizeof extra / sizeof extra[0] && i < 2; x++) cand[n++] = extra[x][p == CLT_CONV_BWD_WEIGHTS];
+            for (size_t x = 0; x < sizeof extra / sizeof extra[0] && (i < 2 || shapes[i][6] == 2); x++)
+                cand[n++] = extra[x][p == CLT_CONV_BWD_WEIGHTS];
             if (p == CLT_CONV_BWD_WEIGHTS) /* the rule's block at the tuner's other chunk targets and phased */
                 for (int ph = 0; ph <= 1; ph++)
                     for (int x = ph ? -1 : 0; x < (int)(sizeof chunk_kib / sizeof chunk_kib[0]); x++) {
@@ -722,9 +724,10 @@ static void test_lanes_configs(clt_device *dev)
                 rechunked += cand[c].ck && plan->lanes.bw_chunks != rule.bw_chunks;
                 phased += cand[c].ph;
                 rowed += cand[c].tr > 0;
+                rowed_phased += cand[c].tr > 0 && cand[c].ph;
                 char what[64];
-                snprintf(what, sizeof what, "lanes pass %d vw%d %dx%d%s", p, cand[c].vw, cand[c].a, cand[c].b,
-                         cand[c].tr ? " tr" : "");
+                snprintf(what, sizeof what, "lanes pass %d vw%d %dx%d%s%s", p, cand[c].vw, cand[c].a, cand[c].b,
+                         cand[c].ph ? " ph" : "", cand[c].tr ? " tr" : "");
                 check_pass(dev, plan, &d, p, what);
             }
         }
@@ -734,7 +737,8 @@ static void test_lanes_configs(clt_device *dev)
     CHECK(tried >= 50, "only %d configurations ran", tried);
     CHECK(rechunked > 0, "no smaller chunk target changed a weight gradient's chunks");
     CHECK(phased >= 4, "only %d weight gradients read x in stride phases", phased);
-    CHECK(rowed >= 6, "only %d weight gradients held rows of taps", rowed);
+    CHECK(rowed >= 6 && rowed_phased >= 2, "only %d weight gradients held rows of taps, %d of them in phases", rowed,
+          rowed_phased);
     s.tune = tune;
     REQUIRE_OK(clt_device_set_settings(dev, &s));
 }

@@ -370,46 +370,14 @@ static void test_chunk_values(void)
     clt_conv_lanes_cfg tuned = p2->lanes.cfg[CLT_CONV_BWD_WEIGHTS];
     clt_conv_plan_destroy(p2);
     clt_device_destroy(dev);
-    set_bwdw_chunks(path, "lanes bwd-weights c8 h9 w9 co16 k3 s2 p1 ", " ck128 ph");
+    set_bwdw_chunks(path, "lanes bwd-weights c8 h9 w9 co16 k3 s2 p1 ", tuned.tr ? " ck128 ph tr" : " ck128 ph");
     dev = open_dev(1, CLT_TUNE_AUTO, &lc);
     p2 = NULL;
     REQUIRE_OK(clt_conv_plan_ensure(dev, &g2, &p2));
     const clt_conv_lanes_cfg *c2 = &p2->lanes.cfg[CLT_CONV_BWD_WEIGHTS];
-    CHECK(lc.measured == 0 && c2->ph == 1 && c2->ck == 128 && c2->a == tuned.a && c2->b == tuned.b,
+    CHECK(lc.measured == 0 && c2->ph == 1 && c2->ck == 128 && c2->a == tuned.a && c2->b == tuned.b &&
+              c2->tr == tuned.tr,
           "a kept ck128 ph at stride 2: measured %d, ph %d, ck %d", lc.measured, c2->ph, c2->ck);
-    clt_conv_plan_destroy(p2);
-    clt_device_destroy(dev);
-    /* rows of taps: only at stride 1 */
-    set_bwdw_chunks(path, "lanes bwd-weights c8 h9 w9 co16 k3 s2 p1 ", " ck128 tr");
-    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
-    p2 = NULL;
-    REQUIRE_OK(clt_conv_plan_ensure(dev, &g2, &p2));
-    CHECK(lc.measured >= 4 && p2->lanes.cfg[CLT_CONV_BWD_WEIGHTS].tr == 0, "a kept tr at stride 2: measured %d, tr %d",
-          lc.measured, p2->lanes.cfg[CLT_CONV_BWD_WEIGHTS].tr);
-    clt_conv_plan_destroy(p2);
-    clt_device_destroy(dev);
-    /* a row-of-taps candidate kept at stride 1 is taken as it is */
-    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
-    REQUIRE_OK(clt_conv_geom_init(&g2, 40, 8, 9, 9, 16, 3, 1, 1));
-    p2 = NULL;
-    REQUIRE_OK(clt_conv_plan_ensure(dev, &g2, &p2));
-    clt_conv_lanes_cfg cand[10], row = {0};
-    int nc = clt_conv_lanes_candidates(dev, &p2->lanes, CLT_CONV_BWD_WEIGHTS, cand, 10);
-    for (int i = 0; i < nc && !row.tr; i++) row = cand[i];
-    CHECK(row.tr == 3, "no row-of-taps candidate among %d for k3 s1", nc);
-    clt_conv_plan_destroy(p2);
-    clt_device_destroy(dev);
-    char block[64];
-    snprintf(block, sizeof block, "vw%d wa%d wb%d", row.vw, row.a, row.b);
-    set_bwdw(path, "lanes bwd-weights c8 h9 w9 co16 k3 s1 p1 ", block, " ck128 tr");
-    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
-    p2 = NULL;
-    REQUIRE_OK(clt_conv_plan_ensure(dev, &g2, &p2));
-    c2 = &p2->lanes.cfg[CLT_CONV_BWD_WEIGHTS];
-    clt_conv_lanes_describe(p2, CLT_CONV_BWD_WEIGHTS, what, sizeof what);
-    CHECK(lc.measured == 0 && c2->tr == 3 && c2->ck == 128 && c2->a == row.a && c2->b == row.b &&
-              strstr(what, " ck128 tr tuned"),
-          "a kept \"%s ck128 tr\": measured %d, \"%s\"", block, lc.measured, what);
     clt_conv_plan_destroy(p2);
     clt_device_destroy(dev);
 
@@ -422,6 +390,64 @@ static void test_chunk_values(void)
     clt_device_destroy(dev);
 }
 
+
+/* A kept row of taps (cfg.tr) is taken as it is, at stride 1 and at
+ * stride 2 in phases; one on a 1x1 layer is damaged. */
+static void test_tap_rows(void)
+{
+    char path[512];
+    REQUIRE_OK(tune_file(path, sizeof path) ? CLT_OK : CLT_ERR_NOT_FOUND);
+    static const struct {
+        int stride;
+        const char *key, *suffix;
+    } kept[] = {{1, "lanes bwd-weights c8 h9 w9 co16 k3 s1 p1 ", " ck128 tr"},
+                {2, "lanes bwd-weights c8 h9 w9 co16 k3 s2 p1 ", " ck128 ph tr"}};
+    log_count lc;
+    clt_device *dev;
+    clt_conv_plan *p;
+    clt_conv_geom g;
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        REQUIRE_OK(clt_conv_geom_init(&g, 40, 8, 9, 9, 16, 3, kept[i].stride, 1));
+        dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+        p = NULL;
+        REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &p)); /* tuned and kept */
+        clt_conv_lanes_cfg cand[10], row = {0};
+        int n = clt_conv_lanes_candidates(dev, &p->lanes, CLT_CONV_BWD_WEIGHTS, cand, 10);
+        for (int c = 0; c < n && !row.tr; c++) row = cand[c];
+        CHECK(row.tr == 3, "no row-of-taps candidate among %d at stride %d", n, kept[i].stride);
+        clt_conv_plan_destroy(p);
+        clt_device_destroy(dev);
+        char block[64], want[64], what[64];
+        snprintf(block, sizeof block, "vw%d wa%d wb%d", row.vw, row.a, row.b);
+        snprintf(want, sizeof want, "%s tuned", kept[i].suffix);
+        set_bwdw(path, kept[i].key, block, kept[i].suffix);
+        dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+        p = NULL;
+        REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &p));
+        const clt_conv_lanes_cfg *c = &p->lanes.cfg[CLT_CONV_BWD_WEIGHTS];
+        clt_conv_lanes_describe(p, CLT_CONV_BWD_WEIGHTS, what, sizeof what);
+        CHECK(lc.measured == 0 && c->tr == 3 && c->ck == 128 && c->ph == (kept[i].stride == 2) && c->a == row.a &&
+                  c->b == row.b && strstr(what, want),
+              "a kept \"%s%s\": measured %d, \"%s\"", block, kept[i].suffix, lc.measured, what);
+        clt_conv_plan_destroy(p);
+        clt_device_destroy(dev);
+    }
+    /* a 1x1 layer (here a strided one, as ResNet's projections) has one tap */
+    REQUIRE_OK(clt_conv_geom_init(&g, 40, 8, 9, 9, 16, 1, 2, 0));
+    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    p = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &p));
+    clt_conv_plan_destroy(p);
+    clt_device_destroy(dev);
+    set_bwdw_chunks(path, "lanes bwd-weights c8 h5 w5 co16 k1 s1 p0 ", " ck128 tr");
+    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    p = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &p));
+    CHECK(lc.measured >= 4 && p->lanes.cfg[CLT_CONV_BWD_WEIGHTS].tr == 0, "a kept tr on a 1x1 layer: measured %d, tr %d",
+          lc.measured, p->lanes.cfg[CLT_CONV_BWD_WEIGHTS].tr);
+    clt_conv_plan_destroy(p);
+    clt_device_destroy(dev);
+}
 /* Off: nothing measured or written; no cache: only "on" measures. */
 static void test_modes(void)
 {
@@ -578,6 +604,7 @@ int main(void)
     test_again_beside();
     test_damaged();
     test_chunk_values();
+    test_tap_rows();
     test_modes();
     test_lazy_passes();
     test_same_results();
