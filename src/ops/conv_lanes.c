@@ -54,6 +54,16 @@ static int acc_regs(const clt_conv_lanes_cfg *c, int native)
     return c->a * c->b * (c->tr ? c->tr : 1) * (c->vw > native ? c->vw / native : 1);
 }
 
+/* Whether c's accumulators fit the budget and, for the weight gradient,
+ * also its WA dy vectors and one x vector, which stay live beside them
+ * (AVX2, PoCL: 4 x 3, 6 x 2 and rows of 4 x 1 took 1.4-1.8x longer than
+ * 3 x 4 and rows of 2 x 2, which fit). */
+static int fits_registers(const clt_conv_lanes_cfg *c, int pass, int native)
+{
+    int acc = acc_regs(c, native), live = acc + (c->a + 1) * (c->vw > native ? c->vw / native : 1);
+    return acc <= acc_budget(native) && (pass != CLT_CONV_BWD_WEIGHTS || live <= acc_budget(native) + 4);
+}
+
 int clt_conv_lanes_can_phase(const clt_conv_lanes_params *lp) { return lp->gk.stride == 2 && lp->gk.k > 1; }
 
 /* Whether lp's weight gradient may hold a row of taps per work-item (cfg.tr). */
@@ -111,7 +121,7 @@ static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_p
         /* at native 16 the first six, the blocks the kernels were tuned with */
         for (size_t i = 0; i < (native == 16 ? 6 : N_BWDW_BLOCKS); i++) {
             t = (clt_conv_lanes_cfg){native, bwdw_blocks[i][0], bwdw_blocks[i][1], 0, 0, 0, 0};
-            if (acc_regs(&t, native) > budget) continue;
+            if (!fits_registers(&t, pass, native)) continue;
             double cost = cfg_cost(lp, pass, &t);
             if (c.a == 0 || cost < best) {
                 c = t;
@@ -131,7 +141,7 @@ static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_p
     size_t ch = (size_t)pass_channels(&lp->gk, pass), best = 0;
     for (size_t i = 2; i < N_RM; i++) { /* from 4 */
         t = (clt_conv_lanes_cfg){native, rm_set[i], nv, 0, 0, 0, 0};
-        if (acc_regs(&t, native) > budget) continue;
+        if (!fits_registers(&t, pass, native)) continue;
         size_t padded = up(ch, (size_t)t.a);
         if (c.a == 0 || padded < best || (padded == best && c.a != 8)) {
             c.a = t.a;
@@ -166,7 +176,8 @@ int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params
                     clt_conv_lanes_cfg c = {vw, a, b, pass != CLT_CONV_BWD_WEIGHTS && alt, 0, 0,
                                             pass == CLT_CONV_BWD_WEIGHTS && alt ? lp->gk.k : 0};
                     int regs = acc_regs(&c, native);
-                    if (regs > budget || 2 * regs < budget || !clt_conv_lanes_cfg_ok(lp, pass, &c) || na >= 255)
+                    if (!fits_registers(&c, pass, native) || 2 * regs < budget || !clt_conv_lanes_cfg_ok(lp, pass, &c) ||
+                        na >= 255)
                         continue;
                     all[na++] = c;
                 }

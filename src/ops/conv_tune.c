@@ -139,16 +139,17 @@ static clt_status fastest(clt_device *dev, const clt_conv_lanes_params *lp, int 
             }
             if (s == CLT_OK && (r == 0 || secs < best_s[i])) best_s[i] = secs;
             if (s == CLT_OK && r < ROUNDS - 1) continue;
-            char name[CLT_TUNE_VALUE_MAX];
+            char name[CLT_TUNE_VALUE_MAX], key[CLT_TUNE_KEY_MAX]; /* the shape too: passes interleave */
             format_cfg(pass, &cand[i], name, sizeof name);
+            make_key(lp, pass, key, sizeof key);
             if (s != CLT_OK) {
-                clt_device_log(dev, 0, "tuning device %d: lanes %s %s skipped: %s", dev->info.index,
-                               clt_conv_pass_names[pass], name, clt_last_error());
+                clt_device_log(dev, 0, "tuning device %d: %s: %s skipped: %s", dev->info.index, key, name,
+                               clt_last_error());
                 clt_clear_error();
                 ok[i] = 0;
             } else {
-                clt_device_log(dev, 0, "tuning device %d: lanes %s %s: %.3f ms", dev->info.index,
-                               clt_conv_pass_names[pass], name, best_s[i] * 1e3);
+                clt_device_log(dev, 0, "tuning device %d: %s: %s: %.3f ms", dev->info.index, key, name,
+                               best_s[i] * 1e3);
             }
         }
     }
