@@ -22,7 +22,8 @@
  *
  * One source, parameterised at build time (conv_lanes.c passes -D and the
  * tuner picks per device and shape): VW lanes per vector (4, 8, 16), RM and
- * NV for forward and backward-data, WA and WB for backward-weights. The
+ * NV for forward and backward-data, WA, WB and TR (0, or K for rows of
+ * taps) for backward-weights. The
  * defaults are the AVX-512 choice the kernels were first written for. A
  * build given RM only has the forward and backward-data kernels, one given
  * WA only the backward-weights kernel (PoCL compiles what a program has). */
@@ -270,7 +271,8 @@ __kernel void conv_lanes_bwd_weights(int C, int H, int W, int NL, int CO, int OH
         int xrow[TT];
 #pragma unroll
         for (int t = 0; t < TT; t++) {
-            int back = w0 + t < 0 ? (S - 1 - w0 - t) / S : 0; /* outputs until the tap is inside */
+            /* outputs until the tap is inside: no shift of a negative column */
+            int back = w0 + t < 0 ? (S - 1 - w0 - t) / S : 0;
             xrow[t] = phased ? lanes_phase(H, W, h, w0 + t + back * S) - back : h * W + w0 + t;
         }
         for (int ox = ox_lo; ox <= ox_hi; ox++) {

@@ -121,7 +121,7 @@ static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_p
         /* at native 16 the first six, the blocks the kernels were tuned with */
         for (size_t i = 0; i < (native == 16 ? 6 : N_BWDW_BLOCKS); i++) {
             t = (clt_conv_lanes_cfg){native, bwdw_blocks[i][0], bwdw_blocks[i][1], 0, 0, 0, 0};
-            if (!fits_registers(&t, pass, native)) continue;
+            if (acc_regs(&t, native) > budget) continue; /* the rule as tuned; fits_registers for candidates */
             double cost = cfg_cost(lp, pass, &t);
             if (c.a == 0 || cost < best) {
                 c = t;
@@ -141,7 +141,7 @@ static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_p
     size_t ch = (size_t)pass_channels(&lp->gk, pass), best = 0;
     for (size_t i = 2; i < N_RM; i++) { /* from 4 */
         t = (clt_conv_lanes_cfg){native, rm_set[i], nv, 0, 0, 0, 0};
-        if (!fits_registers(&t, pass, native)) continue;
+        if (acc_regs(&t, native) > budget) continue;
         size_t padded = up(ch, (size_t)t.a);
         if (c.a == 0 || padded < best || (padded == best && c.a != 8)) {
             c.a = t.a;
@@ -154,8 +154,10 @@ static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_p
 
 /* The configurations the tuner times for `pass`, rule first: at the
  * native vector width and twice it (and half of 16), every register block
- * that uses between half and all of the register budget, the `max` - 1 of
- * least modelled cost. Returns the count. */
+ * that uses between half and all of the register budget and fits the
+ * registers (fits_registers), for the weight gradient with one tap and
+ * with a row of taps, the `max` - 1 of least modelled cost. Returns the
+ * count. */
 int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params *lp, int pass,
                               clt_conv_lanes_cfg *out, int max)
 {

@@ -665,11 +665,12 @@ static void check_pass(clt_device *dev, const clt_conv_plan *plan, case_data *d,
 /* Every configuration the tuner may pick for a pass (its candidates on
  * this device, and vector widths 4, 8 and 16 beyond them; the weight
  * gradient also at the other chunk targets, which split it differently
- * at least once, and at stride 2 with x in stride phases) computes the
- * reference's result: installed in a plan one at a time, on shapes with
- * stride, padding, partial channel blocks, a strided 1x1, a batch of
- * up to 16 lanes and one of 128 (rows with a gap), and stride 2 with odd
- * sizes and padding (stride phases of unequal sizes). */
+ * at least once, at stride 2 with x in stride phases, and with rows of
+ * taps, in phases too) computes the reference's result: installed in a
+ * plan one at a time, on shapes with stride, padding, partial channel
+ * blocks, a strided 1x1, a batch of up to 16 lanes and one of 128 (rows
+ * with a gap), stride 2 with odd sizes and padding (stride phases of
+ * unequal sizes), and an input narrower than a row of taps. */
 static void test_lanes_configs(clt_device *dev)
 {
     /* n c h w co k s p, and how many candidates: each configuration is a
@@ -706,8 +707,7 @@ static void test_lanes_configs(clt_device *dev)
             clt_conv_lanes_cfg cand[24];
             int n = clt_conv_lanes_candidates(dev, &plan->lanes, p, cand, shapes[i][8]);
             CHECK(n >= (shapes[i][8] > 1 ? 2 : 1), "shape %zu pass %d: %d candidates", i, p, n);
-            for (size_t x = 0; x < sizeof extra / sizeof extra[0] && (i < 2 || shapes[i][6] == 2); x++)
-                cand[n++] = extra[x][p == CLT_CONV_BWD_WEIGHTS];
+            for (size_t x = 0; x < sizeof extra / sizeof extra[0]; x++) cand[n++] = extra[x][p == CLT_CONV_BWD_WEIGHTS];
             if (p == CLT_CONV_BWD_WEIGHTS) /* the rule's block at the tuner's other chunk targets and phased */
                 for (int ph = 0; ph <= 1; ph++)
                     for (int x = ph ? -1 : 0; x < (int)(sizeof chunk_kib / sizeof chunk_kib[0]); x++) {

@@ -308,7 +308,8 @@ static void test_damaged(void)
 
 /* The tuning file at path with the weight gradient's value under key
  * (up to its tab) given the suffix after its block (" ck128"; "" for
- * none), and the block ("vw8 wa2 wb2") unless NULL. */
+ * none), and the block ("vw8 wa2 wb2") unless NULL; a kept block's row
+ * of taps (" tr", last) stays. */
 static void set_bwdw(const char *path, const char *key, const char *block, const char *suffix)
 {
     char *text = read_text(path);
@@ -319,7 +320,11 @@ static void set_bwdw(const char *path, const char *key, const char *block, const
     char *ck = strstr(tab, " ck");
     char out[1 << 16];
     if (block) snprintf(out, sizeof out, "%.*s%s%s%s", (int)(tab + 1 - text), text, block, suffix, end);
-    else snprintf(out, sizeof out, "%.*s%s%s", (int)((ck && ck < end ? ck : end) - text), text, suffix, end);
+    else {
+        int row = end - tab > 3 && !strncmp(end - 3, " tr", 3) && !strstr(suffix, " tr");
+        snprintf(out, sizeof out, "%.*s%s%s%s", (int)((ck && ck < end ? ck : end) - text), text, suffix, row ? " tr" : "",
+                 end);
+    }
     write_text(path, out);
     free(text);
 }
@@ -370,7 +375,7 @@ static void test_chunk_values(void)
     clt_conv_lanes_cfg tuned = p2->lanes.cfg[CLT_CONV_BWD_WEIGHTS];
     clt_conv_plan_destroy(p2);
     clt_device_destroy(dev);
-    set_bwdw_chunks(path, "lanes bwd-weights c8 h9 w9 co16 k3 s2 p1 ", tuned.tr ? " ck128 ph tr" : " ck128 ph");
+    set_bwdw_chunks(path, "lanes bwd-weights c8 h9 w9 co16 k3 s2 p1 ", " ck128 ph");
     dev = open_dev(1, CLT_TUNE_AUTO, &lc);
     p2 = NULL;
     REQUIRE_OK(clt_conv_plan_ensure(dev, &g2, &p2));
