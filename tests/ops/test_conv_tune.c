@@ -124,6 +124,22 @@ static clt_conv_plan *plan_for(clt_device *dev, int n)
     return plan;
 }
 
+/* A device on the test's cache directory, tuning on auto, into *dev, and
+ * its plan for g: measured and kept, or taken from the tuning file. */
+static clt_conv_plan *open_plan(const clt_conv_geom *g, log_count *lc, clt_device **dev)
+{
+    *dev = open_dev(1, CLT_TUNE_AUTO, lc);
+    clt_conv_plan *plan = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure(*dev, g, &plan));
+    return plan;
+}
+
+static void close_plan(clt_conv_plan *plan, clt_device *dev)
+{
+    clt_conv_plan_destroy(plan);
+    clt_device_destroy(dev);
+}
+
 static int all_tuned(const clt_conv_plan *p, int want)
 {
     for (int i = 0; i < CLT_CONV_PASSES; i++)
@@ -367,24 +383,18 @@ static void test_chunk_values(void)
     clt_conv_plan_destroy(p);
     clt_device_destroy(dev);
     /* phases, where the layer has stride 2 */
-    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
     clt_conv_geom g2;
     REQUIRE_OK(clt_conv_geom_init(&g2, 40, 8, 9, 9, 16, 3, 2, 1));
-    clt_conv_plan *p2 = NULL;
-    REQUIRE_OK(clt_conv_plan_ensure(dev, &g2, &p2));
+    clt_conv_plan *p2 = open_plan(&g2, &lc, &dev);
     clt_conv_lanes_cfg tuned = p2->lanes.cfg[CLT_CONV_BWD_WEIGHTS];
-    clt_conv_plan_destroy(p2);
-    clt_device_destroy(dev);
+    close_plan(p2, dev);
     set_bwdw_chunks(path, "lanes bwd-weights c8 h9 w9 co16 k3 s2 p1 ", " ck128 ph");
-    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
-    p2 = NULL;
-    REQUIRE_OK(clt_conv_plan_ensure(dev, &g2, &p2));
+    p2 = open_plan(&g2, &lc, &dev);
     const clt_conv_lanes_cfg *c2 = &p2->lanes.cfg[CLT_CONV_BWD_WEIGHTS];
     CHECK(lc.measured == 0 && c2->ph == 1 && c2->ck == 128 && c2->a == tuned.a && c2->b == tuned.b &&
               c2->tr == tuned.tr,
           "a kept ck128 ph at stride 2: measured %d, ph %d, ck %d", lc.measured, c2->ph, c2->ck);
-    clt_conv_plan_destroy(p2);
-    clt_device_destroy(dev);
+    close_plan(p2, dev);
 
     set_bwdw_chunks(path, LENET_BWDW, " ck512"); /* the rule's, as the tuner writes it */
     dev = open_dev(1, CLT_TUNE_AUTO, &lc);
@@ -413,45 +423,32 @@ static void test_tap_rows(void)
     clt_conv_geom g;
     for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
         REQUIRE_OK(clt_conv_geom_init(&g, 40, 8, 9, 9, 16, 3, kept[i].stride, 1));
-        dev = open_dev(1, CLT_TUNE_AUTO, &lc);
-        p = NULL;
-        REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &p)); /* tuned and kept */
+        p = open_plan(&g, &lc, &dev);
         clt_conv_lanes_cfg cand[10], row = {0};
         int n = clt_conv_lanes_candidates(dev, &p->lanes, CLT_CONV_BWD_WEIGHTS, cand, 10);
         for (int c = 0; c < n && !row.tr; c++) row = cand[c];
         CHECK(row.tr == 3, "no row-of-taps candidate among %d at stride %d", n, kept[i].stride);
-        clt_conv_plan_destroy(p);
-        clt_device_destroy(dev);
+        close_plan(p, dev);
         char block[64], want[64], what[64];
         snprintf(block, sizeof block, "vw%d wa%d wb%d", row.vw, row.a, row.b);
         snprintf(want, sizeof want, "%s tuned", kept[i].suffix);
         set_bwdw(path, kept[i].key, block, kept[i].suffix);
-        dev = open_dev(1, CLT_TUNE_AUTO, &lc);
-        p = NULL;
-        REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &p));
+        p = open_plan(&g, &lc, &dev);
         const clt_conv_lanes_cfg *c = &p->lanes.cfg[CLT_CONV_BWD_WEIGHTS];
         clt_conv_lanes_describe(p, CLT_CONV_BWD_WEIGHTS, what, sizeof what);
         CHECK(lc.measured == 0 && c->tr == 3 && c->ck == 128 && c->ph == (kept[i].stride == 2) && c->a == row.a &&
                   c->b == row.b && strstr(what, want),
               "a kept \"%s%s\": measured %d, \"%s\"", block, kept[i].suffix, lc.measured, what);
-        clt_conv_plan_destroy(p);
-        clt_device_destroy(dev);
+        close_plan(p, dev);
     }
     /* a 1x1 layer (here a strided one, as ResNet's projections) has one tap */
     REQUIRE_OK(clt_conv_geom_init(&g, 40, 8, 9, 9, 16, 1, 2, 0));
-    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
-    p = NULL;
-    REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &p));
-    clt_conv_plan_destroy(p);
-    clt_device_destroy(dev);
+    close_plan(open_plan(&g, &lc, &dev), dev);
     set_bwdw_chunks(path, "lanes bwd-weights c8 h5 w5 co16 k1 s1 p0 ", " ck128 tr");
-    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
-    p = NULL;
-    REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &p));
+    p = open_plan(&g, &lc, &dev);
     CHECK(lc.measured >= 4 && p->lanes.cfg[CLT_CONV_BWD_WEIGHTS].tr == 0, "a kept tr on a 1x1 layer: measured %d, tr %d",
           lc.measured, p->lanes.cfg[CLT_CONV_BWD_WEIGHTS].tr);
-    clt_conv_plan_destroy(p);
-    clt_device_destroy(dev);
+    close_plan(p, dev);
 }
 /* Off: nothing measured or written; no cache: only "on" measures. */
 static void test_modes(void)
