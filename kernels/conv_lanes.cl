@@ -23,8 +23,8 @@
  * One source, parameterised at build time (conv_lanes.c passes -D and the
  * tuner picks per device and shape): VW lanes per vector (4, 8, 16), RM and
  * NV for forward and backward-data, WA, WB and TR (0, or K for rows of
- * taps) for backward-weights. The
- * defaults are the AVX-512 choice the kernels were first written for. A
+ * taps) for backward-weights. The defaults are the AVX-512 choice the
+ * kernels were first written for. A
  * build given RM only has the forward and backward-data kernels, one given
  * WA only the backward-weights kernel (PoCL compiles what a program has). */
 #if defined(RM) && !defined(WA)
@@ -211,11 +211,10 @@ __kernel void conv_lanes_bwd_data(int C, int H, int W, int NP, int NL, int CO, i
  * x vector at successive output columns, so it comes from memory once and
  * then from L1 (one tap per item streams the whole chunk from L2 per tap:
  * WA + WB L2 loads per WA*WB FMAs, and L2 bandwidth bounded the 28x28 and
- * 14x14 layers). The VW lanes are summed
- * at the end in a fixed order. Global: (K*K, or K with TR;
- * ceil(CO/WA) * ceil(C/WB) * chunks), chunk = row_chunk * vchunks +
- * vector_chunk; a work-group holds the taps of one block, which share
- * their dy and x rows in cache. */
+ * 14x14 layers). The VW lanes are summed at the end in a fixed order.
+ * Global: (K*K, or K with TR; ceil(CO/WA) * ceil(C/WB) * chunks), chunk =
+ * row_chunk * vchunks + vector_chunk; a work-group holds the taps of one
+ * block, which share their dy and x rows in cache. */
 __kernel void conv_lanes_bwd_weights(int C, int H, int W, int NL, int CO, int OH, int OW, int K, int S,
                                      int PAD, int phased, int rows, int vecs, int vchunks, int chunks,
                                      __global const float *x, ulong x_off, __global const float *dy,

@@ -49,9 +49,12 @@ static const int rm_set[] = {2, 3, 4, 5, 6, 8, 10};
  * on AVX2, where a float16 is two registers). */
 static int acc_budget(int native) { return (native >= 16 ? 32 : 16) - 4; }
 
+/* Registers one vector of c's width takes (a float16 is two on AVX2). */
+static int vector_regs(const clt_conv_lanes_cfg *c, int native) { return c->vw > native ? c->vw / native : 1; }
+
 static int acc_regs(const clt_conv_lanes_cfg *c, int native)
 {
-    return c->a * c->b * (c->tr ? c->tr : 1) * (c->vw > native ? c->vw / native : 1);
+    return c->a * c->b * (c->tr ? c->tr : 1) * vector_regs(c, native);
 }
 
 /* Whether c's accumulators fit the budget and, for the weight gradient,
@@ -60,7 +63,7 @@ static int acc_regs(const clt_conv_lanes_cfg *c, int native)
  * 3 x 4 and rows of 2 x 2, which fit). */
 static int fits_registers(const clt_conv_lanes_cfg *c, int pass, int native)
 {
-    int acc = acc_regs(c, native), live = acc + (c->a + 1) * (c->vw > native ? c->vw / native : 1);
+    int acc = acc_regs(c, native), live = acc + (c->a + 1) * vector_regs(c, native);
     return acc <= acc_budget(native) && (pass != CLT_CONV_BWD_WEIGHTS || live <= acc_budget(native) + 4);
 }
 
@@ -210,8 +213,9 @@ int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params
  * vectors. A work-group (the k*k taps, or k rows of taps, of one WA x WB
  * block) streams WB input channels and WA dy channels of its chunk; keep
  * that within a target so it is read from memory once and then from
- * cache, and keep enough work-items to fill every compute unit. The rule's target is 512 KiB
- * (half an L2 of the machine it was set on); the best one depends on the
+ * cache, and keep enough work-items to fill every compute unit. The
+ * rule's target is 512 KiB (half an L2 of the machine it was set on); the
+ * best one depends on the
  * shape and batch (AVX2, 512 KiB L2, PoCL, ResNet-18 at batch 128: 128 KiB
  * ran 128->256 k3 s2 1.23x faster, but LeNet's conv2 at batch 256 1.33x
  * slower), so the tuner times 256 and 128 too (cfg.ck). */
