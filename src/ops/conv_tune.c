@@ -243,10 +243,18 @@ void clt_conv_tune_announce(clt_device *dev)
 {
     if (dev->tune_announced) return;
     dev->tune_announced = 1;
+    /* where the choices go: a cache that cannot be written was reported (or
+     * is now, once) and keeps nothing */
+    const char *where = dev->cache_enabled ? dev->cache_dir : "memory only; the cache is off";
+    if (dev->cache_enabled && clt_cache_check(dev) != CLT_OK) {
+        if (!dev->cache_warned) clt_cache_store_failed(dev, "the tuning");
+        else clt_clear_error();
+        where = "memory only; the cache cannot be written";
+    }
     clt_device_log(dev, 1,
                    "device %d (%s): tuning the convolution kernels for its shapes, once per device and "
                    "driver (kept in %s; CLTRAIN_TUNE=0 skips it)",
-                   dev->info.index, dev->info.name, dev->cache_enabled ? dev->cache_dir : "memory only");
+                   dev->info.index, dev->info.name, where);
 }
 
 void clt_conv_lanes_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)

@@ -99,6 +99,7 @@ struct clt_device {
     struct clt_tune_entry *tune; /* the tuner's choices (runtime/tune_cache.c) */
     int n_tune, cap_tune, tune_loaded;
     int tune_announced;        /* the "tuning" line was logged */
+    int cache_warned;          /* a store into the cache failed and was reported (clt_cache_store_failed) */
 };
 
 /* A net or tensor keeps its device alive: retain when it takes the device,
@@ -148,6 +149,14 @@ void clt_program_keep(clt_device *dev, cl_program prog);
 void clt_program_drop_held(clt_device *dev);
 /* Resolves the cache directory from the environment (program.c). */
 clt_status clt_cache_configure(clt_device *dev);
+/* CLT_OK when the cache is on and its directory exists (created if need
+ * be) and can be written; else a failure naming the directory and why. */
+clt_status clt_cache_check(const clt_device *dev);
+/* Reports that storing `what` into the cache failed (the reason in
+ * clt_last_error, which it clears): the device's first failure as a
+ * warning that says what it costs and how to mend it, later ones at debug
+ * level (a cold ResNet-18 run stores dozens of entries). */
+void clt_cache_store_failed(clt_device *dev, const char *what);
 
 /* The settings CLTRAIN_CONV_ALGO (lanes|implicit|gemm), CLTRAIN_CONV_BUDGET (bytes),
  * CLTRAIN_CONV_BWDW (AxB) and CLTRAIN_TUNE (0|1) give (unset or empty: the default); a bad

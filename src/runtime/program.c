@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/atomic_file.h"
@@ -43,6 +45,35 @@ clt_status clt_cache_configure(clt_device *dev)
         return clt_fail(CLT_ERR_INVALID_ARG, "program cache directory path too long: %s", dir);
     dev->cache_enabled = 1;
     return CLT_OK;
+}
+
+clt_status clt_cache_check(const clt_device *dev)
+{
+    if (!dev->cache_enabled) return clt_fail(CLT_ERR_IO, "the cache is off");
+    CLT_TRY(clt_mkdir_p(dev->cache_dir));
+    struct stat st;
+    /* mkdir accepts an existing file of that name; root passes access() on
+     * most files, so the directory test comes first */
+    if (stat(dev->cache_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return clt_fail(CLT_ERR_IO, "cache directory %s is not a directory", dev->cache_dir);
+    if (access(dev->cache_dir, W_OK | X_OK) != 0)
+        return clt_fail(CLT_ERR_IO, "cache directory %s cannot be written: %s", dev->cache_dir, strerror(errno));
+    return CLT_OK;
+}
+
+void clt_cache_store_failed(clt_device *dev, const char *what)
+{
+    /* A cache that cannot be written costs time, not correctness. */
+    if (!dev->cache_warned) {
+        dev->cache_warned = 1;
+        clt_device_log(dev, 2,
+                       "device %d: cannot store %s in the cache (%s); what is not kept is compiled and tuned "
+                       "again on every run: set CLTRAIN_CACHE_DIR to a writable directory",
+                       dev->info.index, what, clt_last_error());
+    } else {
+        clt_device_log(dev, 0, "cache: cannot store %s: %s", what, clt_last_error());
+    }
+    clt_clear_error();
 }
 
 static void put_u32(unsigned char *p, uint32_t v)
@@ -178,9 +209,9 @@ static void cache_store(clt_device *dev, const char *label, const char *key, con
     if (s == CLT_OK) s = clt_write_file_atomic(path, buf, total);
     free(buf);
     if (s != CLT_OK) {
-        /* A cache that cannot be written costs time, not correctness. */
-        clt_device_log(dev, 2, "program cache: cannot store %s: %s", label, clt_last_error());
-        clt_clear_error();
+        char what[160];
+        snprintf(what, sizeof what, "program %s", label);
+        clt_cache_store_failed(dev, what);
         return;
     }
     dev->stats.cache_stores++;

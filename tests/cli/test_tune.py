@@ -4,7 +4,8 @@ run): tune measures each device in turn and keeps the choices in the cache
 directory; a second tune and a training run then measure nothing (no
 notice); a training run in a fresh cache prints the notice once per device,
 naming CLTRAIN_TUNE=0; tune --again and CLTRAIN_TUNE=again measure the kept
-shapes again; CLTRAIN_TUNE=0 and a disabled cache refuse tune;
+shapes again; CLTRAIN_TUNE=0 and a disabled cache refuse tune, and so does
+a cache that cannot be written, which training reports once per device;
 bad CLTRAIN_TUNE and CLTRAIN_LOG values are refused by name; bench ops names
 the tuned configuration of each convolution."""
 import glob
@@ -83,6 +84,20 @@ env = dict(os.environ, CLTRAIN_CACHE='0')
 env.pop('CLTRAIN_TUNE', None)
 rc, out, err = run('tune', '--devices', str(cpus[0]), env=env)
 check(rc == 1 and 'cache is off' in err, f'tune without a cache: rc {rc}, {err!r}')
+
+# a cache directory that cannot be made (for root too): tune refuses to
+# measure for nothing; training warns once per device, not once per entry,
+# and its notice says the choices stay in memory
+env = {k: v for k, v in os.environ.items() if k != 'CLTRAIN_TUNE'}
+env['CLTRAIN_CACHE_DIR'] = '/dev/null/cache'
+rc, out, err = run('tune', '--devices', str(cpus[0]), env=env)
+check(rc == 1 and 'tune: cannot create directory /dev/null/cache' in err and 'kept in' not in out,
+      f'tune into an unwritable cache: rc {rc}, {out!r} {err!r}')
+rc, out, err = run('bench', 'train', '--model', 'conv:8:3,relu,avgpool:2,conv:8:3,relu,flatten,dense:10', '--devices',
+                   str(cpus[0]), '--batch-size', '32', '--steps', '1', env=env)
+check(rc == 0 and err.count('cannot store') == 1 and 'set CLTRAIN_CACHE_DIR' in err
+      and NOTICE in err and 'kept in memory only; the cache cannot be written' in err,
+      f'training with an unwritable cache: rc {rc}, {err!r}')
 
 for var, value in [('CLTRAIN_TUNE', 'yes'), ('CLTRAIN_LOG', 'loud')]:
     rc, out, err = run('bench', 'train', '--devices', str(cpus[0]), '--steps', '1', env=dict(os.environ, **{var: value}))
