@@ -17,6 +17,14 @@ extern "C" {
 CLT_API clt_status clt_icd_loader_info(char *name, size_t name_cap, char *version,
                                        size_t version_cap);
 
+/* Why no device is visible, for tools to print when clt_device_count gives
+ * 0: one line per OpenCL platform that lists no device (its name and
+ * OpenCL's answer, and for PoCL a kernel cache directory it cannot create,
+ * with the variable that moves it), "no OpenCL platform" when the ICD
+ * loader found none, or CLTRAIN_DEVICES hiding the devices there are.
+ * Truncated to cap; "" when nothing is known. */
+CLT_API clt_status clt_no_device_reason(char *why, size_t cap);
+
 /* Program cache counters of a device handle. */
 typedef struct clt_program_stats {
     int built;        /* compiled from source */

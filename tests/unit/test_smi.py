@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""cltrain-smi in every format, parsed back and checked; bad options."""
+"""cltrain-smi in every format, parsed back and checked; bad options; why no
+device is visible."""
 import csv
 import io
 import json
@@ -13,9 +14,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 from checks import check, finish  # noqa: E402
 
 
-def run(*args, env=None):
+def run(*args, env=None, unset=()):
     e = dict(os.environ)
-    e.pop('CLTRAIN_DEVICES', None)
+    for var in ('CLTRAIN_DEVICES', *unset):
+        e.pop(var, None)
     if env:
         e.update(env)
     p = subprocess.run([SMI, *args], capture_output=True, text=True, env=e, timeout=60)
@@ -118,6 +120,17 @@ check(rc == 0 and len(out.strip().splitlines()) == 2 * n, f'-l 0.1 -c 2: {out}')
 # no device visible: clear message, exit 0 for the table
 rc, out, err = run(env={'CLTRAIN_DEVICES': ''})
 check(rc == 0 and 'No OpenCL devices' in out, f'no device: rc {rc} {out}')
+check('CLTRAIN_DEVICES="" hides the' in out, f'no device says CLTRAIN_DEVICES hides them: {out}')
+# and says why where it can: no platform at all, or PoCL without a kernel
+# cache directory it can create (it then lists no device); where another
+# vendor's devices remain, they are listed
+rc, out, err = run(env={'OCL_ICD_VENDORS': '/nonexistent/vendors'})
+check(rc == 0 and ('No OpenCL devices' not in out or 'no OpenCL platform' in out), f'no platform: rc {rc} {out}')
+rc, out, err = run(env={'HOME': '/dev/null'}, unset=('XDG_CACHE_HOME', 'POCL_CACHE_DIR'))
+check(rc == 0 and ('No OpenCL devices' not in out or
+                   ('(Portable Computing Language) lists no device' in out and
+                    'kernel cache, here /dev/null/.cache/pocl/kcache' in out and 'set POCL_CACHE_DIR' in out)),
+      f'PoCL without a cache: rc {rc} {out}')
 rc, out, err = run('--json', env={'CLTRAIN_DEVICES': ''})
 check(rc == 0 and json.loads(out)['devices'] == [], 'no device JSON')
 rc, out, err = run('-i', '0', env={'CLTRAIN_DEVICES': ''})

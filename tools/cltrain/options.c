@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../common/args.h"
+#include "cltrain_diag.h"
 #include "optim/optim.h"
 #include "optim/schedule.h"
 
@@ -310,8 +311,12 @@ int cli_resolve_devices(const cli_options *o, int *list, int *n)
         if (env) /* the devices may well be there, hidden */
             fprintf(stderr, "cltrain: CLTRAIN_DEVICES=\"%s\" leaves no device visible (unset it to see them all, "
                     "or list indices such as 0,2; cltrain-smi numbers them)\n", env);
-        else
-            fprintf(stderr, "cltrain: no OpenCL device found (install a driver; on Debian pocl-opencl-icd gives a CPU device)\n");
+        else {
+            char why[2048];
+            if (clt_no_device_reason(why, sizeof why) != CLT_OK) why[0] = 0;
+            fprintf(stderr, "cltrain: no OpenCL device found%s%s\ncltrain: install a driver (on Debian "
+                            "pocl-opencl-icd gives a CPU device), see cltrain-smi\n", why[0] ? ":\n" : "", why);
+        }
         return 1;
     }
     if (o->n_devices) {

@@ -391,9 +391,11 @@ static int report(const options *o)
     int rc = 0;
     clt_icd_loader_info(loader, sizeof loader, loader_ver, sizeof loader_ver);
     if (n == 0 && o->mode != OUT_JSON && o->mode != OUT_CSV) {
-        printf("No OpenCL devices found. Install a driver (on Debian, pocl-opencl-icd gives a CPU device),\n"
-               "or check CLTRAIN_DEVICES%s%s.\n", getenv("CLTRAIN_DEVICES") ? "=" : "",
-               getenv("CLTRAIN_DEVICES") ? getenv("CLTRAIN_DEVICES") : "");
+        char why[2048];
+        if (clt_no_device_reason(why, sizeof why) != CLT_OK) why[0] = 0;
+        printf("No OpenCL devices found%s%s\n", why[0] ? ":\n" : ".", why);
+        printf("Install a driver (on Debian, pocl-opencl-icd gives a CPU device), or check CLTRAIN_DEVICES%s%s.\n",
+               getenv("CLTRAIN_DEVICES") ? "=" : "", getenv("CLTRAIN_DEVICES") ? getenv("CLTRAIN_DEVICES") : "");
     } else {
         switch (o->mode) {
         case OUT_TABLE: rc = print_table(devs, m, loader, loader_ver); break;
