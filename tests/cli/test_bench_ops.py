@@ -63,6 +63,10 @@ if doc is not None:
         for key in ('fma_gflop_per_s', 'copy_gb_per_s', 'h2d_pinned_gb_per_s', 'd2h_pinned_gb_per_s',
                     'h2d_unpinned_gb_per_s', 'd2h_unpinned_gb_per_s'):
             check(positive(peaks.get(key)), f'{name}: peak {key} = {peaks.get(key)!r}')
+        # the lowest of the measurements before and after the ops, never above the peak
+        for key in ('fma_gflop_per_s', 'copy_gb_per_s'):
+            low = peaks.get(key + '_low')
+            check(positive(low) and low <= peaks[key], f'{name}: {key}_low = {low!r}, peak {peaks.get(key)!r}')
         check([m['model'] for m in d.get('models', [])] == ['lenet'], f'{name}: models {d.get("models")}')
         check(all(m.get('batch_size') == 8 for m in d.get('models', [])), f'{name}: batch size 8')
         ops = d.get('ops', [])

@@ -18,6 +18,8 @@ typedef struct bench_peaks {
     double h2d_unpinned_gbps, d2h_unpinned_gbps; /* malloc'ed host memory */
     size_t copy_bytes, transfer_bytes;           /* buffer sizes used */
     int samples;                                 /* FMA and copy measurements taken */
+    double fma_low_gflops, copy_low_gbps;        /* the lowest measurement of each: far below the
+                                                  * peak, other load shared the device meanwhile */
     int fma_best_variant, copy_best_variant;     /* for bench_peaks_refresh */
     size_t fma_best_global;
 } bench_peaks;

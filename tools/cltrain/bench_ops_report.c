@@ -44,6 +44,9 @@ static void print_row_text(const bench_row *r, const bench_peaks *p)
                r->flop > 0 ? "fma" : "copy");
 }
 
+/* Peak measurements further apart than this fraction are reported. */
+#define PEAK_STEADY 0.05
+
 static void print_peaks_text(const bench_device *d)
 {
     const bench_peaks *p = &d->peaks;
@@ -57,6 +60,14 @@ static void print_peaks_text(const bench_device *d)
            "unpinned (%zu MiB)\n",
            p->h2d_pinned_gbps, p->h2d_unpinned_gbps, p->d2h_pinned_gbps, p->d2h_unpinned_gbps,
            p->transfer_bytes >> 20);
+    /* the peaks are measured before and after the ops: far apart, other load
+     * shared the device, and this run's figures move with it */
+    double fma_drop = p->fma_gflops > 0 ? 1 - p->fma_low_gflops / p->fma_gflops : 0;
+    double copy_drop = p->copy_gbps > 0 ? 1 - p->copy_low_gbps / p->copy_gbps : 0;
+    if (p->samples > 1 && (fma_drop > PEAK_STEADY || copy_drop > PEAK_STEADY))
+        printf("       not steady: one measurement gave FMA %.1f GFLOP/s (%.0f%% lower), copy %.2f GB/s (%.0f%% "
+               "lower);\n       other load shares the device, so compare ops within this run, not across runs\n",
+               p->fma_low_gflops, 100 * fma_drop, p->copy_low_gbps, 100 * copy_drop);
     if (!d->peaks_ok) printf("       (peak measurement failed: %s)\n", d->error);
     printf("compute ops: %% of the FMA peak; memory ops: %% of the copy peak, which is measured beyond the\n"
            "caches, so ops whose data stays in cache can pass 100%%; a convolution's FLOPs count every tap,\n"
@@ -95,7 +106,9 @@ void bench_report_json(const bench_device *res, int n, const bench_opts *o)
         printf("\"fma_variant\": ");
         json_string(stdout, p->fma_variant);
         printf(", ");
+        json_num("fma_gflop_per_s_low", p->fma_low_gflops, 1);
         json_num("copy_gb_per_s", p->copy_gbps, 1);
+        json_num("copy_gb_per_s_low", p->copy_low_gbps, 1);
         printf("\"copy_variant\": ");
         json_string(stdout, p->copy_variant);
         printf(", \"copy_bytes\": %zu, ", p->copy_bytes);
