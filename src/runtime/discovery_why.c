@@ -47,8 +47,7 @@ static int cannot_create(const char *path)
         if (errno != ENOENT) return errno;
         char *slash = strrchr(p, '/');
         if (!slash) return 0; /* relative: under the working directory, assumed writable */
-        if (slash == p) return 0; /* the root exists; reached only when stat("/") failed */
-        *slash = 0;
+        slash[slash == p] = 0; /* the parent; "/" itself for a top-level name (HOME=/nonexistent) */
     }
 }
 
@@ -57,10 +56,12 @@ static void pocl_hint(why_buf *b)
 {
     const char *d;
     char dir[1024];
-    if ((d = getenv("POCL_CACHE_DIR")) && d[0]) snprintf(dir, sizeof dir, "%s", d);
-    else if ((d = getenv("XDG_CACHE_HOME")) && d[0]) snprintf(dir, sizeof dir, "%s/pocl/kcache", d);
-    else if ((d = getenv("HOME")) && d[0]) snprintf(dir, sizeof dir, "%s/.cache/pocl/kcache", d);
+    int n;
+    if ((d = getenv("POCL_CACHE_DIR")) && d[0]) n = snprintf(dir, sizeof dir, "%s", d);
+    else if ((d = getenv("XDG_CACHE_HOME")) && d[0]) n = snprintf(dir, sizeof dir, "%s/pocl/kcache", d);
+    else if ((d = getenv("HOME")) && d[0]) n = snprintf(dir, sizeof dir, "%s/.cache/pocl/kcache", d);
     else return;
+    if (n < 0 || (size_t)n >= sizeof dir) return; /* a path that long: no guess */
     int err = cannot_create(dir);
     if (err)
         say(b, "; PoCL lists none when it cannot create its kernel cache, here %s (%s): set POCL_CACHE_DIR to a "
@@ -75,18 +76,20 @@ clt_status clt_no_device_reason(char *why, size_t cap)
     cl_uint np = 0;
     cl_int err = clGetPlatformIDs(0, NULL, &np);
     if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && np == 0)) {
+        /* the same answer where an .icd file names a library that fails to load */
         const char *v = getenv("OCL_ICD_VENDORS");
-        say(&b, "no OpenCL platform: the ICD loader found no driver (%s%s)", v ? "OCL_ICD_VENDORS=" : "",
-            v ? v : "no .icd file in /etc/OpenCL/vendors");
+        say(&b, "no OpenCL platform: the ICD loader found no driver that loads (its .icd files in %s)",
+            v && v[0] ? v : "/etc/OpenCL/vendors");
         return CLT_OK;
     }
     if (err != CL_SUCCESS) {
         say(&b, "clGetPlatformIDs failed (%s)", clt_cl_error_name(err));
         return CLT_OK;
     }
-    cl_platform_id plats[64];
-    if (np > 64) np = 64;
+    cl_platform_id *plats = calloc(np, sizeof *plats);
+    if (!plats) return clt_fail(CLT_ERR_NO_MEMORY, "listing %u platforms", np);
     if ((err = clGetPlatformIDs(np, plats, NULL)) != CL_SUCCESS) {
+        free(plats);
         say(&b, "clGetPlatformIDs failed (%s)", clt_cl_error_name(err));
         return CLT_OK;
     }
@@ -105,6 +108,7 @@ clt_status clt_no_device_reason(char *why, size_t cap)
             clt_cl_error_name(err == CL_SUCCESS ? CL_DEVICE_NOT_FOUND : err));
         if (strstr(name, "Portable Computing Language")) pocl_hint(&b);
     }
+    free(plats);
     const char *visible = getenv("CLTRAIN_DEVICES");
     if (listed > 0 && visible)
         say(&b, "%sCLTRAIN_DEVICES=\"%s\" hides the %u device%s the platforms list", b.len ? "\n" : "", visible,

@@ -91,8 +91,8 @@ check(rc == 1 and 'cache is off' in err, f'tune without a cache: rc {rc}, {err!r
 env = {k: v for k, v in os.environ.items() if k != 'CLTRAIN_TUNE'}
 env['CLTRAIN_CACHE_DIR'] = '/dev/null/cache'
 rc, out, err = run('tune', '--devices', str(cpus[0]), env=env)
-check(rc == 1 and 'tune: cannot create directory /dev/null/cache' in err and 'kept in' not in out,
-      f'tune into an unwritable cache: rc {rc}, {out!r} {err!r}')
+check(rc == 1 and 'tune: device ' in err and 'cannot create directory /dev/null/cache' in err
+      and 'kept in' not in out, f'tune into an unwritable cache: rc {rc}, {out!r} {err!r}')
 rc, out, err = run('bench', 'train', '--model', 'conv:8:3,relu,avgpool:2,conv:8:3,relu,flatten,dense:10', '--devices',
                    str(cpus[0]), '--batch-size', '32', '--steps', '1', env=env)
 check(rc == 0 and err.count('cannot store') == 1 and 'set CLTRAIN_CACHE_DIR' in err

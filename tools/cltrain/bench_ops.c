@@ -188,7 +188,7 @@ static void help(void)
            "streaming-copy bandwidth; both peaks, and host<->device bandwidth from pinned and\n"
            "unpinned memory, are measured by the same command (FMA and copy before the ops and\n"
            "again after each model; the best measurement counts, and measurements more than 5%%\n"
-           "apart are reported: other load shared the device, so compare ops within that run).\n\n"
+           "apart are reported: other load or a clock change, so compare ops within that run).\n\n"
            "  --devices LIST|all   device indices as cltrain-smi numbers them (default: all GPUs, else all CPUs)\n"
            "  --model NAME         lenet, resnet18 or all (default all)\n"
            "  --batch-size N       samples per call (default 256; 32 for resnet18 on CPU devices)\n"

@@ -182,10 +182,10 @@ static clt_status measure_copy(clt_device *dev, bench_peaks *p, int all)
             double t = clt_now() - t0;
             if (r > 0 && (best == 0 || t < best)) best = t;
         }
-        if (s == CLT_OK && best > 0 && 2.0 * (double)bytes / best * 1e-9 > sample)
-            sample = 2.0 * (double)bytes / best * 1e-9;
-        if (s == CLT_OK && best > 0 && 2.0 * (double)bytes / best * 1e-9 > p->copy_gbps) {
-            p->copy_gbps = 2.0 * (double)bytes / best * 1e-9;
+        double gbps = s == CLT_OK && best > 0 ? 2.0 * (double)bytes / best * 1e-9 : 0;
+        if (gbps > sample) sample = gbps;
+        if (gbps > p->copy_gbps) {
+            p->copy_gbps = gbps;
             p->copy_best_variant = v;
             snprintf(p->copy_variant, sizeof p->copy_variant, "%s", names[v]);
         }

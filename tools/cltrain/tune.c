@@ -63,8 +63,8 @@ static int tune_device(const cli_options *o, int d, int share, const float *imag
         return 1;
     }
     if (clt_cache_check(dev) != CLT_OK) {
-        fprintf(stderr, "cltrain: tune: %s: tuned choices would not be kept; set CLTRAIN_CACHE_DIR to a writable "
-                        "directory\n", clt_last_error());
+        fprintf(stderr, "cltrain: tune: device %d: %s: tuned choices would not be kept; set CLTRAIN_CACHE_DIR to a "
+                        "writable directory\n", d, clt_last_error());
         clt_trainer_destroy(t);
         return 1;
     }

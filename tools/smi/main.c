@@ -394,8 +394,8 @@ static int report(const options *o)
         char why[2048];
         if (clt_no_device_reason(why, sizeof why) != CLT_OK) why[0] = 0;
         printf("No OpenCL devices found%s%s\n", why[0] ? ":\n" : ".", why);
-        printf("Install a driver (on Debian, pocl-opencl-icd gives a CPU device), or check CLTRAIN_DEVICES%s%s.\n",
-               getenv("CLTRAIN_DEVICES") ? "=" : "", getenv("CLTRAIN_DEVICES") ? getenv("CLTRAIN_DEVICES") : "");
+        if (!why[0] || !strncmp(why, "no OpenCL platform", 18)) /* else the reason says what to mend */
+            printf("Install a driver (on Debian, pocl-opencl-icd gives a CPU device).\n");
     } else {
         switch (o->mode) {
         case OUT_TABLE: rc = print_table(devs, m, loader, loader_ver); break;
