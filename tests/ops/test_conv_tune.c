@@ -377,8 +377,10 @@ static void test_chunk_values(void)
     p = plan_for(dev, 40);
     char what[64];
     clt_conv_lanes_describe(p, CLT_CONV_BWD_WEIGHTS, what, sizeof what);
+    /* the tuner may have kept a row of taps (a close second on this 5x5 layer), which stays */
+    const char *want = p->lanes.cfg[CLT_CONV_BWD_WEIGHTS].tr ? " ck128 tr tuned" : " ck128 tuned";
     CHECK(all_tuned(p, 1) && lc.measured == 0 && p->lanes.cfg[CLT_CONV_BWD_WEIGHTS].ck == 128 &&
-              strstr(what, " ck128 tuned"),
+              strstr(what, want),
           "a kept ck128: measured %d, ck %d, \"%s\"", lc.measured, p->lanes.cfg[CLT_CONV_BWD_WEIGHTS].ck, what);
     clt_conv_plan_destroy(p);
     clt_device_destroy(dev);
