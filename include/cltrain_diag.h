@@ -20,8 +20,9 @@ CLT_API clt_status clt_icd_loader_info(char *name, size_t name_cap, char *versio
 /* Why no device is visible, for tools to print when clt_device_count gives
  * 0: one line per OpenCL platform that lists no device (its name and
  * OpenCL's answer, and for PoCL a kernel cache directory it cannot create,
- * with the variable that moves it), "no OpenCL platform" when the ICD
- * loader found none, or CLTRAIN_DEVICES hiding the devices there are.
+ * with the variable that moves it), "no OpenCL platform" and how to
+ * install a driver when the ICD loader found none, or CLTRAIN_DEVICES
+ * hiding the devices there are.
  * Truncated to cap; "" when nothing is known. */
 CLT_API clt_status clt_no_device_reason(char *why, size_t cap);
 

@@ -247,8 +247,7 @@ void clt_conv_tune_announce(clt_device *dev)
      * is now, once) and keeps nothing */
     const char *where = dev->cache_enabled ? dev->cache_dir : "memory only; the cache is off";
     if (dev->cache_enabled && clt_cache_check(dev) != CLT_OK) {
-        if (!dev->cache_warned) clt_cache_store_failed(dev, "the tuning");
-        else clt_clear_error();
+        clt_cache_store_failed(dev, "the tuning");
         where = "memory only; the cache cannot be written";
     }
     clt_device_log(dev, 1,

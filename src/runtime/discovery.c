@@ -12,7 +12,7 @@
 #include "cltrain_diag.h"
 #include "core/error.h"
 
-static clt_status enumerate_all(clt_found_device **out, int *n)
+clt_status clt_platform_ids(cl_platform_id **out, cl_uint *n)
 {
     *out = NULL;
     *n = 0;
@@ -27,6 +27,19 @@ static clt_status enumerate_all(clt_found_device **out, int *n)
         free(plats);
         return clt_cl_fail(err, "clGetPlatformIDs");
     }
+    *out = plats;
+    *n = np;
+    return CLT_OK;
+}
+
+static clt_status enumerate_all(clt_found_device **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    cl_platform_id *plats;
+    cl_uint np;
+    CLT_TRY(clt_platform_ids(&plats, &np));
+    cl_int err;
     clt_found_device *all = NULL;
     int total = 0;
     for (cl_uint p = 0; p < np; p++) {

@@ -11,6 +11,10 @@ typedef struct clt_found_device {
     int device_in_platform;
 } clt_found_device;
 
+/* Every OpenCL platform the ICD loader offers; *out is freed with free().
+ * No platform at all (the loader's CL_PLATFORM_NOT_FOUND_KHR included) is
+ * CLT_OK with *n = 0 and *out NULL; another failure names OpenCL's answer. */
+clt_status clt_platform_ids(cl_platform_id **out, cl_uint *n);
 /* The visible devices (CLTRAIN_DEVICES applied), in global order. *out is
  * freed with free(); *n may be 0 (then *out is NULL). */
 clt_status clt_discover(clt_found_device **out, int *n);

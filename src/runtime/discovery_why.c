@@ -14,7 +14,7 @@
 
 #include "cltrain_diag.h"
 #include "core/error.h"
-#include "runtime/cl.h"
+#include "runtime/discovery.h"
 
 typedef struct why_buf {
     char *s;
@@ -73,30 +73,26 @@ clt_status clt_no_device_reason(char *why, size_t cap)
     if (!why || cap == 0) return clt_fail(CLT_ERR_INVALID_ARG, "clt_no_device_reason: no buffer");
     why[0] = 0;
     why_buf b = {why, cap, 0};
-    cl_uint np = 0;
-    cl_int err = clGetPlatformIDs(0, NULL, &np);
-    if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && np == 0)) {
-        /* the same answer where an .icd file names a library that fails to load */
+    cl_platform_id *plats;
+    cl_uint np;
+    if (clt_platform_ids(&plats, &np) != CLT_OK) {
+        say(&b, "%s", clt_last_error());
+        clt_clear_error();
+        return CLT_OK;
+    }
+    if (np == 0) {
+        /* the same answer where an .icd file names a library that fails to
+         * load; here, and only here, a driver is what is missing */
         const char *v = getenv("OCL_ICD_VENDORS");
-        say(&b, "no OpenCL platform: the ICD loader found no driver that loads (its .icd files in %s)",
+        say(&b, "no OpenCL platform: the ICD loader found no driver that loads (its .icd files in %s).\n"
+                "Install a driver (on Debian, pocl-opencl-icd gives a CPU device)",
             v && v[0] ? v : "/etc/OpenCL/vendors");
-        return CLT_OK;
-    }
-    if (err != CL_SUCCESS) {
-        say(&b, "clGetPlatformIDs failed (%s)", clt_cl_error_name(err));
-        return CLT_OK;
-    }
-    cl_platform_id *plats = calloc(np, sizeof *plats);
-    if (!plats) return clt_fail(CLT_ERR_NO_MEMORY, "listing %u platforms", np);
-    if ((err = clGetPlatformIDs(np, plats, NULL)) != CL_SUCCESS) {
-        free(plats);
-        say(&b, "clGetPlatformIDs failed (%s)", clt_cl_error_name(err));
         return CLT_OK;
     }
     cl_uint listed = 0;
     for (cl_uint p = 0; p < np; p++) {
         cl_uint nd = 0;
-        err = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd);
+        cl_int err = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd);
         if (err == CL_SUCCESS && nd > 0) {
             listed += nd;
             continue;

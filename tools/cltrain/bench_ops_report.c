@@ -64,13 +64,14 @@ static void print_peaks_text(const bench_device *d)
      * shared the device, and this run's figures move with it */
     double fma_drop = p->fma_gflops > 0 ? 1 - p->fma_low_gflops / p->fma_gflops : 0;
     double copy_drop = p->copy_gbps > 0 ? 1 - p->copy_low_gbps / p->copy_gbps : 0;
-    if (p->samples > 1 && fma_drop > PEAK_STEADY)
+    int fma_moved = p->samples > 1 && fma_drop > PEAK_STEADY, copy_moved = p->samples > 1 && copy_drop > PEAK_STEADY;
+    if (fma_moved)
         printf("       not steady: FMA %.1f GFLOP/s in one measurement (%.0f%% lower)\n", p->fma_low_gflops,
                100 * fma_drop);
-    if (p->samples > 1 && copy_drop > PEAK_STEADY)
+    if (copy_moved)
         printf("       not steady: copy %.2f GB/s in one measurement (%.0f%% lower)\n", p->copy_low_gbps,
                100 * copy_drop);
-    if (p->samples > 1 && (fma_drop > PEAK_STEADY || copy_drop > PEAK_STEADY))
+    if (fma_moved || copy_moved)
         printf("       (other load on the device, or its clock changed: compare ops within this run, not across "
                "runs)\n");
     if (!d->peaks_ok) printf("       (peak measurement failed: %s)\n", d->error);

@@ -314,9 +314,9 @@ int cli_resolve_devices(const cli_options *o, int *list, int *n)
         else {
             char why[2048];
             if (clt_no_device_reason(why, sizeof why) != CLT_OK) why[0] = 0;
-            int install = !why[0] || !strncmp(why, "no OpenCL platform", 18); /* else the reason says */
+            /* the reason says what to mend, an install where no driver loads */
             fprintf(stderr, "cltrain: no OpenCL device found%s%s\n%s", why[0] ? ":\n" : "", why,
-                    install ? "cltrain: install a driver (on Debian pocl-opencl-icd gives a CPU device)\n" : "");
+                    why[0] ? "" : "cltrain: install a driver (on Debian pocl-opencl-icd gives a CPU device)\n");
         }
         return 1;
     }

@@ -394,7 +394,7 @@ static int report(const options *o)
         char why[2048];
         if (clt_no_device_reason(why, sizeof why) != CLT_OK) why[0] = 0;
         printf("No OpenCL devices found%s%s\n", why[0] ? ":\n" : ".", why);
-        if (!why[0] || !strncmp(why, "no OpenCL platform", 18)) /* else the reason says what to mend */
+        if (!why[0]) /* else the reason says what to mend */
             printf("Install a driver (on Debian, pocl-opencl-icd gives a CPU device).\n");
     } else {
         switch (o->mode) {
