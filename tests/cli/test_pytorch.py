@@ -117,10 +117,31 @@ with tempfile.TemporaryDirectory() as tmp:
         # was 906x further from float64 than the plain one, which oneDNN's
         # kernel choice alone also moves 7901x; cltrain was 12.9x and 85.6x
         # there, and 1.2x on an NVIDIA H100.
-        def train(dtype, nudge=0):
+        # Where a ReLU's input lies within float32 rounding of zero, any
+        # summation order may flip its gate and move the gradients of a
+        # whole block by 1e-3 to 1e-1 of their change. PyTorch's float32 runs
+        # may all land on float64's side: on a Xeon they did, while cltrain
+        # on an H100 flipped resnet18's stage2.1 on two devices (batch norm
+        # statistics summed per device), and stage4.0 on one device for
+        # another initialisation. So float64 also runs with float32-sized
+        # noise on each batch norm's output: such runs moved those tensors
+        # by 1.00-1.6x and 1.0-1.9x what cltrain's runs did.
+        def train(dtype, nudge=0, noise_seed=None):
             twin = make().to(dtype)
             twin.load_state_dict({k: v.detach().clone().to(dtype) if v.is_floating_point() else v.detach().clone()
                                   for k, v in net.state_dict().items()}, strict=True)
+            if noise_seed is not None:
+                # Noise of the size float32 rounding leaves in a sum of K
+                # products (2^-24 sqrt(K) of the spread, K the fan-in of the
+                # layer before) on each batch norm's output.
+                gen, fan_in = torch.Generator().manual_seed(noise_seed), 1
+                for m in twin.modules():
+                    if isinstance(m, (nn.Conv2d, nn.Linear)):
+                        fan_in = m.weight[0].numel()
+                    elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+                        m.register_forward_hook(lambda mod, inp, out, eps=2 ** -24 * math.sqrt(fan_in):
+                                                out + eps * out.detach().std() * torch.randn(out.shape, generator=gen,
+                                                                                             dtype=out.dtype))
             opt = make_opt(twin.parameters())
             twin.train()
             for step in range(steps):
@@ -136,6 +157,9 @@ with tempfile.TemporaryDirectory() as tmp:
             return {k: v.detach().double().numpy() for k, v in twin.state_dict().items() if 'num_batches' not in k}
         want = train(torch.float64)
         f32s = [train(torch.float32, nudge) for nudge in (0, 1, -1)]
+        has_bn = any(isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)) for m in net.modules())
+        with torch.random.fork_rng(devices=[]):  # the next nets' initial weights stay as they were
+            flips = [train(torch.float64, noise_seed=seed) for seed in range(4)] if has_bn else []
         slack = 1e-3 if 'adam' in args or 'adamw' in args else 1e-4
         for devices in DEVICE_LISTS:
             out = os.path.join(tmp, 'after.npz')
@@ -148,7 +172,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 continue
             got = np.load(out)
             check(sorted(got.files) == sorted(want), f'{spec}: names {sorted(got.files)} vs {sorted(want)}')
-            worst = 0
+            worst, flipped = 0, 0
             for k in want:
                 if k not in got.files:
                     continue
@@ -157,11 +181,14 @@ with tempfile.TemporaryDirectory() as tmp:
                 moved = max(np.abs(want[k] - state[k]).max(), 1e-7 * np.abs(want[k]).max(), 1e-30)
                 err = np.abs(got[k] - want[k]).max() / moved
                 ref = max(np.abs(f[k] - want[k]).max() for f in f32s) / moved
+                flip = max((np.abs(f[k] - want[k]).max() for f in flips), default=0) / moved
                 worst = max(worst, err / max(ref, 1e-5))
-                check(err <= 10 * ref + slack,
+                flipped += 10 * ref + slack < err <= 2 * flip + slack
+                check(err <= max(10 * ref, 2 * flip) + slack,
                       f'{spec} {args} on devices {devices}: {k} is off by {err:.2e} of its change '
-                      f'(PyTorch float32: {ref:.2e})')
+                      f'(PyTorch float32: {ref:.2e}; float64 with gates flipped by noise: {flip:.2e})')
             print(f'{spec} ({" ".join(args)}) on devices {devices}: {len(want)} tensors match PyTorch after {steps} '
-                  f'steps (worst error {worst:.1f}x PyTorch float32\'s)')
+                  f'steps (worst error {worst:.1f}x PyTorch float32\'s' +
+                  (f'; {flipped} within float64\'s with gates flipped)' if flipped else ')'))
 
 finish()
