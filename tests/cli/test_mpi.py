@@ -26,9 +26,13 @@ from checks import check, device_count, finish  # noqa: E402
 if not os.path.isdir('/usr/share/datasets/fashion-mnist'):
     print('skip: Fashion-MNIST not installed')
     sys.exit(77)
-# Two processes take one device each (a GPU machine may show one).
-if device_count() < 2:
-    print(f'skip: needs two OpenCL devices, {device_count()} visible')
+# Two processes take one device each (a GPU machine may show one). With
+# more visible (several platforms, or ICD files naming one GPU's driver
+# several times) each process takes several, and the comparison with one
+# process on two devices reads rounding as a difference (15% on a conv
+# bias before batch norm, whose gradient is zero, with four devices).
+if device_count() != 2:
+    print(f'skip: needs two OpenCL devices, one per process; {device_count()} visible')
     sys.exit(77)
 MPI = [MPIRUN, *LAUNCHER_ARGS, '-np', '2']
 COMMON = ['--limit-train', '1024', '--limit-test', '256', '--batch-size', '64', '--seed', '3', '--json',
