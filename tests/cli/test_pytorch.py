@@ -98,6 +98,7 @@ CASES += [
      lambda ps: torch.optim.Adam(ps, lr=2e-3), lr_cosine(2e-3, 1e-4, 2, 5), 0.1, 0.5, 5),
 ]
 
+FLIP_CAP = 5e-2  # the most a flipped gate may excuse (the comment above train() says why)
 torch.manual_seed(0)
 with tempfile.TemporaryDirectory() as tmp:
     for spec, args, make_opt, lr_at, smooth, clip, steps in CASES:
@@ -125,7 +126,12 @@ with tempfile.TemporaryDirectory() as tmp:
         # statistics summed per device), and stage4.0 on one device for
         # another initialisation. So float64 also runs with float32-sized
         # noise on each batch norm's output: such runs moved those tensors
-        # by 1.00-1.6x and 1.0-1.9x what cltrain's runs did.
+        # by 1.03-3.4x and 1.0-1.6x what cltrain's runs did. A tensor may
+        # be off by twice such a run's move, at most FLIP_CAP of its change:
+        # on the 2-core EPYC that widens 45 of resnet18's 110 bars (3 by
+        # more than 10x, one to FLIP_CAP), so an error below those bars
+        # goes unseen there. A gate that cltrain flips and no noise run
+        # does still fails the test.
         def train(dtype, nudge=0, noise_seed=None):
             twin = make().to(dtype)
             twin.load_state_dict({k: v.detach().clone().to(dtype) if v.is_floating_point() else v.detach().clone()
@@ -183,8 +189,9 @@ with tempfile.TemporaryDirectory() as tmp:
                 ref = max(np.abs(f[k] - want[k]).max() for f in f32s) / moved
                 flip = max((np.abs(f[k] - want[k]).max() for f in flips), default=0) / moved
                 worst = max(worst, err / max(ref, 1e-5))
-                flipped += 10 * ref + slack < err <= 2 * flip + slack
-                check(err <= max(10 * ref, 2 * flip) + slack,
+                flip_bar = min(2 * flip, FLIP_CAP)
+                flipped += 10 * ref + slack < err <= flip_bar + slack
+                check(err <= max(10 * ref, flip_bar) + slack,
                       f'{spec} {args} on devices {devices}: {k} is off by {err:.2e} of its change '
                       f'(PyTorch float32: {ref:.2e}; float64 with gates flipped by noise: {flip:.2e})')
             print(f'{spec} ({" ".join(args)}) on devices {devices}: {len(want)} tensors match PyTorch after {steps} '
