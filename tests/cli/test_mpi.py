@@ -31,8 +31,9 @@ if not os.path.isdir('/usr/share/datasets/fashion-mnist'):
 # several times) each process takes several, and the comparison with one
 # process on two devices reads rounding as a difference (15% on a conv
 # bias before batch norm, whose gradient is zero, with four devices).
-if device_count() != 2:
-    print(f'skip: needs two OpenCL devices, one per process; {device_count()} visible')
+visible = device_count()
+if visible != 2:
+    print(f'skip: needs two OpenCL devices, one per process; {visible} visible')
     sys.exit(77)
 MPI = [MPIRUN, *LAUNCHER_ARGS, '-np', '2']
 COMMON = ['--limit-train', '1024', '--limit-test', '256', '--batch-size', '64', '--seed', '3', '--json',

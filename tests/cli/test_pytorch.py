@@ -99,6 +99,7 @@ CASES += [
 ]
 
 FLIP_CAP = 5e-2  # the most a flipped gate may excuse (the comment above train() says why)
+BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d)  # the layers the noise runs perturb
 torch.manual_seed(0)
 with tempfile.TemporaryDirectory() as tmp:
     for spec, args, make_opt, lr_at, smooth, clip, steps in CASES:
@@ -144,7 +145,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 for m in twin.modules():
                     if isinstance(m, (nn.Conv2d, nn.Linear)):
                         fan_in = m.weight[0].numel()
-                    elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+                    elif isinstance(m, BATCH_NORMS):
                         m.register_forward_hook(lambda mod, inp, out, eps=2 ** -24 * math.sqrt(fan_in):
                                                 out + eps * out.detach().std() * torch.randn(out.shape, generator=gen,
                                                                                              dtype=out.dtype))
@@ -163,7 +164,7 @@ with tempfile.TemporaryDirectory() as tmp:
             return {k: v.detach().double().numpy() for k, v in twin.state_dict().items() if 'num_batches' not in k}
         want = train(torch.float64)
         f32s = [train(torch.float32, nudge) for nudge in (0, 1, -1)]
-        has_bn = any(isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)) for m in net.modules())
+        has_bn = any(isinstance(m, BATCH_NORMS) for m in net.modules())
         with torch.random.fork_rng(devices=[]):  # the next nets' initial weights stay as they were
             flips = [train(torch.float64, noise_seed=seed) for seed in range(4)] if has_bn else []
         slack = 1e-3 if 'adam' in args or 'adamw' in args else 1e-4
