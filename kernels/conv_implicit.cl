@@ -4,21 +4,29 @@
  * the forward adds the bias and applies a fused ReLU in its store:
  *
  *   PASS 0 forward           y(co, q)  = sum over r of w(co, r) x~(r, q)     M CO, N n*P,   K C*KK
- *   PASS 1 backward-data     dx(c, t)  = sum over s of w~(c, s) dy~(s, t)    M C,  N n*H*W, K CO*KK
+ *   PASS 1 backward-data     dx(c, t)  = sum over s of w~(c, s) dy~(s, t)    M C,  N n*H*W, K CO*KK (*)
  *   PASS 2 backward-weights  dw(co, r) = sum over q of dy(co, q) x~(q, r)    M CO, N C*KK,  K n*P
  *
  * with q = (image, output pixel), r = (input channel, tap), s = (output
  * channel, tap), t = (image, input pixel) and ~ a gather (0 where a tap
- * falls in the padding, or, backward-data, off the stride). Backward-weights
- * splits K into slices (dimension 1 of the range: slice * row tiles + row
- * tile), each writing its own partial matrix, summed later in a fixed order.
+ * falls in the padding). (*) Backward-data runs one product per stride
+ * phase (y0, x0), a launch each: the input pixels (y0 + S*a, x0 + S*b)
+ * and only the taps that reach them, (i0 + S*u, j0 + S*v) with i0 = (y0 +
+ * PAD) mod S, so its N is n*hy*hx and its K CO*ti*tj (phase_of), not K*K
+ * taps per pixel of which 1 in S^2 lands; a phase no tap reaches writes
+ * zeros. Backward-weights splits K into slices (dimension 1 of the
+ * range: slice * row tiles + row tile), each writing its own partial
+ * matrix, summed later in a fixed order.
  *
  * Build-time: PASS; the tile TM x TN x TK; RM x RN results per work-item (4
- * or 8 each); and, on GPUs, the geometry GC GH GW GCO GK GS GPAD GOH GOW,
- * so that the index arithmetic divides by constants. Without it the
- * geometry comes from the argument gv (c, h, w, co, k, stride, pad, oh, ow
- * in s0..s8): one program per pass and tile, for CPU devices, where a
- * program per shape would cost seconds of compiling each. A work-group is
+ * or 8 each); and, on GPUs, the geometry GC GH GW GCO GK GS GPAD GOH GOW
+ * and backward-data's phase GPY GPX (conv_implicit.c says when), so that
+ * the index arithmetic divides by constants (a phase's extents as
+ * run-time divisors cost every gathered element several integer
+ * divisions). Without them they come from the argument gv (c, h, w, co,
+ * k, stride, pad, oh, ow, y0, x0 in s0..sa): one program per pass and
+ * tile, for CPU devices, where a program per shape would cost seconds of
+ * compiling each. A work-group is
  * (TN/RN) x (TM/RM) items; item (tx, ty) holds the rows and columns
  * SPREAD(e, t, items): runs of 4 strided by the items, which makes its
  * local reads float4s without bank conflicts and its stores coalesced.
@@ -45,6 +53,10 @@
 #define GOH gv.s7
 #define GOW gv.s8
 #endif
+#ifndef GPY
+#define GPY gv.s9
+#define GPX gv.sa
+#endif
 
 #define LX (TN / RN)
 #define LY (TM / RM)
@@ -57,7 +69,6 @@
 #endif
 #define KK (GK * GK)
 #define P (GOH * GOW)
-#define HW (GH * GW)
 /* Local rows padded by 4 floats: a column's stores land on 2 banks at most. */
 #define AS (TM + 4)
 #define BS (TN + 4)
@@ -67,11 +78,52 @@
 #define KDIM (GC * KK)
 #elif PASS == 1
 #define MDIM GC
-#define KDIM (GCO * KK)
 #else
 #define MDIM GCO
 #define NDIM (GC * KK)
 #endif
+
+/* A stride phase of backward-data (above): its first input pixel (y0, x0),
+ * first tap (i0, j0), taps per column and row (ti, tj), pixels per column
+ * and row (hy, hx), and dy's row and column of its first pixel and first
+ * tap (oy0, ox0). Other passes carry it unused. */
+typedef struct phase {
+    int y0, x0, i0, j0, ti, tj, hy, hx, oy0, ox0;
+} phase;
+
+INLINE phase phase_of(int y0, int x0, int16 gv)
+{
+    phase f;
+    f.y0 = y0;
+    f.x0 = x0;
+    f.i0 = (f.y0 + GPAD) % GS;
+    f.j0 = (f.x0 + GPAD) % GS;
+    f.ti = f.i0 < GK ? (GK - f.i0 + GS - 1) / GS : 0;
+    f.tj = f.j0 < GK ? (GK - f.j0 + GS - 1) / GS : 0;
+    f.hy = f.y0 < GH ? (GH - f.y0 + GS - 1) / GS : 0;
+    f.hx = f.x0 < GW ? (GW - f.x0 + GS - 1) / GS : 0;
+    f.oy0 = (f.y0 + GPAD - f.i0) / GS; /* exact: i0 is y0 + PAD's remainder */
+    f.ox0 = (f.x0 + GPAD - f.j0) / GS;
+    return f;
+}
+
+/* Column n of a phase's product: image *img, the phase's pixel (*a, *b). */
+INLINE void phase_pixel(phase f, int n, int *img, int *a, int *b)
+{
+    int pp = f.hy * f.hx, q = n % pp;
+    *img = n / pp;
+    *a = q / f.hx;
+    *b = q % f.hx;
+}
+
+/* Row k of a phase's product: output channel *co, the phase's tap (*u, *v). */
+INLINE void phase_tap(phase f, int k, int *co, int *u, int *v)
+{
+    int tt = f.ti * f.tj, r = k % tt;
+    *co = k / tt;
+    *u = r / f.tj;
+    *v = r % f.tj;
+}
 
 /* x at input channel c, tap (i, j) of output pixel p of image img; 0 in the padding. */
 INLINE float x_tap(__global const float *x, int img, int c, int i, int j, int p, int16 gv)
@@ -87,31 +139,34 @@ INLINE float dy_at(__global const float *dy, __global const float *ym, int relu,
 }
 
 /* Operand A (m, k); m < MDIM and 0 <= k < kdim are the caller's checks. */
-INLINE float load_a(__global const float *a, __global const float *ym, int relu, int m, int k, int16 gv)
+INLINE float load_a(__global const float *a, __global const float *ym, int relu, int m, int k, phase f, int16 gv)
 {
 #if PASS == 0
     return a[m * KDIM + k];
 #elif PASS == 1
-    return a[((k / KK) * GC + m) * KK + k % KK];
+    int co, u, v;
+    phase_tap(f, k, &co, &u, &v);
+    return a[((co * GC + m) * GK + f.i0 + GS * u) * GK + f.j0 + GS * v];
 #else
     return dy_at(a, ym, relu, ((k / P) * GCO + m) * P + k % P);
 #endif
 }
 
 /* Operand B (k, n); n < ndim and 0 <= k < kdim are the caller's checks. */
-INLINE float load_b(__global const float *b, __global const float *ym, int relu, int k, int n, int16 gv)
+INLINE float load_b(__global const float *b, __global const float *ym, int relu, int k, int n, phase f, int16 gv)
 {
 #if PASS == 0
     int c = k / KK, t = k % KK;
     return x_tap(b, n / P, c, t / GK, t % GK, n % P, gv);
 #elif PASS == 1
-    int co = k / KK, t = k % KK, px = n % HW;
-    int y = px / GW + GPAD - t / GK, x = px % GW + GPAD - t % GK;
-    if (y < 0 || x < 0 || y % GS || x % GS) return 0.0f;
-    y /= GS;
-    x /= GS;
-    if (y >= GOH || x >= GOW) return 0.0f;
-    return dy_at(b, ym, relu, (((n / HW) * GCO + co) * GOH + y) * GOW + x);
+    /* pixel (y0 + S*pa, x0 + S*pb) and tap (i0 + S*u, j0 + S*v) meet at
+     * dy's (oy0 + pa - u, ox0 + pb - v) */
+    int co, u, v, img, pa, pb;
+    phase_tap(f, k, &co, &u, &v);
+    phase_pixel(f, n, &img, &pa, &pb);
+    int y = f.oy0 + pa - u, x = f.ox0 + pb - v;
+    if (y < 0 || x < 0 || y >= GOH || x >= GOW) return 0.0f;
+    return dy_at(b, ym, relu, ((img * GCO + co) * GOH + y) * GOW + x);
 #else
     int t = n % KK;
     return x_tap(b, k / P, n / KK, t / GK, t % GK, k % P, gv);
@@ -144,15 +199,15 @@ INLINE void unpack4(float4 v, float *to)
  * matrices. */
 INLINE void fetch_tiles(float *pa, float *pb, __global const float *a, __global const float *b,
                         __global const float *aux, int relu, int lid, int m0, int n0, int k0, int kend, int ndim,
-                        int16 gv)
+                        phase f, int16 gv)
 {
     for (int i = 0; i < NA; i++) {
         int e = lid + i * NT, m = m0 + A_M(e), k = k0 + A_K(e);
-        pa[i] = m < MDIM && k < kend ? load_a(a, aux, relu, m, k, gv) : 0.0f;
+        pa[i] = m < MDIM && k < kend ? load_a(a, aux, relu, m, k, f, gv) : 0.0f;
     }
     for (int i = 0; i < NB; i++) {
         int e = lid + i * NT, n = n0 + B_N(e), k = k0 + B_K(e);
-        pb[i] = n < ndim && k < kend ? load_b(b, aux, relu, k, n, gv) : 0.0f;
+        pb[i] = n < ndim && k < kend ? load_b(b, aux, relu, k, n, f, gv) : 0.0f;
     }
 }
 
@@ -173,18 +228,22 @@ __kernel __attribute__((reqd_work_group_size(LX, LY, 1))) void conv_implicit(
     __local float Bs[TK * BS];
     int tx = get_local_id(0), ty = get_local_id(1), lid = ty * LX + tx;
     int n0 = get_group_id(0) * TN;
+#if PASS == 1
+    phase f = phase_of(GPY, GPX, gv); /* at stride 1 the one phase: every pixel and tap */
+#else
+    phase f = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}; /* unused */
+#endif
 #if PASS == 2
     int tiles_m = (MDIM + TM - 1) / TM;
     int slice = get_group_id(1) / tiles_m, m0 = (get_group_id(1) % tiles_m) * TM;
     int kdim = nimg * P, kbeg = slice * kslice, kend = min(kdim, kbeg + kslice);
     int ndim = NDIM;
+#elif PASS == 1
+    int m0 = get_group_id(1) * TM, kbeg = 0, kend = GCO * f.ti * f.tj;
+    int ndim = nimg * f.hy * f.hx;
 #else
     int m0 = get_group_id(1) * TM, kbeg = 0, kend = KDIM;
-#if PASS == 0
     int ndim = nimg * P;
-#else
-    int ndim = nimg * HW;
-#endif
 #endif
     int relu = (flags >> 1) & 1;
     float acc[RM][RN];
@@ -195,12 +254,12 @@ __kernel __attribute__((reqd_work_group_size(LX, LY, 1))) void conv_implicit(
      * (the loads' latency hides behind the FMAs) and stored to local
      * memory after it. */
     float pa[NA], pb[NB];
-    fetch_tiles(pa, pb, a, b, aux, relu, lid, m0, n0, kbeg, kend, ndim, gv);
+    fetch_tiles(pa, pb, a, b, aux, relu, lid, m0, n0, kbeg, kend, ndim, f, gv);
     for (int k0 = kbeg; k0 < kend; k0 += TK) {
         for (int i = 0; i < NA; i++) As[A_K(lid + i * NT) * AS + A_M(lid + i * NT)] = pa[i];
         for (int i = 0; i < NB; i++) Bs[B_K(lid + i * NT) * BS + B_N(lid + i * NT)] = pb[i];
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (k0 + TK < kend) fetch_tiles(pa, pb, a, b, aux, relu, lid, m0, n0, k0 + TK, kend, ndim, gv);
+        if (k0 + TK < kend) fetch_tiles(pa, pb, a, b, aux, relu, lid, m0, n0, k0 + TK, kend, ndim, f, gv);
         for (int kk = 0; kk < TK; kk++) {
             float ar[RM], br[RN];
             for (int i = 0; i < RM; i += 4) unpack4(vload4(0, &As[kk * AS + SPREAD(i, ty, LY)]), ar + i);
@@ -222,7 +281,9 @@ __kernel __attribute__((reqd_work_group_size(LX, LY, 1))) void conv_implicit(
             if (flags & 1) v += aux[m];
             out[((n / P) * GCO + m) * P + n % P] = (flags & 2) ? RELU_FWD(v) : v;
 #elif PASS == 1
-            out[((n / HW) * GC + m) * HW + n % HW] = v;
+            int img, pa, pb;
+            phase_pixel(f, n, &img, &pa, &pb);
+            out[((img * GC + m) * GH + f.y0 + GS * pa) * GW + f.x0 + GS * pb] = v;
 #else
             out[out_off + ((size_t)slice * MDIM + m) * NDIM + n] = v;
 #endif

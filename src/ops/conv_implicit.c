@@ -23,11 +23,13 @@ static int fits_int(const clt_conv_geom *g)
 
 /* Where gemm (CLBlast's tuned SGEMM over an im2col matrix) was faster on
  * an H100, at every ResNet-18 and LeNet shape (bench/README.md), gemm
- * keeps the pass: backward-data of a strided layer, where the gather
- * visits K*K*CO taps per input pixel and 1 in stride^2 lands (half of
- * gemm's speed); 1x1 layers lose nothing to it. (Before the tiles loaded
- * ahead, 0.6, gemm also kept the forward from 256 output channels and
- * the layers with 4x4 outputs.) */
+ * keeps the pass by rule: backward-data of a strided layer, measured
+ * when the gather visited K*K*CO taps per input pixel and 1 in stride^2
+ * landed (half of gemm's speed). Its products per stride phase, which
+ * visit only the taps that land, are not yet timed on a GPU: the GPU
+ * tuner (conv_gpu_tune.c) times them against gemm. (Before the tiles
+ * loaded ahead, 0.6, gemm also kept the forward from 256 output channels
+ * and the layers with 4x4 outputs.) */
 static unsigned implicit_supports(const clt_conv_geom *g, unsigned open)
 {
     if (!fits_int(g)) return 0;
@@ -35,12 +37,23 @@ static unsigned implicit_supports(const clt_conv_geom *g, unsigned open)
     return open;
 }
 
-/* The product of a pass: M rows, N columns, K long. */
+/* Pixels along one dimension of `size` in the stride phase that starts at
+ * `first`. */
+static int64_t phase_pixels(int size, int first, int stride)
+{
+    return first < size ? (size - first + stride - 1) / stride : 0;
+}
+
+/* The product of a pass: M rows, N columns, K long (backward-data: its
+ * widest stride phase's, the first; kernels/conv_implicit.cl). */
 static void pass_dims(const clt_conv_geom *g, int pass, int64_t *m, int64_t *n, int64_t *k)
 {
     int64_t kk = (int64_t)g->k * g->k, p = (int64_t)g->oh * g->ow;
+    int64_t taps = (g->k + g->stride - 1) / g->stride; /* per column and row, at most */
     if (pass == CLT_CONV_FWD) *m = g->co, *n = g->n * p, *k = g->c * kk;
-    else if (pass == CLT_CONV_BWD_DATA) *m = g->c, *n = (int64_t)g->n * g->h * g->w, *k = g->co * kk;
+    else if (pass == CLT_CONV_BWD_DATA)
+        *m = g->c, *n = g->n * phase_pixels(g->h, 0, g->stride) * phase_pixels(g->w, 0, g->stride),
+        *k = g->co * taps * taps;
     else *m = g->co, *n = g->c * kk, *k = g->n * p;
 }
 
@@ -146,24 +159,30 @@ int clt_conv_implicit_use(const clt_device *dev, clt_conv_plan *plan, int pass, 
     return 0;
 }
 
-/* Launches pass with its configuration: a, b the operands' tensors, aux
- * the bias or a fused ReLU's output, out the result (or the partials). */
-static clt_status launch(clt_device *dev, const clt_conv_plan *plan, int pass, cl_mem a, cl_mem b,
-                         cl_mem aux, int flags, cl_mem out)
+/* Launches pass with its configuration over its m rows and n columns
+ * (backward-data: of stride phase (y0, x0)): a, b the operands' tensors, aux the bias or a
+ * fused ReLU's output, out the result (or the partials). GPUs build the
+ * geometry in (constant divisors), and a phase that taps dy at stride 2
+ * or less: a strided layer builds a program per phase, 4 at stride 2,
+ * where a stride of 16 would build 256; the phases beyond, and those no
+ * tap reaches (their zeros), share one program of run-time phases. CPUs
+ * pass it all (see kernels/conv_implicit.cl). */
+static clt_status launch_one(clt_device *dev, const clt_conv_plan *plan, int pass, int y0, int x0, int64_t m,
+                             int64_t n, cl_mem a, cl_mem b, cl_mem aux, int flags, cl_mem out)
 {
     const clt_conv_geom *g = &plan->g;
     const clt_conv_implicit_cfg *c = &plan->implicit.cfg[pass];
-    /* GPUs build the geometry in (constant divisors); CPUs pass it (see
-     * kernels/conv_implicit.cl) */
-    char prog[320], geom[160] = "";
-    if (dev->info.type != CLT_DEVICE_CPU)
+    char prog[320], geom[160] = "", phase[48] = "";
+    int tapped = (y0 + g->pad) % g->stride < g->k && (x0 + g->pad) % g->stride < g->k;
+    int data = pass == CLT_CONV_BWD_DATA;
+    if (dev->info.type != CLT_DEVICE_CPU && (!data || (g->stride <= 2 && tapped))) {
         snprintf(geom, sizeof geom, " -DGC=%d -DGH=%d -DGW=%d -DGCO=%d -DGK=%d -DGS=%d -DGPAD=%d -DGOH=%d -DGOW=%d",
                  g->c, g->h, g->w, g->co, g->k, g->stride, g->pad, g->oh, g->ow);
-    snprintf(prog, sizeof prog, "conv_implicit -DPASS=%d -DTM=%d -DTN=%d -DTK=%d -DRM=%d -DRN=%d%s", pass, c->tm,
-             c->tn, c->tk, c->rm, c->rn, geom);
-    cl_int16 gv = {{g->c, g->h, g->w, g->co, g->k, g->stride, g->pad, g->oh, g->ow}};
-    int64_t m, n, k;
-    pass_dims(g, pass, &m, &n, &k);
+        if (data) snprintf(phase, sizeof phase, " -DGPY=%d -DGPX=%d", y0, x0);
+    }
+    snprintf(prog, sizeof prog, "conv_implicit -DPASS=%d -DTM=%d -DTN=%d -DTK=%d -DRM=%d -DRN=%d%s%s", pass, c->tm,
+             c->tn, c->tk, c->rm, c->rn, geom, phase);
+    cl_int16 gv = {{g->c, g->h, g->w, g->co, g->k, g->stride, g->pad, g->oh, g->ow, y0, x0}};
     size_t lx = (size_t)(c->tn / c->rn), ly = (size_t)(c->tm / c->rm);
     size_t gx = (size_t)((n + c->tn - 1) / c->tn) * lx, gy = (size_t)((m + c->tm - 1) / c->tm) * ly;
     int nimg = g->n, kslice = 0;
@@ -175,6 +194,23 @@ static clt_status launch(clt_device *dev, const clt_conv_plan *plan, int pass, c
     return clt_launch_2d(dev, prog, "conv_implicit", gx, gy, lx, ly,
                          CLT_ARGS(CLT_ARG(gv), CLT_ARG(nimg), CLT_ARG(kslice), CLT_ARG(a), CLT_ARG(b), CLT_ARG(aux),
                                   CLT_ARG(flags), CLT_ARG(out), CLT_ARG(out_off)));
+}
+
+/* Launches pass: backward-data as one product per stride phase with
+ * pixels (a phase no tap reaches writes its zeros). */
+static clt_status launch(clt_device *dev, const clt_conv_plan *plan, int pass, cl_mem a, cl_mem b, cl_mem aux,
+                         int flags, cl_mem out)
+{
+    const clt_conv_geom *g = &plan->g;
+    int64_t m, n, k;
+    pass_dims(g, pass, &m, &n, &k);
+    if (pass != CLT_CONV_BWD_DATA) return launch_one(dev, plan, pass, 0, 0, m, n, a, b, aux, flags, out);
+    for (int y0 = 0; y0 < g->stride && y0 < g->h; y0++)
+        for (int x0 = 0; x0 < g->stride && x0 < g->w; x0++) {
+            int64_t pixels = phase_pixels(g->h, y0, g->stride) * phase_pixels(g->w, x0, g->stride);
+            CLT_TRY(launch_one(dev, plan, pass, y0, x0, m, (int64_t)g->n * pixels, a, b, aux, flags, out));
+        }
+    return CLT_OK;
 }
 
 static clt_status implicit_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,

@@ -233,16 +233,38 @@ static void test_shapes(clt_device *dev)
     /* copies into the lanes layout of 8 MiB (32 x 64 x 64 at 16 lanes): stored
      * past the cache (conv_lanes.c, STREAM_MIN_BYTES) */
     run_case_algos(dev, 1, 16, 32, 64, 64, 4, 1, 1, 0);
-    /* 1x1 with stride > 1 and no padding: the lanes kernels run on the
-     * subsampled input (conv_to_lanes_sub, conv_from_lanes_sub). */
-    run_case(dev, 37, 5, 9, 8, 7, 1, 2, 0);    /* 32 lanes, batch padded, odd height */
-    run_case(dev, 3, 4, 7, 10, 6, 1, 3, 0);    /* stride 3, width not a multiple */
-    run_case(dev, 2, 2, 3, 70, 3, 1, 2, 0);    /* dx rows over 64 floats (in pieces) */
     run_case(dev, 17, 3, 6, 6, 5, 3, 1, 0);    /* 16 output pixels: transposes, no tail */
     /* 128 lanes: pixel-major rows with a gap after them (lanes_stride),
      * channel-major ones without */
     run_case(dev, 113, 5, 7, 6, 9, 3, 2, 1);
-    run_case(dev, 120, 4, 7, 8, 6, 1, 2, 0);   /* the same through the subsampled copies */
+}
+
+/* 1x1 with stride > 1 and no padding: the lanes kernels run on the
+ * subsampled input (conv_layout_to_lanes_sub, _from_lanes_sub), implicit
+ * in stride phases: rows of 4, 14 and 35 pixels (dx's rows in blocks of
+ * 16, 16 and 3), odd widths, partial blocks of images. Every algorithm as
+ * the device is, then lanes (the only one that looks at the width) with
+ * the configurations of both native widths (8 as on AVX2, 16 as on
+ * AVX-512: forced). */
+static void test_strided_1x1(clt_device *dev)
+{
+    static const int shapes[][8] = {
+        {37, 5, 9, 8, 7, 1, 2, 0},   /* 32 lanes, batch padded, odd height */
+        {3, 4, 7, 10, 6, 1, 3, 0},   /* stride 3, width not a multiple */
+        {2, 2, 3, 70, 3, 1, 2, 0},   /* dx rows over 64 floats (in pieces) */
+        {20, 3, 7, 7, 5, 1, 2, 0},   /* odd width (ResNet-18's 7x7 -> 4x4) */
+        {17, 2, 28, 28, 3, 1, 2, 0}, /* rows of 14 (ResNet-18's 28x28 -> 14x14) */
+        {120, 4, 7, 8, 6, 1, 2, 0},  /* 128 lanes: rows with a gap */
+    };
+    int keep = dev->native_float_width;
+    for (int vw = 0; vw <= 16; vw += 8) {
+        if (vw) dev->native_float_width = vw;
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            const int *v = shapes[i];
+            run_case_algos(dev, vw ? 1 : N_ALGOS, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+        }
+        dev->native_float_width = keep;
+    }
 }
 
 /* Direct kernels (stride 1, c*k*k <= 9 backward-weights, <= 27 forward)
@@ -746,13 +768,20 @@ static void test_lanes_configs(clt_device *dev)
 /* Every tile the GPU tuner may pick for a pass computes the reference's
  * result: installed in a forced-implicit plan one at a time, on shapes
  * with stride, padding, partial tiles in M, N and K, a strided 1x1, and a
- * weight gradient in several K slices. */
+ * weight gradient in several K slices. Backward-data's stride phases: odd
+ * sizes (phases of unequal pixels), stride 2 with padding (ResNet-18's),
+ * stride 3 with 5x5 taps (phases of 2 and 1 taps per column), a 1x1 at
+ * stride 2 (three phases no tap reaches: zeros) and an input shorter
+ * than the stride (phases without pixels). The tile goes into the plan
+ * as the GPU tuner installs it, so a strided layer's backward-data runs
+ * here although the rule gives it to gemm. */
 static void test_implicit_configs(clt_device *dev)
 {
-    static const int shapes[][8] = {{3, 7, 9, 8, 11, 3, 1, 1}, {5, 13, 7, 6, 70, 3, 2, 0}, {4, 6, 8, 8, 130, 1, 2, 0},
-                                    {33, 20, 13, 13, 50, 5, 1, 0}, {64, 4, 12, 12, 8, 3, 1, 1}};
+    static const int shapes[][8] = {{3, 7, 9, 8, 11, 3, 1, 1},  {5, 13, 7, 6, 70, 3, 2, 0}, {4, 6, 8, 8, 130, 1, 2, 0},
+                                    {33, 20, 13, 13, 50, 5, 1, 0}, {64, 4, 12, 12, 8, 3, 1, 1}, {3, 5, 9, 7, 6, 3, 2, 1},
+                                    {2, 3, 8, 10, 5, 5, 3, 2},  {2, 3, 1, 7, 4, 3, 2, 1}};
     set_algo(dev, "implicit");
-    int tried = 0, sliced = 0;
+    int tried = 0, sliced = 0, phased = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         case_data d;
         clt_conv_geom g;
@@ -763,8 +792,10 @@ static void test_implicit_configs(clt_device *dev)
             CHECK(n >= 5, "shape %zu pass %d: %d tiles", i, p, n);
             for (int c = 0; c < n; c++) {
                 if (!clt_conv_implicit_use(dev, plan, p, &cand[c])) continue;
+                plan->algo[p] = &clt_conv_implicit;
                 tried++;
                 sliced += p == CLT_CONV_BWD_WEIGHTS && plan->implicit.slices > 1;
+                phased += p == CLT_CONV_BWD_DATA && g.stride > 1 && g.k > 1;
                 char what[64], tile[32];
                 clt_conv_implicit_format(&cand[c], tile, sizeof tile);
                 snprintf(what, sizeof what, "implicit pass %d %s", p, tile);
@@ -774,7 +805,8 @@ static void test_implicit_configs(clt_device *dev)
         clt_conv_plan_destroy(plan);
         case_free(&d);
     }
-    CHECK(tried >= 60 && sliced >= 5, "only %d tiles ran (%d in K slices)", tried, sliced);
+    CHECK(tried >= 60 && sliced >= 5 && phased >= 20, "only %d tiles ran (%d in K slices, %d in stride phases)", tried,
+          sliced, phased);
 }
 
 /* The environment is read when a device opens: good values become its
@@ -1073,6 +1105,7 @@ static void run_lanes_configs(const op_env *e) { test_lanes_configs(e->dev); }
 static void run_implicit_configs(const op_env *e) { test_implicit_configs(e->dev); }
 static void run_epilogue(const op_env *e) { test_epilogue(e->dev); }
 static void run_direct_widths(const op_env *e) { test_direct_widths(e->dev); }
+static void run_strided_1x1(const op_env *e) { test_strided_1x1(e->dev); }
 
 static void run_fd(const op_env *e)
 {
@@ -1105,7 +1138,8 @@ static const op_test tests[] = {
     {"shapes", run_shapes},           {"models", run_models},               {"bwdw-blocks", run_bwdw_blocks},
     {"finite-differences", run_fd},   {"deterministic", run_deterministic}, {"budget", run_budget},
     {"split-k", run_split_k},         {"lanes-configs", run_lanes_configs}, {"epilogue", run_epilogue},
-    {"direct-widths", run_direct_widths}, {"implicit-configs", run_implicit_configs},
+    {"direct-widths", run_direct_widths}, {"strided-1x1", run_strided_1x1},
+    {"implicit-configs", run_implicit_configs},
     {"plan", run_plan},               {"errors", run_errors},               {"settings-env", run_settings_env},
 };
 OP_HARNESS_MAIN(tests)

@@ -57,8 +57,11 @@ static const struct {
     {"conv_lanes", "-DVW=8 -DWA=1 -DWB=8"},
     {"conv_implicit", "-DPASS=0 -DGC=3 -DGH=9 -DGW=7 -DGCO=5 -DGK=3 -DGS=2 -DGPAD=1 -DGOH=5 -DGOW=4 -DTM=128 -DTN=128 "
                       "-DTK=8 -DRM=8 -DRN=8"},
-    {"conv_implicit", "-DPASS=1 -DGC=3 -DGH=9 -DGW=7 -DGCO=5 -DGK=3 -DGS=1 -DGPAD=0 -DGOH=7 -DGOW=5 -DTM=32 -DTN=64 "
-                      "-DTK=16 -DRM=4 -DRN=4"},
+    {"conv_implicit", "-DPASS=1 -DGC=3 -DGH=9 -DGW=7 -DGCO=5 -DGK=3 -DGS=1 -DGPAD=0 -DGOH=7 -DGOW=5 -DGPY=0 -DGPX=0 "
+                      "-DTM=32 -DTN=64 -DTK=16 -DRM=4 -DRN=4"},
+    /* a stride phase (ops/conv_implicit.c) */
+    {"conv_implicit", "-DPASS=1 -DGC=3 -DGH=9 -DGW=7 -DGCO=5 -DGK=3 -DGS=2 -DGPAD=1 -DGOH=5 -DGOW=4 -DGPY=1 -DGPX=0 "
+                      "-DTM=64 -DTN=64 -DTK=16 -DRM=4 -DRN=4"},
     {"conv_implicit", "-DPASS=2 -DGC=3 -DGH=9 -DGW=7 -DGCO=5 -DGK=1 -DGS=2 -DGPAD=0 -DGOH=5 -DGOW=4 -DTM=128 -DTN=64 "
                       "-DTK=16 -DRM=8 -DRN=4"},
     {"conv_implicit", "-DPASS=1 -DTM=64 -DTN=128 -DTK=16 -DRM=4 -DRN=8"}, /* CPUs: the geometry as an argument */
