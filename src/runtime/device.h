@@ -80,6 +80,10 @@ struct clt_device {
     int n_kernels, cap_kernels;
     int cache_enabled;
     char cache_dir[1024];
+    /* programs' binaries go to and come from cache_dir (set at open; off
+     * where the driver keeps compiled kernels itself: program.c) */
+    int binary_cache;
+    int binary_cache_noted;   /* the debug log said why it is off */
     /* > 0: programs built now keep their binary out of the on-disk cache
      * until clt_program_keep (the tuner's candidates: fetching a binary
      * makes PoCL compile every kernel of the program once more) */

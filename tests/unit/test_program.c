@@ -1,5 +1,6 @@
 /* Program builds: the build log on failure, the on-disk cache (hit in the
- * same and in a second process, corrupt entries rebuilt, CLTRAIN_CACHE=0). */
+ * same and in a second process, corrupt entries rebuilt, CLTRAIN_CACHE=0),
+ * and no binaries kept where PoCL keeps compiled kernels itself. */
 #include <dirent.h>
 #include <spawn.h>
 #include <string.h>
@@ -41,8 +42,41 @@ static int cache_entries(const char *dir, char *one, size_t cap)
     return n;
 }
 
+/* Whether device 0 is PoCL's, which keeps compiled kernels in a cache of
+ * its own unless POCL_KERNEL_CACHE=0 (then cltrain keeps no binaries of
+ * it: src/runtime/program.c). */
+static int device0_is_pocl(void)
+{
+    clt_device_info info;
+    return clt_device_query(0, &info) == CLT_OK && strstr(info.platform, "Portable Computing Language");
+}
+
+/* On PoCL with its kernel cache on, nothing goes to or comes from our
+ * cache, for POCL_KERNEL_CACHE unset or "1". */
+static void check_pocl_keeps_kernels(const char *flag)
+{
+    char dir[] = "/tmp/cltrain-cache-test-XXXXXX";
+    if (!mkdtemp(dir)) return;
+    setenv("CLTRAIN_CACHE_DIR", dir, 1);
+    if (flag) setenv("POCL_KERNEL_CACHE", flag, 1);
+    else unsetenv("POCL_KERNEL_CACHE");
+    for (int run = 0; run < 2; run++) {
+        clt_program_stats st = build_once(good_src);
+        CHECK(st.built == 1 && st.cache_stores == 0 && st.cache_hits == 0,
+              "PoCL's kernel cache on (POCL_KERNEL_CACHE %s), run %d: built %d stores %d hits %d",
+              flag ? flag : "unset", run, st.built, st.cache_stores, st.cache_hits);
+    }
+    char entry[4200] = "";
+    CHECK(cache_entries(dir, entry, sizeof entry) == 0, "a binary was kept beside PoCL's cache: %s", entry);
+    setenv("POCL_KERNEL_CACHE", "0", 1);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
+    /* cltrain's binary cache as on drivers without a kernel cache; PoCL
+     * reads this at its start, and the child inherits it */
+    setenv("POCL_KERNEL_CACHE", "0", 1);
     if (argc == 2 && strcmp(argv[1], "child") == 0) {
         /* Second process: must load from the cache, not compile. */
         clt_program_stats st = build_once(good_src);
@@ -122,6 +156,11 @@ int main(int argc, char **argv)
     setenv("CLTRAIN_CACHE_DIR", "/proc/cltrain-cannot-write-here", 1);
     st = build_once(good_src);
     CHECK(st.built == 1 && st.cache_stores == 0, "unwritable cache: build still works");
+
+    if (device0_is_pocl()) {
+        check_pocl_keeps_kernels(NULL);
+        check_pocl_keeps_kernels("1");
+    }
 
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
