@@ -86,7 +86,7 @@ int cli_tune(int argc, char **argv)
     int rc = cli_parse(&o, "tune", tune_options, argc, argv);
     if (rc < 0)
         printf("\nMeasures the convolution kernels' configurations for the model's shapes on each device, one\n"
-               "device after the other, and keeps them in the cache beside the compiled programs, so that\n"
+               "device after the other, and keeps them in cltrain's cache directory (CLTRAIN_CACHE_DIR), so that\n"
                "training spends no time on it; without it, the first run on a device tunes at first use.\n"
                "A choice measured while other load slowed the machine can be slower than the best: --again\n"
                "(or CLTRAIN_TUNE=again) measures the model's shapes again in a quiet minute.\n"
