@@ -28,7 +28,7 @@ CLT_API clt_status clt_no_device_reason(char *why, size_t cap);
 
 /* Program cache counters of a device handle. On PoCL with its own kernel
  * cache on (POCL_KERNEL_CACHE unset or 1) cltrain keeps no binaries: every
- * program counts as built, found in PoCL's cache. */
+ * program counts as built, whether or not PoCL's cache had it. */
 typedef struct clt_program_stats {
     int built;        /* compiled from source */
     int cache_hits;   /* loaded from the on-disk cache */

@@ -15,16 +15,18 @@ extern char **environ;
 static const char good_src[] =
     "__kernel void twice(__global float *x) { x[get_global_id(0)] *= 2.0f; }\n";
 
-static clt_program_stats build_once(const char *src)
+static clt_program_stats build_on(int index, const char *src)
 {
     clt_device *dev = NULL;
-    REQUIRE_OK(clt_device_open(0, &dev));
+    REQUIRE_OK(clt_device_open(index, &dev));
     CHECK_OK(clt_device_build_source(dev, src, ""));
     clt_program_stats st;
     clt_device_program_stats(dev, &st);
     clt_device_destroy(dev);
     return st;
 }
+
+static clt_program_stats build_once(const char *src) { return build_on(0, src); }
 
 /* Returns the only cache entry file in dir (or "" if none or several). */
 static int cache_entries(const char *dir, char *one, size_t cap)
@@ -52,28 +54,69 @@ static int device0_is_pocl(void)
 }
 
 /* On PoCL with its kernel cache on, nothing goes to or comes from our
- * cache, for POCL_KERNEL_CACHE unset or "1". */
+ * cache, for POCL_KERNEL_CACHE unset or "1": an entry kept under "0" is
+ * not loaded, and none is added. */
 static void check_pocl_keeps_kernels(const char *flag)
 {
     char dir[] = "/tmp/cltrain-cache-test-XXXXXX";
     if (!mkdtemp(dir)) return;
     setenv("CLTRAIN_CACHE_DIR", dir, 1);
+    setenv("POCL_KERNEL_CACHE", "0", 1);
+    clt_program_stats st = build_once(good_src);
+    char entry[4200] = "";
+    CHECK(st.cache_stores == 1 && cache_entries(dir, entry, sizeof entry) == 1, "an entry kept under POCL_KERNEL_CACHE=0");
     if (flag) setenv("POCL_KERNEL_CACHE", flag, 1);
     else unsetenv("POCL_KERNEL_CACHE");
     for (int run = 0; run < 2; run++) {
-        clt_program_stats st = build_once(good_src);
+        st = build_once(good_src);
         CHECK(st.built == 1 && st.cache_stores == 0 && st.cache_hits == 0,
               "PoCL's kernel cache on (POCL_KERNEL_CACHE %s), run %d: built %d stores %d hits %d",
               flag ? flag : "unset", run, st.built, st.cache_stores, st.cache_hits);
     }
-    char entry[4200] = "";
-    CHECK(cache_entries(dir, entry, sizeof entry) == 0, "a binary was kept beside PoCL's cache: %s", entry);
+    CHECK(cache_entries(dir, entry, sizeof entry) == 1, "a binary was added beside PoCL's cache in %s", dir);
     setenv("POCL_KERNEL_CACHE", "0", 1);
-    rmdir(dir);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "cleanup %s", dir);
+}
+
+/* The suite `vendors`, POCL_KERNEL_CACHE unset: Intel's CPU runtime, which
+ * has no kernel cache of its own, keeps its binaries in ours, and PoCL
+ * beside it keeps none. */
+static int vendors(void)
+{
+    unsetenv("POCL_KERNEL_CACHE");
+    int n = 0, intel = -1, pocl = -1;
+    REQUIRE_OK(clt_device_count(&n));
+    for (int i = 0; i < n; i++) {
+        clt_device_info info;
+        REQUIRE_OK(clt_device_query(i, &info));
+        if (strstr(info.platform, "Intel") && intel < 0) intel = i;
+        else if (strstr(info.platform, "Portable Computing Language") && pocl < 0) pocl = i;
+    }
+    if (intel < 0 || pocl < 0) {
+        fprintf(stderr, "vendors: needs PoCL and Intel's OpenCL CPU runtime (tools/setup --intel-cpu)\n");
+        return 77;
+    }
+    char dir[] = "/tmp/cltrain-cache-test-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    setenv("CLTRAIN_CACHE_DIR", dir, 1);
+    clt_program_stats st = build_on(intel, good_src);
+    CHECK(st.built == 1 && st.cache_stores == 1, "Intel, first: built %d stores %d", st.built, st.cache_stores);
+    st = build_on(intel, good_src);
+    CHECK(st.built == 0 && st.cache_hits == 1, "Intel, second: built %d hits %d", st.built, st.cache_hits);
+    st = build_on(pocl, good_src);
+    CHECK(st.built == 1 && st.cache_stores == 0 && st.cache_hits == 0, "PoCL beside it: built %d stores %d hits %d",
+          st.built, st.cache_stores, st.cache_hits);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "cleanup");
+    return test_result();
 }
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--vendors") == 0) return vendors();
     /* cltrain's binary cache as on drivers without a kernel cache; PoCL
      * reads this at its start, and the child inherits it */
     setenv("POCL_KERNEL_CACHE", "0", 1);
