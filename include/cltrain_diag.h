@@ -26,9 +26,7 @@ CLT_API clt_status clt_icd_loader_info(char *name, size_t name_cap, char *versio
  * Truncated to cap; "" when nothing is known. */
 CLT_API clt_status clt_no_device_reason(char *why, size_t cap);
 
-/* Program cache counters of a device handle. On PoCL with its own kernel
- * cache on (POCL_KERNEL_CACHE unset or 1) cltrain keeps no binaries: every
- * program counts as built, whether or not PoCL's cache had it. */
+/* Program cache counters of a device handle. */
 typedef struct clt_program_stats {
     int built;        /* compiled from source */
     int cache_hits;   /* loaded from the on-disk cache */

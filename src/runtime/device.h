@@ -80,13 +80,9 @@ struct clt_device {
     int n_kernels, cap_kernels;
     int cache_enabled;
     char cache_dir[1024];
-    /* programs' binaries go to and come from cache_dir (set at open; off
-     * where the driver keeps compiled kernels itself: program.c) */
-    int binary_cache;
-    int binary_cache_noted;   /* the debug log said why it is off */
     /* > 0: programs built now keep their binary out of the on-disk cache
      * until clt_program_keep (the tuner's candidates: fetching a binary
-     * can compile every kernel of the program once more, as PoCL does) */
+     * makes PoCL compile every kernel of the program once more) */
     int cache_hold;
     clt_held_program *held;
     int n_held, cap_held;
@@ -140,8 +136,7 @@ void clt_device_log(const clt_device *dev, int level, const char *fmt, ...) CLT_
 clt_status clt_device_kernel(clt_device *dev, const char *program, const char *kernel,
                              cl_kernel *out);
 
-/* Builds `source` for the device, through the on-disk cache where the
- * device keeps binaries there (program.c). */
+/* Builds `source` for the device through the on-disk cache (program.c). */
 clt_status clt_program_build(clt_device *dev, const char *label, const char *source,
                              size_t length, const char *options, cl_program *out);
 /* The program of spec (as clt_device_kernel names it), built if it is

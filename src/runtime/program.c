@@ -1,5 +1,4 @@
-/* Program build through the on-disk binary cache (not on PoCL with its own
- * kernel cache on: driver_keeps_kernels).
+/* Program build through the on-disk binary cache.
  *
  * Cache entry layout (little-endian, one file per key):
  *   "CLTRAINB" | u32 format | u32 key_len | u64 bin_len | u64 checksum |
@@ -23,23 +22,9 @@
 #define CACHE_FORMAT 1u
 #define CACHE_HEADER 32
 
-/* Whether the driver keeps compiled kernels on disk itself: PoCL, unless
- * POCL_KERNEL_CACHE says otherwise (PoCL reads it as on when it starts with
- * "1"). There our binaries would add only cost: fetching a binary makes
- * PoCL compile every kernel of the program once more, for any work-group
- * size, beside the kernels it compiles per work-group size at first launch
- * and keeps in its cache (a cold `cltrain tune --model lenet` spent a
- * quarter of its time fetching them). */
-static int driver_keeps_kernels(const clt_device *dev)
-{
-    const char *flag = getenv("POCL_KERNEL_CACHE");
-    return strstr(dev->info.platform, "Portable Computing Language") && (!flag || flag[0] == '1');
-}
-
 clt_status clt_cache_configure(clt_device *dev)
 {
     dev->cache_enabled = 0;
-    dev->binary_cache = 0;
     dev->cache_dir[0] = 0;
     const char *flag = getenv("CLTRAIN_CACHE");
     if (flag && strcmp(flag, "0") != 0 && strcmp(flag, "1") != 0)
@@ -59,7 +44,6 @@ clt_status clt_cache_configure(clt_device *dev)
     if (n < 0 || (size_t)n >= sizeof dev->cache_dir)
         return clt_fail(CLT_ERR_INVALID_ARG, "program cache directory path too long: %s", dir);
     dev->cache_enabled = 1;
-    dev->binary_cache = !driver_keeps_kernels(dev);
     return CLT_OK;
 }
 
@@ -275,12 +259,7 @@ clt_status clt_program_build(clt_device *dev, const char *label, const char *sou
     *out = NULL;
     char *key = NULL;
     char path[1200] = "";
-    if (dev->cache_enabled && !dev->binary_cache && !dev->binary_cache_noted) {
-        dev->binary_cache_noted = 1;
-        clt_device_log(dev, 0, "program cache: binaries left to %s's own kernel cache; %s keeps the tuning choices",
-                       dev->info.platform, dev->cache_dir);
-    }
-    if (dev->cache_enabled && dev->binary_cache) {
+    if (dev->cache_enabled) {
         key = make_key(dev, source, length, options);
         if (!key) return clt_fail(CLT_ERR_NO_MEMORY, "program cache key");
         entry_path(dev, key, path, sizeof path);

@@ -1,6 +1,5 @@
-/* The tuner's choices, kept per device: in memory, and on disk in
- * cltrain's cache directory (one text file per device identity and library
- * version, on every driver, PoCL too),
+/* The tuner's choices, kept per device: in memory, and on disk beside the
+ * program cache (one text file per device identity and library version),
  * so a run on the same device and driver reuses them.
  *
  * File: a first line "cltrain-tune 2 <identity>", then one "key<TAB>value"

@@ -64,10 +64,6 @@ static clt_device *open_dev(int cache, int tune, log_count *lc)
     clt_device *dev;
     REQUIRE_OK(clt_device_open(0, &dev));
     unsetenv("CLTRAIN_CACHE");
-    /* binaries kept as on drivers without a kernel cache of their own
-     * (PoCL has one, and then cltrain keeps none: runtime/program.c), so
-     * that the winners-only stores show */
-    dev->binary_cache = dev->cache_enabled;
     clt_device_settings s = *clt_device_get_settings(dev);
     s.conv_algo = CLT_CONV_ALGO_LANES;
     s.tune = tune;
