@@ -64,6 +64,7 @@ typedef struct clt_conv_direct_params {
     int fwd_tuned;    /* kc came from the tuner (measured or cached) */
     size_t items;     /* forward work-items along dimension 1 */
     int cb, groups, chunks, imgs; /* backward weights: channels per block, groups of blocks, image chunks */
+    int bwdw_tuned;   /* cb came from the tuner (measured or cached) */
     size_t part_elems; /* floats of its partial sums (0 with one chunk) */
 } clt_conv_direct_params;
 
@@ -127,6 +128,11 @@ clt_status clt_conv_direct_tune(clt_device *dev, clt_conv_plan *plan);
  * or backward-weights kernel of d, with epi's fused pooling if any. */
 void clt_conv_direct_program(const clt_conv_geom *g, const clt_conv_direct_params *d, int fwd,
                              const clt_epilogue *epi, char *spec, size_t cap);
+/* Backward-weights blocks of cb output channels, 1 to CLT_CONV_DIRECT_MAX_CB
+ * (the kernel's MAX_CB) and at most co: the plan's split redone for cb; 0
+ * when cb is not one of them or the work buffer does not fit. */
+#define CLT_CONV_DIRECT_MAX_CB 3
+int clt_conv_direct_use_cb(const clt_device *dev, clt_conv_plan *plan, int cb);
 /* The direct kernels' configuration of a planned pass ("vw8 rm4"). */
 void clt_conv_direct_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
 /* The implicit kernels' tile of a planned pass ("64x64x16 r4x4", with

@@ -92,19 +92,19 @@ static void forward_split(const clt_device *dev, const clt_conv_geom *g, clt_con
     d->items = (size_t)g->n * rgroups;
 }
 
-/* Backward weights: blocks of CB output channels (each x vector load
- * feeds CB channels: 3 x 9 accumulators; on AVX-512, LeNet conv1, ms, CB =
- * 1 / 2 / 3: 1.23 / 0.98 / 0.90, the ResNet stem 9.1 / 7.1 / 6.5; vw 8: 1),
- * one image per chunk, and the blocks in as many groups as it takes to
- * have enough work-items for every compute unit. A work-item walks its
- * image's dy planes in memory order (a work-item per channel over chunks
- * of images read 2.7 KB runs 54 KB apart: on AVX2, PoCL, LeNet's conv1 in
- * training 1.35-1.39 -> 1.01-1.02 ms, the ResNet stem at batch 128 1.3x
- * faster). Where the partial sums do not fit: one chunk of every image. */
-static void weights_split(const clt_device *dev, const clt_conv_geom *g, int one_chunk, clt_conv_direct_params *d)
+/* Backward weights: blocks of cb output channels (each x vector load
+ * feeds cb channels), one image per chunk, and the blocks in as many
+ * groups as it takes to have enough work-items for every compute unit. A
+ * work-item walks its image's dy planes in memory order (a work-item per
+ * channel over chunks of images read 2.7 KB runs 54 KB apart: on AVX2,
+ * PoCL, LeNet's conv1 in training 1.35-1.39 -> 1.01-1.02 ms, the ResNet
+ * stem at batch 128 1.3x faster). Where the partial sums do not fit: one
+ * chunk of every image. */
+static void weights_split(const clt_device *dev, const clt_conv_geom *g, int one_chunk, int cb,
+                          clt_conv_direct_params *d)
 {
     int ckk = g->c * g->k * g->k;
-    d->cb = d->vw == 8 ? 1 : g->co < 3 ? g->co : 3;
+    d->cb = cb;
     size_t want = clt_conv_items_wanted(dev), blocks = ((size_t)g->co + (size_t)d->cb - 1) / (size_t)d->cb;
     d->imgs = one_chunk ? g->n : 1;
     d->chunks = (g->n + d->imgs - 1) / d->imgs;
@@ -113,6 +113,27 @@ static void weights_split(const clt_device *dev, const clt_conv_geom *g, int one
     /* dw's partials, then db's */
     size_t dw_part = clt_conv_round_up((size_t)d->chunks * g->co * (size_t)ckk, ALIGN);
     d->part_elems = d->chunks > 1 ? dw_part + (size_t)d->chunks * g->co : 0;
+}
+
+/* The rule's block: 3 channels at vw 16 (3 x 9 accumulators; on AVX-512,
+ * LeNet conv1, ms, cb = 1 / 2 / 3: 1.23 / 0.98 / 0.90, the ResNet stem
+ * 9.1 / 7.1 / 6.5, when it was set), 1 at vw 8 (AVX2's 16 registers).
+ * The tuner times the others (conv_direct_tune.c). */
+static int rule_cb(const clt_conv_geom *g, const clt_conv_direct_params *d)
+{
+    return d->vw == 8 ? 1 : g->co < CLT_CONV_DIRECT_MAX_CB ? g->co : CLT_CONV_DIRECT_MAX_CB;
+}
+
+int clt_conv_direct_use_cb(const clt_device *dev, clt_conv_plan *plan, int cb)
+{
+    clt_conv_direct_params *d = &plan->direct;
+    if (cb < 1 || cb > CLT_CONV_DIRECT_MAX_CB || cb > plan->g.co) return 0;
+    /* Where the chunks' partial sums do not fit, one chunk needs none
+     * (fewer work-items, but a budget is met, and a fused pooling,
+     * which only these kernels run, keeps running). */
+    weights_split(dev, &plan->g, 0, cb, d);
+    if (!clt_conv_fits(dev, (d->xp_elems + d->part_elems) * sizeof(float))) weights_split(dev, &plan->g, 1, cb, d);
+    return clt_conv_fits(dev, (d->xp_elems + d->part_elems) * sizeof(float));
 }
 
 static int direct_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passes)
@@ -125,12 +146,7 @@ static int direct_plan(const clt_device *dev, clt_conv_plan *plan, unsigned pass
         if (!clt_conv_fits(dev, d->xp_elems * sizeof(float))) return 0;
     }
     if (passes & CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS)) {
-        /* Where the chunks' partial sums do not fit, one chunk needs none
-         * (fewer work-items, but a budget is met, and a fused pooling,
-         * which only these kernels run, keeps running). */
-        weights_split(dev, &plan->g, 0, d);
-        if (!clt_conv_fits(dev, (d->xp_elems + d->part_elems) * sizeof(float))) weights_split(dev, &plan->g, 1, d);
-        if (!clt_conv_fits(dev, (d->xp_elems + d->part_elems) * sizeof(float))) return 0;
+        if (!clt_conv_direct_use_cb(dev, plan, rule_cb(&plan->g, d))) return 0;
     }
     return 1;
 }
@@ -219,7 +235,7 @@ void clt_conv_direct_describe(const clt_conv_plan *plan, int pass, char *buf, si
     const clt_conv_direct_params *d = &plan->direct;
     if (pass == CLT_CONV_FWD)
         snprintf(buf, cap, "vw%d rm%d%s%s", d->vw, d->rm, d->kc ? " kc" : "", d->fwd_tuned ? " tuned" : "");
-    else snprintf(buf, cap, "vw%d cb%d", d->vw, d->cb);
+    else snprintf(buf, cap, "vw%d cb%d%s", d->vw, d->cb, d->bwdw_tuned ? " tuned" : "");
 }
 
 const clt_conv_algo clt_conv_direct = {"direct", direct_supports, direct_plan, direct_forward,

@@ -1,11 +1,17 @@
-/* The direct forward's tuner: whether its program has the kernel size as
- * a build constant (-DKW, kernels/conv_direct.cl), timed once per device
- * and shape on the real shape and kept like the lanes kernels' choices
- * (runtime/tune_cache.c; the key leaves out the batch). On the 2-core EPYC
- * (AVX2), LeNet's conv1: Intel's CPU runtime 0.68-0.69 ms with it against
- * 0.95-0.96 without, PoCL 5% slower with it (bench/README.md). Both
- * compute the same sums in the same order. As with the lanes kernels,
- * only the winner's program binary is kept. */
+/* The direct kernels' tuner, per device and shape, timed on the real
+ * shape and kept like the lanes kernels' choices (runtime/tune_cache.c;
+ * the key leaves out the batch):
+ * - the forward: whether its program has the kernel size as a build
+ *   constant (-DKW, kernels/conv_direct.cl). On the 2-core EPYC (AVX2),
+ *   LeNet's conv1: Intel's CPU runtime 0.68-0.69 ms with it against
+ *   0.95-0.96 without, PoCL 5% slower with it (bench/README.md);
+ * - the weight gradient: its block of output channels, cb 1 to 3 (vw 16:
+ *   on a 2-core AVX-512 Zen 5, PoCL, the ResNet stem at batch 128 took
+ *   0.77-0.86 ms with cb 1 against 0.92-1.03 with the rule's 3, LeNet's
+ *   conv1 at 256 0.44 with cb 2 against 0.50; vw 8 keeps cb 1, as the
+ *   AVX2 registers hold no more).
+ * Every choice computes the same sums in the same order. As with the lanes
+ * kernels, only the winner's program binary is kept. */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,32 +21,114 @@
 #include "runtime/launch.h"
 #include "runtime/tune_cache.h"
 
-static void make_key(const clt_conv_geom *g, char *key, size_t cap)
+#define MAX_CHOICES CLT_CONV_DIRECT_MAX_CB
+
+static void make_key(const clt_conv_geom *g, int pass, char *key, size_t cap)
 {
-    snprintf(key, cap, "direct forward c%d h%d w%d co%d k%d s%d p%d", g->c, g->h, g->w, g->co, g->k, g->stride,
+    snprintf(key, cap, "direct %s c%d h%d w%d co%d k%d s%d p%d",
+             pass == CLT_CONV_FWD ? "forward" : "backward-weights", g->c, g->h, g->w, g->co, g->k, g->stride,
              g->pad);
 }
 
-/* The best of three runs of the forward with kc 0 and 1, alternated (a
- * burst of other load slows one run of each), into secs[]; a first,
- * untimed run of each builds its program. */
-static clt_status time_both(clt_device *dev, const clt_conv_plan *plan, double secs[2])
+/* The choices of pass for plan: kc 0 and 1, or the blocks cb 1 .. min(3,
+ * co) (vw 16; vw 8: cb 1 alone). Choice i's value in the tuning file is
+ * "kc<i>" or "cb<i+1>". Returns the count. */
+static int choices(const clt_conv_plan *plan, int pass)
+{
+    if (pass == CLT_CONV_FWD) return 2;
+    if (plan->direct.vw == 8) return 1;
+    return plan->g.co < MAX_CHOICES ? plan->g.co : MAX_CHOICES;
+}
+
+/* Plan *p with choice i of pass; 0 when it does not fit. */
+static int apply(const clt_device *dev, clt_conv_plan *p, int pass, int i)
+{
+    if (pass == CLT_CONV_FWD) {
+        p->direct.kc = i;
+        return 1;
+    }
+    return clt_conv_direct_use_cb(dev, p, i + 1);
+}
+
+static void value_of(int pass, int i, char *out, size_t cap)
+{
+    snprintf(out, cap, pass == CLT_CONV_FWD ? "kc%d" : "cb%d", pass == CLT_CONV_FWD ? i : i + 1);
+}
+
+/* The best of three runs of each choice, alternated (a burst of other load
+ * slows one run of each), into secs[] (-1 where one does not fit); a
+ * first, untimed run of each builds its program. */
+static clt_status time_choices(clt_device *dev, const clt_conv_plan *plan, int pass, int n, double *secs)
 {
     clt_conv_pass_bufs b;
-    clt_status s = clt_conv_pass_bufs_make(dev, &plan->g, CLT_CONV_FWD, &b);
-    clt_conv_plan t[2] = {*plan, *plan};
+    clt_status s = clt_conv_pass_bufs_make(dev, &plan->g, pass, &b);
+    clt_conv_plan t[MAX_CHOICES];
+    for (int i = 0; i < n; i++) {
+        t[i] = *plan;
+        secs[i] = apply(dev, &t[i], pass, i) ? 0 : -1;
+    }
     for (int r = 0; r < 4 && s == CLT_OK; r++)
-        for (int kc = 0; kc < 2 && s == CLT_OK; kc++) {
-            t[kc].direct.kc = kc;
+        for (int i = 0; i < n && s == CLT_OK; i++) {
+            if (secs[i] < 0) continue;
             s = clt_device_finish(dev);
             double t0 = clt_now();
-            if (s == CLT_OK) s = clt_conv_run_pass(dev, &t[kc], CLT_CONV_FWD, &b);
+            if (s == CLT_OK) s = clt_conv_run_pass(dev, &t[i], pass, &b);
             if (s == CLT_OK) s = clt_device_finish(dev);
             double d = clt_now() - t0;
-            if (r == 1 || (r > 1 && d < secs[kc])) secs[kc] = d;
+            if (r == 1 || (r > 1 && d < secs[i])) secs[i] = d;
         }
     clt_conv_pass_bufs_free(&b);
     return s;
+}
+
+/* pass's choice for plan: from the tuning file, or measured and stored;
+ * *tuned set either way. */
+static clt_status tune_pass(clt_device *dev, clt_conv_plan *plan, int pass, int *tuned)
+{
+    int n = choices(plan, pass);
+    if (n < 2) return CLT_OK;
+    char key[CLT_TUNE_KEY_MAX], value[CLT_TUNE_VALUE_MAX], v[16];
+    make_key(&plan->g, pass, key, sizeof key);
+    if (clt_tune_lookup(dev, key, value, sizeof value))
+        for (int i = 0; i < n; i++) {
+            value_of(pass, i, v, sizeof v);
+            if (!strcmp(value, v) && apply(dev, plan, pass, i)) {
+                *tuned = 1;
+                return CLT_OK;
+            }
+        }
+    clt_conv_tune_announce(dev);
+    double secs[MAX_CHOICES];
+    const char *name = pass == CLT_CONV_FWD ? "forward" : "backward-weights";
+    dev->cache_hold++; /* only the winner's binary goes to the on-disk cache */
+    clt_status s = time_choices(dev, plan, pass, n, secs);
+    dev->cache_hold--;
+    if (s == CLT_ERR_DEVICE_LOST) return s;
+    if (s != CLT_OK) { /* the rule's stays; the next run measures again */
+        clt_device_log(dev, 0, "tuning device %d: direct %s skipped: %s", dev->info.index, name, clt_last_error());
+        clt_clear_error();
+        return CLT_OK;
+    }
+    int best = -1;
+    char line[160];
+    int len = snprintf(line, sizeof line, "tuning device %d: direct %s", dev->info.index, name);
+    for (int i = 0; i < n; i++) {
+        if (secs[i] < 0) continue;
+        if (best < 0 || secs[i] < secs[best]) best = i;
+        value_of(pass, i, v, sizeof v);
+        if (len > 0 && (size_t)len < sizeof line)
+            len += snprintf(line + len, sizeof line - (size_t)len, "%s %s: %.3f ms", i ? "," : "", v, secs[i] * 1e3);
+    }
+    clt_device_log(dev, 0, "%s", line);
+    if (best < 0 || !apply(dev, plan, pass, best)) return CLT_OK; /* none fits: the rule's stays */
+    *tuned = 1;
+    value_of(pass, best, value, sizeof value);
+    CLT_TRY(clt_tune_store(dev, key, value));
+    /* timed without an epilogue: kept, it serves layers without a fused
+     * pooling (ResNet-18's first); LeNet's, pooled, builds another */
+    char spec[64];
+    clt_conv_direct_program(&plan->g, &plan->direct, pass == CLT_CONV_FWD, NULL, spec, sizeof spec);
+    return clt_device_keep_program(dev, spec);
 }
 
 clt_status clt_conv_direct_tune(clt_device *dev, clt_conv_plan *plan)
@@ -50,35 +138,9 @@ clt_status clt_conv_direct_tune(clt_device *dev, clt_conv_plan *plan)
     /* as the lanes tuner: AUTO tunes CPU devices with a cache to keep the result */
     if (mode == CLT_TUNE_OFF || (mode == CLT_TUNE_AUTO && (!dev->cache_enabled || dev->info.type != CLT_DEVICE_CPU)))
         return CLT_OK;
-    if (plan->algo[CLT_CONV_FWD] != &clt_conv_direct || d->fwd_tuned) return CLT_OK;
-    char key[CLT_TUNE_KEY_MAX], value[CLT_TUNE_VALUE_MAX];
-    make_key(&plan->g, key, sizeof key);
-    if (clt_tune_lookup(dev, key, value, sizeof value) && (!strcmp(value, "kc0") || !strcmp(value, "kc1"))) {
-        d->kc = value[2] == '1';
-        d->fwd_tuned = 1;
-        return CLT_OK;
-    }
-    clt_conv_tune_announce(dev);
-    double secs[2] = {0, 0};
-    dev->cache_hold++; /* only the winner's binary goes to the on-disk cache */
-    clt_status s = time_both(dev, plan, secs);
-    dev->cache_hold--;
-    if (s == CLT_ERR_DEVICE_LOST) return s;
-    if (s != CLT_OK) { /* the rule's stays; the next run measures again */
-        clt_device_log(dev, 0, "tuning device %d: direct forward skipped: %s", dev->info.index, clt_last_error());
-        clt_clear_error();
-        d->kc = 0;
-        return CLT_OK;
-    }
-    d->kc = secs[1] < secs[0];
-    d->fwd_tuned = 1;
-    clt_device_log(dev, 0, "tuning device %d: direct forward kc0: %.3f ms, kc1: %.3f ms", dev->info.index,
-                   secs[0] * 1e3, secs[1] * 1e3);
-    snprintf(value, sizeof value, "kc%d", d->kc);
-    CLT_TRY(clt_tune_store(dev, key, value));
-    /* time_both ran it without an epilogue: kept, it serves layers without
-     * a fused pooling (ResNet-18's first); LeNet's, pooled, builds another */
-    char spec[64];
-    clt_conv_direct_program(&plan->g, d, 1, NULL, spec, sizeof spec);
-    return clt_device_keep_program(dev, spec);
+    if (plan->algo[CLT_CONV_FWD] == &clt_conv_direct && !d->fwd_tuned)
+        CLT_TRY(tune_pass(dev, plan, CLT_CONV_FWD, &d->fwd_tuned));
+    if (plan->algo[CLT_CONV_BWD_WEIGHTS] == &clt_conv_direct && !d->bwdw_tuned)
+        CLT_TRY(tune_pass(dev, plan, CLT_CONV_BWD_WEIGHTS, &d->bwdw_tuned));
+    return CLT_OK;
 }

@@ -589,6 +589,68 @@ static void test_direct_forward(void)
     clt_device_destroy(dev);
 }
 
+/* The direct weight gradient's tuner: LeNet conv1's shape runs it; at vw
+ * 16 its block (cb 1, 2 or 3 channels) is measured once and kept in the
+ * file, read back by another device object without measuring, and every
+ * block gives the same weights (the row pairs of cb 1 add a row's two
+ * vectors in another order: the last bits may differ); only the winner's
+ * binary is kept. At vw 8 cb 1 is the only block: nothing to time. */
+static void test_direct_weights(void)
+{
+    log_count lc;
+    clt_device *dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    clt_conv_geom g;
+    REQUIRE_OK(clt_conv_geom_init(&g, 24, 1, 28, 28, 20, 3, 1, 0));
+    unsigned bw = CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS);
+    clt_conv_plan *plan = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure_passes(dev, &g, bw, &plan));
+    if (plan->algo[CLT_CONV_BWD_WEIGHTS] != &clt_conv_direct) {
+        CHECK(0, "LeNet conv1's weight gradient is not direct");
+        clt_conv_plan_destroy(plan);
+        clt_device_destroy(dev);
+        return;
+    }
+    int wide = plan->direct.vw == 16;
+    char path[512];
+    char *text = tune_file(path, sizeof path) ? read_text(path) : NULL;
+    const char *key = "direct backward-weights c1 h28 w28 co20 k3 s1 p0\tcb";
+    if (wide) {
+        CHECK(plan->direct.bwdw_tuned && lc.direct_built == 3 && lc.direct_stored == 1,
+              "direct weight gradient: tuned %d, %d programs built, %d stored", plan->direct.bwdw_tuned,
+              lc.direct_built, lc.direct_stored);
+        CHECK(text && strstr(text, key), "tuning file:\n%s", text ? text : "");
+    } else {
+        CHECK(!plan->direct.bwdw_tuned && plan->direct.cb == 1 && lc.measured == 0 && !(text && strstr(text, key)),
+              "vw 8: cb %d, tuned %d, %d measured", plan->direct.cb, plan->direct.bwdw_tuned, lc.measured);
+    }
+    free(text);
+    size_t n = (size_t)20 * 9;
+    float *want = run_pass(dev, plan, CLT_CONV_BWD_WEIGHTS);
+    for (int cb = 1; cb <= CLT_CONV_DIRECT_MAX_CB; cb++) {
+        clt_conv_plan other = *plan;
+        CHECK(clt_conv_direct_use_cb(dev, &other, cb), "cb %d refused", cb);
+        float *got = run_pass(dev, &other, CLT_CONV_BWD_WEIGHTS);
+        /* sums of 16,224 products; an indexing error gives O(1) */
+        CHECK(max_rel_err(got, want, n) < 1e-4, "cb %d and the tuned cb %d differ by %g", cb, plan->direct.cb,
+              max_rel_err(got, want, n));
+        free(got);
+    }
+    clt_conv_plan bad = *plan;
+    CHECK(!clt_conv_direct_use_cb(dev, &bad, 0) && !clt_conv_direct_use_cb(dev, &bad, CLT_CONV_DIRECT_MAX_CB + 1),
+          "a block of 0 or %d channels was taken", CLT_CONV_DIRECT_MAX_CB + 1);
+    free(want);
+    int cb = plan->direct.cb;
+    clt_conv_plan_destroy(plan);
+    clt_device_destroy(dev);
+    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    plan = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure_passes(dev, &g, bw, &plan));
+    CHECK(plan->direct.bwdw_tuned == wide && plan->direct.cb == cb && lc.measured == 0 && lc.notices == 0,
+          "the kept block was measured again (%d) or changed (cb %d, was %d)", lc.measured, plan->direct.cb, cb);
+    clt_conv_plan_destroy(plan);
+    clt_device_destroy(dev);
+}
+
 int main(void)
 {
     test_need_devices(1);
@@ -613,6 +675,7 @@ int main(void)
     test_lazy_passes();
     test_same_results();
     test_direct_forward();
+    test_direct_weights();
     /* the test's own cache directory: program binaries and the tuning file */
     CHECK(tmpdir_remove(dir), "could not remove %s", dir);
     return test_result();
