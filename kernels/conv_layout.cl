@@ -153,10 +153,14 @@ __kernel void conv_layout_to_lanes_t(int N, int M, int P, int ps, int cs, int NP
  * which only reads every S-th row and column: the OH x OW pixels at
  * dst_off, row (oy*OW + ox)*ps + c*cs holding src[n][c][oy*S][ox*S], zero
  * for n >= N.
- * One work-item per (c, oy) row of 16 lanes: it walks ox, gathering 16
- * images into one vector store. Dimension 0 runs along the rows, so a
- * work-group walks down the same 16 images. Global: (C*OH, NL/16), NL the
- * lanes computed (the gap after them is not written). */
+ * One work-item per (c, oy) row of 16 lanes. S = 2: per TQ pixels, each
+ * image's 2*TQ floats in two vector loads, their even lanes, and an
+ * in-register transpose (the scalar gather of 16 images per pixel it
+ * replaced ran ResNet-18's 64x28x28 projection at 14 GB/s); a tile whose
+ * loads would pass the end of src (the last rows of the last images)
+ * reads scalars. Other strides gather scalars. Dimension 0 runs along the
+ * rows, so a work-group walks down the same 16 images. Global: (C*OH,
+ * NL/16), NL the lanes computed (the gap after them is not written). */
 __kernel void conv_layout_to_lanes_sub(int N, int C, int H, int W, int S, int OH, int OW,
                                        int ps, int cs, int NP, __global const float *src,
                                        __global float *dst, ulong dst_off)
@@ -173,22 +177,40 @@ __kernel void conv_layout_to_lanes_sub(int N, int C, int H, int W, int S, int OH
         return;
     }
     size_t img = (size_t)C * H * W;
-    __global const float *s = src + ((size_t)n0 * C + c) * H * W + (size_t)oy * S * W;
+    size_t first = (size_t)n0 * img + ((size_t)c * H + (size_t)oy * S) * W;
+    __global const float *s = src + first;
+    size_t end = (size_t)N * img - first; /* floats of src from s on */
     int nn = min(LANES, N - n0);
-    if (nn == LANES) {
-        for (int ox = 0; ox < OW; ox++) {
-            __global const float *p = s + ox * S;
-            float16 v = (float16)(p[0], p[img], p[2 * img], p[3 * img], p[4 * img], p[5 * img],
-                                  p[6 * img], p[7 * img], p[8 * img], p[9 * img], p[10 * img],
-                                  p[11 * img], p[12 * img], p[13 * img], p[14 * img], p[15 * img]);
-            vstore16(v, 0, d + ox * step);
+    if (S == 2) {
+        for (int ox0 = 0; ox0 < OW; ox0 += TQ) {
+            int m = min(TQ, OW - ox0);
+            int fast = (size_t)(nn - 1) * img + 2 * ox0 + 2 * TQ <= end;
+#pragma unroll
+            for (int ni = 0; ni < LANES; ni += TQ) {
+                floatT r[TQ];
+#pragma unroll
+                for (int q = 0; q < TQ; q++) {
+                    __global const float *p = s + (size_t)(ni + q) * img + 2 * ox0;
+                    if (ni + q >= nn) {
+                        r[q] = (floatT)0.0f;
+                    } else if (fast) {
+                        r[q] = (floatT)(vloadT(0, p).even, vloadT(0, p + TQ).even);
+                    } else {
+                        float v[TQ];
+                        for (int l = 0; l < TQ; l++) v[l] = l < m ? p[2 * l] : 0.0f;
+                        r[q] = vloadT(0, v);
+                    }
+                }
+                transposeT(r);
+                for (int u = 0; u < m; u++) vstoreT(r[u], 0, d + (ox0 + u) * step + ni);
+            }
         }
-    } else {
-        for (int ox = 0; ox < OW; ox++) {
-            float v[LANES];
-            for (int q = 0; q < LANES; q++) v[q] = q < nn ? s[q * img + ox * S] : 0.0f;
-            vstore16(vload16(0, v), 0, d + ox * step);
-        }
+        return;
+    }
+    for (int ox = 0; ox < OW; ox++) {
+        float v[LANES];
+        for (int q = 0; q < LANES; q++) v[q] = q < nn ? s[q * img + ox * S] : 0.0f;
+        vstore16(vload16(0, v), 0, d + ox * step);
     }
 }
 
