@@ -202,7 +202,9 @@ __kernel void conv_layout_to_lanes_sub(int N, int C, int H, int W, int S, int OH
                     }
                 }
                 transposeT(r);
-                for (int u = 0; u < m; u++) vstoreT(r[u], 0, d + (ox0 + u) * step + ni);
+#pragma unroll
+                for (int u = 0; u < TQ; u++)
+                    if (u < m) vstoreT(r[u], 0, d + (ox0 + u) * step + ni);
             }
         }
         return;

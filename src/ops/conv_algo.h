@@ -121,18 +121,23 @@ struct clt_conv_algo {
 
 extern const clt_conv_algo clt_conv_direct, clt_conv_lanes, clt_conv_implicit, clt_conv_gemm;
 
-/* The direct forward's tuner (conv_direct_tune.c): whether its program
- * knows the kernel size, timed once per device and shape. */
+/* The direct kernels' tuner (conv_direct_tune.c): whether the forward's
+ * program knows the kernel size, and the weight gradient's block of output
+ * channels, each timed once per device and shape. */
 clt_status clt_conv_direct_tune(clt_device *dev, clt_conv_plan *plan);
 /* The program spec (clt_device_kernel's) of the direct forward (fwd = 1)
  * or backward-weights kernel of d, with epi's fused pooling if any. */
 void clt_conv_direct_program(const clt_conv_geom *g, const clt_conv_direct_params *d, int fwd,
                              const clt_epilogue *epi, char *spec, size_t cap);
 /* Backward-weights blocks of cb output channels, 1 to CLT_CONV_DIRECT_MAX_CB
- * (the kernel's MAX_CB) and at most co: the plan's split redone for cb; 0
- * when cb is not one of them or the work buffer does not fit. */
+ * (kernels/conv_direct.cl's MAX_CB) and at most co: the plan's split
+ * redone for cb; 0, the plan unchanged, when cb is not one of them or the
+ * work buffer does not fit. */
 #define CLT_CONV_DIRECT_MAX_CB 3
 int clt_conv_direct_use_cb(const clt_device *dev, clt_conv_plan *plan, int cb);
+/* The largest block worth running for the plan's vector width (the rule's
+ * block; the tuner times 1 to it): min(co, 3) at vw 16, 1 at vw 8. */
+int clt_conv_direct_max_cb(const clt_conv_plan *plan);
 /* The direct kernels' configuration of a planned pass ("vw8 rm4"). */
 void clt_conv_direct_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
 /* The implicit kernels' tile of a planned pass ("64x64x16 r4x4", with

@@ -115,25 +115,29 @@ static void weights_split(const clt_device *dev, const clt_conv_geom *g, int one
     d->part_elems = d->chunks > 1 ? dw_part + (size_t)d->chunks * g->co : 0;
 }
 
-/* The rule's block: 3 channels at vw 16 (3 x 9 accumulators; on AVX-512,
- * LeNet conv1, ms, cb = 1 / 2 / 3: 1.23 / 0.98 / 0.90, the ResNet stem
- * 9.1 / 7.1 / 6.5, when it was set), 1 at vw 8 (AVX2's 16 registers).
- * The tuner times the others (conv_direct_tune.c). */
-static int rule_cb(const clt_conv_geom *g, const clt_conv_direct_params *d)
+/* The rule's block is the largest: 3 channels at vw 16 (3 x 9
+ * accumulators; on AVX-512, LeNet conv1, ms, cb = 1 / 2 / 3: 1.23 / 0.98 /
+ * 0.90, the ResNet stem 9.1 / 7.1 / 6.5, when it was set), 1 at vw 8
+ * (AVX2's 16 registers hold no more). The tuner times the smaller ones
+ * (conv_direct_tune.c). */
+int clt_conv_direct_max_cb(const clt_conv_plan *plan)
 {
-    return d->vw == 8 ? 1 : g->co < CLT_CONV_DIRECT_MAX_CB ? g->co : CLT_CONV_DIRECT_MAX_CB;
+    if (plan->direct.vw == 8) return 1;
+    return plan->g.co < CLT_CONV_DIRECT_MAX_CB ? plan->g.co : CLT_CONV_DIRECT_MAX_CB;
 }
 
 int clt_conv_direct_use_cb(const clt_device *dev, clt_conv_plan *plan, int cb)
 {
-    clt_conv_direct_params *d = &plan->direct;
     if (cb < 1 || cb > CLT_CONV_DIRECT_MAX_CB || cb > plan->g.co) return 0;
     /* Where the chunks' partial sums do not fit, one chunk needs none
      * (fewer work-items, but a budget is met, and a fused pooling,
      * which only these kernels run, keeps running). */
-    weights_split(dev, &plan->g, 0, cb, d);
-    if (!clt_conv_fits(dev, (d->xp_elems + d->part_elems) * sizeof(float))) weights_split(dev, &plan->g, 1, cb, d);
-    return clt_conv_fits(dev, (d->xp_elems + d->part_elems) * sizeof(float));
+    clt_conv_direct_params d = plan->direct;
+    weights_split(dev, &plan->g, 0, cb, &d);
+    if (!clt_conv_fits(dev, (d.xp_elems + d.part_elems) * sizeof(float))) weights_split(dev, &plan->g, 1, cb, &d);
+    if (!clt_conv_fits(dev, (d.xp_elems + d.part_elems) * sizeof(float))) return 0;
+    plan->direct = d;
+    return 1;
 }
 
 static int direct_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passes)
@@ -146,7 +150,7 @@ static int direct_plan(const clt_device *dev, clt_conv_plan *plan, unsigned pass
         if (!clt_conv_fits(dev, d->xp_elems * sizeof(float))) return 0;
     }
     if (passes & CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS)) {
-        if (!clt_conv_direct_use_cb(dev, plan, rule_cb(&plan->g, d))) return 0;
+        if (!clt_conv_direct_use_cb(dev, plan, clt_conv_direct_max_cb(plan))) return 0;
     }
     return 1;
 }

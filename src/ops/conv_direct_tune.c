@@ -10,8 +10,12 @@
  *   0.77-0.86 ms with cb 1 against 0.92-1.03 with the rule's 3, LeNet's
  *   conv1 at 256 0.44 with cb 2 against 0.50; vw 8 keeps cb 1, as the
  *   AVX2 registers hold no more).
- * Every choice computes the same sums in the same order. As with the lanes
- * kernels, only the winner's program binary is kept. */
+ * Both forward choices compute the same sums in the same order; the
+ * weight gradient's blocks the same sums, but cb 1 takes rows in pairs
+ * (conv_direct.cl), so dw's last bits may differ, as between the lanes
+ * kernels' blocks. Both are timed without a fused pooling, which the
+ * choice then serves too (LeNet's conv1). As with the lanes kernels, only
+ * the winner's program binary is kept. */
 #include <stdio.h>
 #include <string.h>
 
@@ -21,7 +25,7 @@
 #include "runtime/launch.h"
 #include "runtime/tune_cache.h"
 
-#define MAX_CHOICES CLT_CONV_DIRECT_MAX_CB
+#define MAX_CHOICES CLT_CONV_DIRECT_MAX_CB /* and 2 for the forward */
 
 static void make_key(const clt_conv_geom *g, int pass, char *key, size_t cap)
 {
@@ -30,14 +34,12 @@ static void make_key(const clt_conv_geom *g, int pass, char *key, size_t cap)
              g->pad);
 }
 
-/* The choices of pass for plan: kc 0 and 1, or the blocks cb 1 .. min(3,
- * co) (vw 16; vw 8: cb 1 alone). Choice i's value in the tuning file is
- * "kc<i>" or "cb<i+1>". Returns the count. */
+/* The choices of pass for plan: kc 0 and 1, or the blocks cb 1 to the
+ * largest worth running (clt_conv_direct_max_cb). Choice i's value in the
+ * tuning file is "kc<i>" or "cb<i+1>". Returns the count. */
 static int choices(const clt_conv_plan *plan, int pass)
 {
-    if (pass == CLT_CONV_FWD) return 2;
-    if (plan->direct.vw == 8) return 1;
-    return plan->g.co < MAX_CHOICES ? plan->g.co : MAX_CHOICES;
+    return pass == CLT_CONV_FWD ? 2 : clt_conv_direct_max_cb(plan);
 }
 
 /* Plan *p with choice i of pass; 0 when it does not fit. */
@@ -81,8 +83,9 @@ static clt_status time_choices(clt_device *dev, const clt_conv_plan *plan, int p
     return s;
 }
 
-/* pass's choice for plan: from the tuning file, or measured and stored;
- * *tuned set either way. */
+/* pass's choice for plan: from the tuning file, or measured and stored,
+ * and then *tuned set; the rule's stays where there is nothing to choose
+ * or the timing failed. */
 static clt_status tune_pass(clt_device *dev, clt_conv_plan *plan, int pass, int *tuned)
 {
     int n = choices(plan, pass);
@@ -114,10 +117,11 @@ static clt_status tune_pass(clt_device *dev, clt_conv_plan *plan, int pass, int 
     int len = snprintf(line, sizeof line, "tuning device %d: direct %s", dev->info.index, name);
     for (int i = 0; i < n; i++) {
         if (secs[i] < 0) continue;
-        if (best < 0 || secs[i] < secs[best]) best = i;
         value_of(pass, i, v, sizeof v);
         if (len > 0 && (size_t)len < sizeof line)
-            len += snprintf(line + len, sizeof line - (size_t)len, "%s %s: %.3f ms", i ? "," : "", v, secs[i] * 1e3);
+            len += snprintf(line + len, sizeof line - (size_t)len, "%s %s: %.3f ms", best >= 0 ? "," : "", v,
+                            secs[i] * 1e3);
+        if (best < 0 || secs[i] < secs[best]) best = i;
     }
     clt_device_log(dev, 0, "%s", line);
     if (best < 0 || !apply(dev, plan, pass, best)) return CLT_OK; /* none fits: the rule's stays */

@@ -589,64 +589,142 @@ static void test_direct_forward(void)
     clt_device_destroy(dev);
 }
 
-/* The direct weight gradient's tuner: LeNet conv1's shape runs it; at vw
+/* The tuning file's entry for key set to value (NULL: removed). */
+static void set_entry(const char *key, const char *value)
+{
+    char path[512];
+    REQUIRE_OK(tune_file(path, sizeof path) ? CLT_OK : CLT_ERR_NOT_FOUND);
+    char *text = read_text(path);
+    REQUIRE_OK(text ? CLT_OK : CLT_ERR_IO);
+    size_t cap = strlen(text) + strlen(key) + 64, n = 0, klen = strlen(key);
+    char *out = calloc(1, cap);
+    REQUIRE_OK(out ? CLT_OK : CLT_ERR_NO_MEMORY);
+    for (char *line = text, *next; *line; line = next) {
+        next = strchr(line, '\n');
+        next = next ? next + 1 : line + strlen(line);
+        if (!strncmp(line, key, klen) && line[klen] == '\t') continue;
+        memcpy(out + n, line, (size_t)(next - line));
+        n += (size_t)(next - line);
+    }
+    if (value) snprintf(out + n, cap - n, "%s\t%s\n", key, value);
+    write_text(path, out);
+    free(out);
+    free(text);
+}
+
+/* A device as open_dev makes it, its native vector width forced (the
+ * direct kernels' vw follows it: 16, or 8 as on AVX2). */
+static clt_device *open_width(int width, log_count *lc)
+{
+    clt_device *dev = open_dev(1, CLT_TUNE_AUTO, lc);
+    dev->native_float_width = width;
+    return dev;
+}
+
+static clt_conv_plan *weights_plan(clt_device *dev, const clt_conv_geom *g)
+{
+    clt_conv_plan *plan = NULL;
+    REQUIRE_OK(clt_conv_plan_ensure_passes(dev, g, CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS), &plan));
+    return plan;
+}
+
+/* The direct weight gradient's tuner: LeNet conv1's shape runs it. At vw
  * 16 its block (cb 1, 2 or 3 channels) is measured once and kept in the
- * file, read back by another device object without measuring, and every
- * block gives the same weights (the row pairs of cb 1 add a row's two
- * vectors in another order: the last bits may differ); only the winner's
- * binary is kept. At vw 8 cb 1 is the only block: nothing to time. */
+ * file, then read back by another device object without measuring (a value
+ * written there too: the lookup takes it), damaged values measured again;
+ * only the winner's binary is kept. At vw 8 cb 1 is the only block:
+ * nothing is timed. Every block gives the same weights (cb 1's row pairs
+ * add a row's two vectors in another order: the last bits may differ). */
 static void test_direct_weights(void)
 {
-    log_count lc;
-    clt_device *dev = open_dev(1, CLT_TUNE_AUTO, &lc);
+    static const char key[] = "direct backward-weights c1 h28 w28 co20 k3 s1 p0";
     clt_conv_geom g;
     REQUIRE_OK(clt_conv_geom_init(&g, 24, 1, 28, 28, 20, 3, 1, 0));
-    unsigned bw = CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS);
-    clt_conv_plan *plan = NULL;
-    REQUIRE_OK(clt_conv_plan_ensure_passes(dev, &g, bw, &plan));
-    if (plan->algo[CLT_CONV_BWD_WEIGHTS] != &clt_conv_direct) {
-        CHECK(0, "LeNet conv1's weight gradient is not direct");
+    for (int width = 16; width >= 8; width -= 8) {
+        set_entry(key, NULL);
+        log_count lc;
+        clt_device *dev = open_width(width, &lc);
+        clt_conv_plan *plan = weights_plan(dev, &g);
+        if (plan->algo[CLT_CONV_BWD_WEIGHTS] != &clt_conv_direct) {
+            CHECK(0, "LeNet conv1's weight gradient is not direct");
+            clt_conv_plan_destroy(plan);
+            clt_device_destroy(dev);
+            return;
+        }
+        char path[512], want[64];
+        snprintf(want, sizeof want, "%s\tcb%d\n", key, plan->direct.cb);
+        char *text = tune_file(path, sizeof path) ? read_text(path) : NULL;
+        if (width == 16)
+            CHECK(plan->direct.bwdw_tuned && lc.measured == 1 && lc.direct_built == 3 && lc.direct_stored == 1 &&
+                      text && strstr(text, want),
+                  "vw 16: tuned %d, %d measured, %d programs built, %d stored; tuning file:\n%s",
+                  plan->direct.bwdw_tuned, lc.measured, lc.direct_built, lc.direct_stored, text ? text : "");
+        else
+            CHECK(!plan->direct.bwdw_tuned && plan->direct.cb == 1 && lc.measured == 0 &&
+                      !(text && strstr(text, key)),
+                  "vw 8: cb %d, tuned %d, %d measured", plan->direct.cb, plan->direct.bwdw_tuned, lc.measured);
+        free(text);
+        float *ref = run_pass(dev, plan, CLT_CONV_BWD_WEIGHTS);
+        for (int cb = 1; cb <= CLT_CONV_DIRECT_MAX_CB; cb++) {
+            clt_conv_plan other = *plan;
+            CHECK(clt_conv_direct_use_cb(dev, &other, cb) && other.direct.cb == cb, "vw %d: cb %d refused", width,
+                  cb);
+            float *got = run_pass(dev, &other, CLT_CONV_BWD_WEIGHTS);
+            /* sums of 16,224 products; an indexing error gives O(1) */
+            double e = max_rel_err(ref, got, (size_t)20 * 9);
+            CHECK(e < 1e-4, "vw %d: cb %d and cb %d differ by %g", width, cb, plan->direct.cb, e);
+            free(got);
+        }
+        free(ref);
+        clt_conv_plan bad = *plan;
+        CHECK(!clt_conv_direct_use_cb(dev, &bad, 0) && !clt_conv_direct_use_cb(dev, &bad, CLT_CONV_DIRECT_MAX_CB + 1) &&
+                  !memcmp(&bad.direct, &plan->direct, sizeof bad.direct),
+              "a block of 0 or %d channels was taken, or changed the plan", CLT_CONV_DIRECT_MAX_CB + 1);
         clt_conv_plan_destroy(plan);
         clt_device_destroy(dev);
-        return;
     }
-    int wide = plan->direct.vw == 16;
-    char path[512];
-    char *text = tune_file(path, sizeof path) ? read_text(path) : NULL;
-    const char *key = "direct backward-weights c1 h28 w28 co20 k3 s1 p0\tcb";
-    if (wide) {
-        CHECK(plan->direct.bwdw_tuned && lc.direct_built == 3 && lc.direct_stored == 1,
-              "direct weight gradient: tuned %d, %d programs built, %d stored", plan->direct.bwdw_tuned,
-              lc.direct_built, lc.direct_stored);
-        CHECK(text && strstr(text, key), "tuning file:\n%s", text ? text : "");
-    } else {
-        CHECK(!plan->direct.bwdw_tuned && plan->direct.cb == 1 && lc.measured == 0 && !(text && strstr(text, key)),
-              "vw 8: cb %d, tuned %d, %d measured", plan->direct.cb, plan->direct.bwdw_tuned, lc.measured);
-    }
-    free(text);
-    size_t n = (size_t)20 * 9;
-    float *want = run_pass(dev, plan, CLT_CONV_BWD_WEIGHTS);
+
+    /* read back: a value the file holds is taken without measuring */
     for (int cb = 1; cb <= CLT_CONV_DIRECT_MAX_CB; cb++) {
-        clt_conv_plan other = *plan;
-        CHECK(clt_conv_direct_use_cb(dev, &other, cb), "cb %d refused", cb);
-        float *got = run_pass(dev, &other, CLT_CONV_BWD_WEIGHTS);
-        /* sums of 16,224 products; an indexing error gives O(1) */
-        CHECK(max_rel_err(got, want, n) < 1e-4, "cb %d and the tuned cb %d differ by %g", cb, plan->direct.cb,
-              max_rel_err(got, want, n));
-        free(got);
+        char value[8];
+        snprintf(value, sizeof value, "cb%d", cb);
+        set_entry(key, value);
+        log_count lc;
+        clt_device *dev = open_width(16, &lc);
+        clt_conv_plan *plan = weights_plan(dev, &g);
+        CHECK(plan->direct.bwdw_tuned && plan->direct.cb == cb && lc.measured == 0 && lc.notices == 0,
+              "file's cb %d: took cb %d, %d measured", cb, plan->direct.cb, lc.measured);
+        clt_conv_plan_destroy(plan);
+        clt_device_destroy(dev);
     }
-    clt_conv_plan bad = *plan;
-    CHECK(!clt_conv_direct_use_cb(dev, &bad, 0) && !clt_conv_direct_use_cb(dev, &bad, CLT_CONV_DIRECT_MAX_CB + 1),
-          "a block of 0 or %d channels was taken", CLT_CONV_DIRECT_MAX_CB + 1);
-    free(want);
-    int cb = plan->direct.cb;
-    clt_conv_plan_destroy(plan);
-    clt_device_destroy(dev);
-    dev = open_dev(1, CLT_TUNE_AUTO, &lc);
-    plan = NULL;
-    REQUIRE_OK(clt_conv_plan_ensure_passes(dev, &g, bw, &plan));
-    CHECK(plan->direct.bwdw_tuned == wide && plan->direct.cb == cb && lc.measured == 0 && lc.notices == 0,
-          "the kept block was measured again (%d) or changed (cb %d, was %d)", lc.measured, plan->direct.cb, cb);
+    /* damaged values: measured again, and replaced */
+    static const char *const damaged[] = {"cb0", "cb4", "kc1", "cb", "cb2x"};
+    for (size_t i = 0; i < sizeof damaged / sizeof *damaged; i++) {
+        set_entry(key, damaged[i]);
+        log_count lc;
+        clt_device *dev = open_width(16, &lc);
+        clt_conv_plan *plan = weights_plan(dev, &g);
+        char path[512];
+        char *text = tune_file(path, sizeof path) ? read_text(path) : NULL;
+        char stored[64];
+        snprintf(stored, sizeof stored, "%s\tcb%d\n", key, plan->direct.cb);
+        CHECK(plan->direct.bwdw_tuned && lc.measured == 1 && plan->direct.cb >= 1 && plan->direct.cb <= 3 && text &&
+                  strstr(text, stored),
+              "damaged \"%s\": cb %d, %d measured; tuning file:\n%s", damaged[i], plan->direct.cb, lc.measured,
+              text ? text : "");
+        free(text);
+        clt_conv_plan_destroy(plan);
+        clt_device_destroy(dev);
+    }
+    /* no block wider than co channels */
+    clt_conv_geom two;
+    REQUIRE_OK(clt_conv_geom_init(&two, 4, 1, 28, 28, 2, 3, 1, 0));
+    log_count lc;
+    clt_device *dev = open_width(16, &lc);
+    clt_conv_plan *plan = weights_plan(dev, &two);
+    CHECK(plan->algo[CLT_CONV_BWD_WEIGHTS] == &clt_conv_direct && plan->direct.cb <= 2 &&
+              !clt_conv_direct_use_cb(dev, plan, 3) && clt_conv_direct_use_cb(dev, plan, 2),
+          "co 2: cb %d, a block of 3 taken or one of 2 refused", plan->direct.cb);
     clt_conv_plan_destroy(plan);
     clt_device_destroy(dev);
 }
