@@ -58,20 +58,20 @@ static void value_of(int pass, int i, char *out, size_t cap)
 }
 
 /* The best of three runs of each choice, alternated (a burst of other load
- * slows one run of each), into secs[] (-1 where one does not fit); a
- * first, untimed run of each builds its program. */
+ * slows one run of each), into secs[]; a first, untimed run of each builds
+ * its program. Every choice fits where the plan's rule did (a block's work
+ * buffer does not depend on its width). */
 static clt_status time_choices(clt_device *dev, const clt_conv_plan *plan, int pass, int n, double *secs)
 {
-    clt_conv_pass_bufs b;
-    clt_status s = clt_conv_pass_bufs_make(dev, &plan->g, pass, &b);
     clt_conv_plan t[MAX_CHOICES];
     for (int i = 0; i < n; i++) {
         t[i] = *plan;
-        secs[i] = apply(dev, &t[i], pass, i) ? 0 : -1;
+        if (!apply(dev, &t[i], pass, i)) return clt_fail(CLT_ERR_INTERNAL, "direct tuner: choice %d does not fit", i);
     }
+    clt_conv_pass_bufs b;
+    clt_status s = clt_conv_pass_bufs_make(dev, &plan->g, pass, &b);
     for (int r = 0; r < 4 && s == CLT_OK; r++)
         for (int i = 0; i < n && s == CLT_OK; i++) {
-            if (secs[i] < 0) continue;
             s = clt_device_finish(dev);
             double t0 = clt_now();
             if (s == CLT_OK) s = clt_conv_run_pass(dev, &t[i], pass, &b);
@@ -112,19 +112,17 @@ static clt_status tune_pass(clt_device *dev, clt_conv_plan *plan, int pass, int 
         clt_clear_error();
         return CLT_OK;
     }
-    int best = -1;
+    int best = 0;
     char line[160];
     int len = snprintf(line, sizeof line, "tuning device %d: direct %s", dev->info.index, name);
     for (int i = 0; i < n; i++) {
-        if (secs[i] < 0) continue;
         value_of(pass, i, v, sizeof v);
         if (len > 0 && (size_t)len < sizeof line)
-            len += snprintf(line + len, sizeof line - (size_t)len, "%s %s: %.3f ms", best >= 0 ? "," : "", v,
-                            secs[i] * 1e3);
-        if (best < 0 || secs[i] < secs[best]) best = i;
+            len += snprintf(line + len, sizeof line - (size_t)len, "%s %s: %.3f ms", i ? "," : "", v, secs[i] * 1e3);
+        if (secs[i] < secs[best]) best = i;
     }
     clt_device_log(dev, 0, "%s", line);
-    if (best < 0 || !apply(dev, plan, pass, best)) return CLT_OK; /* none fits: the rule's stays */
+    if (!apply(dev, plan, pass, best)) return CLT_OK; /* it fit in time_choices: not reached */
     *tuned = 1;
     value_of(pass, best, value, sizeof value);
     CLT_TRY(clt_tune_store(dev, key, value));
