@@ -75,6 +75,14 @@ static int k_chunks(int k, size_t each, int *kc)
     return (k + *kc - 1) / *kc;
 }
 
+/* Floats of the partial sums of a product over k rows whose result is
+ * `each` floats (0 when it is not split). */
+static size_t part_size(int k, size_t each)
+{
+    int kc, chunks = k_chunks(k, each, &kc);
+    return chunks > 1 ? (size_t)chunks * each : 0;
+}
+
 /* c (m, cols) = a^T b over k rows: a (k, lda) from a_off floats, b (k,
  * cols), in chunks (k_chunks) into part at part_off when there are
  * several, then summed into out. cols_first: see the kernel. */
@@ -120,11 +128,12 @@ clt_status clt_dense_cpu_backward(clt_device *dev, int n, int in, int out, cl_me
     dense_cfg c = rule(dev);
     char spec[96];
     program(&c, spec, sizeof spec);
-    /* work buffer: dy transposed for dx and its partial sums, dy times
-     * the ReLU's derivative for dw */
+    /* work buffer: dy transposed for dx, the partial sums of whichever
+     * product is split (one after the other on the queue, so they share
+     * the region), dy times the ReLU's derivative for dw */
     size_t elems = (size_t)n * (size_t)out, t_floats = dx ? elems : 0;
-    int kc, chunks = dx ? k_chunks(out, (size_t)n * (size_t)in, &kc) : 1;
-    size_t part_floats = chunks > 1 ? (size_t)chunks * (size_t)n * (size_t)in : 0;
+    size_t part_floats = dx ? part_size(out, (size_t)n * (size_t)in) : 0;
+    if (dw && part_size(n, (size_t)out * (size_t)in) > part_floats) part_floats = part_size(n, (size_t)out * (size_t)in);
     size_t relu_off = t_floats + part_floats, total = relu_off + (dw && relu ? elems : 0);
     cl_mem scratch = NULL;
     if (total) CLT_TRY(clt_device_scratch(dev, total * sizeof(float), &scratch));
@@ -133,7 +142,7 @@ clt_status clt_dense_cpu_backward(clt_device *dev, int n, int in, int out, cl_me
         CLT_TRY(rank1(dev, &c, spec, n, in, out, 0, scratch, 0, n, w, dx, scratch, t_floats));
     }
     if (!dw) return CLT_OK;
-    if (!relu) return rank1(dev, &c, spec, out, in, n, 1, dy, 0, out, x, dw, NULL, 0);
+    if (!relu) return rank1(dev, &c, spec, out, in, n, 1, dy, 0, out, x, dw, scratch, t_floats);
     CLT_TRY(dy_into(dev, spec, n, out, dy, epi, 0, scratch, relu_off));
-    return rank1(dev, &c, spec, out, in, n, 1, scratch, relu_off, out, x, dw, NULL, 0);
+    return rank1(dev, &c, spec, out, in, n, 1, scratch, relu_off, out, x, dw, scratch, t_floats);
 }

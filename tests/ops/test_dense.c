@@ -173,7 +173,9 @@ static void check_errors(const op_env *e)
 
 static void check_shapes(const op_env *e)
 {
-    const int shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {1, 33, 9}, {17, 33, 9}, {5, 127, 65}, {6, 16, 12}, {13, 37, 50}, {40, 500, 10}, {5, 33, 1100}};
+    const int shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {1, 33, 9}, {17, 33, 9}, {5, 127, 65}, {6, 16, 12}, {13, 37, 50}, {40, 500, 10}, {5, 33, 1100},
+                             /* batches over 512: the weight gradient's sum is split */
+                             {513, 7, 5}, {1030, 33, 10}, {600, 20, 1100}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int bias = 0; bias < 2; bias++) check_dense(e->dev, shapes[i][0], shapes[i][1], shapes[i][2], bias);
 }
