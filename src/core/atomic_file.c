@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/file_lock.h"
 
 clt_status clt_atomic_open(clt_atomic_file *af, const char *path)
 {
@@ -33,6 +34,8 @@ clt_status clt_atomic_open(clt_atomic_file *af, const char *path)
         af->tmp[0] = 0;
         return s;
     }
+    /* held while it is written: what proves to a cleaner that it is alive */
+    (void)clt_file_lock_fd(fd);
     af->f = fdopen(fd, "wb");
     if (!af->f) {
         close(fd);

@@ -5,9 +5,10 @@
  * The target is what the path names after following symbolic links: the
  * file a link points to is replaced and the link stays. A target that
  * exists and is not a regular file (device, FIFO, socket, directory) is
- * refused, never replaced. Temporaries are named TARGET.tmp.PID.<unique>;
- * opening a new one removes the ones of that target whose PID no longer
- * runs (left by a killed process). */
+ * refused, never replaced. Temporaries are named TARGET.tmp.PID.<unique>
+ * and locked while written; opening a new one removes the ones of that
+ * target that are provably dead (left by a killed process): unlocked and
+ * untouched for CLT_STALE_SECONDS. */
 #ifndef CLT_CORE_ATOMIC_FILE_H
 #define CLT_CORE_ATOMIC_FILE_H
 
@@ -17,6 +18,7 @@
 #include "cltrain.h"
 
 #define CLT_PATH_CAP 4096
+#define CLT_STALE_SECONDS 60
 
 typedef struct clt_atomic_file {
     FILE *f;
@@ -48,7 +50,8 @@ clt_status clt_read_file(const char *path, size_t max_bytes, unsigned char **dat
 clt_status clt_mkdir_p(const char *path);
 /* "a FIFO", "a directory", ... for a st_mode that is not a regular file. */
 const char *clt_file_kind(unsigned mode);
-/* Removes TARGET.tmp.PID.* files beside `target` whose PID no longer runs. */
+/* Removes the TARGET.tmp.PID.* files beside `target` that are provably
+ * dead: no process holds their lock, and none wrote them for a minute. */
 void clt_atomic_clean_stale(const char *target);
 
 #endif

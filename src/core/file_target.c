@@ -3,15 +3,17 @@
  * writers. */
 #include <dirent.h>
 #include <errno.h>
-#include <signal.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/file_lock.h"
 
 const char *clt_file_kind(unsigned mode)
 {
@@ -96,6 +98,22 @@ static int our_temporary(const char *name, const char *base, long *pid)
     return rest[used] == 0 && *pid > 0 && rest[0] >= '0' && rest[0] <= '9';
 }
 
+/* Whether the temporary at path is provably dead: unlocked (its writer
+ * locks it from the moment it exists: clt_atomic_open) and not written for
+ * a minute (the lock is taken just after the file appears). A PID says
+ * nothing here: the writer may run in another PID namespace (a
+ * container) or on another machine sharing the disk. */
+static int dead_temporary(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st;
+    int dead = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && time(NULL) - st.st_mtime >= CLT_STALE_SECONDS &&
+               clt_file_locked_by_other(fd) == 0;
+    close(fd);
+    return dead;
+}
+
 void clt_atomic_clean_stale(const char *target)
 {
     char dir[CLT_PATH_CAP], file[CLT_PATH_CAP + 300];
@@ -104,11 +122,11 @@ void clt_atomic_clean_stale(const char *target)
     if (!d) return; /* cleaning is a courtesy: the write goes on */
     for (struct dirent *e; (e = readdir(d));) {
         long pid;
+        /* this process's own: its locks do not conflict with themselves
+         * where only POSIX record locks exist */
         if (!our_temporary(e->d_name, base, &pid) || pid == (long)getpid()) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
-        struct stat st;
         snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
-        if (lstat(file, &st) == 0 && S_ISREG(st.st_mode)) unlink(file);
+        if (dead_temporary(file)) unlink(file);
     }
     closedir(d);
 }

@@ -1,15 +1,20 @@
 /* The atomic writer follows links, refuses what is not a regular file,
- * cleans stale temporaries of dead writers; the reader never blocks. */
+ * cleans stale temporaries of dead writers only (proved by their locks);
+ * the reader never blocks. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "core/atomic_file.h"
+#include "core/file_lock.h"
 
 static int count_entries(const char *dir)
 {
@@ -65,16 +70,47 @@ int main(void)
     CHECK(clt_read_file(fifo, 0, &data, &n) != CLT_OK && strstr(clt_last_error(), "FIFO"), "read FIFO: %s",
           clt_last_error());
 
-    /* a dead writer's temporary goes on the next save; a live one's, and
-     * files not of our naming, stay */
-    char *dead = path_in(dir, "real.tmp.999999999.abc.12.0"), *live = path_in(dir, "real.tmp.1.abc.12.0");
-    char *other = path_in(dir, "real.tmp.999999999.notours");
-    for (char **p = (char *[]){dead, live, other, NULL}; *p; p++) close(open(*p, O_CREAT | O_WRONLY, 0644));
+    /* A dead writer's temporary (unlocked, untouched for a minute) goes on
+     * the next save. A live one stays, whatever its PID: one whose PID
+     * does not run here (a writer in another PID namespace or on another
+     * machine sharing the disk) holds its lock; so does a fresh one not
+     * yet locked, and files not of our naming. */
+    char *dead = path_in(dir, "real.tmp.999999999.abc.12.0"), *fresh = path_in(dir, "real.tmp.999999998.abc.12.0");
+    char *elsewhere = path_in(dir, "real.tmp.999999997.abc.12.0"), *other = path_in(dir, "real.tmp.999999999.notours");
+    for (char **p = (char *[]){dead, fresh, elsewhere, other, NULL}; *p; p++) close(open(*p, O_CREAT | O_WRONLY, 0644));
+    struct timeval old[2] = {{time(NULL) - 2 * CLT_STALE_SECONDS, 0}, {time(NULL) - 2 * CLT_STALE_SECONDS, 0}};
+    for (char **p = (char *[]){dead, elsewhere, other, NULL}; *p; p++) CHECK(utimes(*p, old) == 0, "utimes %s", *p);
+    int ready[2], hold[2];
+    if (pipe(ready) != 0 || pipe(hold) != 0) {
+        perror("pipe");
+        return 1;
+    }
+    pid_t writer = fork();
+    if (writer < 0) {
+        perror("fork");
+        return 1;
+    }
+    if (writer == 0) { /* the other writer: holds the lock until the pipe closes */
+        close(hold[1]);
+        int fd = open(elsewhere, O_WRONLY);
+        char c = fd >= 0 && clt_file_lock_fd(fd) == 0 ? 'y' : 'n';
+        if (write(ready[1], &c, 1) != 1 || read(hold[0], &c, 1) < 0) _exit(1);
+        _exit(0);
+    }
+    char locked = 0;
+    CHECK(read(ready[0], &locked, 1) == 1 && locked == 'y', "the other writer could not lock its temporary");
     int before = count_entries(dir);
     CHECK_OK(clt_write_file_atomic(link, "again", 5));
     CHECK(access(dead, F_OK) != 0, "the dead writer's temporary stayed");
-    CHECK(access(live, F_OK) == 0 && access(other, F_OK) == 0, "a temporary not to clean was removed");
+    CHECK(access(elsewhere, F_OK) == 0, "a live writer's temporary was removed (its PID does not run here)");
+    CHECK(access(fresh, F_OK) == 0 && access(other, F_OK) == 0, "a temporary not to clean was removed");
     CHECK(count_entries(dir) == before - 1, "entries %d, before %d", count_entries(dir), before);
+    close(hold[1]);
+    waitpid(writer, NULL, 0);
+    /* its writer gone, it is dead too */
+    CHECK_OK(clt_write_file_atomic(link, "again", 5));
+    CHECK(access(elsewhere, F_OK) != 0, "a dead writer's temporary stayed after its lock went");
+    close(ready[0]), close(ready[1]), close(hold[0]);
 
     DIR *d = opendir(dir);
     for (struct dirent *e; d && (e = readdir(d));)
