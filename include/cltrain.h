@@ -705,6 +705,26 @@ CLT_API clt_status clt_trainer_evaluate(clt_trainer *t, const clt_dataset *ds, i
  * the first replica that differs from replica 0. */
 CLT_API clt_status clt_trainer_check_replicas(clt_trainer *t);
 
+/* Asks the trainer to finish what it does soon, for a program about to
+ * stop: kernel tuning under way (a first step on a device, a new shape)
+ * stops measuring and runs the shapes left with the untuned rule's
+ * choices, keeping none of them, so the step or evaluation in progress
+ * ends normally and its results stay valid. It holds for the trainer's
+ * life. Safe from any thread and from a signal handler: it only sets an
+ * atomic flag. NULL-safe. */
+CLT_API void clt_trainer_interrupt(clt_trainer *t);
+
+/* Whether steps of batch_size samples, and evaluations in batches of
+ * batch_size on each device, fit in memory: an estimate of what
+ * the replicas will allocate for their shards (parameters, gradients,
+ * optimizer state, activations, work buffers) against each device's
+ * global memory and, for CPU devices, what the process's limits
+ * (RLIMIT_AS, RLIMIT_DATA) leave. CLT_ERR_DEVICE_MEMORY names the device,
+ * the estimate, the limit and the samples that fit. clt_trainer_step and
+ * clt_trainer_evaluate check it before they allocate for a larger batch
+ * than before; call it to refuse a run before its first step. */
+CLT_API clt_status clt_trainer_check_memory(clt_trainer *t, int batch_size);
+
 /* Sets the learning rate of the following steps (a schedule calls it
  * before each step); the other settings stay. CLT_ERR_INVALID_ARG for a
  * negative or non-finite lr. */

@@ -126,8 +126,9 @@ static clt_status load_named(const named_dataset *nd, clt_subset split, int64_t 
                 return clt_dataset_from_idx(images, labels, 10, limit, out);
             if (try_dir(env, "($CLTRAIN_DATA)", split, images, labels, &log))
                 return clt_dataset_from_idx(images, labels, 10, limit, out);
-        } else {
-            log_add(&log, "\n  %s ($CLTRAIN_DATA): %s, ignored", env, problem);
+        } else { /* a typo must not pass for the system's copy */
+            return clt_fail(CLT_ERR_NOT_FOUND, "CLTRAIN_DATA=%s: %s: unset it, or set it to the directory holding "
+                            "the datasets", env, problem);
         }
     } else {
         log_add(&log, "\n  $CLTRAIN_DATA: not set");

@@ -30,7 +30,8 @@ clt_param *clt_layer_add_param(clt_layer *l, const char *suffix, int ndim, const
     p->numel = 1;
     for (int i = 0; i < ndim; i++) {
         p->shape[i] = shape[i];
-        p->numel *= shape[i];
+        /* a spec may ask for more than int64 holds: clt_layer_check_sizes refuses it */
+        p->numel = shape[i] && p->numel > INT64_MAX / shape[i] ? INT64_MAX : p->numel * shape[i];
     }
     p->fan_in = fan_in;
     p->fan_out = fan_out;
@@ -44,6 +45,20 @@ clt_param *clt_layer_add_buffer(clt_layer *l, const char *suffix, int64_t numel,
     p->is_buffer = 1;
     p->init_value = value;
     return p;
+}
+
+clt_status clt_layer_check_sizes(const clt_layer *l)
+{
+    char buf[64];
+    int64_t out = clt_shape_numel(&l->out);
+    if (out > CLT_MAX_ELEMENTS)
+        return clt_layer_fail(l, CLT_ERR_SPEC, "its output %s holds %.3g values per sample, more than %d",
+                              clt_shape_fmt(&l->out, buf, sizeof buf), (double)out, CLT_MAX_ELEMENTS);
+    for (int i = 0; i < l->n_params; i++)
+        if (l->params[i].numel > CLT_MAX_ELEMENTS)
+            return clt_layer_fail(l, CLT_ERR_SPEC, "its parameter %s would hold %.3g values, more than %d",
+                                  l->params[i].name, (double)l->params[i].numel, CLT_MAX_ELEMENTS);
+    return CLT_OK;
 }
 
 clt_status clt_layer_fail(const clt_layer *l, clt_status s, const char *fmt, ...)

@@ -90,6 +90,13 @@ typedef struct clt_layer_kind {
      * (ops/epilogue.h); first: it is the net's first layer with
      * parameters (its backward computes no dx). NULL: never. */
     int (*fuses_pool)(const clt_layer *l, const clt_device *dev, int kind, int first);
+    /* Bytes per sample of the device's work buffer its passes may take
+     * (an estimate, for the memory check before a run: net_memory.c);
+     * NULL: none. */
+    double (*work_bytes)(const clt_layer *l, const clt_device *dev);
+    /* Bytes per sample of the batch-sized buffers it allocates itself
+     * (a composite's parts' outputs), for the same check; NULL: none. */
+    double (*batch_bytes)(const clt_layer *l);
 } clt_layer_kind;
 
 struct clt_layer {
@@ -127,6 +134,12 @@ struct clt_layer {
     void *kind_state;     /* host state the kind keeps (a convolution's plan); its release frees it */
 };
 
+/* The most values a layer's output (per sample) or one parameter may hold:
+ * shapes are ints, and no device holds more in one buffer. */
+#define CLT_MAX_ELEMENTS INT32_MAX
+/* Refuses (CLT_ERR_SPEC naming the layer) an output or a parameter larger
+ * than CLT_MAX_ELEMENTS: the spec parser's check after configure. */
+clt_status clt_layer_check_sizes(const clt_layer *l);
 /* Makes priv[i] hold `bytes` (allocating on first use). */
 clt_status clt_layer_priv(clt_layer *l, clt_device *dev, int i, size_t bytes);
 /* Releases priv[] (and, through the kind's hook, anything else). */

@@ -103,6 +103,12 @@ static size_t aux_bytes(const clt_layer *l)
     return clt_epi_cells(&e) ? (size_t)clt_shape_numel(&l->pooled) : 0;
 }
 
+static double work_bytes(const clt_layer *l, const clt_device *dev)
+{
+    clt_conv_geom g;
+    return geom(l, 1, &g) == CLT_OK ? clt_conv_work_bytes(dev, &g) : 0;
+}
+
 /* Every algorithm stores through the epilogue. */
 const clt_layer_kind clt_layer_conv = {"conv", configure, forward, backward, aux_bytes, 0, clt_layer_release_conv_plan,
-                                       clt_layer_fuses_always, NULL, fuses_pool};
+                                       clt_layer_fuses_always, NULL, fuses_pool, work_bytes, NULL};

@@ -40,5 +40,12 @@ static int fuses_relu(const clt_layer *l, const clt_device *dev)
     return clt_dense_fuses(dev);
 }
 
+/* dy transposed and through the ReLU's derivative (ops/dense_cpu.c) */
+static double work_bytes(const clt_layer *l, const clt_device *dev)
+{
+    (void)dev;
+    return 2.0 * sizeof(float) * (double)l->out.d[0];
+}
+
 const clt_layer_kind clt_layer_dense = {"dense", configure, forward, backward, NULL, 0, NULL,
-                                        fuses_relu, NULL, NULL};
+                                        fuses_relu, NULL, NULL, work_bytes, NULL};

@@ -30,6 +30,7 @@ static clt_status add_part(clt_layer *l, int i, const clt_layer_kind *kind, cons
     s->nargs = nargs;
     s->in = in;
     CLT_TRY(kind->configure(s));
+    CLT_TRY(clt_layer_check_sizes(s));
     for (int p = 0; p < s->n_params; p++) l->params[l->n_params++] = s->params[p];
     l->sync_rounds += s->sync_rounds;
     if (s->sync_floats > l->sync_floats) l->sync_floats = s->sync_floats;
@@ -168,4 +169,11 @@ static void release(clt_layer *l)
     for (int i = 0; i < l->n_subs; i++) clt_layer_release(&l->subs[i]);
 }
 
-const clt_layer_kind clt_layer_res = {"res", configure, forward, backward, NULL, 0, release, NULL, fuse_parts, NULL};
+static double batch_bytes(const clt_layer *l)
+{
+    double out = (double)clt_shape_numel(&l->out), in = (double)clt_shape_numel(&l->in);
+    return sizeof(float) * ((N_BATCH_BUFFERS - 1 - !projected(l)) * out + in); /* batch_buffers */
+}
+
+const clt_layer_kind clt_layer_res = {"res", configure, forward, backward, NULL, 0, release, NULL, fuse_parts, NULL,
+                                      NULL, batch_bytes};

@@ -363,7 +363,8 @@ clt_status clt_net_read_stats(clt_net *net, double *loss_sum, int64_t *correct)
     /* Loaded parameters are checked finite: a training loss that is not
      * diverged; an evaluation has no learning rate to blame. */
     if (!isfinite(sum) && net->last_training)
-        return clt_fail(CLT_ERR_NUMERIC, "the loss is %s (diverged: lower the learning rate?)",
+        return clt_fail(CLT_ERR_NUMERIC, "the loss is %s: training diverged (the optimizer's settings made the "
+                        "parameters overflow float32)",
                         isnan(sum) ? "NaN" : "infinite");
     if (!isfinite(sum))
         return clt_fail(CLT_ERR_NUMERIC, "the evaluation loss is %s: the parameters or the inputs hold values too "

@@ -95,6 +95,17 @@ int clt_net_grad_span(const clt_net *net, int i, clt_span *span, int *layer);
 
 /* Optimizer state slots allocated (0 .. CLT_OPTIM_SLOTS). */
 int clt_net_slots(const clt_net *net);
+
+/* What a net takes on its device, estimated from its shapes (bytes):
+ * fixed (parameters, gradients, staging, optimizer_slots state arrays),
+ * per_sample (a batch's activations, gradients and layer state), and work
+ * (the largest work buffer a layer takes, per sample). */
+typedef struct clt_net_memory {
+    double fixed, per_sample, work;
+} clt_net_memory;
+void clt_net_memory_estimate(const clt_net *net, int optimizer_slots, clt_net_memory *m);
+/* The batch its buffers hold now (0 before the first pass). */
+int clt_net_batch_capacity(const clt_net *net);
 /* Allocates zeroed slots until there are n. */
 clt_status clt_net_ensure_slots(clt_net *net, int n);
 /* Zeroes every allocated slot. */

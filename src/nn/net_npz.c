@@ -38,6 +38,29 @@ static clt_status need_slot(const clt_net *net, int which, const char *op)
     return CLT_OK;
 }
 
+/* The first value of data that is not finite (-1: none), and its place:
+ * "NaN at index (1, 2) (element 5 of 6)", the flat index as an index into
+ * the shape, last dimension fastest. */
+static int64_t first_non_finite(const float *data, int ndim, const int64_t *shape, int64_t numel, char *where,
+                                size_t cap)
+{
+    for (int64_t i = 0; i < numel; i++) {
+        float v = data[i];
+        if (isfinite(v)) continue;
+        char at[200];
+        int64_t idx[CLT_MAX_DIMS], rest = i;
+        for (int d = ndim - 1; d >= 0; d--) {
+            idx[d] = shape[d] ? rest % shape[d] : 0;
+            rest = shape[d] ? rest / shape[d] : 0;
+        }
+        clt_npz_shape_str(ndim, idx, at, sizeof at);
+        snprintf(where, cap, "%s at index %s (element %lld of %lld)", isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf", at,
+                 (long long)i, (long long)numel);
+        return i;
+    }
+    return -1;
+}
+
 clt_status clt_net_npz_add(clt_npz_writer *w, const clt_net *net, int which, const char *prefix)
 {
     if (!w || !net)
@@ -63,6 +86,13 @@ clt_status clt_net_npz_add(clt_npz_writer *w, const clt_net *net, int which, con
                             (size_t)p->numel * sizeof(float), host, "reading a parameter buffer");
         if (s != CLT_OK) {
             s = clt_fail_context(s, "saving %s", key);
+            break;
+        }
+        /* a file that no load would take (check_finite): a diverged run
+         * must not replace its last good file */
+        char where[300];
+        if (first_non_finite(host, p->ndim, p->shape, p->numel, where, sizeof where) >= 0) {
+            s = clt_fail(CLT_ERR_NUMERIC, "%s holds %s: training diverged; not written", key, where);
             break;
         }
         s = clt_npz_writer_add_f32(w, key, p->ndim, p->shape, host);
@@ -133,22 +163,9 @@ static clt_status check_found(const char *path, const char *key, const clt_param
  * diverged loss far from its cause: refused here, naming the first. */
 static clt_status check_finite(const char *path, const char *key, const clt_npz_entry *e)
 {
-    for (int64_t i = 0; i < e->numel; i++) {
-        float v = e->data[i];
-        if (isfinite(v)) continue;
-        /* The flat index as an index into the shape, last dimension fastest. */
-        char at[200];
-        int64_t idx[CLT_MAX_DIMS], rest = i;
-        for (int d = e->ndim - 1; d >= 0; d--) {
-            idx[d] = e->shape[d] ? rest % e->shape[d] : 0;
-            rest = e->shape[d] ? rest / e->shape[d] : 0;
-        }
-        clt_npz_shape_str(e->ndim, idx, at, sizeof at);
-        return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" holds %s at index %s (element %lld of %lld): parameters must "
-                        "be finite", path, key, isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf", at, (long long)i,
-                        (long long)e->numel);
-    }
-    return CLT_OK;
+    char where[300];
+    if (first_non_finite(e->data, e->ndim, e->shape, e->numel, where, sizeof where) < 0) return CLT_OK;
+    return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" holds %s: parameters must be finite", path, key, where);
 }
 
 clt_status clt_net_npz_check(const clt_npz *npz, const clt_net *net, int which, const char *prefix)
@@ -259,6 +276,11 @@ clt_status clt_net_load_npz(clt_net *net, const char *path)
     clt_npz *npz;
     CLT_TRY(clt_npz_read_filtered(path, load_filter, net, &npz));
     clt_status s = clt_net_npz_check(npz, net, 0, "");
+    clt_npz_entry spec;
+    if (s == CLT_OK && clt_npz_find(npz, "__cltrain__/spec", &spec) == CLT_OK)
+        s = clt_fail(CLT_ERR_FORMAT, "%s is a training checkpoint (it holds \"__cltrain__/spec\"), not a net's "
+                     "parameters alone: a trainer loads it (clt_trainer_load_checkpoint; cltrain train --resume)", path);
+    if (s == CLT_OK) clt_clear_error();
     for (int i = 0; s == CLT_OK && i < clt_npz_count(npz); i++) {
         clt_npz_entry e;
         s = clt_npz_entry_at(npz, i, &e);

@@ -44,8 +44,12 @@ static const struct {
 
 const char *clt_model_builtin(const char *name)
 {
+    /* spaces around the name, as around a layer token, do not count */
+    while (isspace((unsigned char)*name)) name++;
+    size_t n = strlen(name);
+    while (n && isspace((unsigned char)name[n - 1])) n--;
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-        if (strcmp(builtins[i].name, name) == 0) return builtins[i].spec;
+        if (strlen(builtins[i].name) == n && strncmp(builtins[i].name, name, n) == 0) return builtins[i].spec;
     return NULL;
 }
 
@@ -177,6 +181,7 @@ clt_status clt_model_parse(const char *spec, int c, int h, int w, clt_model *out
         if (s == CLT_OK) {
             l->in = shape;
             s = l->kind->configure(l);
+            if (s == CLT_OK) s = clt_layer_check_sizes(l);
             shape = l->out;
             out->n_layers = i + 1;
         }

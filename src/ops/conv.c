@@ -64,6 +64,16 @@ clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes)
     return CLT_OK;
 }
 
+double clt_conv_work_bytes(const clt_device *dev, const clt_conv_geom *g)
+{
+    int lanes = 0;
+    if (clt_conv_uses_lanes(dev, &lanes) != CLT_OK || !lanes) return 0;
+    /* the backward's copies of x, dx, and dy in two layouts (conv_lanes.c,
+     * backward_layout), the forward's of x and y being fewer */
+    double in = (double)g->c * g->h * g->w, out = (double)g->co * g->oh * g->ow;
+    return 2.0 * sizeof(float) * (in + out) / g->n;
+}
+
 /* ------------------------------------------------------------------ */
 /* Plan                                                                */
 /* ------------------------------------------------------------------ */

@@ -32,6 +32,11 @@ clt_status clt_conv_geom_init(clt_conv_geom *g, int n, int c, int h, int w, int 
 /* Whether convolutions run the lane kernels on this device (CPU devices,
  * unless its settings say otherwise); other ops may borrow them. */
 clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes);
+/* Bytes per sample of the work buffer g's passes take on dev (g's n
+ * samples), as estimated for a memory check: the lanes layouts' copies on
+ * CPU devices; 0 where the kernels read the tensors in place (GPUs), whose
+ * work buffers do not grow with the batch beyond their budget. */
+double clt_conv_work_bytes(const clt_device *dev, const clt_conv_geom *g);
 
 /* Pass bits (CLT_CONV_PASS(CLT_CONV_FWD) | ...). */
 #define CLT_CONV_PASS(p) (1u << (p))

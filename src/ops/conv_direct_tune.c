@@ -70,8 +70,8 @@ static clt_status time_choices(clt_device *dev, const clt_conv_plan *plan, int p
     }
     clt_conv_pass_bufs b;
     clt_status s = clt_conv_pass_bufs_make(dev, &plan->g, pass, &b);
-    for (int r = 0; r < 4 && s == CLT_OK; r++)
-        for (int i = 0; i < n && s == CLT_OK; i++) {
+    for (int r = 0; r < 4 && s == CLT_OK && !clt_device_interrupted(dev); r++)
+        for (int i = 0; i < n && s == CLT_OK && !clt_device_interrupted(dev); i++) {
             s = clt_device_finish(dev);
             double t0 = clt_now();
             if (s == CLT_OK) s = clt_conv_run_pass(dev, &t[i], pass, &b);
@@ -100,6 +100,10 @@ static clt_status tune_pass(clt_device *dev, clt_conv_plan *plan, int pass, int 
                 return CLT_OK;
             }
         }
+    if (clt_device_interrupted(dev)) { /* the rule's stays, unkept */
+        dev->tune_cut = 1;
+        return CLT_OK;
+    }
     clt_conv_tune_announce(dev);
     double secs[MAX_CHOICES];
     const char *name = pass == CLT_CONV_FWD ? "forward" : "backward-weights";
@@ -107,6 +111,10 @@ static clt_status tune_pass(clt_device *dev, clt_conv_plan *plan, int pass, int 
     clt_status s = time_choices(dev, plan, pass, n, secs);
     dev->cache_hold--;
     if (s == CLT_ERR_DEVICE_LOST) return s;
+    if (s == CLT_OK && clt_device_interrupted(dev)) { /* cut short: the rule's stays, unkept */
+        dev->tune_cut = 1;
+        return CLT_OK;
+    }
     if (s != CLT_OK) { /* the rule's stays; the next run measures again */
         clt_device_log(dev, 0, "tuning device %d: direct %s skipped: %s", dev->info.index, name, clt_last_error());
         clt_clear_error();

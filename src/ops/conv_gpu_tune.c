@@ -108,8 +108,8 @@ static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, 
         *found = 0;
         return CLT_OK;
     }
-    for (int r = 0; r < ROUNDS && s != CLT_ERR_DEVICE_LOST; r++) {
-        for (int i = 0; i < n; i++) {
+    for (int r = 0; r < ROUNDS && s != CLT_ERR_DEVICE_LOST && !clt_device_interrupted(dev); r++) {
+        for (int i = 0; i < n && !clt_device_interrupted(dev); i++) {
             if (!ok[i]) continue;
             double secs = 0;
             s = time_choice(dev, &t[i], pass, &b, r == 0, &secs);
@@ -135,6 +135,8 @@ static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, 
     /* gemm's timing grew the scratch buffer (its im2col matrix): give the
      * memory back; the algorithm that runs grows it again if it needs it */
     if (dev->scratch_bytes > scratch_before) clt_device_scratch_release(dev);
+    *found = 0;
+    if (clt_device_interrupted(dev)) return CLT_OK; /* cut short: no choice */
     int at = -1;
     for (int i = 0; i < n; i++)
         if (ok[i] && (at < 0 || best_s[i] < best_s[at])) at = i;
@@ -166,9 +168,17 @@ clt_status clt_conv_gpu_tune(clt_device *dev, clt_conv_plan *plan)
             plan->gpu_tuned[p] = 1;
             continue;
         }
+        if (clt_device_interrupted(dev)) { /* the rule's choices for the rest, unkept */
+            dev->tune_cut = 1;
+            break;
+        }
         clt_conv_tune_announce(dev);
         int found = 0;
         CLT_TRY(measure(dev, plan, p, with_gemm, &c, &found));
+        if (clt_device_interrupted(dev)) { /* cut short: not a measurement */
+            dev->tune_cut = 1;
+            break;
+        }
         if (!found) continue; /* nothing ran: the rule's choice stays, unkept */
         t = *plan;
         if (!apply(dev, &t, p, &c))

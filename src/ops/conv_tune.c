@@ -128,8 +128,8 @@ static clt_status fastest(clt_device *dev, const clt_conv_lanes_params *lp, int 
         ok[i] = clt_conv_lanes_derive(dev, &t[i], mask);
     }
     dev->cache_hold++; /* only the winner's binary goes to the on-disk cache */
-    for (int r = 0; r < ROUNDS; r++) {
-        for (int i = 0; i < n; i++) {
+    for (int r = 0; r < ROUNDS && !clt_device_interrupted(dev); r++) {
+        for (int i = 0; i < n && !clt_device_interrupted(dev); i++) {
             if (!ok[i]) continue;
             double secs = 0;
             clt_status s = time_cfg(dev, &t[i], pass, r == 0, &secs);
@@ -155,6 +155,7 @@ static clt_status fastest(clt_device *dev, const clt_conv_lanes_params *lp, int 
     }
     dev->cache_hold--;
     best[0] = best[1] = -1;
+    if (clt_device_interrupted(dev)) return CLT_OK; /* cut short: no choice */
     for (int i = 0; i < n; i++) {
         if (!ok[i]) continue;
         if (best[0] < 0 || best_s[i] < best_s[best[0]]) {
@@ -228,8 +229,19 @@ clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan)
                 continue;
             }
         }
+        /* an interrupt: the rule's choice for this pass and the rest, unkept */
+        if (clt_device_interrupted(dev)) {
+            dev->tune_cut = 1;
+            break;
+        }
         clt_conv_tune_announce(dev);
+        clt_conv_lanes_cfg rule = lp->cfg[p];
         CLT_TRY(measure(dev, lp, p, mask));
+        if (clt_device_interrupted(dev)) { /* cut short: not a measurement */
+            lp->cfg[p] = rule;
+            dev->tune_cut = 1;
+            break;
+        }
         lp->tuned[p] = 1;
         format_cfg(p, &lp->cfg[p], value, sizeof value);
         CLT_TRY(clt_tune_store(dev, key, value));

@@ -116,7 +116,8 @@ static clt_status plan_batch_norm(clt_trainer *t)
 }
 
 /* Without synchronised batch norm each replica's running statistics follow
- * its own shard: average them (device order) so replicas stay identical. */
+ * its own shard: average those of the devices that ran one (device order;
+ * a device with an empty shard ran nothing) so replicas stay identical. */
 static clt_status average_state(clt_trainer *t)
 {
     size_t n = clt_net_floats(t->workers[0].net, CLT_NET_STATE);
@@ -127,28 +128,32 @@ static clt_status average_state(clt_trainer *t)
     const float *in[CLT_MAX_DEVICES];
     clt_span whole = {0, n};
     clt_status s = CLT_OK;
+    int ran = 0;
     for (int i = 0; i < t->k && s == CLT_OK; i++) {
-        float *mine = all + (size_t)(i + 1) * n;
-        in[i] = mine;
+        if (t->workers[i].n == 0) continue;
+        float *mine = all + (size_t)(ran + 1) * n;
+        in[ran++] = mine;
         s = clt_net_read(t->workers[i].net, CLT_NET_STATE, whole, mine, NULL);
     }
-    if (s == CLT_OK && !t->cl) s = clt_reduce_local_sum(NULL, in, t->k, all, n, 1.0f / (float)t->k);
-    if (s == CLT_OK && t->cl) { /* this process's sum, everyone's, then the mean */
-        s = clt_reduce_local_sum(NULL, in, t->k, all, n, 1.0f);
-        if (s == CLT_OK) s = clt_cluster_sum_floats(t->cl, all, n);
-        float inv = 1.0f / (float)all_devices;
-        for (size_t i = 0; s == CLT_OK && i < n; i++) all[i] *= inv;
+    if (s == CLT_OK && ran) s = clt_reduce_local_sum(NULL, in, ran, all, n, 1.0f);
+    if (s != CLT_OK || !ran) memset(all, 0, n * sizeof(float));
+    double devices = ran;
+    if (t->cl) { /* every process's sum and count, even after a local failure: none waits */
+        clt_status c = clt_cluster_sum_floats(t->cl, all, n);
+        if (c == CLT_OK) c = clt_cluster_sum_doubles(t->cl, &devices, 1);
+        if (s == CLT_OK) s = c;
     }
+    float inv = devices > 0 ? 1.0f / (float)devices : 0;
+    for (size_t i = 0; s == CLT_OK && i < n; i++) all[i] *= inv;
     for (int i = 0; i < t->k && s == CLT_OK; i++) s = clt_net_write(t->workers[i].net, CLT_NET_STATE, whole, all, NULL);
     clt_aligned_free(all);
     return s;
 }
 
 /* Replica 0's buffer b (process 0's with MPI) through host into the other
- * replicas, or only those whose shard was empty (empty_only). Every
- * process takes part in the broadcast, even after a local failure, so
- * none waits. */
-static clt_status spread_buffer(clt_trainer *t, clt_net_buffer b, float *host, int empty_only)
+ * replicas. Every process takes part in the broadcast, even after a local
+ * failure, so none waits. */
+static clt_status spread_buffer(clt_trainer *t, clt_net_buffer b, float *host)
 {
     clt_net *src = t->workers[0].net;
     clt_span whole = {0, clt_net_floats(src, b)};
@@ -156,20 +161,31 @@ static clt_status spread_buffer(clt_trainer *t, clt_net_buffer b, float *host, i
     clt_status c = t->cl ? clt_cluster_broadcast(t->cl, host, whole.count) : CLT_OK;
     if (s == CLT_OK) s = c;
     for (int i = t->cl ? 0 : 1; i < t->k && s == CLT_OK; i++)
-        if (!empty_only || t->workers[i].n == 0) s = clt_net_write(t->workers[i].net, b, whole, host, NULL);
+        s = clt_net_write(t->workers[i].net, b, whole, host, NULL);
     return s;
 }
 
 /* With synchronised batch norm every device that ran the step updated the
  * same running statistics; one with an empty shard ran nothing: it takes
- * device 0's (process 0's with MPI; device 0 always has a sample). */
+ * those of the first device that ran (of any process: its owner
+ * contributes them to a sum over the processes, the others zeros). */
 static clt_status share_state(clt_trainer *t)
 {
     if (!t->cfg.sync_bn || t->sync_rounds == 0 || t->empty_shards == 0) return CLT_OK;
     size_t n = clt_net_floats(t->workers[0].net, CLT_NET_STATE);
+    int src = t->first_busy - (t->cl ? clt_cluster_first(t->cl) : 0);
     float *buf;
     CLT_TRY(clt_aligned_alloc((void **)&buf, n ? n : 1, sizeof(float), "batch-norm statistics"));
-    clt_status s = spread_buffer(t, CLT_NET_STATE, buf, 1);
+    clt_span whole = {0, n};
+    clt_status s = CLT_OK;
+    if (src >= 0 && src < t->k) s = clt_net_read(t->workers[src].net, CLT_NET_STATE, whole, buf, NULL);
+    if (s != CLT_OK || src < 0 || src >= t->k) memset(buf, 0, n * sizeof(float));
+    if (t->cl) { /* even after a local failure: none waits */
+        clt_status c = clt_cluster_sum_floats(t->cl, buf, n);
+        if (s == CLT_OK) s = c;
+    }
+    for (int i = 0; i < t->k && s == CLT_OK; i++)
+        if (t->workers[i].n == 0) s = clt_net_write(t->workers[i].net, CLT_NET_STATE, whole, buf, NULL);
     clt_aligned_free(buf);
     return s;
 }
@@ -182,6 +198,7 @@ static clt_status open_worker(clt_trainer *t, int slot, int device_index)
     CLT_TRY(clt_device_open(device_index, &w->dev));
     clt_device_set_log(w->dev, t->cfg.log, t->cfg.log_user);
     w->dev->gemm_lock = &t->gemm_mu;
+    clt_device_set_interrupt(w->dev, &t->interrupt);
     /* The programs every net uses and CLBlast's (whose compile cache is
      * not thread-safe) built here, one device at a time, before any worker
      * thread runs; the others are built in the workers at first use, each
@@ -371,6 +388,11 @@ clt_status clt_trainer_set_reduce(clt_trainer *t, clt_reduce_fn fn, void *user)
     return CLT_OK;
 }
 
+void clt_trainer_interrupt(clt_trainer *t)
+{
+    if (t) atomic_store(&t->interrupt, 1);
+}
+
 clt_status clt_trainer_set_lr(clt_trainer *t, float lr)
 {
     if (!t) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_set_lr: trainer is NULL");
@@ -401,7 +423,7 @@ clt_status clt_trainer_broadcast_params(clt_trainer *t)
         s = clt_net_ensure_slots(t->workers[i].net, n - CLT_NET_SLOT0);
     for (int w = CLT_NET_PARAMS; w < n; w++) { /* every buffer, whatever failed: the broadcasts pair up */
         if (w == CLT_NET_GRADS) continue;
-        clt_status r = spread_buffer(t, (clt_net_buffer)w, host, 0);
+        clt_status r = spread_buffer(t, (clt_net_buffer)w, host);
         if (s == CLT_OK) s = r;
     }
     clt_aligned_free(host);
@@ -459,7 +481,13 @@ static clt_status assign_shards(clt_trainer *t, int n, int training)
         }
     }
     t->empty_shards = 0;
-    for (int i = 0; i < all; i++) t->empty_shards += sizes[i] == 0;
+    t->max_shard = 0;
+    t->first_busy = -1;
+    for (int i = 0; i < all; i++) {
+        t->empty_shards += sizes[i] == 0;
+        if (sizes[i] > 0 && t->first_busy < 0) t->first_busy = i;
+        if (sizes[i] > t->max_shard) t->max_shard = sizes[i];
+    }
     int off = 0;
     for (int i = 0; i < first; i++) off += sizes[i];
     for (int i = 0; i < t->k; i++) {
@@ -468,6 +496,36 @@ static clt_status assign_shards(clt_trainer *t, int n, int training)
         off += sizes[first + i];
     }
     return CLT_OK;
+}
+
+/* The memory check where the largest shard of any device (of any
+ * process: every process decides alike) is larger than any checked before.
+ * Nothing is allocated yet: a refusal leaves the trainer as it was. Across
+ * processes, one that does not fit makes every one refuse. */
+static clt_status check_memory(clt_trainer *t, int most)
+{
+    if (most <= t->mem_checked) return CLT_OK;
+    clt_status s = clt_trainer_memory_check(t);
+    if (t->cl) {
+        double bad = s != CLT_OK;
+        CLT_TRY(clt_cluster_sum_doubles(t->cl, &bad, 1));
+        if (bad > 0 && s == CLT_OK)
+            s = clt_fail(CLT_ERR_DEVICE_MEMORY, "the devices of another MPI process lack the memory for %d samples "
+                         "per device (its message says how much)", most);
+    }
+    if (s == CLT_OK) t->mem_checked = most;
+    return s;
+}
+
+clt_status clt_trainer_check_memory(clt_trainer *t, int batch_size)
+{
+    if (!t) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_check_memory: NULL trainer");
+    if (batch_size < 1) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_check_memory: batch of %d samples", batch_size);
+    CLT_TRY(assign_shards(t, batch_size, 1));
+    CLT_TRY(check_memory(t, t->max_shard));
+    /* an evaluation runs batches of batch_size on each device */
+    for (int i = 0; i < t->k; i++) t->workers[i].n = batch_size;
+    return check_memory(t, batch_size);
 }
 
 /* Auto split: weights follow each device's smoothed samples/s; the first
@@ -512,6 +570,7 @@ clt_status clt_trainer_step(clt_trainer *t, const float *images, const int32_t *
     if (n < 1) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_step: batch of %d samples", n);
     CLT_TRY(clt_labels_check(labels, n, clt_net_classes(t->workers[0].net), "clt_trainer_step"));
     CLT_TRY(assign_shards(t, n, 1));
+    CLT_TRY(check_memory(t, t->max_shard));
     t->images = images;
     t->labels = labels;
     t->batch = n;
@@ -547,6 +606,14 @@ clt_status clt_trainer_evaluate(clt_trainer *t, const clt_dataset *ds, int batch
     CLT_TRY(clt_net_check_dataset(t->workers[0].net, ds, "clt_trainer_evaluate"));
     int64_t total = clt_dataset_size(ds);
     CLT_TRY(assign_shards(t, (int)total, 0));
+    int shards[CLT_MAX_DEVICES];
+    for (int i = 0; i < t->k; i++) { /* a device evaluates its shard in batches of batch_size */
+        shards[i] = t->workers[i].n;
+        if (t->workers[i].n > batch_size) t->workers[i].n = batch_size;
+    }
+    clt_status fits = check_memory(t, t->max_shard < batch_size ? t->max_shard : batch_size);
+    for (int i = 0; i < t->k; i++) t->workers[i].n = shards[i];
+    CLT_TRY(fits);
     t->eval_ds = ds;
     t->eval_batch = batch_size;
     CLT_TRY(run_command(t, CMD_EVAL));

@@ -109,6 +109,10 @@ struct clt_trainer {
     int *reduced;         /* per bucket: slices summed */
     int peer_sum;         /* each device updates its share of every replica (peers.c) */
     int failed;           /* a device failed: every waiter gives up */
+    atomic_int interrupt; /* clt_trainer_interrupt: the devices' tuners keep their rules */
+    int max_shard;        /* the largest shard of any device (every process's) this step */
+    int first_busy;       /* the first device (of every process's) with a sample this step */
+    int mem_checked;      /* the largest shard clt_trainer_memory_check passed */
     clt_status fail_status;
     char fail_msg[2200];
     /* current command's input */
@@ -132,6 +136,11 @@ struct clt_trainer {
     double bn_xn;
     int64_t bn_crossed;   /* rounds of this step whose cross-process sum is in */
 };
+
+/* Whether the workers' current shards (w->n) fit the devices' memory and
+ * the process's limits (memory.c); CLT_ERR_DEVICE_MEMORY with the estimate
+ * and the limit. */
+clt_status clt_trainer_memory_check(clt_trainer *t);
 
 clt_status clt_reduce_local_sum(void *user, const float *const *in, int k, float *out, size_t count,
                                 float scale);

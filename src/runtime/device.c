@@ -73,6 +73,10 @@ clt_status clt_device_open(int index, clt_device **out)
 
 void clt_device_destroy(clt_device *dev) { clt_device_release(dev); }
 
+void clt_device_set_interrupt(clt_device *dev, const atomic_int *flag) { dev->interrupt = flag; }
+
+int clt_device_interrupted(const clt_device *dev) { return dev->interrupt && atomic_load(dev->interrupt); }
+
 void clt_device_retain(clt_device *dev)
 {
     if (dev) atomic_fetch_add_explicit(&dev->refs, 1, memory_order_relaxed);

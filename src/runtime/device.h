@@ -100,7 +100,17 @@ struct clt_device {
     int n_tune, cap_tune, tune_loaded;
     int tune_announced;        /* the "tuning" line was logged */
     int cache_warned;          /* a store into the cache failed and was reported (clt_cache_store_failed) */
+    int tune_unkept;           /* tuned choices the cache could not keep (clt_tune_store) */
+    int tune_cut;              /* an interrupt left shapes unmeasured (clt_device_interrupted) */
+    char unkept_why[256];      /* why the first of them was not kept */
+    const atomic_int *interrupt; /* set by the owner to end work early (clt_device_interrupted); may be NULL */
 };
+
+/* The flag an owner (a trainer) sets to have the device's work end soon:
+ * the kernel tuners stop measuring and keep the rule's choices, unstored.
+ * NULL: none. Set before the device is used from other threads. */
+void clt_device_set_interrupt(clt_device *dev, const atomic_int *flag);
+int clt_device_interrupted(const clt_device *dev);
 
 /* A net or tensor keeps its device alive: retain when it takes the device,
  * release when it is destroyed. The last release (clt_device_destroy

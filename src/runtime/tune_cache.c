@@ -156,6 +156,7 @@ clt_status clt_tune_store(clt_device *dev, const char *key, const char *value)
     load_file(dev, 0); /* another process's entries since, merged */
     CLT_TRY(put(dev, key, value, 1));
     if (write_file(dev) != CLT_OK) {
+        if (!dev->tune_unkept++) snprintf(dev->unkept_why, sizeof dev->unkept_why, "%s", clt_last_error());
         char what[CLT_TUNE_KEY_MAX + 16];
         snprintf(what, sizeof what, "tuning of %s", key);
         clt_cache_store_failed(dev, what);

@@ -220,14 +220,15 @@ static void test_cltrain_data(void)
                    "/usr/share/datasets/fashion-mnist", "apt-get install dataset-fashion-mnist",
                    "tools/setup");
     }
-    /* CLTRAIN_DATA naming a file is reported and skipped. */
+    /* CLTRAIN_DATA naming a file, or nothing, is refused naming it, even
+     * where the system's copy exists (a typo must not pass for it). */
     tw_write_raw(join(root, "a-file"), "x", 1);
     setenv("CLTRAIN_DATA", join(root, "a-file"), 1);
-    clt_status s = clt_dataset_load("mnist", CLT_SUBSET_TRAIN, 0, &ds);
-    if (s != CLT_OK)
-        CHECK(strstr(clt_last_error(), "not a directory, ignored") != NULL, "detail: %s",
-              clt_last_error());
-    clt_dataset_destroy(ds);
+    CHECK_FAIL(clt_dataset_load("mnist", CLT_SUBSET_TRAIN, 0, &ds), CLT_ERR_NOT_FOUND, "CLTRAIN_DATA=",
+               "a-file", "not a directory");
+    setenv("CLTRAIN_DATA", join(root, "typo"), 1);
+    CHECK_FAIL(clt_dataset_load("fashion-mnist", CLT_SUBSET_TRAIN, 0, &ds), CLT_ERR_NOT_FOUND, "typo",
+               "does not exist");
     unsetenv("CLTRAIN_DATA");
 }
 

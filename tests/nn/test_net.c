@@ -49,6 +49,13 @@ static void spec_errors(void)
         {"a.conv1=conv:4:3,a=res:4,flatten,dense:2", "layer 0 (a.conv1=conv) and layer 1 (a=res)", CLT_ERR_SPEC},
         {"flatten,dense:1000000000", "argument 1000000000 is out of range (-1000000 .. 1000000)", CLT_ERR_SPEC},
         {"flatten,dense:99999999999999999999999", "out of range", CLT_ERR_SPEC},
+        /* sizes past what a shape or a buffer holds: refused, not wrapped */
+        {"conv:1000:1:1:100000,flatten,dense:10", "(1000, 200028, 200028) holds 4e+13 values per sample", CLT_ERR_SPEC},
+        {"conv:65536:1:1:32754,flatten,dense:10", "more than 2147483647", CLT_ERR_SPEC},
+        {"flatten,dense:1000000,dense:1000000,dense:10", "layer 2 (dense:1000000): its parameter 2.weight",
+         CLT_ERR_SPEC},
+        {"conv:1000:1,conv:1000000:1000000:1:500000,gap", "layer 1 (conv:1000000:1000000:1:500000): its parameter "
+         "1.weight would hold 9.22e+18 values", CLT_ERR_SPEC},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         clt_status s = clt_spec_check(bad[i].spec, 1, 28, 28, NULL, 0);
@@ -74,6 +81,7 @@ static void spec_errors(void)
               strstr(summary, "(10)"),
           "lenet shapes: %s", summary);
     CHECK(clt_spec_check("lenet", 0, 28, 28, NULL, 0) == CLT_ERR_SHAPE, "zero input shape");
+    CHECK_OK(clt_spec_check(" lenet ", 1, 28, 28, NULL, 0)); /* as a layer token, spaces around do not count */
 }
 
 static void names_and_init(clt_device *dev)
@@ -518,6 +526,10 @@ int main(void)
                           2 + 2 * dense_fuse);
     /* batch norm: after a conv, inside residual blocks (bn1's relu), and on features */
     fused_equals_separate(dev, "conv:4:3:1:1,bn,relu,res:4,res:6:2,gap,bn,relu,dense:3", 2, 7, 6, 3, 2);
+    /* batches over 512 samples: dense layers split their weight
+     * gradient's sum over the batch (a ReLU fused in or not) */
+    against_reference(dev, "flatten,dense:9,relu,dense:3", 1, 4, 4, 600, 0);
+    against_reference(dev, "flatten,dense:9,relu,dense:3", 1, 4, 4, 1030, 0);
     /* The whole builtin at its real size on a tiny batch (the blocks above
      * carry the finite differences). */
     against_reference(dev, "resnet18", 1, 28, 28, 2, 0);

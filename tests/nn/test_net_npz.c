@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -248,7 +249,27 @@ static void nonfinite_loss(clt_device *dev)
     CHECK_FAIL(clt_net_loss(net, &label, NULL, NULL), CLT_ERR_NUMERIC, "evaluation loss is NaN");
     CHECK(!strstr(clt_last_error(), "learning rate"), "evaluation blames the learning rate: %s", clt_last_error());
     REQUIRE_OK(clt_net_forward(net, x, 1, 1));
-    CHECK_FAIL(clt_net_loss(net, &label, NULL, NULL), CLT_ERR_NUMERIC, "lower the learning rate");
+    CHECK_FAIL(clt_net_loss(net, &label, NULL, NULL), CLT_ERR_NUMERIC, "training diverged");
+    clt_net_destroy(net);
+}
+
+/* A diverged net's parameters are not written: the file already there
+ * (a run's last good checkpoint) stays as it was. */
+static void nonfinite_save(clt_device *dev)
+{
+    clt_net *net;
+    REQUIRE_OK(clt_net_create(dev, "flatten,dense:2", 1, 2, 2, &net));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/good.npz", dir);
+    REQUIRE_OK(clt_net_save_npz(net, path));
+    struct stat before, after;
+    CHECK(stat(path, &before) == 0, "%s not written", path);
+    float w[8] = {0, 0, 0, 0, 0, INFINITY, 0, 0};
+    REQUIRE_OK(clt_net_param_set(net, "1.weight", w, 8));
+    CHECK_FAIL(clt_net_save_npz(net, path), CLT_ERR_NUMERIC, "1.weight", "+inf at index (1, 1)", "diverged");
+    CHECK(stat(path, &after) == 0 && after.st_ino == before.st_ino && after.st_size == before.st_size,
+          "the good file was replaced");
+    unlink(path);
     clt_net_destroy(net);
 }
 
@@ -295,6 +316,7 @@ int main(void)
     save_and_load(dev);
     bomb(dev);
     nonfinite_loss(dev);
+    nonfinite_save(dev);
     clt_device_destroy(dev);
     CHECK(rmdir(dir) == 0, "files left in %s", dir);
     free_paths();

@@ -550,6 +550,11 @@ int main(int argc, char **argv)
     equals_one_device_aligned(BN_SPEC, 1, two, 2, NULL, 24, 0, &(clt_trainer_test_hooks){.force_copies = (int[]){0, 1}},
                               "2 devices, the second copies its gradients, sync batch norm");
     equals_one_device_spec(BN_SPEC, 1, two, 2, (float[]){1, 0}, 12, 0, "2 devices, sync batch norm, empty shard");
+    /* the running statistics of a device that ran nothing: taken from one
+     * that ran (sync), left out of the average (not sync) */
+    equals_one_device_spec(BN_SPEC, 1, two, 2, (float[]){0, 1}, 12, 0, "2 devices, sync batch norm, first shard empty");
+    equals_one_device_spec(BN_SPEC, 0, two, 2, (float[]){0, 1}, 12, 0, "2 devices, batch norm, first shard empty");
+    equals_one_device_spec(BN_SPEC, 0, two, 2, (float[]){1, 0}, 12, 0, "2 devices, batch norm, second shard empty");
     bn_replicas(two, 2);
     collectives(2);
     replicas_and_failure(two, 2);
