@@ -276,7 +276,8 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run('train', '--limit-train', '512', '--limit-test', '64', '--steps', '2', '--batch-size', '32',
                        '--quiet', '--save', ck)
     rc, out, err = run('train', '--resume', ck, '--lr', '1e5', '--epochs', '3', '--quiet', '--save', ck)
-    check(rc == 1 and 'last good checkpoint' in err and 'n.ck' in err, f'NaN stop names the checkpoint: {err!r}')
+    check(rc == 1 and 'the last checkpoint, after step 2,' in err and 'n.ck' in err and '--lr 100000' in err,
+          f'NaN stop names the checkpoint and the settings: {err!r}')
 
 # .npz export / import, checkpoints and resume
 import random
@@ -310,6 +311,8 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 0 and json.loads(out3)['test_acc'] == json.loads(out1)['test_acc']
           and abs(json.loads(out3)['test_loss'] - json.loads(out1)['test_loss']) < 1e-4, f'eval --split: {out3} {err}')
     # a checkpoint of another model, a corrupt one, a wrong --init-from: clear refusals
+    rc, out, err = run('train', '--init-from', P('a.ck'), '--steps', '9', '--quiet')
+    check(rc == 1 and 'training checkpoint' in err and '--resume' in err, f'--init-from a checkpoint: {rc} {err!r}')
     rc, out, err = run('train', '--resume', P('a.ck'), '--model', 'lenet-max', '--steps', '9', '--quiet')
     check(rc == 1 and 'model' in err and 'avgpool' in err and 'maxpool' in err, f'other model refused: {rc} {err!r}')
     data = open(P('a.ck'), 'rb').read()
@@ -461,14 +464,21 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run('train', '--resume', P('pos.ck'), '--data', P('small'), '--quiet', '--steps', '5')
     check(rc == 1 and 'batch 3 of epoch 1' in err and '1 batch per epoch' in err and '64 training samples' in err,
           f'a position beyond the data: {rc} {err!r}')
+    # eval --resume evaluates on the run's own data (its record names it) unless --data says otherwise
+    rc, out, err = run('train', '--data', P('small'), '--devices', '0', '--steps', '1', '--save', P('own-data.ck'),
+                       '--quiet')
+    rc, out, err = run('eval', '--resume', P('own-data.ck'), '--json')
+    check(rc == 0 and json.loads(out)['samples'] == 16, f'eval --resume on the recorded data: {rc} {out!r} {err!r}')
 
     # outputs through links: the files behind them are written, the links
-    # stay; a dead writer's temporary beside the target goes
+    # stay; a dead writer's temporary (unlocked, untouched for minutes)
+    # beside the target goes
     for name in ('k.ck', 'k.npz', 'k.svg', 'k.csv'):
         open(P('real-' + name), 'w').close()
         os.symlink('real-' + name, P(name))
     stale = P('real-k.ck.tmp.999999999.7f.1.0')
     open(stale, 'w').close()
+    os.utime(stale, (time.time() - 600, time.time() - 600))
     rc, out, err = run('train', '--limit-train', '64', '--limit-test', '16', '--batch-size', '64', '--steps', '1',
                        '--quiet', '--save', P('k.ck'), '--export-npz', P('k.npz'), '--plot', P('k.svg'),
                        '--log-csv', P('k.csv'))
@@ -549,7 +559,7 @@ with tempfile.TemporaryDirectory() as tmp:
 # warmup + cosine schedule resumes mid-warmup bit for bit on two devices; the
 # lr is in the JSON and CSV; eval loads an Adam checkpoint
 for args, word in [(['train', '--optimizer', 'rmsprop'], 'rmsprop'),
-                   (['train', '--betas', '0.9'], 'need two'),
+                   (['train', '--betas', '0.9'], 'two values'),
                    (['train', '--optimizer', 'adam', '--betas', '0.9,1'], '[0, 1)'),
                    (['train', '--betas', '0.9,0.99'], 'adam or adamw'),
                    (['train', '--optimizer', 'adamw', '--momentum', '0.9'], '--momentum applies to --optimizer sgd'),

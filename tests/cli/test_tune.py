@@ -6,14 +6,18 @@ notice); a training run in a fresh cache prints the notice once per device,
 naming CLTRAIN_TUNE=0; tune --again and CLTRAIN_TUNE=again measure the kept
 shapes again; CLTRAIN_TUNE=0 and a disabled cache refuse tune, and so does
 a cache that cannot be written, which training reports once per device;
-bad CLTRAIN_TUNE and CLTRAIN_LOG values are refused by name; bench ops names
-the tuned configuration of each convolution."""
+a tuning file that cannot be written fails tune, naming it; Ctrl-C during
+the first tuning stops within seconds; bad CLTRAIN_TUNE and CLTRAIN_LOG
+values are refused by name; bench ops names the tuned configuration of each
+convolution."""
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 CLTRAIN = sys.argv[1]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
@@ -98,6 +102,45 @@ rc, out, err = run('bench', 'train', '--model', 'conv:8:3,relu,avgpool:2,conv:8:
 check(rc == 0 and err.count('cannot store') == 1 and 'set CLTRAIN_CACHE_DIR' in err
       and NOTICE in err and 'kept in memory only; the cache cannot be written' in err,
       f'training with an unwritable cache: rc {rc}, {err!r}')
+
+# a tuning file that cannot be written (a directory where it goes): tune
+# says which choices were not kept and fails; it said "kept in" and exit 0
+with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as blocked:
+    env = {k: v for k, v in os.environ.items() if k != 'CLTRAIN_TUNE'}
+    tiny = ['--model', 'conv:4:3,relu,flatten,dense:2', '--batch-size', '32', '--devices', str(cpus[0])]
+    rc, out, err = run('tune', *tiny, env=dict(env, CLTRAIN_CACHE_DIR=tmp))
+    for name in [os.path.basename(f) for f in glob.glob(os.path.join(tmp, 'tune-*.txt'))]:
+        os.mkdir(os.path.join(blocked, name))
+    rc, out, err = run('tune', *tiny, env=dict(env, CLTRAIN_CACHE_DIR=blocked))
+    check(rc == 1 and 'could not be kept in ' + blocked in err and 'is a directory' in err and 'kept in' not in out,
+          f'tune whose choices cannot be kept: rc {rc}, {out!r} {err!r}')
+
+# Ctrl-C while the first run on a device tunes: the measuring stops at once
+# (the rule's choices run the step, unkept), the step ends, the run saves
+# and stops with 130; it waited for the tuning to end (21 s for LeNet)
+with tempfile.TemporaryDirectory() as tmp:
+    env = {k: v for k, v in os.environ.items() if k != 'CLTRAIN_TUNE'}
+    env['CLTRAIN_CACHE_DIR'] = tmp
+    ck = os.path.join(tmp, 'int.ck')
+    p = subprocess.Popen([CLTRAIN, 'train', '--devices', str(cpus[0]), '--limit-train', '512', '--limit-test', '64',
+                          '--epochs', '100', '--save', ck, '--quiet'], stderr=subprocess.PIPE, text=True, env=env)
+    tune_file = lambda: ''.join(open(f).read() for f in glob.glob(os.path.join(tmp, 'tune-*.txt')))  # noqa: E731
+    first = p.stderr.readline()
+    p.send_signal(signal.SIGINT)
+    t0 = time.time()
+    try:
+        err = first + p.communicate(timeout=120)[1]
+    except subprocess.TimeoutExpired:
+        p.kill()
+        err = first + p.communicate()[1]
+    waited = time.time() - t0
+    check(NOTICE in first and p.returncode == 130 and waited < 60 and 'checkpoint saved' in err and os.path.exists(ck),
+          f'Ctrl-C during the first tuning: rc {p.returncode} after {waited:.1f} s, {err!r}')
+    kept = tune_file().count('\n')
+    rc, out, err = run('tune', '--devices', str(cpus[0]), '--batch-size', '256', env=env)
+    check(rc == 0 and 'already tuned' not in out and tune_file().count('\n') > kept,
+          f'the interrupted tuning kept only what it measured ({kept} lines, then {tune_file().count(chr(10))}): '
+          f'{out!r} {err!r}')
 
 for var, value in [('CLTRAIN_TUNE', 'yes'), ('CLTRAIN_LOG', 'loud')]:
     rc, out, err = run('bench', 'train', '--devices', str(cpus[0]), '--steps', '1', env=dict(os.environ, **{var: value}))

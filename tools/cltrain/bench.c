@@ -11,6 +11,7 @@
 #include "cltrain_diag.h"
 #include "core/clock.h"
 #include "bench.h"
+#include "nn/model.h"
 #include "log.h"
 #include "nn/net.h"
 
@@ -76,8 +77,15 @@ int cli_bench_run(const cli_options *o, const int *devs, int k, const float *ima
     return rc;
 }
 
-int cli_synthetic_batch(size_t b, float **images, int32_t **labels)
+int cli_synthetic_batch(const char *model, size_t b, float **images, int32_t **labels)
 {
+    clt_model m; /* its classes: the labels must lie below them */
+    if (clt_model_parse(model, 1, 28, 28, &m) != CLT_OK) {
+        fprintf(stderr, "cltrain: --model %.200s: %s\n", model, clt_last_error());
+        return 2;
+    }
+    int classes = m.classes;
+    clt_model_free(&m);
     *images = malloc(b * 784 * sizeof(float));
     *labels = malloc(b * sizeof(int32_t));
     if (!*images || !*labels) {
@@ -87,7 +95,7 @@ int cli_synthetic_batch(size_t b, float **images, int32_t **labels)
     }
     uint32_t r = 1;
     for (size_t i = 0; i < b * 784; i++) r = r * 1664525u + 1013904223u, (*images)[i] = (float)(r >> 8) / 16777216.0f;
-    for (size_t i = 0; i < b; i++) (*labels)[i] = (int32_t)(i % 10);
+    for (size_t i = 0; i < b; i++) (*labels)[i] = (int32_t)(i % (size_t)classes);
     return 0;
 }
 
@@ -149,7 +157,7 @@ int cli_bench(int argc, char **argv, const cli_world *world)
     }
     float *images;
     int32_t *labels;
-    if (cli_synthetic_batch((size_t)o.batch_size, &images, &labels)) return 1;
+    if ((rc = cli_synthetic_batch(o.model, (size_t)o.batch_size, &images, &labels))) return rc;
     if (world->size > 1) {
         rc = cli_bench_world(&o, devs, n, images, labels, steps, world);
         free(images);

@@ -15,9 +15,10 @@ typedef struct bench_row {
     double samples_per_s, step_s, compute_s, transfer_s, reduce_s, idle_s, hidden_s, exposed_s;
 } bench_row;
 
-/* b synthetic 28x28 images (uniform in [0, 1)) and labels (i mod 10), the
- * same every run; malloc'd. 0, or 1 after a message. */
-int cli_synthetic_batch(size_t b, float **images, int32_t **labels);
+/* b synthetic 28x28 images (uniform in [0, 1)) and labels (i mod the
+ * model's classes), malloc'd; 0, or 1 (out of memory) or 2 (a model that
+ * does not parse) after a message. */
+int cli_synthetic_batch(const char *model, size_t b, float **images, int32_t **labels);
 /* Warm-up and `steps` timed steps of a trainer on devs[0..k); comm: an
  * MPI_Comm pointer (NULL: this process alone); trace: a file for a trace
  * of the timed steps (NULL: none). 0, or 1 after a message. */

@@ -4,16 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <errno.h>
+
 #include "../common/json.h"
 #include "options.h"
 #include "runmeta.h"
+#include "stop.h"
 
 /* What eval reads: the parameters, the model they fit, the test data and
  * how it is shared. Learning settings, seed and init have no effect (every
  * parameter and statistic is loaded), nor has --sync-bn (no training pass). */
 static const cli_accept eval_options[] = {
     {O_INIT_FROM, "evaluate these parameters (PyTorch state_dict names, e.g. 0.weight)"},
-    {O_RESUME, "evaluate this checkpoint's parameters, on its model unless --model is given"},
+    {O_RESUME, "evaluate this checkpoint's parameters, on its model and data unless --model\n"
+               "or --data is given"},
     {O_MODEL, NULL},
     {O_DATA, NULL},
     {O_DEVICES, NULL},
@@ -40,6 +44,7 @@ int cli_eval(int argc, char **argv)
     if (o.resume && run_meta_read_checkpoint(o.resume, &model, &meta)) return 1;
     if (o.resume) /* the trainer the checkpoint came from: its optimizer state loads */
         o.learn = meta.learn, o.momentum = meta.momentum, o.weight_decay = meta.weight_decay;
+    if (o.resume && !CLI_GIVEN(&o, O_DATA) && meta.data && meta.data[0]) o.data = meta.data; /* the run's test set */
     int devs[CLT_MAX_DEVICES], n_devs = 0;
     clt_dataset *test = NULL;
     clt_trainer *t = NULL;
@@ -69,6 +74,13 @@ int cli_eval(int argc, char **argv)
                (long long)clt_dataset_size(test));
     else
         printf("test loss %.4f, test acc %.4f on %lld samples\n", loss, acc, (long long)clt_dataset_size(test));
+    int err = stop_check_output(stdout);
+    if (err == EPIPE) { /* a reader that went away (| head): as a death by SIGPIPE */
+        rc = 141;
+    } else if (err) {
+        fprintf(stderr, "cltrain: writing the result to standard output failed: %s\n", strerror(err));
+        rc = 1;
+    }
 done:
     clt_trainer_destroy(t);
     clt_dataset_destroy(test);

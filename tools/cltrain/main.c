@@ -1,10 +1,13 @@
 /* cltrain: train, and benchmark, convolutional networks on every OpenCL
  * device of the machine. */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "log.h"
 #include "options.h"
+#include "stop.h"
 #include "world.h"
 
 static void usage(FILE *f)
@@ -22,6 +25,18 @@ static void usage(FILE *f)
             "Devices are numbered as cltrain-smi lists them.\n");
 }
 
+/* What a command printed must have reached standard output: a result
+ * lost to a full disk is an error (a closed pipe train reports itself). */
+static int flushed(int rc)
+{
+    if (rc) return rc; /* said already */
+    int err = stop_check_output(stdout);
+    if (!err) return 0;
+    if (err == EPIPE) return 128 + SIGPIPE;
+    fprintf(stderr, "cltrain: writing to standard output failed: %s\n", strerror(err));
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -30,6 +45,7 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (cli_log_check()) return 2;
+    if (stop_init()) return 1; /* before MPI, OpenCL or any thread starts */
     cli_world world;
     int rc = cli_world_open(&world, &argc, &argv);
     if (rc) return rc;
@@ -49,17 +65,17 @@ int main(int argc, char **argv)
         return rc;
     }
     cli_world_close(&world, 0);
-    if (!strcmp(cmd, "train")) return cli_train(argc - 1, argv + 1, &world);
-    if (!strcmp(cmd, "eval")) return cli_eval(argc - 1, argv + 1);
-    if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1, &world);
-    if (!strcmp(cmd, "tune")) return cli_tune(argc - 1, argv + 1);
+    if (!strcmp(cmd, "train")) return flushed(cli_train(argc - 1, argv + 1, &world));
+    if (!strcmp(cmd, "eval")) return flushed(cli_eval(argc - 1, argv + 1));
+    if (!strcmp(cmd, "bench")) return flushed(cli_bench(argc - 1, argv + 1, &world));
+    if (!strcmp(cmd, "tune")) return flushed(cli_tune(argc - 1, argv + 1));
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         usage(stdout);
-        return 0;
+        return flushed(0);
     }
     if (!strcmp(cmd, "--version")) {
         printf("cltrain %s\n", clt_version(NULL, NULL, NULL));
-        return 0;
+        return flushed(0);
     }
     fprintf(stderr, "cltrain: unknown command \"%s\" (train, eval, bench, tune; see cltrain --help)\n", cmd);
     return 2;

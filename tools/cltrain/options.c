@@ -7,6 +7,7 @@
 
 #include "../common/args.h"
 #include "cltrain_diag.h"
+#include "ranges.h"
 #include "optim/optim.h"
 #include "optim/schedule.h"
 
@@ -45,10 +46,10 @@ static const cli_row rows[] = {
     {O_WD, "weight-decay", "X", "weight decay: L2 for sgd and adam, decoupled for adamw\n(default 0; adamw 0.01)"},
     {O_OPTIM, "optimizer", "sgd|adam|adamw", "optimizer, PyTorch's semantics (default sgd)"},
     {O_NESTEROV, "nesterov", NULL, "Nesterov momentum (sgd with --momentum > 0)"},
-    {O_BETAS, "betas", "B1,B2", "adam/adamw moment decay rates in [0, 1) (default 0.9,0.999)"},
+    {O_BETAS, "betas", "B1,B2", "adam/adamw moment decay rates (default 0.9,0.999)"},
     {O_EPS, "eps", "E", "adam/adamw denominator term (default 1e-8)"},
     {O_CLIP, "clip-grad-norm", "X", "scale the gradient to global L2 norm at most X (default: no clipping)"},
-    {O_SMOOTH, "label-smoothing", "E", "cross-entropy against (1-E) one-hot + E uniform, in [0, 1) (default 0)"},
+    {O_SMOOTH, "label-smoothing", "E", "cross-entropy against (1-E) one-hot + E uniform (default 0)"},
     {O_SCHED, "lr-schedule", "constant|step|multistep|cosine", "learning-rate schedule, evaluated every step (default constant)"},
     {O_LR_STEP, "lr-step", "EPOCHS", "step schedule: multiply the rate by --lr-gamma every EPOCHS epochs"},
     {O_MILESTONES, "lr-milestones", "E1,E2,...", "multistep schedule: multiply by --lr-gamma after epochs E1, E2, ..."},
@@ -89,6 +90,12 @@ static const cli_row *row_of(int opt)
     return NULL;
 }
 
+const char *cli_option_name(enum cli_opt opt)
+{
+    const cli_row *r = row_of(opt);
+    return r ? r->name : "?";
+}
+
 /* Options only the commands whose accept list names them take (train,
  * which passes none, takes every other option). */
 static int listed_only(enum cli_opt opt) { return opt == O_AGAIN; }
@@ -119,19 +126,27 @@ static void help(const char *cmd, const cli_accept *accepts)
         for (; *text; text++)
             if (*text == '\n') printf("\n%*s", HELP_COLUMN, "");
             else putchar(*text);
+        const opt_range *range = opt_range_of(rows[i].opt);
+        char span[64];
+        if (range) /* a list's arg names its values: each lies in the range */
+            printf("; %s in %s", strchr(rows[i].arg, ',') ? "each" : rows[i].arg, opt_range_text(range, span, sizeof span));
         putchar('\n');
     }
     printf("  %-*s%s\n", HELP_COLUMN - 2, "-h, --help", "this help");
 }
 
-/* --betas B1,B2: two numbers in [0, 1). */
+/* --betas B1,B2: two numbers, each in --betas' range. */
 static int arg_betas(const char *prog, const char *text, double *b1, double *b2)
 {
-    float b[3];
-    int n = 0;
-    if (arg_floats(prog, "--betas", text, b, 3, &n)) return 2;
-    if (n != 2) return usage_error(prog, "--betas: \"%s\" gives %d value%s, need two: B1,B2", text, n, n == 1 ? "" : "s");
-    if (!(b[0] < 1) || !(b[1] < 1)) return usage_error(prog, "--betas: %s: each must lie in [0, 1)", text);
+    char buf[128];
+    if (strlen(text) >= sizeof buf) return usage_error(prog, "--betas: \"%.40s...\" is too long", text);
+    strcpy(buf, text);
+    char *comma = strchr(buf, ',');
+    if (!comma || strchr(comma + 1, ','))
+        return usage_error(prog, "--betas: \"%s\" is not two values B1,B2", text);
+    *comma = 0;
+    double b[2];
+    if (opt_parse_number(O_BETAS, buf, &b[0]) || opt_parse_number(O_BETAS, comma + 1, &b[1])) return 2;
     *b1 = b[0], *b2 = b[1];
     return 0;
 }
@@ -143,10 +158,13 @@ static int arg_milestones(const char *prog, const char *text, int64_t *list, int
     char buf[512];
     if (strlen(text) >= sizeof buf) return usage_error(prog, "--lr-milestones: list too long");
     strcpy(buf, text);
+    size_t len = strlen(buf);
+    if (strstr(buf, ",,") || (len && (buf[0] == ',' || buf[len - 1] == ',')))
+        return usage_error(prog, "--lr-milestones: \"%s\" has an empty entry", text);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (*n == CLT_SCHEDULE_MILESTONES)
             return usage_error(prog, "--lr-milestones: more than %d milestones", CLT_SCHEDULE_MILESTONES);
-        if (arg_int(prog, "--lr-milestones", tok, 1, 1000000, &list[*n])) return 2;
+        if (opt_parse_int(O_MILESTONES, tok, &list[*n])) return 2;
         if (*n && list[*n] <= list[*n - 1])
             return usage_error(prog, "--lr-milestones: %lld does not come after %lld (epochs must increase)",
                                (long long)list[*n], (long long)list[*n - 1]);
@@ -226,20 +244,20 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
                 rc = arg_floats(prog, "--split", optarg, o->weights, CLT_MAX_DEVICES, &o->n_weights);
             }
             break;
-        case O_BATCH: rc = arg_int(prog, "--batch-size", optarg, 1, 1 << 20, &o->batch_size); break;
-        case O_LR: rc = arg_float(prog, "--lr", optarg, 0, 1e6, &o->lr); break;
-        case O_MOM: rc = arg_float(prog, "--momentum", optarg, 0, 0.999999, &o->momentum); break;
-        case O_WD: rc = arg_float(prog, "--weight-decay", optarg, 0, 1e6, &o->weight_decay); break;
-        case O_EPOCHS: rc = arg_int(prog, "--epochs", optarg, 1, 1000000, &o->epochs); break;
-        case O_STEPS: rc = arg_int(prog, "--steps", optarg, 1, INT64_MAX / 2, &o->steps); break;
-        case O_SEED: rc = arg_int(prog, "--seed", optarg, 0, INT64_MAX, &o->seed); break;
+        case O_BATCH: rc = opt_parse_int(O_BATCH, optarg, &o->batch_size); break;
+        case O_LR: rc = opt_parse_number(O_LR, optarg, &o->lr); break;
+        case O_MOM: rc = opt_parse_number(O_MOM, optarg, &o->momentum); break;
+        case O_WD: rc = opt_parse_number(O_WD, optarg, &o->weight_decay); break;
+        case O_EPOCHS: rc = opt_parse_int(O_EPOCHS, optarg, &o->epochs); break;
+        case O_STEPS: rc = opt_parse_int(O_STEPS, optarg, &o->steps); break;
+        case O_SEED: rc = opt_parse_int(O_SEED, optarg, &o->seed); break;
         case O_INIT:
             if (!strcmp(optarg, "normal")) o->init = CLT_INIT_NORMAL;
             else if (!strcmp(optarg, "xavier")) o->init = CLT_INIT_XAVIER;
             else rc = usage_error(prog, "--init: \"%s\" is not normal or xavier", optarg);
             break;
-        case O_LTRAIN: rc = arg_int(prog, "--limit-train", optarg, 1, INT32_MAX, &o->limit_train); break;
-        case O_LTEST: rc = arg_int(prog, "--limit-test", optarg, 1, INT32_MAX, &o->limit_test); break;
+        case O_LTRAIN: rc = opt_parse_int(O_LTRAIN, optarg, &o->limit_train); break;
+        case O_LTEST: rc = opt_parse_int(O_LTEST, optarg, &o->limit_test); break;
         case O_NOSHUF: o->shuffle = 0; break;
         case O_DROP: o->drop_last = 1; break;
         case O_JSON: o->json = 1; break;
@@ -259,21 +277,21 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
             break;
         case O_NESTEROV: o->learn.nesterov = 1; break;
         case O_BETAS: rc = arg_betas(prog, optarg, &o->learn.beta1, &o->learn.beta2); break;
-        case O_EPS: rc = arg_float(prog, "--eps", optarg, 0, 1, &o->learn.eps); break;
-        case O_CLIP: rc = arg_float(prog, "--clip-grad-norm", optarg, 1e-30, 1e30, &o->learn.clip_grad_norm); break;
+        case O_EPS: rc = opt_parse_number(O_EPS, optarg, &o->learn.eps); break;
+        case O_CLIP: rc = opt_parse_number(O_CLIP, optarg, &o->learn.clip_grad_norm); break;
         case O_SCHED:
             o->learn.lr_schedule = clt_schedule_named(optarg);
             if (o->learn.lr_schedule < 0)
                 rc = usage_error(prog, "--lr-schedule: \"%s\" is not constant, step, multistep or cosine", optarg);
             break;
-        case O_LR_STEP: rc = arg_int(prog, "--lr-step", optarg, 1, 1000000, &o->learn.lr_step); break;
+        case O_LR_STEP: rc = opt_parse_int(O_LR_STEP, optarg, &o->learn.lr_step); break;
         case O_MILESTONES: rc = arg_milestones(prog, optarg, o->learn.milestones, &o->learn.n_milestones); break;
-        case O_GAMMA: rc = arg_float(prog, "--lr-gamma", optarg, 1e-30, 1e6, &o->learn.lr_gamma); break;
-        case O_LR_MIN: rc = arg_float(prog, "--lr-min", optarg, 0, 1e6, &o->learn.lr_min); break;
-        case O_WARM_STEPS: rc = arg_int(prog, "--warmup-steps", optarg, 1, INT64_MAX / 2, &o->learn.warmup_steps); break;
-        case O_WARM_EPOCHS: rc = arg_int(prog, "--warmup-epochs", optarg, 1, 1000000, &o->learn.warmup_epochs); break;
+        case O_GAMMA: rc = opt_parse_number(O_GAMMA, optarg, &o->learn.lr_gamma); break;
+        case O_LR_MIN: rc = opt_parse_number(O_LR_MIN, optarg, &o->learn.lr_min); break;
+        case O_WARM_STEPS: rc = opt_parse_int(O_WARM_STEPS, optarg, &o->learn.warmup_steps); break;
+        case O_WARM_EPOCHS: rc = opt_parse_int(O_WARM_EPOCHS, optarg, &o->learn.warmup_epochs); break;
         case O_SCALE_LR: o->learn.scale_lr = 1; break;
-        case O_SMOOTH: rc = arg_float(prog, "--label-smoothing", optarg, 0, 0.999999, &o->learn.label_smoothing); break;
+        case O_SMOOTH: rc = opt_parse_number(O_SMOOTH, optarg, &o->learn.label_smoothing); break;
         case 'h': help(cmd, accepts); return -1;
         case ':': return usage_error(prog, "option %s needs a value", argv[optind - 1]);
         default: return usage_error(prog, "unknown option \"%s\" for cltrain %s", argv[optind - 1], cmd);
@@ -284,11 +302,12 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
     if (o->init_from && o->resume) return usage_error(prog, "--init-from and --resume exclude each other");
     if (o->split == CLT_SPLIT_WEIGHTS) {
         int n = o->n_devices;
-        if (n == 0) return usage_error(prog, "--split with weights needs --devices naming as many devices");
-        if (n != o->n_weights)
+        if (n == 0 && !o->all_devices)
+            return usage_error(prog, "--split with weights needs --devices naming as many devices (or all)");
+        if (n && n != o->n_weights)
             return usage_error(prog, "--split gives %d weights for %d devices", o->n_weights, n);
         float sum = 0;
-        for (int i = 0; i < n; i++) sum += o->weights[i];
+        for (int i = 0; i < o->n_weights; i++) sum += o->weights[i];
         if (!(sum > 0)) return usage_error(prog, "--split: the weights sum to 0");
     }
     return 0;
@@ -331,6 +350,9 @@ int cli_resolve_devices(const cli_options *o, int *list, int *n)
     } else if (o->all_devices) {
         *n = count < CLT_MAX_DEVICES ? count : CLT_MAX_DEVICES;
         for (int i = 0; i < *n; i++) list[i] = i;
+        if (o->split == CLT_SPLIT_WEIGHTS && o->n_weights != *n)
+            return usage_error("cltrain", "--split gives %d weights for the %d devices of --devices all", o->n_weights,
+                               *n);
     } else if (clt_device_default(list, CLT_MAX_DEVICES, n) != CLT_OK) {
         fprintf(stderr, "cltrain: %s\n", clt_last_error());
         return 1;

@@ -49,6 +49,8 @@ typedef struct cli_accept {
 } cli_accept;
 
 void cli_options_default(cli_options *o);
+/* The option's long name without the dashes ("batch-size"). */
+const char *cli_option_name(enum cli_opt opt);
 /* Parses argv (after the command word). `accepts` lists the options the
  * command takes, ended by O_END (NULL: all of them); any other is a usage
  * error, and --help lists only these. Returns 0, 2 on a usage error, or -1

@@ -11,6 +11,7 @@
 #include "io/npz.h"
 #include "optim/optim.h"
 #include "optim/schedule.h"
+#include "ranges.h"
 
 /* A byte entry of the archive as a malloc'd string, NULL if absent. */
 static char *entry_text(const clt_npz *z, const char *name)
@@ -146,6 +147,29 @@ static int number(const char *text, const char *path, const char *key, double lo
     return 0;
 }
 
+/* The option recorded under key: in the option's range (ranges.c), or 0
+ * where the record writes 0 for an option not given. */
+static const opt_range *row_for(const char *key)
+{
+    for (int i = 0; i < n_opt_ranges; i++)
+        if (opt_ranges[i].key && !strcmp(opt_ranges[i].key, key)) return &opt_ranges[i];
+    return NULL;
+}
+
+static int option_int(const char *text, const char *path, const char *key, int64_t *out)
+{
+    const opt_range *r = row_for(key);
+    if (integer(text, path, key, r->zero_unset ? 0 : r->ilo, r->ihi, out)) return 1;
+    return *out < r->ilo && *out != 0 ? bad(path, key) : 0;
+}
+
+static int option_number(const char *text, const char *path, const char *key, double *out)
+{
+    const opt_range *r = row_for(key);
+    if (number(text, path, key, -HUGE_VAL, HUGE_VAL, out)) return 1;
+    return opt_range_holds(r, *out) || (r->zero_unset && *out == 0) ? 0 : bad(path, key);
+}
+
 /* A JSON string as json_string writes it, decoded into a malloc'd copy. */
 static char *string_of(const char *text, const char *key)
 {
@@ -201,13 +225,12 @@ static int parse_learning(const char *text, const char *path, run_learning *l)
     if ((l->optimizer = name_of(text, "optimizer", clt_optim_named)) < 0) return bad(path, "optimizer");
     if ((l->lr_schedule = name_of(text, "lr_schedule", clt_schedule_named)) < 0) return bad(path, "lr_schedule");
     if (integer(text, path, "nesterov", 0, 1, &nesterov) || integer(text, path, "scale_lr", 0, 1, &scale) ||
-        number(text, path, "beta1", 0, 0.999999, &l->beta1) || number(text, path, "beta2", 0, 0.999999, &l->beta2) ||
-        number(text, path, "eps", 0, 1, &l->eps) || number(text, path, "clip_grad_norm", 0, 1e30, &l->clip_grad_norm) ||
-        number(text, path, "label_smoothing", 0, 0.999999, &l->label_smoothing) ||
-        integer(text, path, "lr_step", 0, 1000000, &l->lr_step) || number(text, path, "lr_gamma", 0, 1e6, &l->lr_gamma) ||
-        number(text, path, "lr_min", 0, 1e6, &l->lr_min) ||
-        integer(text, path, "warmup_steps", 0, INT64_MAX / 2, &l->warmup_steps) ||
-        integer(text, path, "warmup_epochs", 0, 1000000, &l->warmup_epochs))
+        option_number(text, path, "beta1", &l->beta1) || option_number(text, path, "beta2", &l->beta2) ||
+        option_number(text, path, "eps", &l->eps) || option_number(text, path, "clip_grad_norm", &l->clip_grad_norm) ||
+        option_number(text, path, "label_smoothing", &l->label_smoothing) ||
+        option_int(text, path, "lr_step", &l->lr_step) || option_number(text, path, "lr_gamma", &l->lr_gamma) ||
+        option_number(text, path, "lr_min", &l->lr_min) || option_int(text, path, "warmup_steps", &l->warmup_steps) ||
+        option_int(text, path, "warmup_epochs", &l->warmup_epochs))
         return 1;
     l->nesterov = (int)nesterov, l->scale_lr = (int)scale;
     char *list = string_of(text, "lr_milestones");
@@ -216,7 +239,8 @@ static int parse_learning(const char *text, const char *path, run_learning *l)
     for (char *at = list; ok && *at;) {
         char *end;
         long long v = strtoll(at, &end, 10);
-        ok = end != at && v >= 1 && l->n_milestones < CLT_SCHEDULE_MILESTONES && (!*end || *end == ',');
+        ok = end != at && opt_range_holds(opt_range_of(O_MILESTONES), (double)v) &&
+             l->n_milestones < CLT_SCHEDULE_MILESTONES && (!*end || *end == ',');
         if (ok) l->milestones[l->n_milestones++] = v;
         at = *end ? end + 1 : end;
     }
@@ -242,16 +266,15 @@ int run_meta_parse(const char *text, const char *path, run_meta *m)
         return 1;
     }
     if (integer(text, path, "epoch", 1, 1000000000, &m->epoch) || integer(text, path, "batch", 0, INT64_MAX, &m->batch) ||
-        integer(text, path, "steps", 0, INT64_MAX, &m->steps) || integer(text, path, "seed", 0, INT64_MAX, &m->seed) ||
-        integer(text, path, "batch_size", 1, 1 << 20, &m->batch_size) ||
-        integer(text, path, "limit_train", 0, INT32_MAX, &m->limit_train) ||
+        integer(text, path, "steps", 0, INT64_MAX, &m->steps) || option_int(text, path, "seed", &m->seed) ||
+        option_int(text, path, "batch_size", &m->batch_size) || option_int(text, path, "limit_train", &m->limit_train) ||
         integer(text, path, "shuffle", 0, 1, &shuffle) || integer(text, path, "drop_last", 0, 1, &drop) ||
-        number(text, path, "lr", 0, 1e6, &m->lr) || number(text, path, "momentum", 0, 0.999999, &m->momentum) ||
-        number(text, path, "weight_decay", 0, 1e6, &m->weight_decay))
+        option_number(text, path, "lr", &m->lr) || option_number(text, path, "momentum", &m->momentum) ||
+        option_number(text, path, "weight_decay", &m->weight_decay))
         return 1;
     /* version 1 has no target: both stay 0 */
-    if (version >= 2 && (integer(text, path, "target_epochs", 0, 1000000, &m->target_epochs) ||
-                         integer(text, path, "target_steps", 0, INT64_MAX / 2, &m->target_steps)))
+    if (version >= 2 && (option_int(text, path, "target_epochs", &m->target_epochs) ||
+                         option_int(text, path, "target_steps", &m->target_steps)))
         return 1;
     if (version >= 2 && !m->target_epochs == !m->target_steps) return bad(path, "target_epochs\" or \"target_steps");
     if (version >= 3 && parse_learning(text, path, &m->learn)) return 1;

@@ -1,102 +1,26 @@
 /* cltrain train: the tutorials' training loop over every selected device,
  * with checkpoints, resume, .npz import/export and reports. */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "../common/json.h"
-#include "../common/number.h"
 #include "core/clock.h"
 #include "log.h"
+#include "optim/optim.h"
 #include "optim/schedule.h"
 #include "options.h"
 #include "outputs.h"
 #include "plot.h"
+#include "report.h"
 #include "cltrain_diag.h"
 #include "runmeta.h"
+#include "stop.h"
 #include "world.h"
-
-/* The signal (SIGINT or SIGTERM) that asked to stop: the loop stops after
- * the current step. A signal handler can only talk through such a flag. */
-static volatile sig_atomic_t interrupted;
-
-static void on_stop_signal(int sig)
-{
-    interrupted = sig;
-}
-
-typedef struct epoch_report {
-    int64_t epoch, steps;
-    double loss, train_acc, test_acc, seconds, samples_per_s;
-    double lr; /* of the epoch's last step */
-} epoch_report;
-
-static void device_names(FILE *f, const int *devs, int n, int json)
-{
-    for (int i = 0; i < n; i++) {
-        clt_device_info info;
-        if (clt_device_query(devs[i], &info) != CLT_OK) snprintf(info.name, sizeof info.name, "?");
-        if (json) {
-            fprintf(f, "%s{\"index\": %d, \"name\": ", i ? ", " : "", devs[i]);
-            json_string(f, info.name);
-            fprintf(f, "}");
-        } else {
-            fprintf(f, "%s%d: %s", i ? ", " : "", devs[i], info.name);
-        }
-    }
-}
-
-/* devs: this process's; under mpirun the count of processes follows. */
-static void report(const cli_options *o, const epoch_report *r, const int *devs, int n, int processes)
-{
-    if (o->json) {
-        printf("{\"epoch\": %lld, \"steps\": %lld, \"loss\": %.6f, \"train_acc\": %.6f, \"test_acc\": %.6f, "
-               "\"seconds\": %.4f, \"samples_per_s\": " NUMBER_MACHINE_FMT ", \"lr\": %.9g, \"devices\": [",
-               (long long)r->epoch, (long long)r->steps, r->loss, r->train_acc, r->test_acc, r->seconds,
-               r->samples_per_s, r->lr);
-        device_names(stdout, devs, n, 1);
-        if (processes > 1) printf("], \"processes\": %d}\n", processes);
-        else printf("]}\n");
-    } else if (!o->quiet) {
-        char rate[32], secs[32];
-        printf("epoch %lld: loss %.4f, train acc %.4f, test acc %.4f, lr %.4g, %s s/epoch, %s samples/s on [",
-               (long long)r->epoch, r->loss, r->train_acc, r->test_acc, r->lr,
-               format_number(secs, sizeof secs, r->seconds), format_number(rate, sizeof rate, r->samples_per_s));
-        device_names(stdout, devs, n, 0);
-        if (processes > 1) printf("] (process 0 of %d)\n", processes);
-        else printf("]\n");
-    }
-    fflush(stdout);
-}
-
-static int append_csv(const char *path, const epoch_report *r)
-{
-    FILE *f = cli_open_append("--log-csv", path);
-    if (!f) return 1;
-    if (ftell(f) == 0) fprintf(f, "epoch,steps,loss,train_acc,test_acc,seconds,samples_per_s,lr\n");
-    fprintf(f, "%lld,%lld,%.6f,%.6f,%.6f,%.4f," NUMBER_MACHINE_FMT ",%.9g\n", (long long)r->epoch, (long long)r->steps,
-            r->loss, r->train_acc, r->test_acc, r->seconds, r->samples_per_s, r->lr);
-    int bad = ferror(f);
-    bad |= fclose(f) != 0;
-    if (bad) fprintf(stderr, "cltrain: --log-csv %s: write failed\n", path);
-    return bad;
-}
-
-static void progress(int64_t done, int64_t total, double loss, double sps, double elapsed)
-{
-    int width = 30, filled = total ? (int)(width * done / total) : 0;
-    double eta = sps > 0 && total > done ? elapsed / (double)done * (double)(total - done) : 0;
-    char rate[32];
-    fprintf(stdout, "\r[%.*s%*s] %lld/%lld  loss %.4f  %s samples/s  ETA %.0f s ", filled,
-            "##############################", width - filled, "", (long long)done, (long long)total, loss,
-            format_number(rate, sizeof rate, sps), eta);
-    fflush(stdout);
-}
 
 /* The run's schedule: --lr (times the devices with --scale-lr), the
  * warmup in steps, cosine over the whole run. 0 or 2 after a message. */
@@ -256,9 +180,112 @@ static int apply_resume(cli_options *o, const char *path, run_meta *m, char **mo
     return 0;
 }
 
-static int save_checkpoint(clt_trainer *t, const cli_options *o, int64_t epoch, int64_t batch, int64_t steps)
+/* The optimizer's state arrays per parameter (a checkpoint holds them). */
+static int optimizer_slots(const cli_options *o)
 {
-    run_meta m = {epoch, batch, steps, o->seed, o->batch_size, o->limit_train, o->shuffle, o->drop_last,
+    clt_optim_settings s = {.kind = (clt_optimizer)o->learn.optimizer, .momentum = (float)o->momentum};
+    return clt_optim_find(s.kind)->slots(&s);
+}
+
+/* A training run between its set-up and its end. */
+typedef struct run {
+    const cli_options *o;
+    const cli_world *world;
+    clt_trainer *t;
+    clt_batcher *b;
+    const clt_dataset *test;
+    const int *devs;
+    int n_devs;
+    const clt_schedule *sched;
+    plot_data *plot;
+    int64_t per_epoch;
+    int64_t steps;       /* optimizer steps done */
+    int64_t saved_steps; /* the steps in the checkpoint at --save; -1 while this run wrote none */
+    double lr;           /* of the last step */
+    int stop_sig;        /* the stop every process agreed on (stop.h), or 0 */
+    int tty;             /* a progress bar */
+} run;
+
+/* One epoch's sums over the steps it made. */
+typedef struct epoch_sums {
+    double t0, t1, loss; /* t1: when its last step ended */
+    int64_t correct, seen, next_batch;
+    int stopped; /* by a stop or the --steps target, not by the epoch's end */
+} epoch_sums;
+
+/* The optimizer settings in the words of the options, for a diverged run. */
+static void learning_words(const cli_options *o, char *buf, size_t cap)
+{
+    const run_learning *l = &o->learn;
+    const char *name = clt_optim_find((clt_optimizer)l->optimizer)->name;
+    if (l->optimizer == CLT_OPTIMIZER_SGD)
+        snprintf(buf, cap, "--optimizer %s --lr %g --momentum %g --weight-decay %g", name, o->lr, o->momentum,
+                 o->weight_decay);
+    else
+        snprintf(buf, cap, "--optimizer %s --lr %g --betas %g,%g --eps %g --weight-decay %g", name, o->lr, l->beta1,
+                 l->beta2, l->eps, o->weight_decay);
+}
+
+static void step_failed(const run *r, int64_t epoch, clt_status s)
+{
+    const cli_options *o = r->o;
+    char who[32] = "", settings[256] = "";
+    if (r->world->size > 1) snprintf(who, sizeof who, "rank %d: ", r->world->rank);
+    if (s == CLT_ERR_NUMERIC) {
+        learning_words(o, settings, sizeof settings);
+        fprintf(stderr, "cltrain: %sepoch %lld, step %lld: %s; this run: %s\n", who, (long long)epoch,
+                (long long)r->steps, clt_last_error(), settings);
+    } else {
+        fprintf(stderr, "cltrain: %sepoch %lld, step %lld: %s\n", who, (long long)epoch, (long long)r->steps,
+                clt_last_error());
+    }
+    if (r->saved_steps >= 0 && r->world->rank == 0)
+        fprintf(stderr, "cltrain: the last checkpoint, after step %lld, is in %s (--resume continues from it)\n",
+                (long long)r->saved_steps, o->save);
+}
+
+/* The steps of epoch e until it ends, the --steps target is met or a stop
+ * is asked; 0, or 1 after a message. */
+static int run_steps(run *r, int64_t e, epoch_sums *sum)
+{
+    const cli_options *o = r->o;
+    clt_batch batch;
+    for (;;) {
+        sum->t1 = clt_now();
+        r->stop_sig = cli_world_max(r->world, stop_requested());
+        if (r->stop_sig || (o->steps && r->steps >= o->steps)) {
+            sum->stopped = 1;
+            return 0;
+        }
+        if (clt_batcher_next(r->b, &batch) != CLT_OK) return fail("reading a batch");
+        if (batch.count == 0) return 0;
+        double l;
+        int64_t k;
+        r->lr = clt_schedule_lr(r->sched, r->steps);
+        clt_status s = clt_trainer_set_lr(r->t, (float)r->lr);
+        if (s == CLT_OK) s = clt_trainer_step(r->t, batch.images, batch.labels, batch.count, &l, &k);
+        r->steps++;
+        if (s != CLT_OK) {
+            step_failed(r, e, s);
+            return 1;
+        }
+        sum->next_batch = batch.index + 1;
+        sum->loss += l, sum->correct += k, sum->seen += batch.count;
+        if (o->plot && plot_add_step(r->plot, l / (double)batch.count)) return 1;
+        if (r->tty) {
+            double dt = clt_now() - sum->t0;
+            report_progress(sum->next_batch, r->per_epoch, sum->loss / (double)sum->seen, (double)sum->seen / dt, dt);
+        }
+    }
+}
+
+/* A checkpoint where the next run continues (epoch, batch), unless the
+ * one at --save already holds this state; 0 or 1 after a message. */
+static int save_state(run *r, int64_t epoch, int64_t batch)
+{
+    const cli_options *o = r->o;
+    if (!o->save || r->saved_steps == r->steps) return 0;
+    run_meta m = {epoch, batch, r->steps, o->seed, o->batch_size, o->limit_train, o->shuffle, o->drop_last,
                   o->lr, o->momentum, o->weight_decay, (char *)o->data,
                   o->steps ? 0 : o->epochs, o->steps, o->learn};
     char *text = run_meta_format(&m);
@@ -266,11 +293,66 @@ static int save_checkpoint(clt_trainer *t, const cli_options *o, int64_t epoch, 
         fprintf(stderr, "cltrain: --save %s: out of memory\n", o->save);
         return 1;
     }
-    clt_status s = clt_trainer_save_checkpoint(t, o->save, text);
+    clt_status s = clt_trainer_save_checkpoint(r->t, o->save, text);
     free(text);
     if (s != CLT_OK) {
-        fprintf(stderr, "cltrain: --save %s: %s\n", o->save, clt_last_error());
+        fprintf(stderr, "cltrain: --save %s: %s", o->save, clt_last_error());
+        if (r->saved_steps >= 0) fprintf(stderr, " (the checkpoint after step %lld stays)", (long long)r->saved_steps);
+        fputc('\n', stderr);
         return 1;
+    }
+    r->saved_steps = r->steps;
+    return 0;
+}
+
+/* What an epoch's end writes beside the checkpoint: the evaluation (not
+ * after a stop: it could take longer than a stop may wait), the line, the
+ * CSV row and the plot. 0 or 1 after a message (the checkpoint is saved by
+ * then). */
+static int report_end(run *r, int64_t e, const epoch_sums *sum)
+{
+    const cli_options *o = r->o;
+    r->stop_sig = cli_world_max(r->world, stop_requested()); /* one asked during the save counts */
+    epoch_report rep = {e, r->steps, sum->loss / (double)sum->seen, (double)sum->correct / (double)sum->seen, 0,
+                        sum->t1 - sum->t0, 0, r->lr, !r->stop_sig};
+    rep.samples_per_s = (double)sum->seen / rep.seconds;
+    if (rep.evaluated && clt_trainer_evaluate(r->t, r->test, (int)o->batch_size, NULL, &rep.test_acc) != CLT_OK)
+        return fail("evaluating the test set");
+    report_epoch(o, &rep, r->devs, r->n_devs, r->world->size);
+    /* a closed pipe stops the run, saved; during a stop (SIGHUP: the
+     * terminal is gone) the output is lost anyway and the stop says so */
+    int err = stop_check_output(stdout), bad = 0;
+    if (err && err != EPIPE && !r->stop_sig) {
+        fprintf(stderr, "cltrain: writing to standard output failed: %s\n", strerror(err));
+        bad = 1;
+    }
+    bad |= o->log_csv && report_csv(o->log_csv, &rep);
+    if (rep.evaluated && o->plot)
+        bad |= plot_add_epoch(r->plot, (plot_point){(double)r->steps, rep.loss, rep.train_acc, rep.test_acc}) ||
+               plot_write_svg(o->plot, r->plot);
+    return bad;
+}
+
+/* Epochs from `start` until the end, a stop or a failure; 0 or 1. */
+static int run_epochs(run *r, const run_meta *start)
+{
+    const cli_options *o = r->o;
+    int64_t last_epoch = o->steps ? INT64_MAX : o->epochs;
+    for (int64_t e = start->epoch; e <= last_epoch; e++) {
+        epoch_sums sum = {.t0 = clt_now(), .next_batch = e == start->epoch ? start->batch : 0};
+        int rc = run_steps(r, e, &sum);
+        if (r->tty) report_progress_clear();
+        if (rc) return rc;
+        int complete = !sum.stopped || sum.next_batch >= r->per_epoch;
+        /* the checkpoint first: what follows can fail or be cut short */
+        if ((rc = save_state(r, complete ? e + 1 : e, complete ? 0 : sum.next_batch))) return rc;
+        if (sum.seen > 0 && (rc = report_end(r, e, &sum))) {
+            if (r->saved_steps >= 0)
+                fprintf(stderr, "cltrain: the checkpoint after step %lld is saved in %s (--resume continues from it)\n",
+                        (long long)r->saved_steps, o->save);
+            return rc;
+        }
+        if (sum.stopped) return 0;
     }
     return 0;
 }
@@ -290,25 +372,19 @@ int cli_train(int argc, char **argv, const cli_world *world)
             o.save = o.log_csv = o.plot = o.export_npz = o.trace = NULL;
         }
     }
-    if (cli_check_outputs(&o)) return 1;
+    cli_outputs held = {.n = 0};
+    if (cli_check_outputs(&o, &held)) return 1;
     run_meta start = {.epoch = 1};
     char *resumed_model = NULL;
-    if (o.resume && (rc = apply_resume(&o, o.resume, &start, &resumed_model))) {
-        free(resumed_model);
-        free(start.data);
-        return rc;
-    }
-    if ((rc = cli_check_learning(&o))) {
-        free(resumed_model);
-        free(start.data);
-        return rc;
-    }
-    const char *model = resumed_model && !CLI_GIVEN(&o, O_MODEL) ? resumed_model : o.model;
     int devs[CLT_MAX_DEVICES], n_devs = 0;
     clt_dataset *train = NULL, *test = NULL;
     clt_trainer *t = NULL;
     clt_batcher *b = NULL;
-    plot_data plot = {.title = model};
+    plot_data plot = {.title = o.model};
+    if (o.resume && (rc = apply_resume(&o, o.resume, &start, &resumed_model))) goto done;
+    if ((rc = cli_check_learning(&o))) goto done;
+    const char *model = resumed_model && !CLI_GIVEN(&o, O_MODEL) ? resumed_model : o.model;
+    plot.title = model;
     if ((rc = cli_resolve_devices(&o, devs, &n_devs))) goto done;
     if (!CLI_GIVEN(&o, O_DEVICES) && !getenv("CLTRAIN_DEVICES") && (rc = cli_world_devices(world, devs, &n_devs)))
         goto done;
@@ -324,6 +400,12 @@ int cli_train(int argc, char **argv, const cli_world *world)
         goto done;
     if (o.resume && clt_trainer_load_checkpoint(t, o.resume, NULL) != CLT_OK) {
         rc = fail("--resume");
+        goto done;
+    }
+    if ((rc = cli_check_space(&o, clt_trainer_net(t, 0), optimizer_slots(&o)))) goto done;
+    if (clt_trainer_check_memory(t, (int)o.batch_size) != CLT_OK) {
+        fprintf(stderr, "cltrain: --batch-size %lld: %s\n", (long long)o.batch_size, clt_last_error());
+        rc = 1;
         goto done;
     }
     if (o.trace && clt_trainer_trace(t, 1) != CLT_OK) {
@@ -360,7 +442,6 @@ int cli_train(int argc, char **argv, const cli_world *world)
     clt_schedule sched;
     /* --scale-lr: the devices of every process */
     if ((rc = make_schedule(&o, per_epoch, cli_world_sum(world, n_devs), &sched))) goto done;
-    double lr = clt_schedule_lr(&sched, start.steps);
     /* resuming a finished run trains nothing, and says so */
     int finished = o.resume && (o.steps ? start.steps >= o.steps : start.epoch > o.epochs);
     if (finished && o.rank == 0) {
@@ -370,92 +451,39 @@ int cli_train(int argc, char **argv, const cli_world *world)
                 (long long)(start.epoch - 1), start.epoch == 2 ? "" : "s",
                 target_text(target, sizeof target, o.epochs, o.steps));
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C or SIGTERM ends the process at once */
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    /* Under mpirun the output is a pseudo-terminal of the launcher's
-     * whatever mpirun's own output is (a log file, a pipe): no progress bar. */
-    int tty = isatty(STDOUT_FILENO) && !o.quiet && !o.json && world->size == 1;
-    int64_t total_steps = start.steps;
-    int64_t last_epoch = o.steps ? INT64_MAX : o.epochs;
-    /* a checkpoint of this run exists (the one resumed, when it is saved over) */
-    int saved = o.resume && o.save && strcmp(o.resume, o.save) == 0;
-    int stop_sig = 0; /* interrupted, agreed by every process (the largest signal) */
-    for (int64_t e = start.epoch; !rc && !finished && e <= last_epoch && !stop_sig; e++) {
-        double t0 = clt_now(), loss = 0;
-        int64_t correct = 0, seen = 0, done_batches = 0, next_batch = e == start.epoch ? start.batch : 0;
-        int stopped = 0;
-        clt_batch batch;
-        for (;;) {
-            stop_sig = cli_world_max(world, (int)interrupted);
-            if (stop_sig || (o.steps && total_steps >= o.steps)) {
-                stopped = 1;
-                break;
-            }
-            if (clt_batcher_next(b, &batch) != CLT_OK) {
-                rc = fail("reading a batch");
-                break;
-            }
-            if (batch.count == 0) break;
-            double l;
-            int64_t k;
-            lr = clt_schedule_lr(&sched, total_steps);
-            clt_status s = clt_trainer_set_lr(t, (float)lr);
-            if (s == CLT_OK) s = clt_trainer_step(t, batch.images, batch.labels, batch.count, &l, &k);
-            total_steps++;
-            if (s != CLT_OK) {
-                char who[32] = "";
-                if (world->size > 1) snprintf(who, sizeof who, "rank %d: ", world->rank);
-                fprintf(stderr, "cltrain: %sepoch %lld, step %lld: %s%s%s\n", who, (long long)e, (long long)total_steps,
-                        clt_last_error(), saved ? "; last good checkpoint: " : "", saved ? o.save : "");
-                rc = 1;
-                break;
-            }
-            next_batch = batch.index + 1;
-            loss += l, correct += k, seen += batch.count, done_batches++;
-            if (o.plot && plot_add_step(&plot, l / (double)batch.count)) {
-                rc = 1;
-                break;
-            }
-            if (tty) progress(next_batch, per_epoch, loss / (double)seen, (double)seen / (clt_now() - t0), clt_now() - t0);
-        }
-        if (tty) printf("\r%*s\r", 100, "");
-        if (rc) break;
-        if (seen > 0) {
-            epoch_report r = {e, total_steps, loss / (double)seen, (double)correct / (double)seen, 0, clt_now() - t0, 0, lr};
-            r.samples_per_s = (double)seen / r.seconds;
-            if (clt_trainer_evaluate(t, test, (int)o.batch_size, NULL, &r.test_acc) != CLT_OK) {
-                rc = fail("evaluating the test set");
-                break;
-            }
-            report(&o, &r, devs, n_devs, world->size);
-            if (o.log_csv && append_csv(o.log_csv, &r)) rc = 1;
-            if (o.plot && (plot_add_epoch(&plot, (plot_point){(double)total_steps, r.loss, r.train_acc, r.test_acc}) ||
-                           plot_write_svg(o.plot, &plot))) {
-                rc = 1;
-                break;
-            }
-        }
-        /* Checkpoint where the next run must continue. */
-        int complete = !stopped || next_batch >= per_epoch;
-        if (o.save && !rc) {
-            rc = save_checkpoint(t, &o, complete ? e + 1 : e, complete ? 0 : next_batch, total_steps);
-            saved = !rc;
-        }
-        if (stopped) break;
-    }
+    stop_arm();
+    stop_forward_to(t);
+    run r = {&o, world, t, b, test, devs, n_devs, &sched, &plot, per_epoch, start.steps, -1,
+             clt_schedule_lr(&sched, start.steps), 0,
+             /* Under mpirun the output is a pseudo-terminal of the launcher's
+              * whatever mpirun's own output is (a log file, a pipe): no
+              * progress bar. */
+             isatty(STDOUT_FILENO) && !o.quiet && !o.json && world->size == 1};
+    /* the checkpoint resumed is the one saved over: it holds this state */
+    if (o.resume && o.save && strcmp(o.resume, o.save) == 0) r.saved_steps = start.steps;
+    if (!finished) rc = run_epochs(&r, &start);
     if (!rc && o.export_npz && clt_net_save_npz(clt_trainer_net(t, 0), o.export_npz) != CLT_OK)
         rc = fail("--export-npz");
-    if (stop_sig && !rc) {
-        if (world->rank == 0)
-            fprintf(stderr, "cltrain: %s after step %lld%s%s\n", stop_sig == SIGTERM ? "terminated (SIGTERM)" : "interrupted",
-                    (long long)total_steps, o.save ? "; checkpoint saved to " : "", o.save ? o.save : "");
-        rc = 128 + stop_sig; /* as a shell reports a death by that signal: 130, 143 */
+    int late = stop_requested(), stopped_by = r.stop_sig;
+    if (r.stop_sig && !rc) {
+        if (world->rank == 0) {
+            fprintf(stderr, "cltrain: %s after step %lld", stop_words(r.stop_sig), (long long)r.steps);
+            if (o.save) fprintf(stderr, "; checkpoint saved to %s\n", o.save);
+            else fprintf(stderr, " (no --save: the run's state is not kept)\n");
+        }
+        rc = 128 + r.stop_sig; /* as a shell reports a death by that signal: 130, 143 */
+    } else if (late && !rc && world->size == 1) {
+        /* asked to stop while the last step's outputs were written: they
+         * are complete, and the caller learns of its stop */
+        fprintf(stderr, "cltrain: %s as the run ended; its outputs are written\n", stop_words(late));
+        rc = 128 + late;
     }
+    /* every process waits for process 0's save before any leaves (a
+     * launcher that sees one process leave may kill the others); one that
+     * failed leaves through MPI_Abort instead, which ends them all */
+    if (stopped_by && rc == 128 + stopped_by) cli_world_barrier(world);
 done:
+    stop_forward_to(NULL);
     if (o.trace && t && clt_trainer_write_trace(t, o.trace) != CLT_OK) rc = rc ? rc : fail("--trace");
     plot_free(&plot);
     clt_batcher_destroy(b);
@@ -464,5 +492,6 @@ done:
     clt_dataset_destroy(test);
     free(resumed_model);
     free(start.data);
+    cli_release_outputs(&held);
     return rc;
 }

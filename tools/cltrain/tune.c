@@ -15,6 +15,7 @@
 #include "log.h"
 #include "options.h"
 #include "runtime/device.h"
+#include "stop.h"
 
 static const cli_accept tune_options[] = {
     {O_MODEL, NULL},
@@ -68,15 +69,35 @@ static int tune_device(const cli_options *o, int d, int share, const float *imag
         clt_trainer_destroy(t);
         return 1;
     }
+    stop_forward_to(t); /* Ctrl-C: the measuring ends, what was measured is kept */
     if (clt_trainer_step(t, images, labels, share, NULL, NULL) != CLT_OK) {
+        stop_forward_to(NULL);
         fprintf(stderr, "cltrain: tune: device %d: %s\n", d, clt_last_error());
         clt_trainer_destroy(t);
         return 1;
     }
-    printf("device %d (%s): %s in %.1f s, kept in %s\n", d, dev->info.name,
-           tl.measured ? "tuned" : "already tuned (or nothing to tune)", clt_now() - t0, dev->cache_dir);
+    int rc = 0;
+    if (dev->tune_cut) {
+        fprintf(stderr, "cltrain: tune: %s: device %d's tuning is incomplete (what was measured is kept); run cltrain "
+                "tune again to finish it\n", stop_words(stop_requested()), d);
+        rc = 128 + stop_requested();
+    } else if (dev->tune_unkept) {
+        fprintf(stderr, "cltrain: tune: device %d: %d tuned choice%s could not be kept in %s (%s): the next run "
+                "measures %s again\n", d, dev->tune_unkept, dev->tune_unkept == 1 ? "" : "s", dev->cache_dir,
+                dev->unkept_why, dev->tune_unkept == 1 ? "it" : "them");
+        rc = 1;
+    } else {
+        printf("device %d (%s): %s in %.1f s, kept in %s\n", d, dev->info.name,
+               tl.measured ? "tuned" : "already tuned (or nothing to tune)", clt_now() - t0, dev->cache_dir);
+        int err = stop_check_output(stdout);
+        if (err) {
+            fprintf(stderr, "cltrain: tune: writing to standard output failed: %s\n", strerror(err));
+            rc = 1;
+        }
+    }
+    stop_forward_to(NULL);
     clt_trainer_destroy(t);
-    return 0;
+    return rc;
 }
 
 int cli_tune(int argc, char **argv)
@@ -114,8 +135,17 @@ int cli_tune(int argc, char **argv)
     int share = (int)((o.batch_size + n - 1) / n);
     float *images;
     int32_t *labels;
-    if (cli_synthetic_batch((size_t)share, &images, &labels)) return 1;
-    for (int i = 0; i < n && !rc; i++) rc = tune_device(&o, devs[i], share, images, labels);
+    if ((rc = cli_synthetic_batch(o.model, (size_t)share, &images, &labels))) return rc;
+    stop_arm();
+    for (int i = 0; i < n && !rc; i++) {
+        rc = tune_device(&o, devs[i], share, images, labels);
+        if (!rc && stop_requested()) { /* asked after a device was done: the next is not begun */
+            if (i + 1 < n)
+                fprintf(stderr, "cltrain: tune: %s after device %d; the devices after it are not tuned\n",
+                        stop_words(stop_requested()), devs[i]);
+            rc = 128 + stop_requested();
+        }
+    }
     free(images);
     free(labels);
     return rc;

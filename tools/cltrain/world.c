@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #if CLTRAIN_HAVE_MPI
 #include <mpi.h>
@@ -67,8 +68,15 @@ int cli_world_open(cli_world *w, int *argc, char ***argv)
 void cli_world_close(cli_world *w, int rc)
 {
     if (!w->comm) return;
-    /* 130 and 143 (a signal): every process stopped at the same step */
-    if (rc != 0 && rc != 130 && rc != 143 && w->size > 1) MPI_Abort(MPI_COMM_WORLD, rc);
+    if (rc > 128 && rc < 160 && w->size > 1) {
+        /* A stop by a signal (129 SIGHUP ... 143 SIGTERM): every process
+         * stopped after the same step, and process 0 saved. mpirun, which
+         * sent it, is ending the job: MPI_Finalize would wait for it until
+         * its SIGKILL (one second by default). */
+        fflush(NULL);
+        _exit(rc);
+    }
+    if (rc != 0 && w->size > 1) MPI_Abort(MPI_COMM_WORLD, rc);
     MPI_Finalize();
     w->comm = NULL;
 }

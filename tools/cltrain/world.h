@@ -18,8 +18,10 @@ int cli_launch_rank(void);
  * this process; 0, or the exit code after a message (launched by mpirun in
  * a build without MPI, a thread level too low). */
 int cli_world_open(cli_world *w, int *argc, char ***argv);
-/* MPI_Finalize after a run every process ended the same way (rc 0, or the
- * same signal); any other rc ends every process (MPI_Abort) so none waits. */
+/* MPI_Finalize after a run every process ended with rc 0; a stop by a
+ * signal (rc 129..159, every process stopped at the same step) leaves at
+ * once without it (mpirun is ending the job and would not answer); any
+ * other rc ends every process (MPI_Abort) so none waits. */
 void cli_world_close(cli_world *w, int rc);
 /* The largest of every process's value, and their sum (the same on each). */
 int cli_world_max(const cli_world *w, int v);

@@ -1,6 +1,7 @@
 #include "args.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,6 +78,8 @@ int arg_floats(const char *prog, const char *opt, const char *text, float *list,
         double v = strtod(p, &end);
         if (end == p || errno || !isfinite(v) || v < 0 || (*end && *end != ','))
             return usage_error(prog, "%s: \"%s\" is not a list of non-negative weights such as 1,3", opt, text);
+        if (v > FLT_MAX) /* the library takes float weights */
+            return usage_error(prog, "%s: weight %g is beyond float32's range", opt, v);
         if (*n == cap) return usage_error(prog, "%s: more than %d weights", opt, cap);
         list[(*n)++] = (float)v;
         p = *end ? end + 1 : end;

@@ -1,6 +1,7 @@
 /* cltrain-smi: lists the OpenCL devices cltrain sees, nvidia-smi style. */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,7 +406,14 @@ static int report(const options *o)
         }
     }
     free(devs);
-    fflush(stdout);
+    /* a listing lost to a full disk or a closed pipe is a failure (a loop
+     * ends with it) */
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int err = errno ? errno : EIO;
+        if (err != EPIPE) fprintf(stderr, "cltrain-smi: writing to standard output failed: %s\n", strerror(err));
+        return rc ? rc : err == EPIPE ? 141 : 1;
+    }
     return rc;
 }
 
@@ -415,6 +423,7 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.csv_header = o.csv_units = 1;
     int exit_now = 0;
+    signal(SIGPIPE, SIG_IGN); /* a closed output shows as a failed write (report) */
     int rc = parse_args(&o, argc, argv, &exit_now);
     if (rc || exit_now) {
         free(o.select);
