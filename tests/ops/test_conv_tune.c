@@ -445,7 +445,8 @@ static void test_tap_rows(void)
     }
     /* a 1x1 layer (here a strided one, as ResNet's projections) has one tap */
     REQUIRE_OK(clt_conv_geom_init(&g, 40, 8, 9, 9, 16, 1, 2, 0));
-    close_plan(open_plan(&g, &lc, &dev), dev);
+    p = open_plan(&g, &lc, &dev); /* dev is set by the call: not in one expression */
+    close_plan(p, dev);
     set_bwdw_chunks(path, "lanes bwd-weights c8 h5 w5 co16 k1 s1 p0 ", " ck128 tr");
     p = open_plan(&g, &lc, &dev);
     CHECK(lc.measured >= 4 && p->lanes.cfg[CLT_CONV_BWD_WEIGHTS].tr == 0, "a kept tr on a 1x1 layer: measured %d, tr %d",
