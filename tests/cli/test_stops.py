@@ -165,6 +165,17 @@ for opt, name in (('--log-csv', 'bad.csv'), ('--plot', 'bad.svg')):
     steps = meta(ck)['steps'] if os.path.exists(ck) else -1
     check(f'the checkpoint after step {steps} is saved' in err, f'{opt}: the saved checkpoint is the last step')
 
+# what could not be written to standard output is a failure, not exit 0
+for cmd in (['train', *TINY, '--limit-train', '64', '--steps', '1', '--json'], ['--version']):
+    with open('/dev/full', 'w') as full:
+        p = subprocess.run([CLTRAIN, *cmd], stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+    check(p.returncode == 1 and 'No space left on device' in p.stderr, f'{cmd} > /dev/full: rc {p.returncode} '
+          f'{p.stderr!r}')
+smi = os.path.join(os.environ['CLTRAIN_BUILD_ROOT'], 'tools', 'smi', 'cltrain-smi')
+with open('/dev/full', 'w') as full:
+    p = subprocess.run([smi, '-L'], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+check(p.returncode == 1 and 'No space left on device' in p.stderr, f'cltrain-smi -L > /dev/full: rc {p.returncode}')
+
 # one run writes an output at a time: a second run is refused naming the first
 p = start('train', *TINY, '--limit-train', '64', '--batch-size', '64', '--epochs', '100000', '--save', P('own.ck'),
           '--log-csv', P('own.csv'), '--quiet', stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
