@@ -13,6 +13,14 @@
 extern "C" {
 #endif
 
+/* Releases what CLBlast caches for every device of the process (its
+ * programs), while the OpenCL runtime is still whole: call it once no
+ * device is in use, before exit. CLBlast's own cache destructor runs late
+ * in exit, after some runtimes have freed their state (Oclgrind's
+ * thread-local call stack: a use after free there). Not thread-safe
+ * against GEMMs on any device. */
+CLT_API void clt_release_shared_caches(void);
+
 /* Name of the ICD loader and its version ("" when it does not say). */
 CLT_API clt_status clt_icd_loader_info(char *name, size_t name_cap, char *version,
                                        size_t version_cap);

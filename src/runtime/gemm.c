@@ -13,6 +13,8 @@ static clt_status clblast_fail(clt_device *dev, CLBlastStatusCode st, const char
                     dev->info.index, dev->info.name, (int)st);
 }
 
+void clt_release_shared_caches(void) { CLBlastClearCache(); }
+
 /* The CLBlast calls themselves; the public ones warm CLBlast up first. */
 static clt_status sgemm(clt_device *dev, bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha,
                         cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb, float beta,

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cltrain_diag.h"
 #include "log.h"
 #include "options.h"
 #include "stop.h"
@@ -29,6 +30,7 @@ static void usage(FILE *f)
  * lost to a full disk is an error (a closed pipe train reports itself). */
 static int flushed(int rc)
 {
+    clt_release_shared_caches(); /* every device is closed by now */
     if (rc) return rc; /* said already */
     int err = stop_check_output(stdout);
     if (!err) return 0;
@@ -61,6 +63,7 @@ int main(int argc, char **argv)
                         "across processes\n", cmd);
             rc = 2;
         }
+        clt_release_shared_caches();
         cli_world_close(&world, rc);
         return rc;
     }
