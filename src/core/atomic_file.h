@@ -46,6 +46,10 @@ clt_status clt_write_file_atomic(const char *path, const void *data, size_t n);
  * large" before anything is allocated; a file that changes size while it is
  * read is CLT_ERR_IO. */
 clt_status clt_read_file(const char *path, size_t max_bytes, unsigned char **data, size_t *n);
+/* Splits path (shorter than CLT_PATH_CAP) into its directory, into
+ * dir[CLT_PATH_CAP] ("." without a slash, "/" at the root), and returns its
+ * last component. */
+const char *clt_path_split(const char *path, char *dir);
 /* mkdir -p */
 clt_status clt_mkdir_p(const char *path);
 /* "a FIFO", "a directory", ... for a st_mode that is not a regular file. */

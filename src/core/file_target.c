@@ -26,9 +26,7 @@ const char *clt_file_kind(unsigned mode)
     return "not a regular file";
 }
 
-/* Splits path into its directory (into dir[CLT_PATH_CAP]) and returns the
- * last component. */
-static const char *split_dir(const char *path, char *dir)
+const char *clt_path_split(const char *path, char *dir)
 {
     const char *slash = strrchr(path, '/');
     if (!slash) {
@@ -51,7 +49,7 @@ clt_status clt_atomic_target(const char *path, char *out, int *exists)
         struct stat st;
         if (lstat(cur, &st) != 0) {
             if (errno != ENOENT) return clt_fail(CLT_ERR_IO, "%s: %s", path, strerror(errno));
-            const char *base = split_dir(cur, dir);
+            const char *base = clt_path_split(cur, dir);
             if (!base[0]) return clt_fail(CLT_ERR_INVALID_ARG, "%s: names a directory, not a file", path);
             if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
                 return clt_fail(CLT_ERR_IO, "%s: directory %s does not exist", path, dir);
@@ -63,7 +61,7 @@ clt_status clt_atomic_target(const char *path, char *out, int *exists)
             ssize_t n = readlink(cur, link, sizeof link - 1);
             if (n < 0) return clt_fail(CLT_ERR_IO, "%s: %s", cur, strerror(errno));
             link[n] = 0;
-            split_dir(cur, dir);
+            clt_path_split(cur, dir);
             /* a relative link is relative to the link's own directory */
             if (link[0] != '/' && snprintf(cur, sizeof cur, "%s/%s", dir, link) >= (int)sizeof cur)
                 return clt_fail(CLT_ERR_INVALID_ARG, "%s: path too long", path);
@@ -117,7 +115,7 @@ static int dead_temporary(const char *path)
 void clt_atomic_clean_stale(const char *target)
 {
     char dir[CLT_PATH_CAP], file[CLT_PATH_CAP + 300];
-    const char *base = split_dir(target, dir);
+    const char *base = clt_path_split(target, dir);
     DIR *d = opendir(dir);
     if (!d) return; /* cleaning is a courtesy: the write goes on */
     for (struct dirent *e; (e = readdir(d));) {

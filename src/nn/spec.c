@@ -44,12 +44,8 @@ static const struct {
 
 const char *clt_model_builtin(const char *name)
 {
-    /* spaces around the name, as around a layer token, do not count */
-    while (isspace((unsigned char)*name)) name++;
-    size_t n = strlen(name);
-    while (n && isspace((unsigned char)name[n - 1])) n--;
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-        if (strlen(builtins[i].name) == n && strncmp(builtins[i].name, name, n) == 0) return builtins[i].spec;
+        if (strcmp(builtins[i].name, name) == 0) return builtins[i].spec;
     return NULL;
 }
 
@@ -151,10 +147,12 @@ clt_status clt_model_parse(const char *spec, int c, int h, int w, clt_model *out
     if (!spec) return clt_fail(CLT_ERR_INVALID_ARG, "model spec is NULL");
     if (c < 1 || h < 1 || w < 1)
         return clt_fail(CLT_ERR_SHAPE, "input shape (%d, %d, %d) has a dimension < 1", c, h, w);
-    const char *builtin = clt_model_builtin(spec);
-    CLT_TRY(clt_strdup(&out->spec, builtin ? builtin : spec));
-    char *text;
-    clt_status s = clt_strdup(&text, out->spec);
+    char *text; /* spaces around a builtin name, as around a layer token, do not count */
+    CLT_TRY(clt_strdup(&text, spec));
+    const char *builtin = clt_model_builtin(trim(text));
+    clt_status s = clt_strdup(&out->spec, builtin ? builtin : spec);
+    free(text);
+    if (s == CLT_OK) s = clt_strdup(&text, out->spec);
     if (s != CLT_OK) {
         clt_model_free(out);
         return s;

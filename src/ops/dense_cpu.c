@@ -132,8 +132,8 @@ clt_status clt_dense_cpu_backward(clt_device *dev, int n, int in, int out, cl_me
      * product is split (one after the other on the queue, so they share
      * the region), dy times the ReLU's derivative for dw */
     size_t elems = (size_t)n * (size_t)out, t_floats = dx ? elems : 0;
-    size_t part_floats = dx ? part_size(out, (size_t)n * (size_t)in) : 0;
-    if (dw && part_size(n, (size_t)out * (size_t)in) > part_floats) part_floats = part_size(n, (size_t)out * (size_t)in);
+    size_t part_dx = dx ? part_size(out, (size_t)n * (size_t)in) : 0, part_dw = dw ? part_size(n, (size_t)out * (size_t)in) : 0;
+    size_t part_floats = part_dx > part_dw ? part_dx : part_dw;
     size_t relu_off = t_floats + part_floats, total = relu_off + (dw && relu ? elems : 0);
     cl_mem scratch = NULL;
     if (total) CLT_TRY(clt_device_scratch(dev, total * sizeof(float), &scratch));

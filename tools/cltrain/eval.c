@@ -4,12 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <errno.h>
-
 #include "../common/json.h"
 #include "options.h"
 #include "runmeta.h"
-#include "stop.h"
 
 /* What eval reads: the parameters, the model they fit, the test data and
  * how it is shared. Learning settings, seed and init have no effect (every
@@ -74,13 +71,6 @@ int cli_eval(int argc, char **argv)
                (long long)clt_dataset_size(test));
     else
         printf("test loss %.4f, test acc %.4f on %lld samples\n", loss, acc, (long long)clt_dataset_size(test));
-    int err = stop_check_output(stdout);
-    if (err == EPIPE) { /* a reader that went away (| head): as a death by SIGPIPE */
-        rc = 141;
-    } else if (err) {
-        fprintf(stderr, "cltrain: writing the result to standard output failed: %s\n", strerror(err));
-        rc = 1;
-    }
 done:
     clt_trainer_destroy(t);
     clt_dataset_destroy(test);

@@ -83,11 +83,8 @@ static int intended(const named_file *out, const named_file *in)
  * message. */
 static int replaceable(const named_file *f, const char *target)
 {
-    char dir[CLT_PATH_CAP];
-    snprintf(dir, sizeof dir, "%s", target);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
-    const char *d = slash ? (dir[0] ? dir : "/") : ".";
+    char d[CLT_PATH_CAP];
+    clt_path_split(target, d);
     struct stat ds, ts;
     if (stat(d, &ds) != 0 || !(ds.st_mode & S_ISVTX) || lstat(target, &ts) != 0) return 0;
     uid_t me = geteuid();
@@ -190,9 +187,7 @@ static int room_for(const char *opt, const char *path, double need)
 {
     char target[CLT_PATH_CAP], dir[CLT_PATH_CAP];
     if (clt_atomic_target(path, target, NULL) != CLT_OK) return 0; /* reported where it is written */
-    snprintf(dir, sizeof dir, "%s", target);
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
+    clt_path_split(target, dir);
     struct rlimit fsize;
     if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY && need > (double)fsize.rlim_cur) {
         fprintf(stderr, "cltrain: %s %s: it needs about %.1f MB, and this process may write files of at most %.1f MB "
@@ -200,7 +195,7 @@ static int room_for(const char *opt, const char *path, double need)
         return 1;
     }
     struct statvfs vs;
-    if (statvfs(slash ? (dir[0] ? dir : "/") : ".", &vs) != 0) return 0;
+    if (statvfs(dir, &vs) != 0) return 0;
     double free_bytes = (double)vs.f_bavail * (double)vs.f_frsize;
     if (free_bytes >= need) return 0;
     fprintf(stderr, "cltrain: %s %s: it needs about %.1f MB, and its file system has %.1f MB free\n", opt, path,

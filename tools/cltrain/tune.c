@@ -89,11 +89,6 @@ static int tune_device(const cli_options *o, int d, int share, const float *imag
     } else {
         printf("device %d (%s): %s in %.1f s, kept in %s\n", d, dev->info.name,
                tl.measured ? "tuned" : "already tuned (or nothing to tune)", clt_now() - t0, dev->cache_dir);
-        int err = stop_check_output(stdout);
-        if (err) {
-            fprintf(stderr, "cltrain: tune: writing to standard output failed: %s\n", strerror(err));
-            rc = 1;
-        }
     }
     stop_forward_to(NULL);
     clt_trainer_destroy(t);
