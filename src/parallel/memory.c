@@ -94,3 +94,33 @@ clt_status clt_trainer_memory_check(clt_trainer *t)
     }
     return CLT_OK;
 }
+
+/* The memory check where the largest shard of any device (of any
+ * process: every process decides alike) is larger than any checked before.
+ * Nothing is allocated yet: a refusal leaves the trainer as it was. Across
+ * processes, one that does not fit makes every one refuse. */
+clt_status clt_trainer_fit_memory(clt_trainer *t, int most)
+{
+    if (most <= t->mem_checked) return CLT_OK;
+    clt_status s = clt_trainer_memory_check(t);
+    if (t->cl) {
+        double bad = s != CLT_OK;
+        CLT_TRY(clt_cluster_sum_doubles(t->cl, &bad, 1));
+        if (bad > 0 && s == CLT_OK)
+            s = clt_fail(CLT_ERR_DEVICE_MEMORY, "the devices of another MPI process lack the memory for %d samples "
+                         "per device (its message says how much)", most);
+    }
+    if (s == CLT_OK) t->mem_checked = most;
+    return s;
+}
+
+clt_status clt_trainer_check_memory(clt_trainer *t, int batch_size)
+{
+    if (!t) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_check_memory: NULL trainer");
+    if (batch_size < 1) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_check_memory: batch of %d samples", batch_size);
+    CLT_TRY(clt_trainer_assign_shards(t, batch_size, 1));
+    CLT_TRY(clt_trainer_fit_memory(t, t->max_shard));
+    /* an evaluation runs batches of batch_size on each device */
+    for (int i = 0; i < t->k; i++) t->workers[i].n = batch_size;
+    return clt_trainer_fit_memory(t, batch_size);
+}

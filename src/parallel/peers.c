@@ -26,7 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "parallel/trainer.h"
+#include "parallel/reduction.h"
 
 /* Whether the device computes with denormal floats (the host sum does). */
 static int keeps_denormals(const clt_device *dev)
@@ -140,9 +140,12 @@ void clt_peers_open(clt_trainer *t)
     t->peer_sum = can;
 }
 
-clt_status clt_peers_update(clt_worker *w, int b, float scale)
+/* w's share of bucket b's update, every replica's gradients summed times
+ * 1/batch, into every replica, once the bucket arrived from all. */
+static clt_status update_share(clt_worker *w, int b)
 {
     clt_trainer *t = w->t;
+    float scale = clt_reduction_scale(t);
     const clt_bucket *bk = &t->buckets[b];
     /* this device's slice, in whole cache lines but the last: no two
      * devices write one line */
@@ -155,3 +158,11 @@ clt_status clt_peers_update(clt_worker *w, int b, float scale)
     return clt_net_optim_update_from(w->net, &t->optim, t->optim_steps, (clt_span){bk->span.offset + lo, hi - lo},
                                      &io);
 }
+
+static clt_status bucket(clt_worker *w, int b)
+{
+    CLT_TRY(clt_pipeline_before_update(w, b));
+    return update_share(w, b);
+}
+
+const clt_reduction clt_reduction_peers = {.name = "replicas update each other", .bucket = bucket};

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "parallel/trainer.h"
+#include "parallel/reduction.h"
 
 clt_status clt_pipeline_use_queue(clt_worker *w, int separate)
 {
@@ -103,7 +103,7 @@ clt_status clt_pipeline_grads_ready(void *user, clt_net *net, int layer)
 {
     clt_worker *w = user;
     clt_trainer *t = w->t;
-    if (clt_trainer_local_step(t)) return clt_net_flush(net); /* nothing to read: keep the device fed */
+    if (t->reduction == &clt_reduction_device) return clt_net_flush(net); /* nothing to read: keep the device fed */
     if (w->next_bucket >= t->n_buckets || t->buckets[w->next_bucket].min_layer < layer) return CLT_OK;
     cl_event produced;
     CLT_CL(clEnqueueMarkerWithWaitList(w->dev->queue, 0, NULL, &produced), "clEnqueueMarkerWithWaitList");
@@ -221,27 +221,4 @@ void clt_pipeline_settle(clt_worker *w)
     if (w->backward_done) clReleaseEvent(w->backward_done);
     if (w->step_start) clReleaseEvent(w->step_start);
     w->backward_done = w->step_start = NULL;
-}
-
-clt_status clt_trainer_trace(clt_trainer *t, int on)
-{
-    if (!t) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_trace: trainer is NULL");
-    for (int i = 0; i < t->k; i++) {
-        clt_worker *w = &t->workers[i];
-        w->tracing = on != 0;
-        clt_net_set_layer_mark(w->net, on ? clt_pipeline_mark : NULL, w);
-    }
-    return CLT_OK;
-}
-
-clt_status clt_trainer_write_trace(const clt_trainer *t, const char *path)
-{
-    if (!t || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_write_trace: NULL argument");
-    const clt_trace *tr[CLT_MAX_DEVICES];
-    const char *names[CLT_MAX_DEVICES];
-    for (int i = 0; i < t->k; i++) {
-        tr[i] = &t->workers[i].trace;
-        names[i] = t->workers[i].dev->info.name;
-    }
-    return clt_trace_write(path, tr, names, t->k);
 }

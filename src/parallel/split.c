@@ -100,3 +100,70 @@ int clt_split_units(int n, int all, const float *rates, const int *prev, int *si
     }
     return 1;
 }
+
+/* Shards of n samples over every device (every process's, with MPI: each
+ * process computes the same list and takes its own devices' part). */
+clt_status clt_trainer_assign_shards(clt_trainer *t, int n, int training)
+{
+    int sizes[CLT_MAX_ALL_DEVICES]; /* start() refused more */
+    int all = t->cl ? clt_cluster_devices(t->cl) : t->k, first = t->cl ? clt_cluster_first(t->cl) : 0;
+    const float *weights = t->cfg.split == CLT_SPLIT_EQUAL ? NULL : t->cl ? clt_cluster_weights(t->cl) : t->weights;
+    CLT_TRY(clt_split_sizes(n, all, weights, sizes));
+    if (t->cfg.split == CLT_SPLIT_AUTO && !t->cl) {
+        /* The CPU kernels pad a shard to 32 lanes: measured shards of 120
+         * and 136 ran 128 and 160 lanes, the padded device measured slower,
+         * and a proportional split drifted (PoCL + Intel, LeNet batch 256:
+         * 1.73x against the equal split's 1.95x). */
+        int prev[CLT_MAX_ALL_DEVICES];
+        for (int i = 0; i < all; i++) prev[i] = t->workers[i].n;
+        clt_split_units(n, all, weights, prev, sizes);
+    }
+    /* Batch norm on a shard's own statistics needs two samples (one value
+     * per channel has no variance): a lone sample joins the largest shard. */
+    if (training && t->bn.rounds && !t->cfg.sync_bn && n >= 2) {
+        for (int i = 0; i < all; i++) {
+            if (sizes[i] != 1) continue;
+            int big = 0;
+            for (int j = 1; j < all; j++)
+                if (sizes[j] > sizes[big]) big = j;
+            if (big == i) continue;
+            sizes[big]++;
+            sizes[i] = 0;
+        }
+    }
+    t->empty_shards = 0;
+    t->max_shard = 0;
+    t->first_busy = -1;
+    for (int i = 0; i < all; i++) {
+        t->empty_shards += sizes[i] == 0;
+        if (sizes[i] > 0 && t->first_busy < 0) t->first_busy = i;
+        if (sizes[i] > t->max_shard) t->max_shard = sizes[i];
+    }
+    int off = 0;
+    for (int i = 0; i < first; i++) off += sizes[i];
+    for (int i = 0; i < t->k; i++) {
+        t->workers[i].off = off;
+        t->workers[i].n = sizes[first + i];
+        off += sizes[first + i];
+    }
+    return CLT_OK;
+}
+
+/* Auto split: weights follow each device's smoothed samples/s; the first
+ * steps (compilation, caches) are not measured. */
+void clt_trainer_update_auto_split(clt_trainer *t)
+{
+    if (t->cfg.split != CLT_SPLIT_AUTO || t->steps < 3) return;
+    int all = 1;
+    for (int i = 0; i < t->k; i++) {
+        clt_worker *w = &t->workers[i];
+        if (w->n > 0 && w->stats.compute_s > 0) {
+            double sps = w->n / w->stats.compute_s;
+            w->ema_sps = w->ema_sps > 0 ? 0.8 * w->ema_sps + 0.2 * sps : sps;
+        }
+        all &= w->ema_sps > 0;
+    }
+    /* Re-weigh every 10 steps, once every device has been measured. */
+    if (!all || t->steps % 10 != 0) return;
+    for (int i = 0; i < t->k; i++) t->weights[i] = (float)t->workers[i].ema_sps;
+}

@@ -1,4 +1,5 @@
-/* Step traces: recording (one worker thread per clt_trace) and the JSON. */
+/* Step traces: recording (one worker thread per clt_trace), the JSON, and
+ * the trainer's calls that turn them on and write them. */
 #include "parallel/trace.h"
 
 #include <stdarg.h>
@@ -8,6 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "parallel/trainer.h"
 
 void clt_trace_add(clt_trace *tr, clt_trace_kind kind, int index, double ts, double dur)
 {
@@ -168,4 +170,27 @@ clt_status clt_trace_write(const char *path, const clt_trace *const *tr, const c
     if (s == CLT_OK) return clt_atomic_commit(&af);
     clt_atomic_abort(&af);
     return s;
+}
+
+clt_status clt_trainer_trace(clt_trainer *t, int on)
+{
+    if (!t) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_trace: trainer is NULL");
+    for (int i = 0; i < t->k; i++) {
+        clt_worker *w = &t->workers[i];
+        w->tracing = on != 0;
+        clt_net_set_layer_mark(w->net, on ? clt_pipeline_mark : NULL, w);
+    }
+    return CLT_OK;
+}
+
+clt_status clt_trainer_write_trace(const clt_trainer *t, const char *path)
+{
+    if (!t || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_write_trace: NULL argument");
+    const clt_trace *tr[CLT_MAX_DEVICES];
+    const char *names[CLT_MAX_DEVICES];
+    for (int i = 0; i < t->k; i++) {
+        tr[i] = &t->workers[i].trace;
+        names[i] = t->workers[i].dev->info.name;
+    }
+    return clt_trace_write(path, tr, names, t->k);
 }

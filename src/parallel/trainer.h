@@ -1,6 +1,6 @@
 /* The data-parallel trainer's internals: one worker thread per device,
- * gradient buckets, the step protocol (see DESIGN.md, "The data-parallel
- * step"). */
+ * gradient buckets, the step protocol (docs/ARCHITECTURE.md, "The
+ * training step"). */
 #ifndef CLT_PARALLEL_TRAINER_H
 #define CLT_PARALLEL_TRAINER_H
 
@@ -40,6 +40,7 @@ typedef struct clt_bucket {
 } clt_bucket;
 
 typedef struct clt_worker clt_worker;
+typedef struct clt_reduction clt_reduction; /* reduction.h */
 typedef enum { CMD_NONE, CMD_STEP, CMD_EVAL, CMD_QUIT } clt_command;
 
 struct clt_worker {
@@ -74,6 +75,7 @@ struct clt_worker {
     double ema_sps;       /* smoothed samples/s for the auto split */
     int inject_fail_at;   /* tests: fail at this step (0 = never) */
     int64_t bn_round;     /* synchronised batch norm rounds done this step */
+    int taken;            /* buckets of this step whose processes' sum this worker took (reduce_mpi.c) */
     /* Buffers of this device's context over every replica's (peers.c):
      * gradients in device order; parameters, then each state slot, this
      * replica's first. */
@@ -81,10 +83,25 @@ struct clt_worker {
     cl_mem peer_out[1 + CLT_OPTIM_SLOTS][CLT_GRADS_MAX];
 };
 
+/* Synchronised batch norm's rounds (sync_bn.c): per-device contributions
+ * of the current round, double-buffered by round parity. */
+typedef struct clt_bn_rounds {
+    int rounds;           /* per step (clt_net_sync_plan); 0: no layer uses batch statistics */
+    float *slots[2];      /* [parity][slot * cap + i] */
+    int *len[2];          /* floats each device contributed (0: empty shard) */
+    double *count[2];
+    int cap;
+    int64_t arrivals;     /* contributions so far in this step */
+    float *x;             /* across processes: the local sum of a round, then everyone's */
+    double xn;
+    int64_t crossed;      /* rounds of this step whose cross-process sum is in */
+} clt_bn_rounds;
+
 struct clt_trainer {
     clt_trainer_config cfg;
     clt_reduce_fn reduce; /* the host sum of a bucket slice (clt_trainer_set_reduce) */
     void *reduce_user;
+    const clt_reduction *reduction; /* how a step reduces (clt_reduction_choose) */
     char *spec;
     int k;
     clt_worker *workers;
@@ -124,40 +141,43 @@ struct clt_trainer {
     int64_t steps;
     clt_optim_settings optim; /* from cfg; lr as clt_trainer_set_lr left it */
     int64_t optim_steps;  /* optimizer steps, a loaded checkpoint's included (the running one counts) */
-    /* synchronised batch norm: per-device contributions of the current
-     * round, double-buffered by round parity */
-    int sync_rounds;      /* per step (clt_net_sync_plan); 0: no layer uses batch statistics */
-    float *bn_slots[2];   /* [parity][slot * bn_cap + i] */
-    int *bn_len[2];       /* floats each device contributed (0: empty shard) */
-    double *bn_count[2];
-    int bn_cap;
-    int64_t bn_arrivals;  /* contributions so far in this step */
-    float *bn_x;          /* across processes: the local sum of a round, then everyone's */
-    double bn_xn;
-    int64_t bn_crossed;   /* rounds of this step whose cross-process sum is in */
+    clt_bn_rounds bn;
 };
 
-/* Whether the workers' current shards (w->n) fit the devices' memory and
- * the process's limits (memory.c); CLT_ERR_DEVICE_MEMORY with the estimate
- * and the limit. */
-clt_status clt_trainer_memory_check(clt_trainer *t);
+/* Life cycle (trainer.c). Records the first failure and wakes every
+ * waiter (mutex held); slot -1: not a device's (MPI between the
+ * processes). */
+void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char *msg);
+/* The replicas (replicas.c): one net per device with one parameter layout,
+ * sharing with the host what each device can (test hooks: test_hooks.h). */
+struct clt_trainer_test_hooks;
+clt_status clt_replicas_create(clt_trainer *t, const struct clt_trainer_test_hooks *hooks);
 
+/* Who gets which samples (split.c): shards of n samples over every device
+ * (every process's, with MPI: each process computes the same list and
+ * takes its own devices' part); for training, a lone sample of a shard
+ * whose batch norm needs two joins the largest shard. */
+clt_status clt_trainer_assign_shards(clt_trainer *t, int n, int training);
+/* The auto split's weights follow each device's measured samples/s. */
+void clt_trainer_update_auto_split(clt_trainer *t);
+
+/* Whether the workers' current shards (w->n) fit the devices' memory and
+ * the process's limits; CLT_ERR_DEVICE_MEMORY with the estimate and the
+ * limit (memory.c). */
+clt_status clt_trainer_memory_check(clt_trainer *t);
+/* The memory check where `most` samples on a device (of any process) is
+ * more than any checked before; collective under MPI. */
+clt_status clt_trainer_fit_memory(clt_trainer *t, int most);
+
+/* The default host sum (reduce.c): clt_reduce_fn in fixed device order. */
 clt_status clt_reduce_local_sum(void *user, const float *const *in, int k, float *out, size_t count,
                                 float scale);
 /* The sum in device order of in[0..k), times scale, written to each of
  * out[0..n_out) (which may be among the in[]: a block is read before it is
  * written). clt_reduce_local_sum is its n_out = 1; the trainer writes
- * every device's staging in the same pass, where the sum and then a copy
- * per device read and wrote each bucket k + 2 more times. */
+ * every device's staging in the same pass. */
 void clt_reduce_local_sum_to(const float *const *in, int k, float *const *out, int n_out, size_t count, float scale);
-/* One device, the default reduction, no clipping: the gradients stay on
- * the device, scaled there by 1/batch (the host sum's rounding: x * scale),
- * with no round trip through the host (15 of a ResNet-18 step's 67 ms on
- * an H100). */
-static inline int clt_trainer_local_step(const clt_trainer *t)
-{
-    return t->k == 1 && !t->cl && t->reduce == clt_reduce_local_sum && t->cfg.clip_grad_norm == 0;
-}
+
 /* The per-bucket gradient pipeline of one device (pipeline.c). */
 clt_status clt_pipeline_open(clt_worker *w);
 /* Before the step's first command: the marker that times it. */
@@ -189,44 +209,34 @@ clt_status clt_pipeline_before_update(clt_worker *w, int b);
 /* Waits for both queues, takes the backward's end from the profiling of
  * its markers, adds up transfer times and releases the step's events. */
 void clt_pipeline_settle(clt_worker *w);
+
 /* Makes each worker's peer buffers and sets t->peer_sum where the
  * replicas can reach each other (peers.c): nets that share their
- * parameters (the trainer made them so where peers may apply: CPU
+ * parameters (clt_replicas_create made them so where peers may apply: CPU
  * devices, no MPI, no clipping, not the host_sum hook). Before the
  * parameters are set (its checks write them); a device that cannot leaves
  * the host sum and replicated updates to all. */
 void clt_peers_open(clt_trainer *t);
 /* Releases w's peer buffers once its queue is done (before any net is destroyed). */
 void clt_peers_close(clt_worker *w);
-/* Enqueues w's share of bucket b's update, every replica's gradients
- * summed times scale, into every replica (once the bucket arrived from all). */
-clt_status clt_peers_update(clt_worker *w, int b, float scale);
-/* Whether this step's updates go through the peers: they are open and the
- * host sum is the default one (a replaced sum, clt_trainer_set_reduce, is
- * called instead). */
-static inline int clt_trainer_peer_step(const clt_trainer *t)
-{
-    return t->peer_sum && t->reduce == clt_reduce_local_sum;
-}
+
+/* Batch norm across the devices (sync_bn.c). Allocates the rounds'
+ * buffers where the net has layers with batch statistics. */
+clt_status clt_sync_bn_plan(clt_trainer *t);
+void clt_sync_bn_free(clt_trainer *t);
+/* The hook a synchronised step passes to the net (its rounds restart). */
+clt_sync clt_sync_bn_hook(clt_worker *w);
+/* An empty shard takes part in every round of the step. */
+clt_status clt_sync_bn_no_shard(clt_worker *w);
+/* After a step: the replicas' running statistics made identical again. */
+clt_status clt_sync_bn_after_step(clt_trainer *t);
+
 /* Worker thread body (worker.c). */
 void *clt_worker_main(void *arg);
-/* Records the first failure and wakes every waiter (mutex held); slot -1:
- * not a device's (MPI between the processes). */
-void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char *msg);
-/* Tests of mixed vendors on one vendor, per device slot i (NULL arrays:
- * none): force_align[i] bytes of base alignment reported instead of the
- * device's own (0: its own); force_copies[i] != 0: its gradients go
- * through copies even where the device could share them (as a GPU's
- * beside a CPU's); host_sum below. */
-typedef struct clt_trainer_test_hooks {
-    const size_t *force_align;
-    const int *force_copies;
-    int host_sum; /* != 0: the host sums even where replicas could read each other's gradients */
-} clt_trainer_test_hooks;
-/* clt_trainer_create with test hooks (NULL: none). */
-clt_status clt_trainer_create_with(const clt_trainer_config *cfg, const clt_trainer_test_hooks *hooks,
-                                   clt_trainer **out);
-/* Tests: make device slot fail during step number `step` (1-based). */
-void clt_trainer_inject_failure(clt_trainer *t, int slot, int64_t step);
+/* Waits (mutex held) until *counter reaches the device count or the
+ * trainer failed; returns 0 on failure. Adds the wait after this device's
+ * backward ended to its idle time. Worker 0 keeps the processes' sums
+ * moving meanwhile (MPI progresses them only inside its calls). */
+int clt_worker_wait_all(clt_worker *w, const int *counter);
 
 #endif
