@@ -116,7 +116,7 @@ clt_status clt_trainer_stats(const clt_trainer *t, clt_trainer_device_stats *sta
     for (int i = 0; i < t->k; i++) total += t->cfg.split == CLT_SPLIT_EQUAL ? 1.0 : t->weights[i];
     for (int i = 0; i < t->k && i < cap; i++) {
         stats[i] = t->workers[i].stats;
-        stats[i].device = t->workers[i].dev->info.index;
+        stats[i].device = clt_device_get_info(t->workers[i].dev)->index;
         stats[i].weight = (float)((t->cfg.split == CLT_SPLIT_EQUAL ? 1.0 : t->weights[i]) / total);
         stats[i].samples_per_s = t->workers[i].ema_sps;
     }

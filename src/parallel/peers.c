@@ -27,14 +27,7 @@
 #include <string.h>
 
 #include "parallel/reduction.h"
-
-/* Whether the device computes with denormal floats (the host sum does). */
-static int keeps_denormals(const clt_device *dev)
-{
-    cl_device_fp_config fp = 0;
-    return clGetDeviceInfo(dev->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) == CL_SUCCESS &&
-           (fp & CL_FP_DENORM);
-}
+#include "runtime/queue.h"
 
 /* Whether device w reads the memory `host` live through its wrapper
  * `peer` (a copy out sees two values the host writes after the wrapper was
@@ -43,18 +36,19 @@ static int keeps_denormals(const clt_device *dev)
 static int live(clt_worker *w, cl_mem peer, float *host, cl_mem out, int write)
 {
     const float keep = host[0], values[3] = {1.25f, -3.5f, 6.0f};
+    cl_command_queue q = clt_device_queue(w->dev);
     int ok = 1;
     for (int r = 0; r < 2 && ok; r++) {
         host[0] = values[r];
         float got = 0;
-        ok = clEnqueueCopyBuffer(w->dev->queue, peer, out, 0, 0, sizeof(float), 0, NULL, NULL) == CL_SUCCESS &&
+        ok = clt_queue_copy(q, peer, 0, out, 0, sizeof(float), "peer check") == CLT_OK &&
              clt_device_read(w->dev, out, 0, sizeof got, &got, "peer check") == CLT_OK &&
              memcmp(&got, &values[r], sizeof got) == 0;
     }
     if (ok && write)
         ok = clt_device_write(w->dev, out, 0, sizeof(float), &values[2], "peer check") == CLT_OK &&
-             clEnqueueCopyBuffer(w->dev->queue, out, peer, 0, 0, sizeof(float), 0, NULL, NULL) == CL_SUCCESS &&
-             clFinish(w->dev->queue) == CL_SUCCESS && memcmp(&host[0], &values[2], sizeof(float)) == 0;
+             clt_queue_copy(q, out, 0, peer, 0, sizeof(float), "peer check") == CLT_OK &&
+             clt_queue_finish(q, "peer check") == CLT_OK && memcmp(&host[0], &values[2], sizeof(float)) == 0;
     host[0] = keep;
     return ok;
 }
@@ -65,18 +59,18 @@ static int wrap(clt_trainer *t, clt_worker *w, int j, clt_net_buffer b, cl_mem o
     clt_net *net = t->workers[j].net;
     if (j == w->slot) {
         cl_mem own = clt_net_buffer_mem(net, b);
-        *to = own && clRetainMemObject(own) == CL_SUCCESS ? own : NULL;
+        *to = clt_buffer_retain(own) ? own : NULL;
         return *to != NULL;
     }
     float *host = clt_net_shared(net, b);
-    cl_int err;
     int write = b != CLT_NET_GRADS;
-    *to = host ? clCreateBuffer(w->dev->ctx, (write ? CL_MEM_READ_WRITE : CL_MEM_READ_ONLY) | CL_MEM_USE_HOST_PTR,
-                                t->flat * sizeof(float), host, &err)
-               : NULL;
+    *to = NULL;
+    if (host)
+        clt_buffer_create(w->dev, write ? CL_MEM_READ_WRITE : CL_MEM_READ_ONLY, t->flat * sizeof(float), host,
+                          "peer buffer", to);
     if (*to && live(w, *to, host, out, write)) return 1;
     clt_device_log(w->dev, 0, "device %d cannot reach device %d's replica in place: the host sums gradients",
-                   w->dev->info.index, t->workers[j].dev->info.index);
+                   clt_device_get_info(w->dev)->index, clt_device_get_info(t->workers[j].dev)->index);
     return 0;
 }
 
@@ -84,9 +78,8 @@ static int wrap(clt_trainer *t, clt_worker *w, int j, clt_net_buffer b, cl_mem o
  * parameters and the `slots` state slots with its own first. */
 static int open_worker_peers(clt_trainer *t, clt_worker *w, int slots)
 {
-    cl_int err;
-    cl_mem out = clCreateBuffer(w->dev->ctx, CL_MEM_READ_WRITE, sizeof(float), NULL, &err);
-    if (!out) return 0;
+    cl_mem out;
+    if (clt_buffer_create(w->dev, CL_MEM_READ_WRITE, sizeof(float), NULL, "peer check", &out) != CLT_OK) return 0;
     int ok = 1;
     for (int j = 0; j < t->k && ok; j++) {
         int r = j == w->slot ? 0 : j < w->slot ? j + 1 : j; /* own first, then the others in order */
@@ -94,7 +87,7 @@ static int open_worker_peers(clt_trainer *t, clt_worker *w, int slots)
         for (int i = 0; i < slots && ok; i++)
             ok = wrap(t, w, j, (clt_net_buffer)(CLT_NET_SLOT0 + i), out, &w->peer_out[1 + i][r]);
     }
-    clReleaseMemObject(out);
+    clt_buffer_release(out);
     clt_clear_error(); /* a failed check chooses the host sum; it is not an error */
     return ok;
 }
@@ -102,7 +95,7 @@ static int open_worker_peers(clt_trainer *t, clt_worker *w, int slots)
 static void release_all(cl_mem *m, int n)
 {
     for (int j = 0; j < n; j++) {
-        if (m[j]) clReleaseMemObject(m[j]);
+        clt_buffer_release(m[j]);
         m[j] = NULL;
     }
 }
@@ -110,7 +103,7 @@ static void release_all(cl_mem *m, int n)
 void clt_peers_close(clt_worker *w)
 {
     if (!w->peer_g[0]) return; /* made first: nothing was */
-    clFinish(w->dev->queue); /* nothing still reads or writes through them */
+    clt_device_finish(w->dev); /* nothing still reads or writes through them */
     release_all(w->peer_g, CLT_GRADS_MAX);
     for (int i = 0; i <= CLT_OPTIM_SLOTS; i++) release_all(w->peer_out[i], CLT_GRADS_MAX);
 }
@@ -126,13 +119,13 @@ void clt_peers_open(clt_trainer *t)
     for (int i = 0; i < t->k && can; i++) {
         clt_worker *w = &t->workers[i];
         can = clt_net_shared(w->net, CLT_NET_PARAMS) && clt_net_shared(w->net, CLT_NET_GRADS) &&
-              keeps_denormals(w->dev) &&
+              clt_device_keeps_denormals(w->dev) &&
               clt_net_ensure_slots(w->net, slots) == CLT_OK &&
               clt_optim_build(w->dev, ops, t->k, t->k) == CLT_OK; /* here a failure still chooses the host sum */
         for (int s = 0; s < slots && can; s++) can = clt_net_shared(w->net, (clt_net_buffer)(CLT_NET_SLOT0 + s)) != NULL;
     }
     /* nothing may still write what the checks write (the buffers' zeroing) */
-    for (int i = 0; i < t->k && can; i++) can = clFinish(t->workers[i].dev->queue) == CL_SUCCESS;
+    for (int i = 0; i < t->k && can; i++) can = clt_device_finish(t->workers[i].dev) == CLT_OK;
     for (int i = 0; i < t->k && can; i++) can = open_worker_peers(t, &t->workers[i], slots);
     if (!can)
         for (int i = 0; i < t->k; i++) clt_peers_close(&t->workers[i]);

@@ -16,20 +16,13 @@
 
 #include "core/alloc.h"
 #include "parallel/reduction.h"
+#include "runtime/queue.h"
 
 clt_status clt_pipeline_use_queue(clt_worker *w, int separate)
 {
-    if (w->xfer) clReleaseCommandQueue(w->xfer);
+    clt_queue_release(w->xfer);
     w->xfer = NULL;
-    if (!separate) {
-        clRetainCommandQueue(w->dev->queue);
-        w->xfer = w->dev->queue;
-        return CLT_OK;
-    }
-    cl_int err;
-    w->xfer = clCreateCommandQueue(w->dev->ctx, w->dev->id, CL_QUEUE_PROFILING_ENABLE, &err);
-    if (!w->xfer) return clt_cl_fail(err, "clCreateCommandQueue (transfer queue)");
-    return CLT_OK;
+    return clt_queue_open(w->dev, separate, "clCreateCommandQueue (transfer queue)", &w->xfer);
 }
 
 clt_status clt_pipeline_open(clt_worker *w)
@@ -40,7 +33,7 @@ clt_status clt_pipeline_open(clt_worker *w)
      * read after the whole backward): there the reads go in order on the
      * compute queue, right after their kernels, which still lets the host
      * sum a bucket during backward. */
-    CLT_TRY(clt_pipeline_use_queue(w, w->dev->info.type != CLT_DEVICE_CPU));
+    CLT_TRY(clt_pipeline_use_queue(w, clt_device_get_info(w->dev)->type != CLT_DEVICE_CPU));
     CLT_TRY(clt_calloc((void **)&w->events, (size_t)n, sizeof(cl_event), "events"));
     CLT_TRY(clt_calloc((void **)&w->writes, (size_t)n, sizeof(cl_event), "events"));
     CLT_TRY(clt_calloc((void **)&w->probe, (size_t)n, sizeof(float), "bucket probes"));
@@ -49,7 +42,7 @@ clt_status clt_pipeline_open(clt_worker *w)
 
 void clt_pipeline_close(clt_worker *w)
 {
-    if (w->xfer) clReleaseCommandQueue(w->xfer);
+    clt_queue_release(w->xfer);
     w->xfer = NULL;
     free(w->events);
     free(w->writes);
@@ -59,8 +52,7 @@ void clt_pipeline_close(clt_worker *w)
 clt_status clt_pipeline_begin(clt_worker *w)
 {
     w->step_t0 = clt_now();
-    CLT_CL(clEnqueueMarkerWithWaitList(w->dev->queue, 0, NULL, &w->step_start), "clEnqueueMarkerWithWaitList");
-    return CLT_OK;
+    return clt_queue_marker(clt_device_queue(w->dev), &w->step_start, "clEnqueueMarkerWithWaitList");
 }
 
 /* The worker waits for its own reads, in bucket order, rather than an
@@ -69,13 +61,7 @@ clt_status clt_pipeline_begin(clt_worker *w)
 clt_status clt_pipeline_await(clt_worker *w, int b)
 {
     clt_trainer *t = w->t;
-    cl_int err = clWaitForEvents(1, &w->events[b]);
-    if (err != CL_SUCCESS) { /* the read's own status says more than the wait's */
-        cl_int st = err;
-        if (clGetEventInfo(w->events[b], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) == CL_SUCCESS &&
-            st < 0)
-            err = st;
-    }
+    cl_int err = clt_event_wait(w->events[b]);
     pthread_mutex_lock(&t->mu);
     if (err != CL_SUCCESS) {
         char msg[96];
@@ -91,9 +77,7 @@ clt_status clt_pipeline_await(clt_worker *w, int b)
 void clt_pipeline_poll_backward(clt_worker *w)
 {
     if (w->backward_ended || !w->backward_done) return;
-    cl_int st = CL_QUEUED;
-    if (clGetEventInfo(w->backward_done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) != CL_SUCCESS ||
-        st <= CL_COMPLETE) {
+    if (clt_event_ended(w->backward_done)) {
         w->backward_end = clt_now();
         w->backward_ended = 1;
     }
@@ -106,7 +90,7 @@ clt_status clt_pipeline_grads_ready(void *user, clt_net *net, int layer)
     if (t->reduction == &clt_reduction_device) return clt_net_flush(net); /* nothing to read: keep the device fed */
     if (w->next_bucket >= t->n_buckets || t->buckets[w->next_bucket].min_layer < layer) return CLT_OK;
     cl_event produced;
-    CLT_CL(clEnqueueMarkerWithWaitList(w->dev->queue, 0, NULL, &produced), "clEnqueueMarkerWithWaitList");
+    CLT_TRY(clt_queue_marker(clt_device_queue(w->dev), &produced, "clEnqueueMarkerWithWaitList"));
     clt_status s = CLT_OK;
     while (s == CLT_OK && w->next_bucket < t->n_buckets && t->buckets[w->next_bucket].min_layer >= layer) {
         int b = w->next_bucket;
@@ -122,8 +106,8 @@ clt_status clt_pipeline_grads_ready(void *user, clt_net *net, int layer)
         if (s != CLT_OK) s = clt_fail_context(s, "read gradient bucket %d", b);
         w->next_bucket++;
     }
-    clReleaseEvent(produced);
-    if (s == CLT_OK && clFlush(w->xfer) != CL_SUCCESS) s = clt_fail(CLT_ERR_OPENCL, "clFlush (transfer queue)");
+    clt_event_release(produced);
+    if (s == CLT_OK) s = clt_queue_flush(w->xfer, "clFlush (transfer queue)");
     if (s == CLT_OK) s = clt_net_flush(net); /* the marker must run for the reads to start */
     return s;
 }
@@ -131,7 +115,7 @@ clt_status clt_pipeline_grads_ready(void *user, clt_net *net, int layer)
 clt_status clt_pipeline_end_backward(clt_worker *w)
 {
     CLT_TRY(clt_pipeline_grads_ready(w, w->net, -1)); /* buckets holding no layer's gradients */
-    CLT_CL(clEnqueueMarkerWithWaitList(w->dev->queue, 0, NULL, &w->backward_done), "clEnqueueMarkerWithWaitList");
+    CLT_TRY(clt_queue_marker(clt_device_queue(w->dev), &w->backward_done, "clEnqueueMarkerWithWaitList"));
     return clt_net_flush(w->net);
 }
 
@@ -155,22 +139,21 @@ clt_status clt_pipeline_write_back(clt_worker *w, int b)
     clt_status s = clt_net_write_on(w->net, w->xfer, NULL, CLT_NET_GRADS, bk->span, w->staging + bk->span.offset,
                                     &w->writes[b]);
     if (s != CLT_OK) return clt_fail_context(s, "write reduced gradients");
-    if (clFlush(w->xfer) != CL_SUCCESS) return clt_fail(CLT_ERR_OPENCL, "clFlush (transfer queue)");
-    return CLT_OK;
+    return clt_queue_flush(w->xfer, "clFlush (transfer queue)");
 }
 
 clt_status clt_pipeline_mark(void *user, int layer, int pass)
 {
     clt_worker *w = user;
-    return clt_trace_mark(&w->trace, w->dev->queue, layer, pass);
+    return clt_trace_mark(&w->trace, clt_device_queue(w->dev), layer, pass);
 }
 
 clt_status clt_pipeline_before_update(clt_worker *w, int b)
 {
     cl_uint n = b < 0 ? (cl_uint)w->t->n_buckets : 1;
     if (!clt_net_grads_shared(w->net))
-        CLT_CL(clEnqueueBarrierWithWaitList(w->dev->queue, n, b < 0 ? w->writes : &w->writes[b], NULL),
-               "clEnqueueBarrierWithWaitList (reduced gradients)");
+        CLT_TRY(clt_queue_barrier(clt_device_queue(w->dev), n, b < 0 ? w->writes : &w->writes[b],
+                                  "clEnqueueBarrierWithWaitList (reduced gradients)"));
     /* the trace's optimizer span starts once the (first) write-back landed */
     return w->tracing && b <= 0 ? clt_pipeline_mark(w, -1, 2) : CLT_OK;
 }
@@ -179,10 +162,8 @@ clt_status clt_pipeline_before_update(clt_worker *w, int b)
  * device time `until` (ns; 0: none). */
 static double event_seconds(cl_event e, cl_ulong until, double *before)
 {
-    cl_ulong a = 0, b = 0;
-    if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL) != CL_SUCCESS ||
-        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL) != CL_SUCCESS || b < a)
-        return 0;
+    cl_ulong a = clt_event_time(e, CL_PROFILING_COMMAND_START), b = clt_event_time(e, CL_PROFILING_COMMAND_END);
+    if (!a || !b || b < a) return 0;
     cl_ulong cut = until < b ? until : b;
     if (cut > a) *before += (double)(cut - a) * 1e-9;
     return (double)(b - a) * 1e-9;
@@ -192,15 +173,12 @@ void clt_pipeline_settle(clt_worker *w)
 {
     clt_trainer *t = w->t;
     if (w->tracing && w->trace.n_marks && clt_pipeline_mark(w, -2, 2) != CLT_OK) w->trace.dropped++;
-    clFinish(w->dev->queue);
-    clFinish(w->xfer);
-    cl_ulong bend = 0, start = 0;
-    if (w->backward_done)
-        clGetEventProfilingInfo(w->backward_done, CL_PROFILING_COMMAND_END, sizeof bend, &bend, NULL);
+    clt_queue_finish(clt_device_queue(w->dev), "clFinish");
+    clt_queue_finish(w->xfer, "clFinish (transfer queue)");
+    cl_ulong bend = w->backward_done ? clt_event_time(w->backward_done, CL_PROFILING_COMMAND_END) : 0;
     /* QUEUED: the device clock's reading when the marker was enqueued,
      * which is when step_t0 was taken (it may start later) */
-    if (w->step_start)
-        clGetEventProfilingInfo(w->step_start, CL_PROFILING_COMMAND_QUEUED, sizeof start, &start, NULL);
+    cl_ulong start = w->step_start ? clt_event_time(w->step_start, CL_PROFILING_COMMAND_QUEUED) : 0;
     if (bend && start && bend >= start) { /* the device's clock from the step's start */
         w->backward_end = w->step_t0 + (double)(bend - start) * 1e-9;
         w->backward_ended = 1;
@@ -215,10 +193,10 @@ void clt_pipeline_settle(clt_worker *w)
             if (w->tracing && host_ref >= 0)
                 clt_trace_transfer(&w->trace, l ? CLT_TR_WRITE : CLT_TR_READ, b, lists[l][b], bend, host_ref);
             w->stats.transfer_s += event_seconds(lists[l][b], bend, &w->hidden_transfer_s);
-            clReleaseEvent(lists[l][b]);
+            clt_event_release(lists[l][b]);
             lists[l][b] = NULL;
         }
-    if (w->backward_done) clReleaseEvent(w->backward_done);
-    if (w->step_start) clReleaseEvent(w->step_start);
+    clt_event_release(w->backward_done);
+    clt_event_release(w->step_start);
     w->backward_done = w->step_start = NULL;
 }

@@ -24,7 +24,7 @@ clt_status clt_replicas_create(clt_trainer *t, const clt_trainer_test_hooks *hoo
     int peers = t->k > 1 && t->k <= CLT_GRADS_MAX && !t->cfg.mpi_comm && t->cfg.clip_grad_norm == 0 &&
                 !(hooks && hooks->host_sum);
     for (int i = 0; i < t->k; i++)
-        peers &= t->workers[i].dev->info.type == CLT_DEVICE_CPU && !(force_copies && force_copies[i]);
+        peers &= clt_device_get_info(t->workers[i].dev)->type == CLT_DEVICE_CPU && !(force_copies && force_copies[i]);
     for (int i = 0; i < t->k; i++) {
         clt_worker *w = &t->workers[i];
         /* one device alone keeps its gradients where they are */
@@ -101,7 +101,7 @@ clt_status clt_trainer_check_replicas(clt_trainer *t)
         if (i == 0) ref = h;
         else if (h != ref)
             s = clt_fail(CLT_ERR_INTERNAL, "replica on device %d differs from the one on device %d after step %lld",
-                         t->workers[i].dev->info.index, t->workers[0].dev->info.index, (long long)t->steps);
+                         clt_device_get_info(t->workers[i].dev)->index, clt_device_get_info(t->workers[0].dev)->index, (long long)t->steps);
     }
     clt_aligned_free(host);
     return s;

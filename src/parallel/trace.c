@@ -10,6 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "parallel/trainer.h"
+#include "runtime/queue.h"
 
 void clt_trace_add(clt_trace *tr, clt_trace_kind kind, int index, double ts, double dur)
 {
@@ -45,7 +46,7 @@ clt_status clt_trace_mark(clt_trace *tr, cl_command_queue q, int layer, int pass
 {
     if (!grow_marks(tr)) return clt_fail(CLT_ERR_NO_MEMORY, "trace markers");
     cl_event e;
-    CLT_CL(clEnqueueMarkerWithWaitList(q, 0, NULL, &e), "clEnqueueMarkerWithWaitList (trace)");
+    CLT_TRY(clt_queue_marker(q, &e, "clEnqueueMarkerWithWaitList (trace)"));
     tr->marks[tr->n_marks] = e;
     tr->mark_layer[tr->n_marks] = layer;
     tr->mark_pass[tr->n_marks] = pass;
@@ -62,8 +63,7 @@ void clt_trace_close_step(clt_trace *tr, cl_ulong dev_ref, double host_ref)
 {
     cl_ulong prev = 0;
     for (int i = 0; i < tr->n_marks; i++) {
-        cl_ulong end = 0;
-        clGetEventProfilingInfo(tr->marks[i], CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+        cl_ulong end = clt_event_time(tr->marks[i], CL_PROFILING_COMMAND_END);
         if (host_ref >= 0 && i > 0 && end >= prev && tr->mark_layer[i] != -1) {
             clt_trace_kind k = tr->mark_layer[i] == -2 ? CLT_TR_OPTIMIZER
                                : tr->mark_pass[i] ? CLT_TR_BACKWARD
@@ -71,7 +71,7 @@ void clt_trace_close_step(clt_trace *tr, cl_ulong dev_ref, double host_ref)
             clt_trace_add(tr, k, tr->mark_layer[i], on_host(prev, dev_ref, host_ref), (double)(end - prev) * 1e-9);
         }
         if (end) prev = end;
-        clReleaseEvent(tr->marks[i]);
+        clt_event_release(tr->marks[i]);
     }
     tr->n_marks = 0;
 }
@@ -79,16 +79,14 @@ void clt_trace_close_step(clt_trace *tr, cl_ulong dev_ref, double host_ref)
 void clt_trace_transfer(clt_trace *tr, clt_trace_kind kind, int bucket, cl_event e, cl_ulong dev_ref,
                         double host_ref)
 {
-    cl_ulong a = 0, b = 0;
-    if (clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL) != CL_SUCCESS ||
-        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL) != CL_SUCCESS || b < a)
-        return;
+    cl_ulong a = clt_event_time(e, CL_PROFILING_COMMAND_START), b = clt_event_time(e, CL_PROFILING_COMMAND_END);
+    if (!a || !b || b < a) return;
     clt_trace_add(tr, kind, bucket, on_host(a, dev_ref, host_ref), (double)(b - a) * 1e-9);
 }
 
 void clt_trace_free(clt_trace *tr)
 {
-    for (int i = 0; i < tr->n_marks; i++) clReleaseEvent(tr->marks[i]);
+    for (int i = 0; i < tr->n_marks; i++) clt_event_release(tr->marks[i]);
     free(tr->ev);
     free(tr->marks);
     free(tr->mark_layer);
@@ -190,7 +188,7 @@ clt_status clt_trainer_write_trace(const clt_trainer *t, const char *path)
     const char *names[CLT_MAX_DEVICES];
     for (int i = 0; i < t->k; i++) {
         tr[i] = &t->workers[i].trace;
-        names[i] = t->workers[i].dev->info.name;
+        names[i] = clt_device_get_info(t->workers[i].dev)->name;
     }
     return clt_trace_write(path, tr, names, t->k);
 }

@@ -7,6 +7,7 @@
 
 #include "core/alloc.h"
 #include "core/config.h"
+#include "runtime/gemm.h"
 #include "parallel/reduction.h"
 #include "parallel/test_hooks.h"
 
@@ -106,7 +107,7 @@ static clt_status open_worker(clt_trainer *t, int slot, int device_index)
     w->slot = slot;
     CLT_TRY(clt_device_open(device_index, &w->dev));
     clt_device_set_log(w->dev, t->cfg.log, t->cfg.log_user);
-    w->dev->gemm_lock = &t->gemm_mu;
+    clt_gemm_share_lock(w->dev, &t->gemm_mu);
     clt_device_set_interrupt(w->dev, &t->interrupt);
     /* The programs every net uses and CLBlast's (whose compile cache is
      * not thread-safe) built here, one device at a time, before any worker
@@ -258,7 +259,7 @@ void clt_trainer_fail_locked(clt_trainer *t, int slot, clt_status s, const char 
         t->fail_status = s;
         t->failed = 1;
     } else if (!t->failed) {
-        const clt_device_info *in = &t->workers[slot].dev->info;
+        const clt_device_info *in = clt_device_get_info(t->workers[slot].dev);
         snprintf(t->fail_msg, sizeof t->fail_msg, "device %d (%s): %s", in->index, in->name, msg);
         t->fail_status = s;
         t->failed = 1;

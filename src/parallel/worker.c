@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "parallel/reduction.h"
+#include "runtime/queue.h"
 
 int clt_worker_wait_all(clt_worker *w, const int *counter)
 {
@@ -53,7 +54,7 @@ static clt_status compute_shard(clt_worker *w)
     size_t sample = (size_t)t->cfg.channels * (size_t)t->cfg.height * (size_t)t->cfg.width;
     cl_event up;
     CLT_TRY(clt_net_set_input(net, t->images + (size_t)w->off * sample, w->n, &up));
-    clReleaseEvent(up); /* the in-order queue runs it before the forward */
+    clt_event_release(up); /* the in-order queue runs it before the forward */
     CLT_TRY(clt_net_set_labels(net, t->labels + w->off, w->n));
     if (w->tracing) CLT_TRY(clt_pipeline_mark(w, -1, 0)); /* the forward's start */
     /* dropout masks by the sample's place in the whole batch */
@@ -65,14 +66,6 @@ static clt_status compute_shard(clt_worker *w)
     return clt_pipeline_end_backward(w);
 }
 
-/* Whether the read of bucket b ended: done, or failed (clt_pipeline_await says which). */
-static int read_ended(const clt_worker *w, int b)
-{
-    cl_int st = CL_QUEUED;
-    return clGetEventInfo(w->events[b], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) != CL_SUCCESS ||
-           st <= CL_COMPLETE;
-}
-
 /* Every device's copy of bucket b on the host. Worker 0 keeps the
  * processes' sums of earlier buckets moving while it waits, so they run
  * during backward rather than after it. */
@@ -80,9 +73,10 @@ static clt_status await_everyone(clt_worker *w, int b)
 {
     clt_trainer *t = w->t;
     if (w->n > 0) {
-        while (w->slot == 0 && t->cl && clt_cluster_pending(t->cl) && !read_ended(w, b)) {
+        /* ended: done, or failed (clt_pipeline_await says which) */
+        while (w->slot == 0 && t->cl && clt_cluster_pending(t->cl) && !clt_event_ended(w->events[b])) {
             if (clt_reduction_mpi_progress(w, 0) != CLT_OK) return CLT_ERR_CANCELLED;
-            if (!read_ended(w, b)) nanosleep(&(struct timespec){0, 200000}, NULL); /* 0.2 ms */
+            if (!clt_event_ended(w->events[b])) nanosleep(&(struct timespec){0, 200000}, NULL); /* 0.2 ms */
         }
         CLT_TRY(clt_pipeline_await(w, b));
     }
@@ -103,7 +97,7 @@ static clt_status read_results(clt_worker *w)
 static void begin_stats(clt_worker *w)
 {
     memset(&w->stats, 0, sizeof w->stats);
-    w->stats.device = w->dev->info.index;
+    w->stats.device = clt_device_get_info(w->dev)->index;
     w->stats.shard = w->n;
     w->backward_ended = 0;
     w->early_sums = 0;
@@ -166,16 +160,16 @@ void *clt_worker_main(void *arg)
         pthread_mutex_unlock(&t->mu);
         if (cmd == CMD_QUIT) break;
         clt_status s = cmd == CMD_STEP ? run_step(w) : run_eval(w);
-        /* After a failure, nothing may still read the caller's batch or
-         * write the staging once the command is reported done. */
-        if (s != CLT_OK) clFinish(w->dev->queue);
-        pthread_mutex_lock(&t->mu);
-        w->status = s;
         /* An evaluation changes no parameter: its failure is reported, not
          * fatal to the trainer. */
+        const clt_device_info *in = clt_device_get_info(w->dev);
         if (s != CLT_OK && cmd == CMD_EVAL)
-            snprintf(w->error, sizeof w->error, "device %d (%s): %s", w->dev->info.index, w->dev->info.name,
-                     clt_last_error());
+            snprintf(w->error, sizeof w->error, "device %d (%s): %s", in->index, in->name, clt_last_error());
+        /* After a failure, nothing may still read the caller's batch or
+         * write the staging once the command is reported done. */
+        if (s != CLT_OK) clt_device_finish(w->dev);
+        pthread_mutex_lock(&t->mu);
+        w->status = s;
         t->done++;
         pthread_cond_broadcast(&t->cv);
         pthread_mutex_unlock(&t->mu);

@@ -115,6 +115,13 @@ void clt_device_program_stats(const clt_device *dev, clt_program_stats *st)
     if (dev) *st = dev->stats;
 }
 
+int clt_device_keeps_denormals(const clt_device *dev)
+{
+    cl_device_fp_config fp = 0;
+    return clGetDeviceInfo(dev->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) == CL_SUCCESS &&
+           (fp & CL_FP_DENORM);
+}
+
 clt_status clt_device_finish(clt_device *dev)
 {
     if (!dev) return clt_fail(CLT_ERR_INVALID_ARG, "clt_device_finish: device is NULL");

@@ -118,6 +118,9 @@ int clt_device_interrupted(const clt_device *dev);
 void clt_device_retain(clt_device *dev);
 void clt_device_release(clt_device *dev);
 
+/* Whether the device computes with denormal floats (the host does). */
+int clt_device_keeps_denormals(const clt_device *dev);
+
 /* The device's native float vector width as the CPU kernels' vectors
  * take it: 4, 8 or 16 (AVX-512 16, AVX2 8, SSE 4; 8 when the device does
  * not say). */

@@ -89,6 +89,8 @@ static clt_status warm_up(clt_device *dev)
     return s;
 }
 
+void clt_gemm_share_lock(clt_device *dev, pthread_mutex_t *lock) { dev->gemm_lock = lock; }
+
 clt_status clt_gemm_warmup(clt_device *dev)
 {
     if (dev->gemm_lock) pthread_mutex_lock(dev->gemm_lock);

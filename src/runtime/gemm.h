@@ -20,9 +20,14 @@ clt_status clt_gemm_batched(clt_device *dev, bool trans_a, bool trans_b, size_t 
                             size_t a_stride, cl_mem b, size_t b_off, size_t ldb, size_t b_stride,
                             float beta, cl_mem c, size_t c_off, size_t ldc, size_t c_stride,
                             size_t batches);
-/* Compiles CLBlast's kernels for this device, under dev->gemm_lock where
- * set (else one thread at a time); nothing when done before. clt_gemm and
- * clt_gemm_batched call it first. */
+/* Compiles CLBlast's kernels for this device, under the lock
+ * clt_gemm_share_lock gave it (else one thread at a time); nothing when
+ * done before. clt_gemm and clt_gemm_batched call it first. */
 clt_status clt_gemm_warmup(clt_device *dev);
+/* The lock held while CLBlast compiles for dev: one lock shared by the
+ * devices of a trainer, whose workers may warm CLBlast up late (CLBlast's
+ * compile cache is not thread-safe). Set before the device is used from
+ * other threads. */
+void clt_gemm_share_lock(clt_device *dev, pthread_mutex_t *lock);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "runtime/queue.h"
 
 const char *clt_shape_str(int ndim, const int64_t *shape, char *buf, size_t cap)
 {
@@ -51,12 +52,13 @@ clt_status clt_tensor_create(clt_device *dev, clt_dtype dtype, int ndim, const i
     int64_t numel;
     CLT_TRY(check_shape("clt_tensor_create", ndim, shape, &numel));
     size_t bytes = (size_t)numel * dtype_size(dtype);
-    if (dev->info.max_alloc_bytes > 0 && bytes > (size_t)dev->info.max_alloc_bytes) {
+    const clt_device_info *in = clt_device_get_info(dev);
+    if (in->max_alloc_bytes > 0 && bytes > (size_t)in->max_alloc_bytes) {
         char buf[160];
         return clt_fail(CLT_ERR_DEVICE_MEMORY,
                         "tensor %s needs %zu bytes; device %d (%s) allows at most %lld in one buffer",
-                        clt_shape_str(ndim, shape, buf, sizeof buf), bytes, dev->info.index,
-                        dev->info.name, (long long)dev->info.max_alloc_bytes);
+                        clt_shape_str(ndim, shape, buf, sizeof buf), bytes, in->index, in->name,
+                        (long long)in->max_alloc_bytes);
     }
     clt_tensor *t = calloc(1, sizeof *t);
     if (!t) return clt_fail(CLT_ERR_NO_MEMORY, "tensor handle");
@@ -65,16 +67,11 @@ clt_status clt_tensor_create(clt_device *dev, clt_dtype dtype, int ndim, const i
     t->ndim = ndim;
     memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
     t->numel = numel;
-    cl_int err;
-    t->buf = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (!t->buf) {
+    clt_status made = clt_buffer_create(dev, CL_MEM_READ_WRITE, bytes, NULL, "clCreateBuffer", &t->buf);
+    if (made != CLT_OK) {
         free(t);
-        clt_cl_fail(err, "clCreateBuffer");
-        return clt_fail_context(err == CL_INVALID_BUFFER_SIZE || err == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
-                                        err == CL_OUT_OF_RESOURCES
-                                    ? CLT_ERR_DEVICE_MEMORY
-                                    : CLT_ERR_OPENCL,
-                                "tensor of %zu bytes on device %d", bytes, dev->info.index);
+        return clt_fail_context(made == CLT_ERR_DEVICE_MEMORY ? made : CLT_ERR_OPENCL,
+                                "tensor of %zu bytes on device %d", bytes, in->index);
     }
     clt_device_retain(dev); /* from here on clt_tensor_destroy releases it */
     clt_status s = clt_tensor_fill(t, 0.0f);
@@ -89,7 +86,7 @@ clt_status clt_tensor_create(clt_device *dev, clt_dtype dtype, int ndim, const i
 void clt_tensor_destroy(clt_tensor *t)
 {
     if (!t) return;
-    if (t->buf) clReleaseMemObject(t->buf);
+    clt_buffer_release(t->buf);
     clt_device_release(t->dev);
     free(t);
 }
@@ -150,17 +147,10 @@ clt_status clt_tensor_download(const clt_tensor *t, void *host, int64_t count)
 clt_status clt_tensor_fill(clt_tensor *t, float value)
 {
     CLT_TRY(clt_tensor_need(t, "clt_tensor_fill", "tensor"));
-    if (t->dtype == CLT_DTYPE_INT32) {
-        int32_t v = (int32_t)value;
-        CLT_CL(clEnqueueFillBuffer(t->dev->queue, t->buf, &v, sizeof v, 0, clt_tensor_bytes(t), 0,
-                                   NULL, NULL),
-               "clt_tensor_fill: clEnqueueFillBuffer");
-    } else {
-        CLT_CL(clEnqueueFillBuffer(t->dev->queue, t->buf, &value, sizeof value, 0,
-                                   clt_tensor_bytes(t), 0, NULL, NULL),
-               "clt_tensor_fill: clEnqueueFillBuffer");
-    }
-    return CLT_OK;
+    int32_t v = (int32_t)value;
+    int ints = t->dtype == CLT_DTYPE_INT32;
+    return clt_queue_fill(clt_device_queue(t->dev), t->buf, ints ? (const void *)&v : (const void *)&value,
+                          ints ? sizeof v : sizeof value, 0, clt_tensor_bytes(t), "clt_tensor_fill: clEnqueueFillBuffer");
 }
 
 clt_status clt_tensor_copy(clt_tensor *dst, const clt_tensor *src)
@@ -171,11 +161,9 @@ clt_status clt_tensor_copy(clt_tensor *dst, const clt_tensor *src)
     CLT_TRY(clt_tensor_expect(dst, op, "dst", src->dtype, src->ndim, src->shape));
     if (dst == src) return CLT_OK;
     size_t bytes = clt_tensor_bytes(src);
-    if (dst->dev == src->dev) {
-        CLT_CL(clEnqueueCopyBuffer(src->dev->queue, src->buf, dst->buf, 0, 0, bytes, 0, NULL, NULL),
-               "clt_tensor_copy: clEnqueueCopyBuffer");
-        return CLT_OK;
-    }
+    if (dst->dev == src->dev)
+        return clt_queue_copy(clt_device_queue(src->dev), src->buf, 0, dst->buf, 0, bytes,
+                              "clt_tensor_copy: clEnqueueCopyBuffer");
     /* Different contexts (maybe vendors): through host memory. */
     void *host;
     CLT_TRY(clt_aligned_alloc(&host, bytes, 1, "clt_tensor_copy staging"));
@@ -215,7 +203,7 @@ clt_status clt_tensor_same_device(const char *op, const clt_tensor *ref, int n,
         if (others[i] && others[i]->dev != ref->dev)
             return clt_fail(CLT_ERR_INVALID_ARG,
                             "%s: tensors on different devices (%d and %d); copy them first", op,
-                            ref->dev->info.index, others[i]->dev->info.index);
+                            clt_device_get_info(ref->dev)->index, clt_device_get_info(others[i]->dev)->index);
     }
     return CLT_OK;
 }
