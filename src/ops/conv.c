@@ -54,16 +54,6 @@ clt_status clt_conv_geom_init(clt_conv_geom *g, int n, int c, int h, int w, int 
     return CLT_OK;
 }
 
-clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes)
-{
-    if (!dev || !yes) return clt_fail(CLT_ERR_INVALID_ARG, "clt_conv_uses_lanes: NULL argument");
-    int algo = dev->settings.conv_algo;
-    if (algo == CLT_CONV_ALGO_AUTO)
-        algo = dev->info.type == CLT_DEVICE_CPU ? CLT_CONV_ALGO_LANES : CLT_CONV_ALGO_IMPLICIT;
-    *yes = algo == CLT_CONV_ALGO_LANES;
-    return CLT_OK;
-}
-
 double clt_conv_work_bytes(const clt_device *dev, const clt_conv_geom *g)
 {
     int lanes = 0;

@@ -26,6 +26,11 @@ enum { CLT_CONV_FWD, CLT_CONV_BWD_DATA, CLT_CONV_BWD_WEIGHTS, CLT_CONV_PASSES };
 
 typedef struct clt_conv_plan clt_conv_plan;
 
+/* The algorithm the settings force (clt_device_settings' conv_algo, from
+ * CLTRAIN_CONV_ALGO: ops/conv_algos.c); AUTO: lanes on CPU devices,
+ * implicit and gemm elsewhere. */
+enum { CLT_CONV_ALGO_AUTO, CLT_CONV_ALGO_LANES, CLT_CONV_ALGO_GEMM, CLT_CONV_ALGO_IMPLICIT };
+
 /* Fills oh/ow and checks the geometry (error names the sizes). */
 clt_status clt_conv_geom_init(clt_conv_geom *g, int n, int c, int h, int w, int co, int k,
                               int stride, int pad);

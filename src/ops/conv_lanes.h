@@ -13,6 +13,11 @@ static inline int clt_conv_lanes_row_stride(const clt_conv_lanes_params *lp, int
 {
     return pixel_major ? lp->np : lp->nl;
 }
+/* The register blocks A x B of the backward-weights kernel
+ * (kernels/conv_lanes.cl's WA x WB): the ones the settings may force
+ * (CLTRAIN_CONV_BWDW, conv_algos.c), and the ones the rule and the tuner
+ * choose among. */
+#define CLT_CONV_BWDW_BLOCKS {{5, 5}, {4, 6}, {6, 4}, {5, 4}, {4, 5}, {4, 4}, {3, 4}, {4, 3}, {2, 6}, {6, 2}}
 /* The weight gradient's chunk target, KiB, of the rule (cfg.ck 0), and
  * the ones the tuner times besides it (conv_lanes.c says why). */
 #define CLT_CONV_LANES_CHUNK_KIB_RULE 512

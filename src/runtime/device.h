@@ -9,8 +9,6 @@
 #include "core/error.h"
 #include "runtime/cl.h"
 
-/* Convolution algorithm choice (CLTRAIN_CONV_ALGO). */
-enum { CLT_CONV_ALGO_AUTO, CLT_CONV_ALGO_LANES, CLT_CONV_ALGO_GEMM, CLT_CONV_ALGO_IMPLICIT };
 /* Kernel tuning (CLTRAIN_TUNE): AUTO measures where the on-disk cache can
  * keep the result (CLTRAIN_TUNE unset); OFF (0) takes the rule-based
  * choice; ON (1) measures even without a cache (every run); AGAIN
@@ -18,21 +16,20 @@ enum { CLT_CONV_ALGO_AUTO, CLT_CONV_ALGO_LANES, CLT_CONV_ALGO_GEMM, CLT_CONV_ALG
  * device object), replacing it: a choice measured while other load slowed
  * the machine can run its pass 1.3x longer than the best (bench/README.md). */
 enum { CLT_TUNE_AUTO, CLT_TUNE_OFF, CLT_TUNE_ON, CLT_TUNE_AGAIN };
-/* The register blocks A x B of the lanes backward-weights kernels
- * (conv_lanes_bwd_weights_<A>_<B> in kernels/conv_lanes.cl): the ones
- * settings may force, and the ones ops/conv_lanes.c chooses among. */
-#define CLT_CONV_BWDW_BLOCKS {{5, 5}, {4, 6}, {6, 4}, {5, 4}, {4, 5}, {4, 4}, {3, 4}, {4, 3}, {2, 6}, {6, 2}}
 
-/* A device's tuning settings, in plain values: runtime/ reads and checks
- * them, each op interprets its own. Zero is the default everywhere. */
+/* A device's tuning settings, in plain values. runtime/ reads, checks and
+ * interprets its own; the convolution's (conv_*) it only keeps: their
+ * variables, values and checks are the ops' (clt_op_settings_from_env).
+ * Zero is the default everywhere. */
 #define CLT_PROGRAM_DEFINES_MAX 256
 
 typedef struct clt_device_settings {
-    int conv_algo;                /* CLT_CONV_ALGO_*; AUTO: lanes on CPU devices, implicit and gemm elsewhere */
+    int conv_algo;                /* the convolution's algorithm (ops/conv.h); 0: per device */
     size_t conv_budget;           /* bytes a convolution's work buffer may take (a diagnostic
                                    * that reaches the chunked and fallback paths); 0: the
                                    * device's limits */
-    int conv_bwdw_a, conv_bwdw_b; /* forced lanes backward-weights block A x B; 0: per shape */
+    int conv_bwdw_a, conv_bwdw_b; /* a forced backward-weights block A x B (ops/conv_lanes.h);
+                                   * 0: per shape */
     int tune;                     /* CLT_TUNE_*: kernel configurations measured at first use */
     int no_fuse;                  /* 1 (CLTRAIN_FUSE=0): nets made on the device keep every
                                    * activation, pooling and residual add a pass of its own
@@ -171,11 +168,28 @@ clt_status clt_cache_check(const clt_device *dev);
  * level (a cold ResNet-18 run stores dozens of entries). */
 void clt_cache_store_failed(clt_device *dev, const char *what);
 
-/* The settings CLTRAIN_CONV_ALGO (lanes|implicit|gemm), CLTRAIN_CONV_BUDGET (bytes),
- * CLTRAIN_CONV_BWDW (AxB) and CLTRAIN_TUNE (0|1) give (unset or empty: the default); a bad
+/* The settings the environment gives: the ops' variables
+ * (clt_op_settings_from_env), then CLTRAIN_TUNE (0|1|again), CLTRAIN_FUSE
+ * (0|1) and CLTRAIN_SHARED_GRADS (0|1); unset or empty: the default. A bad
  * value is an error naming the variable and the value. clt_device_open
  * calls it, so the environment is read once per device (settings.c). */
 clt_status clt_device_settings_from_env(clt_device_settings *s);
+/* One environment variable and the parser of its value (called for a set,
+ * non-empty value; an error names the variable and the value). */
+typedef struct clt_setting_var {
+    const char *name;
+    clt_status (*parse)(const char *value, clt_device_settings *s);
+} clt_setting_var;
+/* Parses the variables of vars that are set, in order; the first error
+ * ends it. */
+clt_status clt_settings_parse_env(const clt_setting_var *vars, size_t n, clt_device_settings *s);
+/* The ops' side of the settings, defined in ops/ (ops/conv_algos.c) and
+ * called by runtime/ where it reads and replaces a device's settings, so
+ * that a bad value is refused when the device opens and by
+ * clt_device_set_settings (op: its name, for the message): the fields the
+ * ops interpret, from their variables, and their check. */
+clt_status clt_op_settings_from_env(clt_device_settings *s);
+clt_status clt_op_settings_check(const clt_device_settings *s, const char *op);
 /* Checks and installs settings on an open device, for tests and tools in
  * place of the environment. Plans made before it are made again on their
  * next use (a max pooling layer finds its argmax again when they changed

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "op_harness.h"
+#include "ops/conv.h"
 #include "ops/pool.h"
 #include "tensor/tensor.h"
 #include "ref_misc.h"

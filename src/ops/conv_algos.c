@@ -1,0 +1,109 @@
+/* The convolution's algorithms as the settings name them: CLTRAIN_CONV_ALGO
+ * (the algorithm a device runs), CLTRAIN_CONV_BUDGET (its work buffer's
+ * limit) and CLTRAIN_CONV_BWDW (a forced lanes backward-weights block).
+ * runtime/ keeps their values in clt_device_settings without knowing what
+ * they mean, and calls clt_op_settings_from_env and clt_op_settings_check
+ * (runtime/device.h) where it reads and replaces a device's settings, so a
+ * bad value is refused when the device opens and by clt_device_set_settings. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/conv_lanes.h"
+
+static const int bwdw_blocks[][2] = CLT_CONV_BWDW_BLOCKS;
+#define N_BWDW_BLOCKS (sizeof bwdw_blocks / sizeof bwdw_blocks[0])
+
+/* "expected 5x5, 4x6, ... or 4x4", from the table. */
+static const char *bwdw_expected(char *buf, size_t cap)
+{
+    size_t len = (size_t)snprintf(buf, cap, "expected");
+    for (size_t i = 0; i < N_BWDW_BLOCKS && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%dx%d", i == 0 ? " " : i + 1 < N_BWDW_BLOCKS ? ", " : " or ",
+                                bwdw_blocks[i][0], bwdw_blocks[i][1]);
+    return buf;
+}
+
+static int bwdw_known(int a, int b)
+{
+    for (size_t i = 0; i < N_BWDW_BLOCKS; i++)
+        if (bwdw_blocks[i][0] == a && bwdw_blocks[i][1] == b) return 1;
+    return 0;
+}
+
+/* The values of CLTRAIN_CONV_ALGO (unset or empty: auto). */
+static const struct {
+    const char *name;
+    int algo;
+} algo_names[] = {{"lanes", CLT_CONV_ALGO_LANES}, {"implicit", CLT_CONV_ALGO_IMPLICIT}, {"gemm", CLT_CONV_ALGO_GEMM}};
+
+static clt_status parse_algo(const char *e, clt_device_settings *s)
+{
+    for (size_t i = 0; i < sizeof algo_names / sizeof algo_names[0]; i++)
+        if (strcmp(e, algo_names[i].name) == 0) {
+            s->conv_algo = algo_names[i].algo;
+            return CLT_OK;
+        }
+    return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_ALGO=\"%s\": expected lanes, implicit or gemm", e);
+}
+
+static clt_status parse_budget(const char *e, clt_device_settings *s)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = e[0] >= '0' && e[0] <= '9' ? strtoull(e, &end, 10) : 0;
+    if (v == 0 || *end != 0 || errno == ERANGE || v > (unsigned long long)SIZE_MAX)
+        return clt_fail(CLT_ERR_INVALID_ARG,
+                        "CLTRAIN_CONV_BUDGET=\"%s\": expected a positive number of bytes", e);
+    s->conv_budget = (size_t)v;
+    return CLT_OK;
+}
+
+static clt_status parse_bwdw(const char *e, clt_device_settings *s)
+{
+    for (size_t i = 0; i < N_BWDW_BLOCKS; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "%dx%d", bwdw_blocks[i][0], bwdw_blocks[i][1]);
+        if (strcmp(e, name) == 0) {
+            s->conv_bwdw_a = bwdw_blocks[i][0];
+            s->conv_bwdw_b = bwdw_blocks[i][1];
+            return CLT_OK;
+        }
+    }
+    char want[160];
+    return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_BWDW=\"%s\": %s", e, bwdw_expected(want, sizeof want));
+}
+
+clt_status clt_op_settings_from_env(clt_device_settings *s)
+{
+    static const clt_setting_var vars[] = {
+        {"CLTRAIN_CONV_ALGO", parse_algo},
+        {"CLTRAIN_CONV_BUDGET", parse_budget},
+        {"CLTRAIN_CONV_BWDW", parse_bwdw},
+    };
+    return clt_settings_parse_env(vars, sizeof vars / sizeof vars[0], s);
+}
+
+clt_status clt_op_settings_check(const clt_device_settings *s, const char *op)
+{
+    if (s->conv_algo < CLT_CONV_ALGO_AUTO || s->conv_algo > CLT_CONV_ALGO_IMPLICIT)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: conv_algo %d (CLTRAIN_CONV_ALGO): expected auto, lanes, implicit or gemm",
+                        op, s->conv_algo);
+    char want[160];
+    if ((s->conv_bwdw_a || s->conv_bwdw_b) && !bwdw_known(s->conv_bwdw_a, s->conv_bwdw_b))
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: backward-weights block %dx%d (CLTRAIN_CONV_BWDW): %s", op,
+                        s->conv_bwdw_a, s->conv_bwdw_b, bwdw_expected(want, sizeof want));
+    return CLT_OK;
+}
+
+clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes)
+{
+    if (!dev || !yes) return clt_fail(CLT_ERR_INVALID_ARG, "clt_conv_uses_lanes: NULL argument");
+    int algo = dev->settings.conv_algo;
+    if (algo == CLT_CONV_ALGO_AUTO)
+        algo = dev->info.type == CLT_DEVICE_CPU ? CLT_CONV_ALGO_LANES : CLT_CONV_ALGO_IMPLICIT;
+    *yes = algo == CLT_CONV_ALGO_LANES;
+    return CLT_OK;
+}
