@@ -1,6 +1,6 @@
 /* 2-D convolution: geometry, the plan (which algorithm runs each pass,
- * conv_algo.h), dispatch, and the tensor API. The algorithms live in
- * conv_direct.c, conv_lanes.c, conv_implicit.c and conv_gemm.c. */
+ * conv_algo.h), dispatch, and the tensor API. It names no algorithm: it
+ * goes through their table (conv_algo.h) and list (conv_algos.c). */
 #include "ops/conv.h"
 
 #include <stdint.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/conv_lanes.h"
+#include "ops/conv_algo.h"
 #include "tensor/tensor.h"
 
 /* Largest supported size of any one dimension (keeps int index math in the
@@ -54,16 +54,6 @@ clt_status clt_conv_geom_init(clt_conv_geom *g, int n, int c, int h, int w, int 
     return CLT_OK;
 }
 
-double clt_conv_work_bytes(const clt_device *dev, const clt_conv_geom *g)
-{
-    int lanes = 0;
-    if (clt_conv_uses_lanes(dev, &lanes) != CLT_OK || !lanes) return 0;
-    /* the backward's copies of x, dx, and dy in two layouts (conv_lanes.c,
-     * backward_layout), the forward's of x and y being fewer */
-    double in = (double)g->c * g->h * g->w, out = (double)g->co * g->oh * g->ow;
-    return 2.0 * sizeof(float) * (in + out) / g->n;
-}
-
 /* ------------------------------------------------------------------ */
 /* Plan                                                                */
 /* ------------------------------------------------------------------ */
@@ -89,15 +79,8 @@ static clt_status check_geom(const clt_device *dev, const clt_conv_geom *g, cons
  * pass it supports for the shape when its work buffer fits, or none. */
 static void assign(const clt_device *dev, clt_conv_plan *plan, unsigned open)
 {
-    static const clt_conv_algo *const lanes_order[] = {&clt_conv_direct, &clt_conv_lanes, &clt_conv_gemm};
-    static const clt_conv_algo *const gpu_order[] = {&clt_conv_implicit, &clt_conv_gemm};
-    static const clt_conv_algo *const gemm_order[] = {&clt_conv_gemm};
-    int lanes = 0;
-    clt_conv_uses_lanes(dev, &lanes);
-    const clt_conv_algo *const *order = gpu_order;
-    size_t n = sizeof gpu_order / sizeof *gpu_order;
-    if (lanes) order = lanes_order, n = sizeof lanes_order / sizeof *lanes_order;
-    else if (dev->settings.conv_algo == CLT_CONV_ALGO_GEMM) order = gemm_order, n = 1;
+    const clt_conv_algo *const *order;
+    size_t n = clt_conv_offered(dev, &order);
     for (size_t i = 0; i < n && open; i++) {
         unsigned take = order[i]->supports(&plan->g, open);
         if (!take || !order[i]->plan(dev, plan, take)) continue;
@@ -126,9 +109,9 @@ static clt_status plan_init(const clt_device *dev, const clt_conv_geom *g, unsig
 /* The tuners, for the passes planned so far (each skips what it tuned). */
 static clt_status tune(clt_device *dev, clt_conv_plan *plan)
 {
-    CLT_TRY(clt_conv_lanes_tune(dev, plan));
-    CLT_TRY(clt_conv_direct_tune(dev, plan));
-    return clt_conv_gpu_tune(dev, plan);
+    for (int i = 0; i < CLT_CONV_ALGOS; i++)
+        if (clt_conv_algos[i]->tune) CLT_TRY(clt_conv_algos[i]->tune(dev, plan));
+    return CLT_OK;
 }
 
 clt_status clt_conv_plan_ensure_passes(clt_device *dev, const clt_conv_geom *g, unsigned passes,
@@ -175,12 +158,9 @@ const char *clt_conv_plan_algo(const clt_conv_plan *plan, int pass)
 void clt_conv_plan_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)
 {
     const char *algo = clt_conv_plan_algo(plan, pass);
-    char cfg[64] = "";
-    if (algo && plan->algo[pass] == &clt_conv_lanes) clt_conv_lanes_describe(plan, pass, cfg, sizeof cfg);
-    if (algo && plan->algo[pass] == &clt_conv_direct) clt_conv_direct_describe(plan, pass, cfg, sizeof cfg);
-    if (algo && plan->algo[pass] == &clt_conv_implicit) clt_conv_implicit_describe(plan, pass, cfg, sizeof cfg);
-    snprintf(buf, cap, "%s%s%s%s", algo ? algo : "", cfg[0] ? " " : "", cfg,
-             algo && plan->gpu_tuned[pass] ? " tuned" : "");
+    char how[64] = "";
+    if (algo && plan->algo[pass]->describe) plan->algo[pass]->describe(plan, pass, how, sizeof how);
+    snprintf(buf, cap, "%s%s%s", algo ? algo : "", how[0] ? " " : "", how);
 }
 
 /* ------------------------------------------------------------------ */
@@ -196,42 +176,33 @@ static clt_status check_plan(const clt_device *dev, const clt_conv_plan *plan, c
     return CLT_OK;
 }
 
-/* The direct kernels' pooling: their rule, their work buffer aside (no
- * padded copy: pad 0, rows of at least VW <= 16; the weight gradient
- * falls back to one chunk without partial sums under any budget). */
-static int direct_pools(const clt_conv_geom *g)
-{
-    unsigned both = CLT_CONV_PASS(CLT_CONV_FWD) | CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS);
-    return clt_conv_direct.supports(g, both) == both && g->pad == 0 && g->oh % 2 == 0 && g->ow % 2 == 0 &&
-           g->ow >= 16;
-}
-
-/* The lanes copies' pooling: where the direct kernels run no pass, so
- * that every pass runs the lanes kernels. */
-static int lanes_pools(const clt_conv_geom *g, int kind)
-{
-    return (kind == CLT_EPI_POOL_AVG || kind == CLT_EPI_POOL_MAX) && g->oh >= 2 && g->ow >= 2 &&
-           !clt_conv_direct.supports(g, (1u << CLT_CONV_PASSES) - 1);
-}
-
+/* The layer fuses the pooling where the first algorithm the device offers
+ * any of its passes takes them all and pools, unless a budget in the
+ * settings may make that one give them away (its pool_needs_room). */
 int clt_conv_fuses_pool(const clt_device *dev, const clt_conv_geom *g, int kind, int first)
 {
-    int lanes = 0;
-    if (!dev || !g || clt_conv_uses_lanes(dev, &lanes) != CLT_OK || !lanes) return 0;
-    /* under a work-buffer budget of the settings the lanes kernels may
-     * give way to gemm, which pools nothing */
-    return (first && direct_pools(g)) || (lanes_pools(g, kind) && !dev->settings.conv_budget);
+    if (!dev || !g) return 0;
+    /* the layer's passes: a first layer has no backward-data */
+    unsigned want = all_passes & ~(first ? CLT_CONV_PASS(CLT_CONV_BWD_DATA) : 0u);
+    const clt_conv_algo *const *order;
+    size_t n = clt_conv_offered(dev, &order);
+    for (size_t i = 0; i < n; i++) {
+        const clt_conv_algo *a = order[i];
+        unsigned take = a->supports(g, want);
+        if (!take) continue;
+        return take == want && a->pools && a->pools(g, kind) && !(a->pool_needs_room && dev->settings.conv_budget);
+    }
+    return 0;
 }
 
-/* A fused pooling runs in the direct kernels or the lanes copies, where
- * clt_conv_fuses_pool says the layer fuses it. The lanes kernels give way
- * to gemm only where their work buffer exceeds the budget. */
+/* A fused pooling runs where clt_conv_fuses_pool says the layer fuses it,
+ * in the algorithm of the pass, which must pool (one may have given way to
+ * another where its work buffer exceeds a budget set since). */
 static clt_status check_pooled(const clt_conv_plan *plan, int pass, const clt_epilogue *epi, const char *op)
 {
     if (!epi || !epi->pool) return CLT_OK;
     const clt_conv_algo *a = plan->algo[pass];
-    if ((a == &clt_conv_direct && direct_pools(&plan->g)) || (a == &clt_conv_lanes && lanes_pools(&plan->g, epi->pool)))
-        return CLT_OK;
+    if (a && a->pools && a->pools(&plan->g, epi->pool)) return CLT_OK;
     static const char *const passes[CLT_CONV_PASSES] = {"forward", "backward-data", "backward-weights"};
     return clt_fail(CLT_ERR_INTERNAL,
                     "%s: a fused pooling in the %s, which the %s algorithm runs and does not fuse (the work "

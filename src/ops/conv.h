@@ -4,9 +4,9 @@
  * bias per output channel, oh = (h + 2 pad - k) / stride + 1. The backward
  * gives gradient SUMS over the batch and overwrites dx, dw, db.
  *
- * A plan holds, for one geometry on one device, the algorithm each pass runs
- * (conv_algo.h: direct, lanes or gemm) and that algorithm's block sizes and
- * chunking. Callers that run the same shape again (a layer) keep a plan;
+ * A plan holds, for one geometry on one device, the algorithm each pass
+ * runs (conv_algo.h: direct, lanes, implicit or gemm) and that algorithm's
+ * block sizes and chunking. Callers that run the same shape again (a layer) keep a plan;
  * the *_raw calls plan per call. */
 #ifndef CLT_OPS_CONV_H
 #define CLT_OPS_CONV_H
@@ -59,10 +59,11 @@ clt_status clt_conv_plan_ensure_passes(clt_device *dev, const clt_conv_geom *g, 
 clt_status clt_conv_plan_ensure(clt_device *dev, const clt_conv_geom *g, clt_conv_plan **plan);
 void clt_conv_plan_destroy(clt_conv_plan *plan);
 /* The name of the algorithm that runs pass `pass` (CLT_CONV_FWD...):
- * "direct", "lanes" or "gemm"; NULL for an unplanned pass. */
+ * "direct", "lanes", "implicit" or "gemm"; NULL for an unplanned pass. */
 const char *clt_conv_plan_algo(const clt_conv_plan *plan, int pass);
-/* The algorithm and, for lanes, its kernel configuration ("lanes vw8 rm6
- * nv2 tuned"), into buf; "" for an unplanned pass. */
+/* The algorithm and how it runs the pass (its kernel configuration, and
+ * whether a tuner chose it: "lanes vw8 rm6 nv2 tuned"), into buf; "" for
+ * an unplanned pass. */
 void clt_conv_plan_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
 /* The same for what a raw launcher of that pass alone runs on dev (it
  * tunes the pass first where the device tunes). */

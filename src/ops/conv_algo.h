@@ -8,12 +8,15 @@
  *          operands from the NCHW tensors (no im2col).
  *  gemm    (conv_gemm.c) GPUs and accelerators: im2col + CLBlast SGEMM.
  *
- * conv.c plans: for the forward, then for the two backward passes, it offers
- * the passes still open to each algorithm in turn (direct, lanes, gemm on a
- * lanes device; implicit, gemm otherwise); an algorithm takes every open pass
- * it supports for the shape when its work buffer fits, or none. gemm takes
- * anything (it chunks the batch to fit). conv_common.c has what they share.
- * Measurements behind the choices: bench/README.md. */
+ * conv.c plans through the table alone, naming no algorithm: for the
+ * forward, then for the two backward passes, it offers the passes still
+ * open to each algorithm in turn (clt_conv_offered, conv_algos.c: direct,
+ * lanes, gemm on a lanes device; implicit, gemm otherwise); an algorithm
+ * takes every open pass it supports for the shape when its work buffer
+ * fits, or none. gemm takes anything (it chunks the batch to fit). Then
+ * the tuners run, and dispatch, descriptions and fused poolings go through
+ * the entries too. conv_common.c has what they share. Measurements behind
+ * the choices: bench/README.md. */
 #ifndef CLT_OPS_CONV_ALGO_H
 #define CLT_OPS_CONV_ALGO_H
 
@@ -117,7 +120,34 @@ struct clt_conv_algo {
      * has a ReLU, every read of dy goes through its derivative. */
     clt_status (*backward)(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
                            cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db);
+    /* How it runs a pass the plan gives it, for logs ("vw8 rm6 nv2
+     * tuned"; clt_conv_plan_describe puts its name before): its
+     * configuration, and "tuned" where a tuner chose it; "" for nothing
+     * to tell. */
+    void (*describe)(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
+    /* Takes, for each pass the plan gives it and it has not tuned yet, the
+     * configuration the device's tuning cache keeps, else measures one
+     * (the settings' CLTRAIN_TUNE permitting); NULL: nothing to tune. conv.c
+     * runs the tuners in the order of clt_conv_algos after each planning. */
+    clt_status (*tune)(clt_device *dev, clt_conv_plan *plan);
+    /* Whether its kernels fuse a 2x2 stride-2 pooling of kind
+     * CLT_EPI_POOL_* after g's convolution (ops/epilogue.h) into the
+     * passes they run; NULL: never. */
+    int (*pools)(const clt_conv_geom *g, int kind);
+    /* 1 where a work-buffer budget in the settings may give its pooling
+     * passes to the next algorithm, which pools nothing: a net deciding
+     * at creation (clt_conv_fuses_pool) does not count on it then. */
+    int pool_needs_room;
 };
+
+/* Every algorithm, in the order their tuners run. */
+#define CLT_CONV_ALGOS 4
+extern const clt_conv_algo *const clt_conv_algos[CLT_CONV_ALGOS];
+/* The algorithms dev offers passes to, in turn (conv_algos.c): direct,
+ * lanes, gemm on a device that runs lanes (clt_conv_uses_lanes);
+ * implicit, gemm elsewhere; gemm alone where the settings force it.
+ * Returns the count. */
+size_t clt_conv_offered(const clt_device *dev, const clt_conv_algo *const **order);
 
 extern const clt_conv_algo clt_conv_direct, clt_conv_lanes, clt_conv_implicit, clt_conv_gemm;
 
@@ -138,11 +168,6 @@ int clt_conv_direct_use_cb(const clt_device *dev, clt_conv_plan *plan, int cb);
 /* The largest block worth running for the plan's vector width (the rule's
  * block; the tuner times 1 to it): min(co, 3) at vw 16, 1 at vw 8. */
 int clt_conv_direct_max_cb(const clt_conv_plan *plan);
-/* The direct kernels' configuration of a planned pass ("vw8 rm4"). */
-void clt_conv_direct_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
-/* The implicit kernels' tile of a planned pass ("64x64x16 r4x4", with
- * "k/S" for S backward-weights slices). */
-void clt_conv_implicit_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
 /* The tiles the tuner times for pass of g on dev (at most max, and never
  * more than CLT_CONV_IMPLICIT_TILES; 0 when implicit cannot run g). */
 #define CLT_CONV_IMPLICIT_TILES 8

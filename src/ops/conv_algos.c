@@ -1,10 +1,13 @@
-/* The convolution's algorithms as the settings name them: CLTRAIN_CONV_ALGO
- * (the algorithm a device runs), CLTRAIN_CONV_BUDGET (its work buffer's
- * limit) and CLTRAIN_CONV_BWDW (a forced lanes backward-weights block).
- * runtime/ keeps their values in clt_device_settings without knowing what
- * they mean, and calls clt_op_settings_from_env and clt_op_settings_check
- * (runtime/device.h) where it reads and replaces a device's settings, so a
- * bad value is refused when the device opens and by clt_device_set_settings. */
+/* The convolution's algorithms as a list, and the settings that choose
+ * among them: CLTRAIN_CONV_ALGO (the algorithm a device runs),
+ * CLTRAIN_CONV_BUDGET (its work buffer's limit) and CLTRAIN_CONV_BWDW (a
+ * forced lanes backward-weights block). conv.c plans and dispatches through
+ * the list and its entries (conv_algo.h) without naming an algorithm.
+ * runtime/ keeps the settings' values in clt_device_settings without
+ * knowing what they mean, and calls clt_op_settings_from_env and
+ * clt_op_settings_check (runtime/device.h) where it reads and replaces a
+ * device's settings, so a bad value is refused when the device opens and by
+ * clt_device_set_settings. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -106,4 +109,21 @@ clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes)
         algo = dev->info.type == CLT_DEVICE_CPU ? CLT_CONV_ALGO_LANES : CLT_CONV_ALGO_IMPLICIT;
     *yes = algo == CLT_CONV_ALGO_LANES;
     return CLT_OK;
+}
+
+const clt_conv_algo *const clt_conv_algos[CLT_CONV_ALGOS] = {&clt_conv_lanes, &clt_conv_direct, &clt_conv_implicit,
+                                                            &clt_conv_gemm};
+
+size_t clt_conv_offered(const clt_device *dev, const clt_conv_algo *const **order)
+{
+    static const clt_conv_algo *const lanes_order[] = {&clt_conv_direct, &clt_conv_lanes, &clt_conv_gemm};
+    static const clt_conv_algo *const gpu_order[] = {&clt_conv_implicit, &clt_conv_gemm};
+    static const clt_conv_algo *const gemm_order[] = {&clt_conv_gemm};
+    int lanes = 0;
+    clt_conv_uses_lanes(dev, &lanes);
+    *order = gpu_order;
+    size_t n = sizeof gpu_order / sizeof *gpu_order;
+    if (lanes) *order = lanes_order, n = sizeof lanes_order / sizeof *lanes_order;
+    else if (dev->settings.conv_algo == CLT_CONV_ALGO_GEMM) *order = gemm_order, n = 1;
+    return n;
 }

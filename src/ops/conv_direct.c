@@ -234,7 +234,7 @@ static clt_status direct_backward(clt_device *dev, const clt_conv_plan *plan, cl
     return clt_conv_sum_chunks(dev, g->co, chunks, scratch, dbpart_off, db);
 }
 
-void clt_conv_direct_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)
+static void direct_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)
 {
     const clt_conv_direct_params *d = &plan->direct;
     if (pass == CLT_CONV_FWD)
@@ -242,5 +242,25 @@ void clt_conv_direct_describe(const clt_conv_plan *plan, int pass, char *buf, si
     else snprintf(buf, cap, "vw%d cb%d%s", d->vw, d->cb, d->bwdw_tuned ? " tuned" : "");
 }
 
-const clt_conv_algo clt_conv_direct = {"direct", direct_supports, direct_plan, direct_forward,
-                                       direct_backward};
+/* The kernels pool (any kind) where the layer's forward and weight
+ * gradient both run here, with even output rows and columns, at least 16
+ * columns and no padding: no padded copy then (rows of at least VW <= 16),
+ * and the weight gradient falls back to one chunk without partial sums
+ * under any budget, so no work buffer stands in the way. */
+static int direct_pools(const clt_conv_geom *g, int kind)
+{
+    (void)kind;
+    unsigned both = CLT_CONV_PASS(CLT_CONV_FWD) | CLT_CONV_PASS(CLT_CONV_BWD_WEIGHTS);
+    return direct_supports(g, both) == both && g->pad == 0 && g->oh % 2 == 0 && g->ow % 2 == 0 && g->ow >= 16;
+}
+
+const clt_conv_algo clt_conv_direct = {
+    .name = "direct",
+    .supports = direct_supports,
+    .plan = direct_plan,
+    .forward = direct_forward,
+    .backward = direct_backward,
+    .describe = direct_describe,
+    .tune = clt_conv_direct_tune,
+    .pools = direct_pools,
+};

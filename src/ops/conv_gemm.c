@@ -5,6 +5,8 @@
  * register blocks like the lanes kernels' would spill and defeat
  * coalescing on a GPU, while CLBlast is tuned for GPUs. It runs any shape:
  * it is also the fallback when another algorithm's work buffer does not fit. */
+#include <stdio.h>
+
 #include "ops/conv_algo.h"
 #include "runtime/gemm.h"
 #include "runtime/launch.h"
@@ -176,4 +178,19 @@ static clt_status gemm_backward(clt_device *dev, const clt_conv_plan *plan, cl_m
     return CLT_OK;
 }
 
-const clt_conv_algo clt_conv_gemm = {"gemm", gemm_supports, gemm_plan, gemm_forward, gemm_backward};
+/* "tuned" where the GPU tuner chose gemm for the pass. */
+static void gemm_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", plan->gpu_tuned[pass] ? "tuned" : "");
+}
+
+/* No tuner of its own: implicit's (conv_gpu_tune.c) times gemm against
+ * its tiles and may give a pass to either. */
+const clt_conv_algo clt_conv_gemm = {
+    .name = "gemm",
+    .supports = gemm_supports,
+    .plan = gemm_plan,
+    .forward = gemm_forward,
+    .backward = gemm_backward,
+    .describe = gemm_describe,
+};

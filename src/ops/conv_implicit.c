@@ -257,14 +257,24 @@ int clt_conv_implicit_parse(const char *text, clt_conv_implicit_cfg *c)
     return strcmp(back, text) == 0; /* no signs, zeros or spaces of its own */
 }
 
-void clt_conv_implicit_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)
+/* The tile ("64x64x16 r4x4", with "k/S" for S backward-weights slices),
+ * and "tuned" where the GPU tuner chose it. */
+static void implicit_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)
 {
     char c[64];
     clt_conv_implicit_format(&plan->implicit.cfg[pass], c, sizeof c);
+    const char *tuned = plan->gpu_tuned[pass] ? " tuned" : "";
     if (pass == CLT_CONV_BWD_WEIGHTS && plan->implicit.slices > 1)
-        snprintf(buf, cap, "%s k/%d", c, plan->implicit.slices);
-    else snprintf(buf, cap, "%s", c);
+        snprintf(buf, cap, "%s k/%d%s", c, plan->implicit.slices, tuned);
+    else snprintf(buf, cap, "%s%s", c, tuned);
 }
 
-const clt_conv_algo clt_conv_implicit = {"implicit", implicit_supports, implicit_plan, implicit_forward,
-                                         implicit_backward};
+const clt_conv_algo clt_conv_implicit = {
+    .name = "implicit",
+    .supports = implicit_supports,
+    .plan = implicit_plan,
+    .forward = implicit_forward,
+    .backward = implicit_backward,
+    .describe = implicit_describe,
+    .tune = clt_conv_gpu_tune, /* which times gemm against the tiles too */
+};

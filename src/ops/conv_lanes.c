@@ -280,6 +280,16 @@ static void backward_layout(const clt_conv_lanes_params *lp, int want_dx, int wa
     L->total = L->part_off + part;
 }
 
+double clt_conv_work_bytes(const clt_device *dev, const clt_conv_geom *g)
+{
+    int lanes = 0;
+    if (clt_conv_uses_lanes(dev, &lanes) != CLT_OK || !lanes) return 0;
+    /* the backward's copies of x, dx, and dy in two layouts (conv_lanes.c,
+     * backward_layout), the forward's of x and y being fewer */
+    double in = (double)g->c * g->h * g->w, out = (double)g->co * g->oh * g->ow;
+    return 2.0 * sizeof(float) * (in + out) / g->n;
+}
+
 static unsigned lanes_supports(const clt_conv_geom *g, unsigned open)
 {
     (void)g;
@@ -686,4 +696,22 @@ static clt_status lanes_backward(clt_device *dev, const clt_conv_plan *plan, cl_
     return CLT_OK;
 }
 
-const clt_conv_algo clt_conv_lanes = {"lanes", lanes_supports, lanes_plan, lanes_forward, lanes_backward};
+/* The lanes copies pool where the direct kernels run no pass, so that
+ * every pass runs the lanes kernels. */
+static int lanes_pools(const clt_conv_geom *g, int kind)
+{
+    return (kind == CLT_EPI_POOL_AVG || kind == CLT_EPI_POOL_MAX) && g->oh >= 2 && g->ow >= 2 &&
+           !clt_conv_direct.supports(g, (1u << CLT_CONV_PASSES) - 1);
+}
+
+const clt_conv_algo clt_conv_lanes = {
+    .name = "lanes",
+    .supports = lanes_supports,
+    .plan = lanes_plan,
+    .forward = lanes_forward,
+    .backward = lanes_backward,
+    .describe = clt_conv_lanes_describe,
+    .tune = clt_conv_lanes_tune,
+    .pools = lanes_pools,
+    .pool_needs_room = 1, /* its layouts' copies */
+};
