@@ -24,4 +24,9 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
                                 (size_t)n * (size_t)clt_shape_numel(&l->in), y, dy, dx);
 }
 
-const clt_layer_kind clt_layer_activation = {"activation", configure, forward, backward, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL};
+const clt_layer_kind clt_layer_activation = {
+    .name = "activation",
+    .configure = configure,
+    .forward = forward,
+    .backward = backward,
+};

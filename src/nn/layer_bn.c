@@ -91,4 +91,10 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
                                      dx);
 }
 
-const clt_layer_kind clt_layer_bn = {"bn", configure, forward, backward, NULL, 0, NULL, clt_layer_fuses_always, NULL, NULL, NULL, NULL};
+const clt_layer_kind clt_layer_bn = {
+    .name = "bn",
+    .configure = configure,
+    .forward = forward,
+    .backward = backward,
+    .fuses_relu = clt_layer_fuses_always,
+};

@@ -110,5 +110,14 @@ static double work_bytes(const clt_layer *l, const clt_device *dev)
 }
 
 /* Every algorithm stores through the epilogue. */
-const clt_layer_kind clt_layer_conv = {"conv", configure, forward, backward, aux_bytes, 0, clt_layer_release_conv_plan,
-                                       clt_layer_fuses_always, NULL, fuses_pool, work_bytes, NULL};
+const clt_layer_kind clt_layer_conv = {
+    .name = "conv",
+    .configure = configure,
+    .forward = forward,
+    .backward = backward,
+    .aux_bytes = aux_bytes,
+    .release = clt_layer_release_conv_plan,
+    .fuses_relu = clt_layer_fuses_always,
+    .fuses_pool = fuses_pool,
+    .work_bytes = work_bytes,
+};

@@ -47,5 +47,11 @@ static double work_bytes(const clt_layer *l, const clt_device *dev)
     return 2.0 * sizeof(float) * (double)l->out.d[0];
 }
 
-const clt_layer_kind clt_layer_dense = {"dense", configure, forward, backward, NULL, 0, NULL,
-                                        fuses_relu, NULL, NULL, work_bytes, NULL};
+const clt_layer_kind clt_layer_dense = {
+    .name = "dense",
+    .configure = configure,
+    .forward = forward,
+    .backward = backward,
+    .fuses_relu = fuses_relu,
+    .work_bytes = work_bytes,
+};

@@ -29,4 +29,9 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
     return clt_dropout_raw(dev, (size_t)clt_shape_numel(&l->in), n, dy, dx, l->fargs[0], pass->rng);
 }
 
-const clt_layer_kind clt_layer_dropout = {"dropout", configure, forward, backward, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL};
+const clt_layer_kind clt_layer_dropout = {
+    .name = "dropout",
+    .configure = configure,
+    .forward = forward,
+    .backward = backward,
+};

@@ -8,4 +8,8 @@ static clt_status configure(clt_layer *l)
     return CLT_OK;
 }
 
-const clt_layer_kind clt_layer_flatten = {"flatten", configure, NULL, NULL, NULL, 1, NULL, NULL, NULL, NULL, NULL, NULL};
+const clt_layer_kind clt_layer_flatten = {
+    .name = "flatten",
+    .configure = configure,
+    .alias = 1,
+};

@@ -27,4 +27,9 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
     return clt_gap_backward_raw(dev, n * l->in.d[0], l->in.d[1] * l->in.d[2], dy, dx);
 }
 
-const clt_layer_kind clt_layer_gap = {"gap", configure, forward, backward, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL};
+const clt_layer_kind clt_layer_gap = {
+    .name = "gap",
+    .configure = configure,
+    .forward = forward,
+    .backward = backward,
+};

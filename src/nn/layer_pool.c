@@ -60,4 +60,10 @@ static size_t aux_bytes(const clt_layer *l)
     return l->variant == CLT_POOL_MAX ? (size_t)clt_shape_numel(&l->out) * sizeof(int32_t) : 0;
 }
 
-const clt_layer_kind clt_layer_pool = {"pool", configure, forward, backward, aux_bytes, 0, NULL, NULL, NULL, NULL, NULL, NULL};
+const clt_layer_kind clt_layer_pool = {
+    .name = "pool",
+    .configure = configure,
+    .forward = forward,
+    .backward = backward,
+    .aux_bytes = aux_bytes,
+};

@@ -175,5 +175,12 @@ static double batch_bytes(const clt_layer *l)
     return sizeof(float) * ((N_BATCH_BUFFERS - 1 - !projected(l)) * out + in); /* batch_buffers */
 }
 
-const clt_layer_kind clt_layer_res = {"res", configure, forward, backward, NULL, 0, release, NULL, fuse_parts, NULL,
-                                      NULL, batch_bytes};
+const clt_layer_kind clt_layer_res = {
+    .name = "res",
+    .configure = configure,
+    .forward = forward,
+    .backward = backward,
+    .release = release,
+    .fuse_parts = fuse_parts,
+    .batch_bytes = batch_bytes,
+};
