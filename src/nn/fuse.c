@@ -55,7 +55,7 @@ static void fuse_pool(clt_model *m, const clt_device *dev)
 
 void clt_model_fuse(clt_model *m, const clt_device *dev)
 {
-    if (!m || !dev || dev->settings.no_fuse) return;
+    if (!m || !dev || clt_device_get_settings(dev)->no_fuse) return;
     for (int i = 0; i + 1 < m->n_layers; i++) {
         clt_layer *l = &m->layers[i], *next = &m->layers[i + 1];
         if (next->kind != &clt_layer_activation || next->variant != CLT_ACT_RELU) continue;

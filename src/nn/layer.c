@@ -1,4 +1,5 @@
 #include "nn/layer.h"
+#include "runtime/queue.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,12 +78,8 @@ clt_status clt_layer_fail(const clt_layer *l, clt_status s, const char *fmt, ...
 clt_status clt_layer_priv(clt_layer *l, clt_device *dev, int i, size_t bytes)
 {
     if (l->priv[i]) return CLT_OK;
-    cl_int err;
-    l->priv[i] = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
-    if (!l->priv[i]) {
-        clt_cl_fail(err, "clCreateBuffer");
+    if (clt_buffer_create(dev, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, "clCreateBuffer", &l->priv[i]) != CLT_OK)
         return clt_fail_context(CLT_ERR_DEVICE_MEMORY, "layer %s: %zu-byte work buffer", l->prefix, bytes);
-    }
     return CLT_OK;
 }
 
@@ -90,7 +87,7 @@ void clt_layer_release(clt_layer *l)
 {
     if (l->kind && l->kind->release) l->kind->release(l);
     for (size_t i = 0; i < sizeof l->priv / sizeof l->priv[0]; i++) {
-        if (l->priv[i]) clReleaseMemObject(l->priv[i]);
+        clt_buffer_release(l->priv[i]);
         l->priv[i] = NULL;
     }
     l->priv_cap = 0;

@@ -5,6 +5,7 @@
 #include "nn/layer.h"
 #include "ops/bn.h"
 #include "ops/elementwise.h"
+#include "runtime/queue.h"
 
 enum { SHIFT, STATS, MEAN_INVSTD, BSTATS };
 /* The synchronisation rounds of a training forward + backward, in order. */
@@ -77,10 +78,9 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
     /* [sum dy | sum dy*xhat] of this shard are dbeta and dgamma: the usual
      * gradient reduction adds them over devices. */
     size_t bytes = (size_t)c * sizeof(float);
-    CLT_CL(clEnqueueCopyBuffer(dev->queue, l->priv[BSTATS], l->params[1].g, 0, 0, bytes, 0, NULL, NULL),
-           "batch norm: bias gradient");
-    CLT_CL(clEnqueueCopyBuffer(dev->queue, l->priv[BSTATS], l->params[0].g, bytes, 0, bytes, 0, NULL, NULL),
-           "batch norm: weight gradient");
+    cl_command_queue q = clt_device_queue(dev);
+    CLT_TRY(clt_queue_copy(q, l->priv[BSTATS], 0, l->params[1].g, 0, bytes, "batch norm: bias gradient"));
+    CLT_TRY(clt_queue_copy(q, l->priv[BSTATS], bytes, l->params[0].g, 0, bytes, "batch norm: weight gradient"));
     if (!l->last_training)
         return dx ? clt_bn_backward_infer_raw(dev, n, c, hw, dy, &epi, l->priv[MEAN_INVSTD], gamma, dx) : CLT_OK;
     /* Every device takes part in each round, wanted or not. */

@@ -29,7 +29,7 @@ static clt_status configure(clt_layer *l)
 static clt_status forward(clt_layer *l, clt_device *dev, const clt_pass *pass, int n, cl_mem x, cl_mem y)
 {
     l->last_training = pass->training;
-    l->last_settings = dev->settings_version;
+    l->last_settings = clt_device_settings_version(dev);
     return clt_pool_forward_raw(dev, (clt_pool_kind)l->variant, n, l->in.d[0], l->in.d[1], l->in.d[2],
                                 l->args[0], stride(l), x, y, pass->training ? l->aux : NULL,
                                 CLT_POOL_ARGMAX_PRIVATE);
@@ -41,7 +41,7 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
     (void)pass;
     (void)y;
     if (!dx) return CLT_OK;
-    if (l->variant == CLT_POOL_MAX && (!l->last_training || l->last_settings != dev->settings_version)) {
+    if (l->variant == CLT_POOL_MAX && (!l->last_training || l->last_settings != clt_device_settings_version(dev))) {
         /* the values again into scratch (y may not be overwritten: the same
          * bits, but a caller may be reading it) */
         cl_mem values;
@@ -49,7 +49,7 @@ static clt_status backward(clt_layer *l, clt_device *dev, const clt_pass *pass, 
         CLT_TRY(clt_pool_forward_raw(dev, CLT_POOL_MAX, n, l->in.d[0], l->in.d[1], l->in.d[2], l->args[0],
                                      stride(l), x, values, l->aux, CLT_POOL_ARGMAX_PRIVATE));
         l->last_training = 1; /* the argmax is there now, in the current format */
-        l->last_settings = dev->settings_version;
+        l->last_settings = clt_device_settings_version(dev);
     }
     return clt_pool_backward_raw(dev, (clt_pool_kind)l->variant, n, l->in.d[0], l->in.d[1], l->in.d[2],
                                  l->args[0], stride(l), dy, l->aux, CLT_POOL_ARGMAX_PRIVATE, dx);

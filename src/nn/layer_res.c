@@ -11,6 +11,7 @@
 #include "nn/layer.h"
 #include "ops/activation.h"
 #include "ops/elementwise.h"
+#include "runtime/queue.h"
 
 enum { CONV1, BN1, CONV2, BN2, SHORTCUT };
 enum { T1, T2, T4, T5, T6, DB, DXM, N_BATCH_BUFFERS };
@@ -76,7 +77,7 @@ static clt_status batch_buffers(clt_layer *l, clt_device *dev, int n)
 {
     if (n > l->priv_cap) {
         for (int i = 0; i < N_BATCH_BUFFERS; i++) {
-            if (l->priv[i]) clReleaseMemObject(l->priv[i]);
+            clt_buffer_release(l->priv[i]);
             l->priv[i] = NULL;
         }
         l->priv_cap = 0;

@@ -2,6 +2,7 @@
  * spans, transfers, pinned staging, gradient order and the sync plan. */
 #include "nn/net_impl.h"
 #include "ops/elementwise.h"
+#include "runtime/queue.h"
 
 size_t clt_net_floats(const clt_net *net, clt_net_buffer b)
 {
@@ -50,16 +51,15 @@ static clt_status copy(const clt_net *net, cl_command_queue queue, cl_event afte
     cl_mem m;
     CLT_TRY(span_mem(net, b, span, op, &m));
     size_t at = span.offset * sizeof(float), bytes = span.count * sizeof(float);
-    cl_command_queue q = queue ? queue : net->dev->queue;
-    if (!done && q == net->dev->queue && !after)
+    cl_command_queue q = queue ? queue : clt_device_queue(net->dev);
+    if (!done && q == clt_device_queue(net->dev) && !after)
         return to ? clt_device_read(net->dev, m, at, bytes, to, buffer_name(b))
                   : clt_device_write(net->dev, m, at, bytes, from, buffer_name(b));
-    cl_bool wait = done ? CL_FALSE : CL_TRUE;
+    int wait = !done;
     cl_uint nw = after ? 1 : 0;
     const cl_event *wl = after ? &after : NULL;
-    cl_int err = to ? clEnqueueReadBuffer(q, m, wait, at, bytes, to, nw, wl, done)
-                    : clEnqueueWriteBuffer(q, m, wait, at, bytes, from, nw, wl, done);
-    return err == CL_SUCCESS ? CLT_OK : clt_cl_fail(err, buffer_name(b));
+    return to ? clt_queue_read(q, m, wait, at, bytes, to, nw, wl, done, buffer_name(b))
+              : clt_queue_write(q, m, wait, at, bytes, from, nw, wl, done, buffer_name(b));
 }
 
 clt_status clt_net_read(const clt_net *net, clt_net_buffer b, clt_span span, float *host, cl_event *done)
@@ -99,8 +99,7 @@ clt_status clt_net_scale(clt_net *net, clt_net_buffer b, clt_span span, float a)
 
 clt_status clt_net_flush(clt_net *net)
 {
-    CLT_CL(clFlush(net->dev->queue), "clFlush");
-    return CLT_OK;
+    return clt_queue_flush(clt_device_queue(net->dev), "clFlush");
 }
 
 clt_status clt_net_staging(clt_net *net, float **out)
@@ -111,12 +110,12 @@ clt_status clt_net_staging(clt_net *net, float **out)
     }
     if (!net->staging) {
         size_t bytes = net->flat * sizeof(float);
-        cl_int err;
-        net->staging_buf = clCreateBuffer(net->dev->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &err);
-        if (!net->staging_buf) return clt_cl_fail(err, "pinned staging buffer");
-        net->staging = clEnqueueMapBuffer(net->dev->queue, net->staging_buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
-                                          bytes, 0, NULL, NULL, &err);
-        if (!net->staging) return clt_cl_fail(err, "mapping the pinned staging buffer");
+        CLT_TRY(clt_buffer_create(net->dev, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL,
+                                  "pinned staging buffer", &net->staging_buf));
+        void *mapped;
+        CLT_TRY(clt_queue_map(clt_device_queue(net->dev), net->staging_buf, bytes, "mapping the pinned staging buffer",
+                              &mapped));
+        net->staging = mapped;
     }
     *out = net->staging;
     return CLT_OK;
@@ -124,10 +123,10 @@ clt_status clt_net_staging(clt_net *net, float **out)
 
 void clt_net_release_staging(clt_net *net)
 {
-    if (net->staging) clEnqueueUnmapMemObject(net->dev->queue, net->staging_buf, net->staging, 0, NULL, NULL);
+    if (net->staging) clt_queue_unmap(clt_device_queue(net->dev), net->staging_buf, net->staging);
     if (net->staging_buf) {
-        clFinish(net->dev->queue);
-        clReleaseMemObject(net->staging_buf);
+        clt_device_finish(net->dev);
+        clt_buffer_release(net->staging_buf);
     }
     net->staging = NULL;
     net->staging_buf = NULL;

@@ -9,6 +9,7 @@
 #include "io/npz.h"
 #include "nn/net_impl.h"
 #include "nn/net_npz.h"
+#include "runtime/queue.h"
 
 #define NAME_CAP 1100 /* prefix + parameter name */
 
@@ -232,18 +233,19 @@ clt_status clt_net_npz_upload(const clt_npz *npz, clt_net *net, int which, const
             return clt_fail(CLT_ERR_INTERNAL, "%s: entry \"%s\" was not checked against the net", clt_npz_path(npz), key);
     }
     /* The host data lives in the archive until the queue is drained. */
-    cl_int err = CL_SUCCESS;
-    for (int i = 0; i < n && err == CL_SUCCESS; i++) {
+    cl_command_queue q = clt_device_queue(net->dev);
+    clt_status s = CLT_OK;
+    for (int i = 0; i < n && s == CLT_OK; i++) {
         const clt_param *p = clt_net_param_at(net, i);
         if (!included(which, p)) continue;
         if (param_key(key, prefix, p) != CLT_OK) break;
         const clt_npz_entry *e = clt_npz_get(npz, key);
-        err = clEnqueueWriteBuffer(net->dev->queue, source_of(net, which, p), CL_FALSE, p->offset * sizeof(float),
-                                   (size_t)p->numel * sizeof(float), e->data, 0, NULL, NULL);
+        s = clt_queue_write(q, source_of(net, which, p), 0, p->offset * sizeof(float), (size_t)p->numel * sizeof(float),
+                            e->data, 0, NULL, NULL, "writing parameters");
     }
-    cl_int fin = clFinish(net->dev->queue);
-    if (err == CL_SUCCESS) err = fin;
-    if (err != CL_SUCCESS) return clt_fail_context(clt_cl_fail(err, "writing parameters"), "%s", clt_npz_path(npz));
+    clt_status fin = clt_queue_finish(q, "writing parameters");
+    if (s == CLT_OK) s = fin;
+    if (s != CLT_OK) return clt_fail_context(s, "%s", clt_npz_path(npz));
     return CLT_OK;
 }
 

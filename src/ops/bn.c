@@ -15,6 +15,7 @@
 
 #include "runtime/launch.h"
 #include "tensor/tensor.h"
+#include "runtime/queue.h"
 
 /* How the kernels that read x are laid out (see kernels/bn.cl): units of
  * vec floats (4 when hw >= 4: the kernels with suffix 4, which take a
@@ -70,14 +71,14 @@ static bn_plan plan_make(const clt_device *dev, int n, int c, int hw)
     pl.vec = hw >= 4 ? 4 : 1;
     int units = hw / pl.vec;
     int group = 64;
-    while (group > 1 && dev->info.max_work_group_size > 0 && group > dev->info.max_work_group_size) group >>= 1;
+    while (group > 1 && clt_device_get_info(dev)->max_work_group_size > 0 && group > clt_device_get_info(dev)->max_work_group_size) group >>= 1;
     int lx = 1;
     /* Lanes along a plane serve GPUs (neighbouring work-items read
      * neighbouring units). A CPU device runs a work-group's lanes one after
      * the other, each reading a unit out of every lx of the plane: one
      * lane walking the plane whole streams it (ResNet-18's batch norms at
      * batch 128 on PoCL: 1.9x faster at 28x28, 2-4.5x at 7x7 and 4x4). */
-    if (dev->info.type != CLT_DEVICE_CPU)
+    if (clt_device_get_info(dev)->type != CLT_DEVICE_CPU)
         while (lx < units && lx < group) lx <<= 1;
     pl.group = group;
     pl.lx = lx;
@@ -93,7 +94,7 @@ static bn_plan plan_make(const clt_device *dev, int n, int c, int hw)
     /* One lane leaves up to 64 rows a work-group: keep at least 4 work-groups
      * per compute unit, which is what CPU runtimes share out (a small shard
      * of large planes has few rows). */
-    int units_min = 4 * (dev->info.compute_units > 0 ? dev->info.compute_units : 1);
+    int units_min = 4 * (clt_device_get_info(dev)->compute_units > 0 ? clt_device_get_info(dev)->compute_units : 1);
     while (lx == 1 && pl.ly > 1 && (int64_t)c * pl.chunks / pl.ly < units_min) pl.ly >>= 1;
     return pl;
 }
@@ -394,10 +395,8 @@ static clt_status single_value(const char *op, const clt_tensor *x)
 
 static clt_status copy_floats(clt_device *dev, cl_mem src, size_t src_off, cl_mem dst, size_t count)
 {
-    CLT_CL(clEnqueueCopyBuffer(dev->queue, src, dst, src_off * sizeof(float), 0, count * sizeof(float), 0, NULL,
-                               NULL),
-           "batch norm backward: clEnqueueCopyBuffer");
-    return CLT_OK;
+    return clt_queue_copy(clt_device_queue(dev), src, src_off * sizeof(float), dst, 0, count * sizeof(float),
+                          "batch norm backward: clEnqueueCopyBuffer");
 }
 
 clt_status clt_batchnorm_forward(const clt_tensor *x, const clt_tensor *gamma, const clt_tensor *beta,

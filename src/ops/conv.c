@@ -99,7 +99,7 @@ static clt_status plan_init(const clt_device *dev, const clt_conv_geom *g, unsig
     memset(plan, 0, sizeof *plan);
     plan->g = *g;
     plan->dev = dev;
-    plan->settings_version = dev->settings_version;
+    plan->settings_version = clt_device_settings_version(dev);
     plan->planned = passes;
     assign(dev, plan, passes & CLT_CONV_PASS(CLT_CONV_FWD));
     assign(dev, plan, passes & ~CLT_CONV_PASS(CLT_CONV_FWD));
@@ -120,7 +120,7 @@ clt_status clt_conv_plan_ensure_passes(clt_device *dev, const clt_conv_geom *g, 
     if (!plan) return clt_fail(CLT_ERR_INVALID_ARG, "clt_conv_plan_ensure: plan is NULL");
     passes &= all_passes;
     clt_conv_plan *p = *plan;
-    if (p && dev && g && p->dev == dev && p->settings_version == dev->settings_version &&
+    if (p && dev && g && p->dev == dev && p->settings_version == clt_device_settings_version(dev) &&
         memcmp(&p->g, g, sizeof *g) == 0) {
         unsigned missing = passes & ~p->planned;
         if (!missing) return CLT_OK;
@@ -172,7 +172,7 @@ static clt_status check_plan(const clt_device *dev, const clt_conv_plan *plan, c
     if (!dev || !plan) return clt_fail(CLT_ERR_INVALID_ARG, "%s: device or plan is NULL", op);
     if (plan->dev != dev)
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: the plan was made for device %d, not device %d", op,
-                        plan->dev->info.index, dev->info.index);
+                        plan->dev->info.index, clt_device_get_info(dev)->index);
     return CLT_OK;
 }
 
@@ -190,7 +190,7 @@ int clt_conv_fuses_pool(const clt_device *dev, const clt_conv_geom *g, int kind,
         const clt_conv_algo *a = order[i];
         unsigned take = a->supports(g, want);
         if (!take) continue;
-        return take == want && a->pools && a->pools(g, kind) && !(a->pool_needs_room && dev->settings.conv_budget);
+        return take == want && a->pools && a->pools(g, kind) && !(a->pool_needs_room && clt_device_get_settings(dev)->conv_budget);
     }
     return 0;
 }

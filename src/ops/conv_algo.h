@@ -186,7 +186,6 @@ int clt_conv_implicit_parse(const char *text, clt_conv_implicit_cfg *c);
  * shape and kept (CLTRAIN_TUNE as for lanes). */
 clt_status clt_conv_gpu_tune(clt_device *dev, clt_conv_plan *plan);
 /* The one notice per device that its convolutions are being tuned (conv_tune.c). */
-void clt_conv_tune_announce(clt_device *dev);
 /* A pass's tensors for the tuners, zero-filled: x, w, y (dy) and the
  * pass's output (y, dx or dw); made whole or not at all (conv_common.c). */
 typedef struct clt_conv_pass_bufs {

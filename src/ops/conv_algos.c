@@ -104,9 +104,9 @@ clt_status clt_op_settings_check(const clt_device_settings *s, const char *op)
 clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes)
 {
     if (!dev || !yes) return clt_fail(CLT_ERR_INVALID_ARG, "clt_conv_uses_lanes: NULL argument");
-    int algo = dev->settings.conv_algo;
+    int algo = clt_device_get_settings(dev)->conv_algo;
     if (algo == CLT_CONV_ALGO_AUTO)
-        algo = dev->info.type == CLT_DEVICE_CPU ? CLT_CONV_ALGO_LANES : CLT_CONV_ALGO_IMPLICIT;
+        algo = clt_device_get_info(dev)->type == CLT_DEVICE_CPU ? CLT_CONV_ALGO_LANES : CLT_CONV_ALGO_IMPLICIT;
     *yes = algo == CLT_CONV_ALGO_LANES;
     return CLT_OK;
 }
@@ -124,6 +124,6 @@ size_t clt_conv_offered(const clt_device *dev, const clt_conv_algo *const **orde
     *order = gpu_order;
     size_t n = sizeof gpu_order / sizeof *gpu_order;
     if (lanes) *order = lanes_order, n = sizeof lanes_order / sizeof *lanes_order;
-    else if (dev->settings.conv_algo == CLT_CONV_ALGO_GEMM) *order = gemm_order, n = 1;
+    else if (clt_device_get_settings(dev)->conv_algo == CLT_CONV_ALGO_GEMM) *order = gemm_order, n = 1;
     return n;
 }

@@ -6,10 +6,11 @@
 
 #include "ops/conv_algo.h"
 #include "runtime/launch.h"
+#include "runtime/queue.h"
 
 size_t clt_conv_group_x(const clt_device *dev, size_t blocks)
 {
-    size_t max = dev->info.max_work_group_size > 0 ? (size_t)dev->info.max_work_group_size : 1;
+    size_t max = clt_device_get_info(dev)->max_work_group_size > 0 ? (size_t)clt_device_get_info(dev)->max_work_group_size : 1;
     return blocks < max ? blocks : max;
 }
 
@@ -17,7 +18,7 @@ const char *const clt_conv_pass_names[CLT_CONV_PASSES] = {"fwd", "bwd-data", "bw
 
 size_t clt_conv_units(const clt_device *dev)
 {
-    return (size_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1);
+    return (size_t)(clt_device_get_info(dev)->compute_units > 0 ? clt_device_get_info(dev)->compute_units : 1);
 }
 
 size_t clt_conv_items_wanted(const clt_device *dev) { return clt_conv_units(dev) * 16; }
@@ -32,9 +33,9 @@ size_t clt_conv_k_slices(const clt_device *dev, size_t tiles, size_t k)
 
 size_t clt_conv_budget(const clt_device *dev, size_t default_cap)
 {
-    if (dev->settings.conv_budget) return dev->settings.conv_budget;
-    if (dev->info.max_alloc_bytes > 0 && (size_t)dev->info.max_alloc_bytes < default_cap)
-        return (size_t)dev->info.max_alloc_bytes;
+    if (clt_device_get_settings(dev)->conv_budget) return clt_device_get_settings(dev)->conv_budget;
+    if (clt_device_get_info(dev)->max_alloc_bytes > 0 && (size_t)clt_device_get_info(dev)->max_alloc_bytes < default_cap)
+        return (size_t)clt_device_get_info(dev)->max_alloc_bytes;
     return default_cap;
 }
 
@@ -88,9 +89,8 @@ clt_status clt_conv_bias_grad(clt_device *dev, const clt_conv_geom *g, cl_mem dy
 /* The tuners' tensors and runs (conv_algo.h). */
 static clt_status zeroed_buf(clt_device *dev, size_t floats, cl_mem *out)
 {
-    cl_int err;
-    *out = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, floats * sizeof(float), NULL, &err);
-    if (!*out) return clt_cl_fail(err, "clCreateBuffer (convolution tuning)");
+    CLT_TRY(clt_buffer_create(dev, CL_MEM_READ_WRITE, floats * sizeof(float), NULL, "clCreateBuffer (convolution tuning)",
+                              out));
     return clt_device_zero(dev, *out, 0, floats * sizeof(float), "clEnqueueFillBuffer (convolution tuning)");
 }
 
@@ -98,7 +98,7 @@ void clt_conv_pass_bufs_free(clt_conv_pass_bufs *b)
 {
     cl_mem *all[] = {&b->x, &b->w, &b->y, &b->out};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        if (*all[i]) clReleaseMemObject(*all[i]), *all[i] = NULL;
+        clt_buffer_release(*all[i]), *all[i] = NULL;
 }
 
 clt_status clt_conv_pass_bufs_make(clt_device *dev, const clt_conv_geom *g, int pass, clt_conv_pass_bufs *b)

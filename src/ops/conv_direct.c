@@ -45,7 +45,7 @@ static unsigned direct_supports(const clt_conv_geom *g, unsigned open)
 }
 
 /* The vector width: the device's native float width, 8 or 16. */
-static int direct_vw(const clt_device *dev) { return dev->native_float_width >= 16 ? 16 : 8; }
+static int direct_vw(const clt_device *dev) { return clt_device_vector_width(dev) >= 16 ? 16 : 8; }
 
 /* The program of the plan's vector width with the forward (fwd = 1) or
  * the backward-weights kernel of its block (kernels/conv_direct.cl), with

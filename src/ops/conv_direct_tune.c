@@ -101,28 +101,28 @@ static clt_status tune_pass(clt_device *dev, clt_conv_plan *plan, int pass, int 
             }
         }
     if (clt_device_interrupted(dev)) { /* the rule's stays, unkept */
-        dev->tune_cut = 1;
+        clt_tune_cut(dev);
         return CLT_OK;
     }
-    clt_conv_tune_announce(dev);
+    clt_tune_announce(dev);
     double secs[MAX_CHOICES];
     const char *name = pass == CLT_CONV_FWD ? "forward" : "backward-weights";
-    dev->cache_hold++; /* only the winner's binary goes to the on-disk cache */
+    clt_tune_hold_begin(dev); /* only the winner's binary goes to the on-disk cache */
     clt_status s = time_choices(dev, plan, pass, n, secs);
-    dev->cache_hold--;
+    clt_tune_hold_end(dev);
     if (s == CLT_ERR_DEVICE_LOST) return s;
     if (s == CLT_OK && clt_device_interrupted(dev)) { /* cut short: the rule's stays, unkept */
-        dev->tune_cut = 1;
+        clt_tune_cut(dev);
         return CLT_OK;
     }
     if (s != CLT_OK) { /* the rule's stays; the next run measures again */
-        clt_device_log(dev, 0, "tuning device %d: direct %s skipped: %s", dev->info.index, name, clt_last_error());
+        clt_device_log(dev, 0, "tuning device %d: direct %s skipped: %s", clt_device_get_info(dev)->index, name, clt_last_error());
         clt_clear_error();
         return CLT_OK;
     }
     int best = 0;
     char line[160];
-    int len = snprintf(line, sizeof line, "tuning device %d: direct %s", dev->info.index, name);
+    int len = snprintf(line, sizeof line, "tuning device %d: direct %s", clt_device_get_info(dev)->index, name);
     for (int i = 0; i < n; i++) {
         value_of(pass, i, v, sizeof v);
         if (len > 0 && (size_t)len < sizeof line)
@@ -143,11 +143,9 @@ static clt_status tune_pass(clt_device *dev, clt_conv_plan *plan, int pass, int 
 
 clt_status clt_conv_direct_tune(clt_device *dev, clt_conv_plan *plan)
 {
-    int mode = dev->settings.tune;
     clt_conv_direct_params *d = &plan->direct;
     /* as the lanes tuner: AUTO tunes CPU devices with a cache to keep the result */
-    if (mode == CLT_TUNE_OFF || (mode == CLT_TUNE_AUTO && (!dev->cache_enabled || dev->info.type != CLT_DEVICE_CPU)))
-        return CLT_OK;
+    if (!clt_tune_wanted(dev, 1)) return CLT_OK;
     if (plan->algo[CLT_CONV_FWD] == &clt_conv_direct && !d->fwd_tuned)
         CLT_TRY(tune_pass(dev, plan, CLT_CONV_FWD, &d->fwd_tuned));
     if (plan->algo[CLT_CONV_BWD_WEIGHTS] == &clt_conv_direct && !d->bwdw_tuned)

@@ -98,11 +98,11 @@ static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, 
         ok[i] = apply(dev, &t[i], pass, &cand[i]);
     }
     clt_conv_pass_bufs b;
-    size_t scratch_before = dev->scratch_bytes;
+    size_t scratch_before = clt_device_scratch_size(dev);
     clt_status s = clt_conv_pass_bufs_make(dev, &plan->g, pass, &b);
     if (s != CLT_OK) {
         /* no room for a second set of tensors: the rule's choice stays */
-        clt_device_log(dev, 0, "tuning device %d: %s not timed: %s", dev->info.index, clt_conv_pass_names[pass],
+        clt_device_log(dev, 0, "tuning device %d: %s not timed: %s", clt_device_get_info(dev)->index, clt_conv_pass_names[pass],
                        clt_last_error());
         clt_clear_error();
         *found = 0;
@@ -119,13 +119,13 @@ static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, 
             char name[CLT_TUNE_VALUE_MAX];
             format_choice(&cand[i], name, sizeof name);
             if (s != CLT_OK) {
-                clt_device_log(dev, 0, "tuning device %d: %s %s skipped: %s", dev->info.index,
+                clt_device_log(dev, 0, "tuning device %d: %s %s skipped: %s", clt_device_get_info(dev)->index,
                                clt_conv_pass_names[pass], name, clt_last_error());
                 clt_clear_error();
                 ok[i] = 0;
                 s = CLT_OK;
             } else {
-                clt_device_log(dev, 0, "tuning device %d: %s %s: %.3f ms", dev->info.index,
+                clt_device_log(dev, 0, "tuning device %d: %s %s: %.3f ms", clt_device_get_info(dev)->index,
                                clt_conv_pass_names[pass], name, best_s[i] * 1e3);
             }
         }
@@ -134,7 +134,7 @@ static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, 
     if (s == CLT_ERR_DEVICE_LOST) return s;
     /* gemm's timing grew the scratch buffer (its im2col matrix): give the
      * memory back; the algorithm that runs grows it again if it needs it */
-    if (dev->scratch_bytes > scratch_before) clt_device_scratch_release(dev);
+    if (clt_device_scratch_size(dev) > scratch_before) clt_device_scratch_release(dev);
     *found = 0;
     if (clt_device_interrupted(dev)) return CLT_OK; /* cut short: no choice */
     int at = -1;
@@ -147,11 +147,10 @@ static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, 
 
 clt_status clt_conv_gpu_tune(clt_device *dev, clt_conv_plan *plan)
 {
-    int mode = dev->settings.tune, algo = dev->settings.conv_algo, lanes = 0;
+    int algo = clt_device_get_settings(dev)->conv_algo, lanes = 0;
     CLT_TRY(clt_conv_uses_lanes(dev, &lanes));
     /* AUTO: with a cache to keep the result; a forced gemm has nothing to choose */
-    if (lanes || algo == CLT_CONV_ALGO_GEMM || mode == CLT_TUNE_OFF || (mode == CLT_TUNE_AUTO && !dev->cache_enabled))
-        return CLT_OK;
+    if (lanes || algo == CLT_CONV_ALGO_GEMM || !clt_tune_wanted(dev, 0)) return CLT_OK;
     int with_gemm = algo == CLT_CONV_ALGO_AUTO;
     const clt_conv_geom *g = &plan->g;
     for (int p = 0; p < CLT_CONV_PASSES; p++) {
@@ -169,14 +168,14 @@ clt_status clt_conv_gpu_tune(clt_device *dev, clt_conv_plan *plan)
             continue;
         }
         if (clt_device_interrupted(dev)) { /* the rule's choices for the rest, unkept */
-            dev->tune_cut = 1;
+            clt_tune_cut(dev);
             break;
         }
-        clt_conv_tune_announce(dev);
+        clt_tune_announce(dev);
         int found = 0;
         CLT_TRY(measure(dev, plan, p, with_gemm, &c, &found));
         if (clt_device_interrupted(dev)) { /* cut short: not a measurement */
-            dev->tune_cut = 1;
+            clt_tune_cut(dev);
             break;
         }
         if (!found) continue; /* nothing ran: the rule's choice stays, unkept */

@@ -73,7 +73,7 @@ static int cfg_fits(const clt_device *dev, const clt_conv_implicit_cfg *c)
 {
     int64_t items = (int64_t)(c->tm / c->rm) * (c->tn / c->rn);
     int64_t local = (int64_t)c->tk * (c->tm + c->tn + 8) * (int64_t)sizeof(float);
-    return items <= dev->info.max_work_group_size && local <= dev->info.local_mem_bytes;
+    return items <= clt_device_get_info(dev)->max_work_group_size && local <= clt_device_get_info(dev)->local_mem_bytes;
 }
 
 /* The rule, from every tile timed on every ResNet-18 pass at batch 128 on
@@ -175,7 +175,7 @@ static clt_status launch_one(clt_device *dev, const clt_conv_plan *plan, int pas
     char prog[320], geom[160] = "", phase[48] = "";
     int tapped = (y0 + g->pad) % g->stride < g->k && (x0 + g->pad) % g->stride < g->k;
     int data = pass == CLT_CONV_BWD_DATA;
-    if (dev->info.type != CLT_DEVICE_CPU && (!data || (g->stride <= 2 && tapped))) {
+    if (clt_device_get_info(dev)->type != CLT_DEVICE_CPU && (!data || (g->stride <= 2 && tapped))) {
         snprintf(geom, sizeof geom, " -DGC=%d -DGH=%d -DGW=%d -DGCO=%d -DGK=%d -DGS=%d -DGPAD=%d -DGOH=%d -DGOW=%d",
                  g->c, g->h, g->w, g->co, g->k, g->stride, g->pad, g->oh, g->ow);
         if (data) snprintf(phase, sizeof phase, " -DGPY=%d -DGPX=%d", y0, x0);

@@ -127,14 +127,14 @@ static clt_status fastest(clt_device *dev, const clt_conv_lanes_params *lp, int 
         t[i].cfg[pass] = cand[i];
         ok[i] = clt_conv_lanes_derive(dev, &t[i], mask);
     }
-    dev->cache_hold++; /* only the winner's binary goes to the on-disk cache */
+    clt_tune_hold_begin(dev); /* only the winner's binary goes to the on-disk cache */
     for (int r = 0; r < ROUNDS && !clt_device_interrupted(dev); r++) {
         for (int i = 0; i < n && !clt_device_interrupted(dev); i++) {
             if (!ok[i]) continue;
             double secs = 0;
             clt_status s = time_cfg(dev, &t[i], pass, r == 0, &secs);
             if (s == CLT_ERR_DEVICE_LOST) {
-                dev->cache_hold--;
+                clt_tune_hold_end(dev);
                 return s;
             }
             if (s == CLT_OK && (r == 0 || secs < best_s[i])) best_s[i] = secs;
@@ -143,17 +143,17 @@ static clt_status fastest(clt_device *dev, const clt_conv_lanes_params *lp, int 
             format_cfg(pass, &cand[i], name, sizeof name);
             make_key(lp, pass, key, sizeof key);
             if (s != CLT_OK) {
-                clt_device_log(dev, 0, "tuning device %d: %s: %s skipped: %s", dev->info.index, key, name,
+                clt_device_log(dev, 0, "tuning device %d: %s: %s skipped: %s", clt_device_get_info(dev)->index, key, name,
                                clt_last_error());
                 clt_clear_error();
                 ok[i] = 0;
             } else {
-                clt_device_log(dev, 0, "tuning device %d: %s: %s: %.3f ms", dev->info.index, key, name,
+                clt_device_log(dev, 0, "tuning device %d: %s: %s: %.3f ms", clt_device_get_info(dev)->index, key, name,
                                best_s[i] * 1e3);
             }
         }
     }
-    dev->cache_hold--;
+    clt_tune_hold_end(dev);
     best[0] = best[1] = -1;
     if (clt_device_interrupted(dev)) return CLT_OK; /* cut short: no choice */
     for (int i = 0; i < n; i++) {
@@ -204,11 +204,9 @@ static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, 
 
 clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan)
 {
-    int mode = dev->settings.tune;
     /* AUTO: CPU devices (where lanes is the default; a simulator or a GPU
      * forced onto lanes keeps the rule) with a cache to keep the result */
-    if (mode == CLT_TUNE_OFF || (mode == CLT_TUNE_AUTO && (!dev->cache_enabled || dev->info.type != CLT_DEVICE_CPU)))
-        return CLT_OK;
+    if (!clt_tune_wanted(dev, 1)) return CLT_OK;
     clt_conv_lanes_params *lp = &plan->lanes;
     unsigned mask = 0;
     for (int p = 0; p < CLT_CONV_PASSES; p++)
@@ -216,7 +214,7 @@ clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan)
     for (int p = 0; p < CLT_CONV_PASSES; p++) {
         if (!(mask & CLT_CONV_PASS(p)) || lp->tuned[p]) continue;
         /* CLTRAIN_CONV_BWDW forces the backward-weights block: nothing to measure. */
-        if (p == CLT_CONV_BWD_WEIGHTS && dev->settings.conv_bwdw_a > 0) continue;
+        if (p == CLT_CONV_BWD_WEIGHTS && clt_device_get_settings(dev)->conv_bwdw_a > 0) continue;
         char key[CLT_TUNE_KEY_MAX], value[CLT_TUNE_VALUE_MAX];
         make_key(lp, p, key, sizeof key);
         clt_conv_lanes_cfg c;
@@ -231,15 +229,15 @@ clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan)
         }
         /* an interrupt: the rule's choice for this pass and the rest, unkept */
         if (clt_device_interrupted(dev)) {
-            dev->tune_cut = 1;
+            clt_tune_cut(dev);
             break;
         }
-        clt_conv_tune_announce(dev);
+        clt_tune_announce(dev);
         clt_conv_lanes_cfg rule = lp->cfg[p];
         CLT_TRY(measure(dev, lp, p, mask));
         if (clt_device_interrupted(dev)) { /* cut short: not a measurement */
             lp->cfg[p] = rule;
-            dev->tune_cut = 1;
+            clt_tune_cut(dev);
             break;
         }
         lp->tuned[p] = 1;
@@ -249,23 +247,6 @@ clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan)
     if (!clt_conv_lanes_derive(dev, lp, mask))
         return clt_fail(CLT_ERR_INTERNAL, "conv2d plan: the tuned configuration no longer fits");
     return CLT_OK;
-}
-
-void clt_conv_tune_announce(clt_device *dev)
-{
-    if (dev->tune_announced) return;
-    dev->tune_announced = 1;
-    /* where the choices go: a cache that cannot be written was reported (or
-     * is now, once) and keeps nothing */
-    const char *where = dev->cache_enabled ? dev->cache_dir : "memory only; the cache is off";
-    if (dev->cache_enabled && clt_cache_check(dev) != CLT_OK) {
-        clt_cache_store_failed(dev, "the tuning");
-        where = "memory only; the cache cannot be written";
-    }
-    clt_device_log(dev, 1,
-                   "device %d (%s): tuning the convolution kernels for its shapes, once per device and "
-                   "driver (kept in %s; CLTRAIN_TUNE=0 skips it)",
-                   dev->info.index, dev->info.name, where);
 }
 
 void clt_conv_lanes_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)

@@ -55,8 +55,8 @@ static clt_status pool_geom(const char *op, int n, int c, int h, int w, int k, i
 static void rows_local(const clt_device *dev, int width, size_t *lx, size_t *ly)
 {
     size_t target = 64;
-    if (dev->info.max_work_group_size > 0 && (size_t)dev->info.max_work_group_size < target)
-        target = (size_t)dev->info.max_work_group_size;
+    if (clt_device_get_info(dev)->max_work_group_size > 0 && (size_t)clt_device_get_info(dev)->max_work_group_size < target)
+        target = (size_t)clt_device_get_info(dev)->max_work_group_size;
     *lx = (size_t)width < target ? (size_t)width : target;
     *ly = target / *lx;
 }

@@ -201,5 +201,8 @@ clt_status clt_op_settings_check(const clt_device_settings *s, const char *op);
 clt_status clt_device_set_settings(clt_device *dev, const clt_device_settings *s);
 /* The device's current settings (NULL for a NULL device). */
 const clt_device_settings *clt_device_get_settings(const clt_device *dev);
+/* Counts clt_device_set_settings calls: a plan made under other settings
+ * is made again. */
+unsigned clt_device_settings_version(const clt_device *dev);
 
 #endif

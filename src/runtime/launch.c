@@ -101,6 +101,8 @@ void clt_device_scratch_release(clt_device *dev)
     dev->scratch_bytes = 0;
 }
 
+size_t clt_device_scratch_size(const clt_device *dev) { return dev->scratch_bytes; }
+
 clt_status clt_device_scratch(clt_device *dev, size_t bytes, cl_mem *out)
 {
     if (bytes == 0) bytes = 4;

@@ -38,6 +38,8 @@ clt_status clt_launch_2d(clt_device *dev, const char *program, const char *kerne
 clt_status clt_device_scratch(clt_device *dev, size_t bytes, cl_mem *out);
 /* Frees it (the next clt_device_scratch allocates again). */
 void clt_device_scratch_release(clt_device *dev);
+/* Bytes the scratch buffer holds now (0: none). */
+size_t clt_device_scratch_size(const clt_device *dev);
 
 /* Enqueues zeros over `bytes` bytes of buf from byte `off` (both multiples
  * of 4); `what` names the call in an error. */

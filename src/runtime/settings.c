@@ -86,3 +86,5 @@ const clt_device_settings *clt_device_get_settings(const clt_device *dev)
 {
     return dev ? &dev->settings : NULL;
 }
+
+unsigned clt_device_settings_version(const clt_device *dev) { return dev->settings_version; }

@@ -171,3 +171,33 @@ void clt_tune_free(clt_device *dev)
     dev->n_tune = dev->cap_tune = 0;
     dev->tune_loaded = 0;
 }
+
+int clt_tune_wanted(const clt_device *dev, int cpu_only)
+{
+    int mode = dev->settings.tune;
+    if (mode == CLT_TUNE_OFF) return 0;
+    return mode != CLT_TUNE_AUTO || (dev->cache_enabled && (!cpu_only || dev->info.type == CLT_DEVICE_CPU));
+}
+
+void clt_tune_hold_begin(clt_device *dev) { dev->cache_hold++; }
+
+void clt_tune_hold_end(clt_device *dev) { dev->cache_hold--; }
+
+void clt_tune_cut(clt_device *dev) { dev->tune_cut = 1; }
+
+void clt_tune_announce(clt_device *dev)
+{
+    if (dev->tune_announced) return;
+    dev->tune_announced = 1;
+    /* where the choices go: a cache that cannot be written was reported (or
+     * is now, once) and keeps nothing */
+    const char *where = dev->cache_enabled ? dev->cache_dir : "memory only; the cache is off";
+    if (dev->cache_enabled && clt_cache_check(dev) != CLT_OK) {
+        clt_cache_store_failed(dev, "the tuning");
+        where = "memory only; the cache cannot be written";
+    }
+    clt_device_log(dev, 1,
+                   "device %d (%s): tuning the convolution kernels for its shapes, once per device and "
+                   "driver (kept in %s; CLTRAIN_TUNE=0 skips it)",
+                   dev->info.index, dev->info.name, where);
+}

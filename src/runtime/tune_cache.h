@@ -25,6 +25,21 @@ int clt_tune_lookup(clt_device *dev, const char *key, char *value, size_t cap);
  * file that cannot be written is logged: it costs a later run time, not
  * correctness). */
 clt_status clt_tune_store(clt_device *dev, const char *key, const char *value);
+/* Whether the tuners measure on this device (its CLTRAIN_TUNE setting):
+ * AUTO measures where the cache can keep the result, and with cpu_only
+ * on CPU devices only (where the rule is not the measured choice). */
+int clt_tune_wanted(const clt_device *dev, int cpu_only);
+/* The tuners hold the programs they build for their candidates out of the
+ * on-disk cache (fetching a binary makes PoCL compile every kernel of the
+ * program once more): between begin and end, built programs wait for
+ * clt_program_keep. Nests. */
+void clt_tune_hold_begin(clt_device *dev);
+void clt_tune_hold_end(clt_device *dev);
+/* Records that an interrupt (clt_device_interrupted) left shapes
+ * unmeasured: their rule's choices are not stored. */
+void clt_tune_cut(clt_device *dev);
+/* Logs once per device that tuning starts, and where its choices go. */
+void clt_tune_announce(clt_device *dev);
 /* Frees the in-memory entries (device teardown). */
 void clt_tune_free(clt_device *dev);
 
