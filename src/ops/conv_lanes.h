@@ -1,5 +1,7 @@
-/* What the tuner (conv_tune.c) and the tests use of the lanes algorithm's
- * kernel configurations (conv_lanes.c). */
+/* What the lanes algorithm's files share, and the tests use: its kernels'
+ * configuration space (conv_lanes_cfg.c), the copies into and out of its
+ * layouts (conv_lanes_copy.c), its plan and passes (conv_lanes.c) and its
+ * tuner (conv_tune.c). */
 #ifndef CLT_OPS_CONV_LANES_H
 #define CLT_OPS_CONV_LANES_H
 
@@ -26,6 +28,9 @@ static inline int clt_conv_lanes_row_stride(const clt_conv_lanes_params *lp, int
 int clt_conv_lanes_can_phase(const clt_conv_lanes_params *lp);
 /* Whether the kernels can run configuration c for `pass` of lp. */
 int clt_conv_lanes_cfg_ok(const clt_conv_lanes_params *lp, int pass, const clt_conv_lanes_cfg *c);
+/* The rule-based configuration of `pass` (CLTRAIN_TUNE=0, and the tuner's
+ * first candidate). */
+clt_conv_lanes_cfg clt_conv_lanes_rule(const clt_device *dev, const clt_conv_lanes_params *lp, int pass);
 /* Up to max configurations to time for `pass`: the rule-based one first,
  * then the ones of least modelled cost within the register budget.
  * Returns the count. */
@@ -47,5 +52,32 @@ clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan);
 /* "vw8 rm6 nv2" / "vw8 wa3 wb4 ck512" (" ph": phased, " tr": rows of taps), plus " tuned" when
  * measured or cached. */
 void clt_conv_lanes_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap);
+
+
+/* The copies (conv_lanes_copy.c), into a lanes layout at `off` floats of
+ * dst, or from one at `off` of src: pixel_major picks the forward's and
+ * backward-data's layout, else the weight gradient's (channel-major). */
+/* x in the layout of the kernels' geometry (a strided 1x1 layer copies
+ * only the pixels it reads; the weight gradient's in stride phases where
+ * its cfg.ph says). */
+clt_status clt_conv_lanes_x_to(clt_device *dev, const clt_conv_plan *plan, cl_mem x, int pixel_major, cl_mem dst,
+                               cl_ulong off);
+/* dy through epi's ReLU derivative, or spread from its fused pooling's dy;
+ * cm_off (a pooling only; else NULL): the channel-major layout at *cm_off
+ * too, from the same pass. */
+clt_status clt_conv_lanes_dy_to(clt_device *dev, const clt_conv_lanes_params *lp, cl_mem dy, const clt_epilogue *epi,
+                                int pixel_major, cl_mem dst, cl_ulong off, const cl_ulong *cm_off);
+/* The weights of the forward (fwd = 1) or backward-data in blocks of qb
+ * of their first dimension, padded to qp. */
+clt_status clt_conv_lanes_weights_to(clt_device *dev, const clt_conv_geom *g, int fwd, int qp, int qb, cl_mem w,
+                                     cl_mem dst, cl_ulong off);
+/* y (b: the bias or NULL; w: any valid buffer in place of a missing one)
+ * with epi's ReLU and pooling. */
+clt_status clt_conv_lanes_y_from(clt_device *dev, const clt_conv_lanes_params *lp, cl_mem src, cl_ulong off, cl_mem b,
+                                 cl_mem w, const clt_epilogue *epi, cl_mem y);
+/* dx from the channel-major layout. */
+clt_status clt_conv_lanes_dx_from(clt_device *dev, const clt_conv_plan *plan, cl_mem src, cl_ulong off, cl_mem dx);
+/* db from dy's channel-major copy. */
+clt_status clt_conv_lanes_bias_from(clt_device *dev, const clt_conv_plan *plan, cl_mem src, cl_ulong off, cl_mem db);
 
 #endif
