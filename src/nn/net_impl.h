@@ -40,6 +40,13 @@ struct clt_net {
     float *slot_host[CLT_OPTIM_SLOTS];
 };
 
+/* A device buffer of `bytes` (at least 4); a failure names `what`, its
+ * size and the device (net_layout.c). */
+clt_status clt_net_make_buffer(clt_device *dev, size_t bytes, const char *what, cl_mem *out);
+/* Lays the model's parameters out in the flat buffers, made here, with
+ * their views (net_layout.c; align_bytes and share as for
+ * clt_net_create_aligned). */
+clt_status clt_net_layout_params(clt_net *net, size_t align_bytes, clt_net_share share);
 /* Makes the buffers hold n samples (grows, never shrinks). */
 clt_status clt_net_reserve(clt_net *net, int n);
 /* Loss only (labels set): enqueues the stats kernel. */
