@@ -7,6 +7,7 @@
 
 #include "core/alloc.h"
 #include "runtime/svm.h"
+#include "runtime/queue.h"
 
 /* The rounds and floats of a synchronised step: what the layers declare. */
 static clt_status plan_sync(clt_net *net)
@@ -52,7 +53,7 @@ clt_status clt_net_create_aligned(clt_device *dev, const char *spec, int channel
 
 static void release(cl_mem *m)
 {
-    if (*m) clReleaseMemObject(*m);
+    clt_buffer_release(*m);
     *m = NULL;
 }
 
@@ -76,7 +77,7 @@ static void release_batch_buffers(clt_net *net)
 void clt_net_destroy(clt_net *net)
 {
     if (!net) return;
-    if (net->dev) clFinish(net->dev->queue);
+    if (net->dev) clt_queue_drain(clt_device_queue(net->dev));
     clt_net_release_staging(net);
     if (net->act) release_batch_buffers(net);
     for (int i = 0; i < net->model.n_layers; i++) {

@@ -125,7 +125,7 @@ void clt_net_release_staging(clt_net *net)
 {
     if (net->staging) clt_queue_unmap(clt_device_queue(net->dev), net->staging_buf, net->staging);
     if (net->staging_buf) {
-        clt_device_finish(net->dev);
+        clt_queue_drain(clt_device_queue(net->dev));
         clt_buffer_release(net->staging_buf);
     }
     net->staging = NULL;

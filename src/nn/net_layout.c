@@ -5,16 +5,14 @@
 
 #include "runtime/launch.h"
 #include "runtime/svm.h"
+#include "runtime/queue.h"
 
 clt_status clt_net_make_buffer(clt_device *dev, size_t bytes, const char *what, cl_mem *out)
 {
-    cl_int err;
-    *out = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
-    if (!*out) {
-        clt_cl_fail(err, "clCreateBuffer");
-        return clt_fail_context(err == CL_SUCCESS ? CLT_ERR_OPENCL : CLT_ERR_DEVICE_MEMORY,
-                                "%s (%zu bytes) on device %d (%s)", what, bytes, dev->info.index,
-                                dev->info.name);
+    if (clt_buffer_create(dev, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, "clCreateBuffer", out) != CLT_OK) {
+        const clt_device_info *in = clt_device_get_info(dev);
+        return clt_fail_context(CLT_ERR_DEVICE_MEMORY, "%s (%zu bytes) on device %d (%s)", what, bytes, in->index,
+                                in->name);
     }
     return CLT_OK;
 }
@@ -33,18 +31,15 @@ static clt_status make_shared(clt_net *net, clt_net_share level, size_t bytes, c
         return CLT_OK;
     }
     if (want)
-        clt_device_log(net->dev, 2, "device %d (%s): %s; a buffer of its own instead", net->dev->info.index,
-                       net->dev->info.name, clt_last_error());
+        clt_device_log(net->dev, 2, "device %d (%s): %s; a buffer of its own instead",
+                       clt_device_get_info(net->dev)->index, clt_device_get_info(net->dev)->name, clt_last_error());
     return clt_net_make_buffer(net->dev, bytes, what, out);
 }
 
 static clt_status sub_buffer(cl_mem parent, size_t offset_floats, int64_t numel, cl_mem *out)
 {
-    cl_buffer_region r = {offset_floats * sizeof(float), (size_t)numel * sizeof(float)};
-    cl_int err;
-    *out = clCreateSubBuffer(parent, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
-    if (!*out) return clt_cl_fail(err, "clCreateSubBuffer (parameter view)");
-    return CLT_OK;
+    return clt_buffer_view(parent, offset_floats * sizeof(float), (size_t)numel * sizeof(float),
+                           "clCreateSubBuffer (parameter view)", out);
 }
 
 static clt_status zero(clt_device *dev, cl_mem m, size_t bytes)
@@ -54,7 +49,7 @@ static clt_status zero(clt_device *dev, cl_mem m, size_t bytes)
 
 size_t clt_net_base_align(const clt_device *dev)
 {
-    size_t bytes = dev->base_align ? dev->base_align : 128; /* 1024 bits where the device does not say */
+    size_t bytes = clt_device_base_align(dev) ? clt_device_base_align(dev) : 128; /* 1024 bits where the device does not say */
     return bytes >= sizeof(float) ? bytes : sizeof(float);
 }
 
@@ -69,7 +64,7 @@ clt_status clt_net_layout_params(clt_net *net, size_t align_bytes, clt_net_share
     if (align_bytes == 0) align_bytes = own;
     if (align_bytes % own != 0 || align_bytes % sizeof(float) != 0)
         return clt_fail(CLT_ERR_INVALID_ARG, "net: parameter alignment of %zu bytes is not a multiple of device %d's %zu",
-                        align_bytes, net->dev->info.index, own);
+                        align_bytes, clt_device_get_info(net->dev)->index, own);
     size_t align = align_bytes / sizeof(float);
     size_t at[2] = {0, 0}; /* parameters, state */
     net->first_param_layer = clt_model_first_trainable(&net->model);

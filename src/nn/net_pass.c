@@ -7,6 +7,7 @@
 
 #include "ops/loss.h"
 #include "runtime/launch.h"
+#include "runtime/queue.h"
 
 static clt_status check_n(const clt_net *net, int n, const char *op)
 {
@@ -46,9 +47,8 @@ clt_status clt_net_set_input(clt_net *net, const float *images, int n, cl_event 
     CLT_TRY(clt_net_reserve(net, n));
     size_t bytes = (size_t)n * (size_t)clt_shape_numel(&net->model.in) * sizeof(float);
     if (!done) return clt_device_write(net->dev, net->input, 0, bytes, images, "upload input samples");
-    CLT_CL(clEnqueueWriteBuffer(net->dev->queue, net->input, CL_FALSE, 0, bytes, images, 0, NULL, done),
-           "upload input samples");
-    return CLT_OK;
+    return clt_queue_write(clt_device_queue(net->dev), net->input, 0, 0, bytes, images, 0, NULL, done,
+                           "upload input samples");
 }
 
 clt_status clt_net_forward(clt_net *net, const float *images, int n, int training)

@@ -172,7 +172,7 @@ static clt_status check_plan(const clt_device *dev, const clt_conv_plan *plan, c
     if (!dev || !plan) return clt_fail(CLT_ERR_INVALID_ARG, "%s: device or plan is NULL", op);
     if (plan->dev != dev)
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: the plan was made for device %d, not device %d", op,
-                        plan->dev->info.index, clt_device_get_info(dev)->index);
+                        clt_device_get_info(plan->dev)->index, clt_device_get_info(dev)->index);
     return CLT_OK;
 }
 

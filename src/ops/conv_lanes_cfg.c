@@ -90,8 +90,8 @@ static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_p
     clt_conv_lanes_cfg c = {native, 0, 0, 0, 0, 0, 0}, t;
     int budget = acc_budget(native);
     if (pass == CLT_CONV_BWD_WEIGHTS) {
-        if (dev->settings.conv_bwdw_a > 0) return (clt_conv_lanes_cfg){native, dev->settings.conv_bwdw_a,
-                                                                        dev->settings.conv_bwdw_b, 0, 0, 0, 0};
+        if (clt_device_get_settings(dev)->conv_bwdw_a > 0) return (clt_conv_lanes_cfg){native, clt_device_get_settings(dev)->conv_bwdw_a,
+                                                                        clt_device_get_settings(dev)->conv_bwdw_b, 0, 0, 0, 0};
         double best = 0;
         /* at native 16 the first six, the blocks the kernels were tuned with */
         for (size_t i = 0; i < (native == 16 ? 6 : N_BWDW_BLOCKS); i++) {
@@ -139,7 +139,7 @@ int clt_conv_lanes_candidates(const clt_device *dev, const clt_conv_lanes_params
     int native = clt_device_vector_width(dev), budget = acc_budget(native), n = 0;
     if (max < 1) return 0;
     out[n++] = rule_cfg(dev, lp, pass, native);
-    if (pass == CLT_CONV_BWD_WEIGHTS && dev->settings.conv_bwdw_a > 0) return n;
+    if (pass == CLT_CONV_BWD_WEIGHTS && clt_device_get_settings(dev)->conv_bwdw_a > 0) return n;
     clt_conv_lanes_cfg all[256];
     int na = 0;
     for (int vw = 4; vw <= 16; vw *= 2) {

@@ -22,7 +22,7 @@ static clt_status layout_2d_in(clt_device *dev, int stream, const char *kernel, 
     int tq = clt_device_vector_width(dev) >= 16 ? 16 : 8;
     char spec[48];
     snprintf(spec, sizeof spec, "conv_layout%s%s", tq == 8 ? " -DTQ=8" : "",
-             stream && dev->base_align >= (size_t)tq * sizeof(float) ? " -DNT=1" : "");
+             stream && clt_device_base_align(dev) >= (size_t)tq * sizeof(float) ? " -DNT=1" : "");
     return clt_launch_2d(dev, spec, kernel, gx, gy, lx, 1, nargs, args);
 }
 

@@ -103,7 +103,7 @@ static void release_all(cl_mem *m, int n)
 void clt_peers_close(clt_worker *w)
 {
     if (!w->peer_g[0]) return; /* made first: nothing was */
-    clt_device_finish(w->dev); /* nothing still reads or writes through them */
+    clt_queue_drain(clt_device_queue(w->dev)); /* nothing still reads or writes through them */
     release_all(w->peer_g, CLT_GRADS_MAX);
     for (int i = 0; i <= CLT_OPTIM_SLOTS; i++) release_all(w->peer_out[i], CLT_GRADS_MAX);
 }

@@ -173,8 +173,8 @@ void clt_pipeline_settle(clt_worker *w)
 {
     clt_trainer *t = w->t;
     if (w->tracing && w->trace.n_marks && clt_pipeline_mark(w, -2, 2) != CLT_OK) w->trace.dropped++;
-    clt_queue_finish(clt_device_queue(w->dev), "clFinish");
-    clt_queue_finish(w->xfer, "clFinish (transfer queue)");
+    clt_queue_drain(clt_device_queue(w->dev));
+    clt_queue_drain(w->xfer);
     cl_ulong bend = w->backward_done ? clt_event_time(w->backward_done, CL_PROFILING_COMMAND_END) : 0;
     /* QUEUED: the device clock's reading when the marker was enqueued,
      * which is when step_t0 was taken (it may start later) */

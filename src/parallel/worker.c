@@ -167,7 +167,7 @@ void *clt_worker_main(void *arg)
             snprintf(w->error, sizeof w->error, "device %d (%s): %s", in->index, in->name, clt_last_error());
         /* After a failure, nothing may still read the caller's batch or
          * write the staging once the command is reported done. */
-        if (s != CLT_OK) clt_device_finish(w->dev);
+        if (s != CLT_OK) clt_queue_drain(clt_device_queue(w->dev));
         pthread_mutex_lock(&t->mu);
         w->status = s;
         t->done++;

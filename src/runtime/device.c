@@ -1,4 +1,5 @@
 #include "runtime/device.h"
+#include "runtime/device_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -114,6 +115,8 @@ void clt_device_program_stats(const clt_device *dev, clt_program_stats *st)
     memset(st, 0, sizeof *st);
     if (dev) *st = dev->stats;
 }
+
+size_t clt_device_base_align(const clt_device *dev) { return dev->base_align; }
 
 int clt_device_keeps_denormals(const clt_device *dev)
 {

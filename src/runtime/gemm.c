@@ -1,4 +1,5 @@
 #include "runtime/gemm.h"
+#include "runtime/device_impl.h"
 
 #include <clblast_c.h>
 

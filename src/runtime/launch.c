@@ -1,4 +1,5 @@
 #include "runtime/launch.h"
+#include "runtime/device_impl.h"
 
 #include <stdio.h>
 

@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/hash.h"
 #include "runtime/device.h"
+#include "runtime/device_impl.h"
 
 #define CACHE_MAGIC "CLTRAINB"
 #define CACHE_FORMAT 1u

@@ -1,5 +1,6 @@
 /* Device memory, queues and events for the rooms above runtime/ (queue.h). */
 #include "runtime/queue.h"
+#include "runtime/device_impl.h"
 
 #include "runtime/device.h"
 
@@ -58,6 +59,11 @@ clt_status clt_queue_finish(cl_command_queue q, const char *what)
 {
     CLT_CL(clFinish(q), what);
     return CLT_OK;
+}
+
+void clt_queue_drain(cl_command_queue q)
+{
+    if (q) clFinish(q);
 }
 
 clt_status clt_queue_marker(cl_command_queue q, cl_event *out, const char *what)

@@ -27,6 +27,9 @@ clt_status clt_queue_open(clt_device *dev, int separate, const char *what, cl_co
 void clt_queue_release(cl_command_queue q); /* NULL: nothing */
 clt_status clt_queue_flush(cl_command_queue q, const char *what);
 clt_status clt_queue_finish(cl_command_queue q, const char *what);
+/* Waits for q where a failure has nowhere to go (teardown, settling after
+ * a failure): the thread's error detail stays as it was. */
+void clt_queue_drain(cl_command_queue q);
 
 /* Commands (n events in wait: what they wait for; out: NULL or an event
  * the caller releases). */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "runtime/device.h"
+#include "runtime/device_impl.h"
 
 /* A variable that takes one of two words: *out = v0 or v1; anything else is
  * refused naming the variable, its value and `expected`. */

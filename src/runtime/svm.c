@@ -5,6 +5,7 @@
  * constants are 2.0's values where the headers predate them. */
 #define _GNU_SOURCE /* RTLD_DEFAULT */
 #include "runtime/svm.h"
+#include "runtime/device_impl.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

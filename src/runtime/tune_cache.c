@@ -1,4 +1,5 @@
 #include "runtime/tune_cache.h"
+#include "runtime/device_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "runtime/device_impl.h"
 #include "nn/net_impl.h"
 #include "ops/conv.h"
 #include "ops/dense.h"

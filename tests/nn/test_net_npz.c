@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "paths.h"
+#include "runtime/device_impl.h"
 #include "core/atomic_file.h"
 #include "io/npz.h"
 #include "nn/net_impl.h"

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "op_harness.h"
+#include "runtime/device_impl.h"
 #include "ops/bn.h"
 #include "ref_bn.h"
 #include "ref_misc.h"

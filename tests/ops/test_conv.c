@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "op_harness.h"
+#include "runtime/device_impl.h"
 #include "ops/conv.h"
 #include "ops/conv_lanes.h"
 #include "ops/pool.h"

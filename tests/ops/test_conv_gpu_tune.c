@@ -16,6 +16,7 @@
 #include "check.h"
 #include "ref_conv.h"
 #include "tmpdir.h"
+#include "runtime/device_impl.h"
 #include "ops/conv_algo.h"
 #include "runtime/device.h"
 #include "runtime/tune_cache.h"

@@ -18,6 +18,7 @@
 
 #include "check.h"
 #include "tmpdir.h"
+#include "runtime/device_impl.h"
 #include "ops/conv_algo.h"
 #include "ops/conv_lanes.h"
 #include "runtime/device.h"

@@ -12,6 +12,7 @@
 #include "check.h"
 #include "tmpdir.h"
 #include "trainer_util.h"
+#include "runtime/device_impl.h"
 #include "parallel/test_hooks.h"
 #include "parallel/trainer.h"
 #include "runtime/svm.h"

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "runtime/device_impl.h"
 #include "runtime/device.h"
 
 int main(void)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "runtime/device_impl.h"
 #include "runtime/device.h"
 #include "runtime/kernel_sources.h"
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "runtime/device_impl.h"
 #include "runtime/svm.h"
 
 /* What the device says, asked here without the library. */
