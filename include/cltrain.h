@@ -15,12 +15,16 @@
  *   threads. One handle must not be used by two threads at once unless its
  *   section says otherwise. Discovery calls (clt_device_count and friends)
  *   are thread-safe.
+ * - Versions: cltrain_version.h (included below) gives the version this
+ *   header belongs to; clt_version() the version of the library loaded.
  */
 #ifndef CLTRAIN_H
 #define CLTRAIN_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "cltrain_version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,8 +75,12 @@ CLT_API const char *clt_status_name(clt_status s);
  * next failing cltrain call on the same thread. */
 CLT_API const char *clt_last_error(void);
 
-/* Library version, e.g. "0.1.0"; the numbers through the out-pointers
- * (any may be NULL). */
+/* Version of the library loaded at run time, e.g. "0.8.0"; the numbers
+ * through the out-pointers (any may be NULL). CLTRAIN_VERSION_STRING and
+ * CLTRAIN_VERSION_MAJOR/MINOR/PATCH (cltrain_version.h) are those of the
+ * header compiled against: they may be older than clt_version()'s within
+ * one soname. CLTRAIN_VERSION_AT_LEAST(0, 9, 0) tests the header's at
+ * compile time. */
 CLT_API const char *clt_version(int *major, int *minor, int *patch);
 
 /* Log hook: level 0 = debug, 1 = info, 2 = warning. The library calls it from
