@@ -15,8 +15,20 @@
  *   threads. One handle must not be used by two threads at once unless its
  *   section says otherwise. Discovery calls (clt_device_count and friends)
  *   are thread-safe.
+ * - Room to grow: every struct the library fills (results such as
+ *   clt_device_info, and the configs a *_default() call sets) ends in a
+ *   member `reserved` (64 bytes or more when the struct was made) that the
+ *   library sets to zero. A later version adds fields inside it, as an
+ *   anonymous union of `reserved` and a struct of the new fields, whose 0
+ *   means what their absence meant. So within one soname a struct keeps its
+ *   size, alignment and field offsets, and arrays of it their stride
+ *   (tools/abi-check holds the library to it). Callers never write
+ *   `reserved`: clt_*_create refuses a config whose reserved bytes (past
+ *   any fields laid over them) are not zero. Results reserve uint64_t
+ *   words, which keep them 8-byte aligned for any field type.
  * - Versions: cltrain_version.h (included below) gives the version this
  *   header belongs to; clt_version() the version of the library loaded.
+ *   The ABI and the soname rule are in README.md ("The library's ABI").
  */
 #ifndef CLTRAIN_H
 #define CLTRAIN_H
@@ -127,6 +139,7 @@ typedef struct clt_device_info {
     int64_t local_mem_bytes;
     int64_t max_alloc_bytes;
     int64_t max_work_group_size;
+    uint64_t reserved[32];      /* zero: room for later fields (see the top of cltrain.h) */
 } clt_device_info;
 
 /* Number of visible devices: every device of every platform, in platform
@@ -392,6 +405,7 @@ typedef struct clt_npz_entry {
     const float *data;     /* numel floats in host byte order; NULL for bytes */
     const uint8_t *bytes;  /* the raw array data, nbytes long (also for floats) */
     size_t nbytes;         /* numel x item size */
+    uint64_t reserved[8];  /* zero: room for later fields (see the top of cltrain.h) */
 } clt_npz_entry;
 
 /* Reads a whole .npz into memory and checks everything before it returns:
@@ -474,6 +488,7 @@ typedef struct clt_idx {
     int64_t dims[CLT_IDX_MAX_DIMS];
     uint8_t *data; /* owned; freed by clt_idx_destroy */
     size_t size;
+    uint64_t reserved[8]; /* zero: room for later fields (see the top of cltrain.h) */
 } clt_idx;
 
 /* Reads an IDX file, plain or gzip-compressed (told apart by the gzip magic
@@ -584,6 +599,7 @@ typedef struct clt_batch {
     int count;             /* samples in this batch; 0 marks the end of an epoch */
     int64_t epoch;
     int64_t index;         /* batch index within the epoch */
+    uint64_t reserved[8];  /* zero: room for later fields (see the top of cltrain.h) */
 } clt_batch;
 
 /* Positions the iterator at batch `index` (0 <= index <= batches per epoch)
@@ -754,6 +770,7 @@ typedef struct clt_trainer_device_stats {
     double samples_per_s;/* smoothed throughput measured for the split */
     double hidden_s;     /* the part of transfer_s + reduce_s done while the device still ran backward */
     double exposed_s;    /* step_s - compute_s: transfers, sums, write-back, optimizer after backward */
+    uint64_t reserved[8];/* zero: room for later fields (see the top of cltrain.h) */
 } clt_trainer_device_stats;
 /* Writes min(cap, device count) entries. */
 CLT_API clt_status clt_trainer_stats(const clt_trainer *t, clt_trainer_device_stats *stats, int cap);

@@ -40,6 +40,7 @@ typedef struct clt_program_stats {
     int cache_hits;   /* loaded from the on-disk cache */
     int cache_stores; /* written to the on-disk cache */
     int cache_rejects;/* cache entries found corrupt or stale and rebuilt */
+    uint64_t reserved[8]; /* zero: room for later fields (see the top of cltrain.h) */
 } clt_program_stats;
 CLT_API void clt_device_program_stats(const clt_device *dev, clt_program_stats *st);
 

@@ -63,6 +63,18 @@ static inline int test_result(void)
     return test_failures ? 1 : 0;
 }
 
+/* Whether a struct the library filled has its reserved words all zero
+ * (cltrain.h, "Room to grow"); fill it with RESERVED_DIRTY before the call. */
+#define RESERVED_DIRTY(s) memset(&(s), 0xa5, sizeof(s))
+#define RESERVED_ZERO(s) test_all_zero((s).reserved, sizeof (s).reserved)
+static inline int test_all_zero(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i]) return 0;
+    return 1;
+}
+
 /* Exits 77 (meson's skip) when fewer than `n` OpenCL devices are visible. */
 static inline int test_need_devices(int n)
 {

@@ -50,7 +50,9 @@ static int epoch_order(clt_batcher *b, int64_t epoch, int *order, int *n_out, in
     int n = 0, batches = 0;
     clt_batch bt;
     for (;;) {
+        RESERVED_DIRTY(bt);
         CHECK_OK(clt_batcher_next(b, &bt));
+        CHECK(RESERVED_ZERO(bt), "clt_batcher_next zeroes reserved");
         CHECK(bt.epoch == epoch, "batch epoch %lld, want %lld", (long long)bt.epoch, (long long)epoch);
         if (bt.count == 0) {
             CHECK(bt.index == batches && bt.images == NULL && bt.labels == NULL,

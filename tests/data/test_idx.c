@@ -42,6 +42,7 @@ static void round_trip(int gz, int ndim, const uint32_t *dims, const char *name)
         return;
     }
     CHECK(idx->ndim == ndim, "%s: ndim %d, want %d", name, idx->ndim, ndim);
+    CHECK(RESERVED_ZERO(*idx), "%s: reserved not zero", name);
     for (int i = 0; i < ndim && i < idx->ndim; i++)
         CHECK(idx->dims[i] == dims[i], "%s: dim %d is %lld, want %u", name, i, (long long)idx->dims[i],
               dims[i]);

@@ -68,9 +68,11 @@ typedef struct want {
 static void check_entry(const clt_npz *z, const want *w)
 {
     clt_npz_entry e;
+    RESERVED_DIRTY(e);
     clt_status s = clt_npz_find(z, w->name, &e);
     CHECK(s == CLT_OK, "find %s: %s", w->name, clt_last_error());
     if (s != CLT_OK) return;
+    CHECK(RESERVED_ZERO(e), "%s: clt_npz_find zeroes reserved", w->name);
     CHECK(strcmp(e.name, w->name) == 0, "name %s vs %s", e.name, w->name);
     CHECK(e.is_bytes == w->is_bytes, "%s: is_bytes %d", w->name, e.is_bytes);
     CHECK(strcmp(e.dtype, w->is_bytes ? "|u1" : "<f4") == 0, "%s: dtype %s", w->name, e.dtype);

@@ -112,9 +112,13 @@ static void equals_one_device_aligned(const char *spec, int sync_bn, const int *
         free(pi);
     }
     clt_trainer_device_stats st[4];
+    RESERVED_DIRTY(st);
     CHECK_OK(clt_trainer_stats(par, st, 4));
     int total = 0;
-    for (int i = 0; i < k; i++) total += st[i].shard;
+    for (int i = 0; i < k; i++) {
+        total += st[i].shard;
+        CHECK(RESERVED_ZERO(st[i]), "%s: clt_trainer_stats zeroes reserved", what);
+    }
     CHECK(total == b, "%s: shards sum to %d, batch %d", what, total, b);
     free(p1);
     free(pk);

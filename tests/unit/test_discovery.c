@@ -11,7 +11,9 @@ int main(void)
     unsetenv("CLTRAIN_DEVICES");
     int n = test_need_devices(2);
     clt_device_info a, b;
+    RESERVED_DIRTY(a);
     REQUIRE_OK(clt_device_query(0, &a));
+    CHECK(RESERVED_ZERO(a), "clt_device_query zeroes reserved");
     REQUIRE_OK(clt_device_query(n - 1, &b));
     CHECK(a.index == 0 && b.index == n - 1, "indices %d %d", a.index, b.index);
     CHECK(a.name[0] && a.platform[0] && a.driver_version[0] && a.opencl_version[0], "strings filled");

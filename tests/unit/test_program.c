@@ -21,7 +21,9 @@ static clt_program_stats build_on(int index, const char *src)
     REQUIRE_OK(clt_device_open(index, &dev));
     CHECK_OK(clt_device_build_source(dev, src, ""));
     clt_program_stats st;
+    RESERVED_DIRTY(st);
     clt_device_program_stats(dev, &st);
+    CHECK(RESERVED_ZERO(st), "clt_device_program_stats zeroes reserved");
     clt_device_destroy(dev);
     return st;
 }
