@@ -1,4 +1,5 @@
-/* The model spec grammar of DESIGN.md: kind[:arg[:arg]] separated by commas. */
+/* The model spec grammar (docs/ARCHITECTURE.md, "Model-spec grammar"):
+ * kind[:arg[:arg]] separated by commas. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>

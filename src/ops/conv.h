@@ -1,6 +1,6 @@
 /* 2-D convolution launchers on raw device buffers (NCHW, float32).
  *
- * Semantics (DESIGN.md): cross-correlation, zero padding, weight (co, c, k, k),
+ * Semantics (docs/ARCHITECTURE.md, "Numerics contract"): cross-correlation, zero padding, weight (co, c, k, k),
  * bias per output channel, oh = (h + 2 pad - k) / stride + 1. The backward
  * gives gradient SUMS over the batch and overwrites dx, dw, db.
  *
