@@ -33,18 +33,24 @@ static clt_status enqueue(clt_device *dev, cl_kernel k, const char *kernel, cl_u
     return CLT_OK;
 }
 
-clt_status clt_launch_1d(clt_device *dev, const char *program, const char *kernel, size_t n,
-                         int nargs, const clt_arg *args)
+clt_status clt_launch_1d_local(clt_device *dev, const char *program, const char *kernel, size_t n,
+                               size_t local, int nargs, const clt_arg *args)
 {
     if (n == 0) return CLT_OK;
     cl_kernel k;
     CLT_TRY(clt_device_kernel(dev, program, kernel, &k));
     CLT_TRY(set_args(dev, k, kernel, nargs, args));
+    size_t global = round_up(n, local);
+    return enqueue(dev, k, kernel, 1, &global, local ? &local : NULL);
+}
+
+clt_status clt_launch_1d(clt_device *dev, const char *program, const char *kernel, size_t n,
+                         int nargs, const clt_arg *args)
+{
     size_t local = 64;
     if (dev->info.max_work_group_size > 0 && (size_t)dev->info.max_work_group_size < local)
         local = (size_t)dev->info.max_work_group_size;
-    size_t global = round_up(n, local);
-    return enqueue(dev, k, kernel, 1, &global, &local);
+    return clt_launch_1d_local(dev, program, kernel, n, local, nargs, args);
 }
 
 /* The program spec of an elementwise kernel on dev, and its floats per work-item. */

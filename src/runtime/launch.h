@@ -19,6 +19,12 @@ typedef struct clt_arg {
  * (rounded up to the work-group size; kernels check their bound). */
 clt_status clt_launch_1d(clt_device *dev, const char *program, const char *kernel, size_t n,
                          int nargs, const clt_arg *args);
+/* As clt_launch_1d with the work-group size `local` chosen by the caller
+ * (0: the driver's choice), for a kernel whose speed depends on it (the
+ * peak FMA measurement of cltrain bench ops); n is rounded up to a
+ * multiple of it. */
+clt_status clt_launch_1d_local(clt_device *dev, const char *program, const char *kernel, size_t n,
+                               size_t local, int nargs, const clt_arg *args);
 /* An elementwise kernel (kernels/prelude.h, EW_FOR) over n floats: its
  * program built with -DEW=w, w floats per work-item (the native vector
  * width on CPU devices, 1 elsewhere), over ceil(n / w) items. */

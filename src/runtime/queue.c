@@ -8,7 +8,8 @@ clt_status clt_buffer_create(clt_device *dev, cl_mem_flags flags, size_t bytes, 
                              cl_mem *out)
 {
     cl_int err = CL_SUCCESS;
-    *out = clCreateBuffer(dev->ctx, flags | (host ? CL_MEM_USE_HOST_PTR : 0), bytes, host, &err);
+    cl_mem_flags use = host && !(flags & CL_MEM_COPY_HOST_PTR) ? CL_MEM_USE_HOST_PTR : 0;
+    *out = clCreateBuffer(dev->ctx, flags | use, bytes, host, &err);
     if (!*out) return clt_cl_fail(err == CL_SUCCESS ? CL_OUT_OF_RESOURCES : err, what);
     return CLT_OK;
 }

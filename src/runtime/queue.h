@@ -8,8 +8,9 @@
 
 #include "runtime/cl.h"
 
-/* Buffers in the device's context. `host`: CL_MEM_USE_HOST_PTR memory
- * (NULL otherwise). */
+/* Buffers in the device's context. `host`: CL_MEM_USE_HOST_PTR memory,
+ * or with CL_MEM_COPY_HOST_PTR in flags the bytes copied in (NULL
+ * otherwise). */
 clt_status clt_buffer_create(clt_device *dev, cl_mem_flags flags, size_t bytes, void *host, const char *what,
                              cl_mem *out);
 /* A read-write view of bytes [offset, offset + bytes) of parent. */

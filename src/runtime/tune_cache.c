@@ -186,6 +186,15 @@ void clt_tune_hold_end(clt_device *dev) { dev->cache_hold--; }
 
 void clt_tune_cut(clt_device *dev) { dev->tune_cut = 1; }
 
+void clt_tune_outcome(const clt_device *dev, clt_tune_report *out)
+{
+    out->cache_enabled = dev->cache_enabled;
+    out->cut = dev->tune_cut;
+    out->unkept = dev->tune_unkept;
+    out->unkept_why = dev->unkept_why;
+    out->cache_dir = dev->cache_dir;
+}
+
 void clt_tune_announce(clt_device *dev)
 {
     if (dev->tune_announced) return;

@@ -40,6 +40,17 @@ void clt_tune_hold_end(clt_device *dev);
 void clt_tune_cut(clt_device *dev);
 /* Logs once per device that tuning starts, and where its choices go. */
 void clt_tune_announce(clt_device *dev);
+/* What the tuners' work on a device came to, for a tool that reports it
+ * (cltrain tune) without reading the device. The strings stay valid while
+ * the device does. */
+typedef struct clt_tune_report {
+    int cache_enabled;      /* the on-disk cache is on: tuned choices can be kept */
+    int cut;                /* an interrupt left shapes unmeasured (clt_tune_cut) */
+    int unkept;             /* tuned choices the cache could not keep (clt_tune_store) */
+    const char *unkept_why; /* why the first of them was not */
+    const char *cache_dir;  /* where the choices are kept */
+} clt_tune_report;
+void clt_tune_outcome(const clt_device *dev, clt_tune_report *out);
 /* Frees the in-memory entries (device teardown). */
 void clt_tune_free(clt_device *dev);
 

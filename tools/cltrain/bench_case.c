@@ -14,6 +14,7 @@
 #include "ops/elementwise.h"
 #include "ops/loss.h"
 #include "ops/pool.h"
+#include "runtime/queue.h"
 #include "optim/sgd.h"
 
 /* B_E*: batch norm's statistics vectors. */
@@ -151,9 +152,10 @@ static void buf_sizes(const clt_op_case *c, size_t sz[N_BUFS])
 static clt_status buf_new(clt_device *dev, size_t count, uint32_t seed, int classes, cl_mem *out)
 {
     size_t bytes = (count ? count : 1) * 4;
-    if (dev->info.max_alloc_bytes > 0 && bytes > (size_t)dev->info.max_alloc_bytes)
+    int64_t max_alloc = clt_device_get_info(dev)->max_alloc_bytes;
+    if (max_alloc > 0 && bytes > (size_t)max_alloc)
         return clt_fail(CLT_ERR_DEVICE_MEMORY, "a %zu-byte buffer exceeds the device's largest allocation (%lld bytes)",
-                        bytes, (long long)dev->info.max_alloc_bytes);
+                        bytes, (long long)max_alloc);
     uint32_t *host = malloc(bytes);
     if (!host) return clt_fail(CLT_ERR_NO_MEMORY, "%zu-byte host buffer", bytes);
     uint32_t r = seed * 2654435761u + 1;
@@ -166,11 +168,9 @@ static clt_status buf_new(clt_device *dev, size_t count, uint32_t seed, int clas
             memcpy(&host[i], &f, 4);
         }
     }
-    cl_int err;
-    *out = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, host, &err);
+    clt_status s = clt_buffer_create(dev, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, host, "clCreateBuffer", out);
     free(host);
-    if (!*out) return clt_cl_fail(err, "clCreateBuffer");
-    return CLT_OK;
+    return s;
 }
 
 static clt_status buffers(bench_case *b)
@@ -204,7 +204,7 @@ void bench_case_destroy(bench_case *b)
 {
     if (!b) return;
     for (int i = 0; i < N_BUFS; i++)
-        if (b->m[i]) clReleaseMemObject(b->m[i]);
+        clt_buffer_release(b->m[i]);
     free(b);
 }
 
@@ -283,11 +283,7 @@ static clt_status run_pass(bench_case *b, int pass)
     return clt_fail(CLT_ERR_INTERNAL, "bench ops: unknown op kind %d", (int)c->kind);
 }
 
-static clt_status finish(clt_device *dev)
-{
-    cl_int err = clFinish(dev->queue);
-    return err == CL_SUCCESS ? CLT_OK : clt_cl_fail(err, "clFinish");
-}
+static clt_status finish(clt_device *dev) { return clt_queue_finish(clt_device_queue(dev), "clFinish"); }
 
 clt_status bench_case_time(bench_case *b, int pass, int64_t repeat, double budget_s, int max_calls, double *sec,
                            int *calls)

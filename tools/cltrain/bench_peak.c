@@ -12,12 +12,7 @@
 
 #include "bench_ops.h"
 #include "runtime/launch.h"
-
-/* CLT_OK, or the mapped status with the detail set. */
-static clt_status cl_check(cl_int err, const char *what)
-{
-    return err == CL_SUCCESS ? CLT_OK : clt_cl_fail(err, what);
-}
+#include "runtime/queue.h"
 
 typedef struct fma_variant {
     const char *kernel;
@@ -35,17 +30,14 @@ static const fma_variant fma_variants[] = {
 #define FMA_TARGET_S 0.03 /* length of one timed FMA launch */
 #define RUNS 3            /* timed runs per measurement; the best counts */
 
-static clt_status fma_run(clt_device *dev, cl_kernel k, cl_mem out, size_t global, size_t local, int iters,
+static clt_status fma_run(clt_device *dev, const char *kernel, cl_mem out, size_t global, size_t local, int iters,
                           double *sec)
 {
     float a = 0.999f, b = 1e-3f;
-    CLT_CL(clSetKernelArg(k, 0, sizeof out, &out), "clSetKernelArg(peak fma)");
-    CLT_CL(clSetKernelArg(k, 1, sizeof a, &a), "clSetKernelArg(peak fma)");
-    CLT_CL(clSetKernelArg(k, 2, sizeof b, &b), "clSetKernelArg(peak fma)");
-    CLT_CL(clSetKernelArg(k, 3, sizeof iters, &iters), "clSetKernelArg(peak fma)");
     double t0 = clt_now();
-    CLT_CL(clEnqueueNDRangeKernel(dev->queue, k, 1, NULL, &global, &local, 0, NULL, NULL), "enqueue peak fma");
-    CLT_CL(clFinish(dev->queue), "clFinish");
+    CLT_TRY(clt_launch_1d_local(dev, "peak", kernel, global, local,
+                                CLT_ARGS(CLT_ARG(out), CLT_ARG(a), CLT_ARG(b), CLT_ARG(iters))));
+    CLT_TRY(clt_queue_finish(clt_device_queue(dev), "clFinish"));
     *sec = clt_now() - t0;
     return CLT_OK;
 }
@@ -55,14 +47,12 @@ static clt_status fma_run(clt_device *dev, cl_kernel k, cl_mem out, size_t globa
 static clt_status fma_measure(clt_device *dev, const fma_variant *v, cl_mem out, size_t global, size_t local,
                               double *gflops)
 {
-    cl_kernel k;
-    CLT_TRY(clt_device_kernel(dev, "peak", v->kernel, &k));
     double t;
     int iters = 1;
-    CLT_TRY(fma_run(dev, k, out, global, local, iters, &t)); /* warm-up */
+    CLT_TRY(fma_run(dev, v->kernel, out, global, local, iters, &t)); /* warm-up */
     iters = 4;
     for (;;) {
-        CLT_TRY(fma_run(dev, k, out, global, local, iters, &t));
+        CLT_TRY(fma_run(dev, v->kernel, out, global, local, iters, &t));
         if (t >= 0.6 * FMA_TARGET_S || iters >= (1 << 24)) break;
         double grow = t > 0 ? FMA_TARGET_S / t : 64;
         grow = grow < 2 ? 2 : grow > 64 ? 64 : grow;
@@ -71,7 +61,7 @@ static clt_status fma_measure(clt_device *dev, const fma_variant *v, cl_mem out,
     }
     double best = t;
     for (int r = 0; r < RUNS; r++) {
-        CLT_TRY(fma_run(dev, k, out, global, local, iters, &t));
+        CLT_TRY(fma_run(dev, v->kernel, out, global, local, iters, &t));
         if (t < best) best = t;
     }
     double flop = 2.0 * 4.0 * v->chains * v->width * (double)iters * (double)global;
@@ -79,11 +69,11 @@ static clt_status fma_measure(clt_device *dev, const fma_variant *v, cl_mem out,
     return CLT_OK;
 }
 
-static size_t fma_local(const clt_device *dev)
+static size_t fma_local(const clt_device_info *info)
 {
     size_t local = 256;
-    if (dev->info.max_work_group_size > 0 && (size_t)dev->info.max_work_group_size < local)
-        local = (size_t)dev->info.max_work_group_size;
+    if (info->max_work_group_size > 0 && (size_t)info->max_work_group_size < local)
+        local = (size_t)info->max_work_group_size;
     return local;
 }
 
@@ -97,17 +87,18 @@ static void keep_low(double *low, double sample)
  * before (all = 0); p keeps the maximum, and the lowest measurement. */
 static clt_status measure_fma(clt_device *dev, bench_peaks *p, int all)
 {
-    size_t cu = dev->info.compute_units > 0 ? (size_t)dev->info.compute_units : 1;
-    size_t local = fma_local(dev);
+    const clt_device_info *info = clt_device_get_info(dev);
+    size_t cu = info->compute_units > 0 ? (size_t)info->compute_units : 1;
+    size_t local = fma_local(info);
     /* Enough work-items to fill every compute unit several times over (GPUs
      * hide latency with resident threads), and a larger size to be sure. */
     size_t sizes[2] = {cu * 1024, cu * 8192};
     size_t max_global = (sizes[1] + local - 1) / local * local;
     int nv = (int)(sizeof fma_variants / sizeof fma_variants[0]);
     if (!all && p->fma_best_global == 0) return CLT_OK; /* nothing measured before */
-    cl_int err;
-    cl_mem out = clCreateBuffer(dev->ctx, CL_MEM_WRITE_ONLY, max_global * sizeof(float), NULL, &err);
-    if (!out) return clt_cl_fail(err, "clCreateBuffer (peak fma output)");
+    cl_mem out;
+    CLT_TRY(clt_buffer_create(dev, CL_MEM_WRITE_ONLY, max_global * sizeof(float), NULL,
+                              "clCreateBuffer (peak fma output)", &out));
     clt_status s = CLT_OK;
     double sample = 0; /* this measurement: its best variant */
     for (int i = 0; i < nv && s == CLT_OK; i++) {
@@ -126,7 +117,7 @@ static clt_status measure_fma(clt_device *dev, bench_peaks *p, int all)
             }
         }
     }
-    clReleaseMemObject(out);
+    clt_buffer_release(out);
     if (s != CLT_OK) return clt_fail_context(s, "FMA peak");
     keep_low(&p->fma_low_gflops, sample);
     return CLT_OK;
@@ -136,8 +127,7 @@ static clt_status measure_fma(clt_device *dev, bench_peaks *p, int all)
 static clt_status copy_once(clt_device *dev, int variant, cl_mem x, cl_mem y, size_t bytes)
 {
     if (variant == 2) {
-        CLT_CL(clEnqueueCopyBuffer(dev->queue, x, y, 0, 0, bytes, 0, NULL, NULL), "clEnqueueCopyBuffer");
-        return CLT_OK;
+        return clt_queue_copy(clt_device_queue(dev), x, 0, y, 0, bytes, "clEnqueueCopyBuffer");
     }
     cl_ulong n = bytes / (variant == 0 ? 16 : 64);
     return clt_launch_1d(dev, "peak", variant == 0 ? "peak_copy_f4" : "peak_copy_f16", (size_t)n,
@@ -149,28 +139,26 @@ static clt_status copy_once(clt_device *dev, int variant, cl_mem x, cl_mem y, si
 static clt_status measure_copy(clt_device *dev, bench_peaks *p, int all)
 {
     if (!all && !p->copy_variant[0]) return CLT_OK;
+    const clt_device_info *info = clt_device_get_info(dev);
     size_t bytes = (size_t)256 << 20;
-    if (dev->info.max_alloc_bytes > 0 && (size_t)dev->info.max_alloc_bytes / 2 < bytes)
-        bytes = (size_t)dev->info.max_alloc_bytes / 2;
-    if (dev->info.global_mem_bytes > 0 && (size_t)dev->info.global_mem_bytes / 8 < bytes)
-        bytes = (size_t)dev->info.global_mem_bytes / 8;
+    if (info->max_alloc_bytes > 0 && (size_t)info->max_alloc_bytes / 2 < bytes)
+        bytes = (size_t)info->max_alloc_bytes / 2;
+    if (info->global_mem_bytes > 0 && (size_t)info->global_mem_bytes / 8 < bytes)
+        bytes = (size_t)info->global_mem_bytes / 8;
     bytes &= ~(size_t)63;
     p->copy_bytes = bytes;
-    cl_int err;
-    cl_mem x = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (!x) return clt_cl_fail(err, "clCreateBuffer (peak copy)");
-    cl_mem y = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (!y) {
-        clReleaseMemObject(x);
-        return clt_cl_fail(err, "clCreateBuffer (peak copy)");
+    cl_mem x, y;
+    CLT_TRY(clt_buffer_create(dev, CL_MEM_READ_WRITE, bytes, NULL, "clCreateBuffer (peak copy)", &x));
+    clt_status s = clt_buffer_create(dev, CL_MEM_READ_WRITE, bytes, NULL, "clCreateBuffer (peak copy)", &y);
+    if (s != CLT_OK) {
+        clt_buffer_release(x);
+        return s;
     }
     static const char *const names[] = {"float4 kernel", "float16 kernel", "clEnqueueCopyBuffer"};
+    cl_command_queue q = clt_device_queue(dev);
     float one = 1.0f;
-    clt_status s = cl_check(clEnqueueFillBuffer(dev->queue, x, &one, sizeof one, 0, bytes, 0, NULL, NULL),
-                               "clEnqueueFillBuffer");
-    if (s == CLT_OK)
-        s = cl_check(clEnqueueFillBuffer(dev->queue, y, &one, sizeof one, 0, bytes, 0, NULL, NULL),
-                        "clEnqueueFillBuffer");
+    s = clt_queue_fill(q, x, &one, sizeof one, 0, bytes, "clEnqueueFillBuffer");
+    if (s == CLT_OK) s = clt_queue_fill(q, y, &one, sizeof one, 0, bytes, "clEnqueueFillBuffer");
     double sample = 0;
     for (int v = 0; v < 3 && s == CLT_OK; v++) {
         if (!all && v != p->copy_best_variant) continue;
@@ -178,7 +166,7 @@ static clt_status measure_copy(clt_device *dev, bench_peaks *p, int all)
         for (int r = 0; r <= RUNS && s == CLT_OK; r++) { /* run 0 is the warm-up */
             double t0 = clt_now();
             s = copy_once(dev, v, x, y, bytes);
-            if (s == CLT_OK) s = cl_check(clFinish(dev->queue), "clFinish");
+            if (s == CLT_OK) s = clt_queue_finish(q, "clFinish");
             double t = clt_now() - t0;
             if (r > 0 && (best == 0 || t < best)) best = t;
         }
@@ -190,8 +178,8 @@ static clt_status measure_copy(clt_device *dev, bench_peaks *p, int all)
             snprintf(p->copy_variant, sizeof p->copy_variant, "%s", names[v]);
         }
     }
-    clReleaseMemObject(x);
-    clReleaseMemObject(y);
+    clt_buffer_release(x);
+    clt_buffer_release(y);
     if (s != CLT_OK) return clt_fail_context(s, "copy peak");
     keep_low(&p->copy_low_gbps, sample);
     return CLT_OK;
@@ -200,15 +188,14 @@ static clt_status measure_copy(clt_device *dev, bench_peaks *p, int all)
 /* Best of RUNS blocking transfers (after a warm-up) between host and d. */
 static clt_status transfer_gbps(clt_device *dev, cl_mem d, void *host, size_t bytes, int to_device, double *gbps)
 {
+    cl_command_queue q = clt_device_queue(dev);
     double best = 0;
     for (int r = 0; r <= RUNS; r++) {
         double t0 = clt_now();
         if (to_device)
-            CLT_CL(clEnqueueWriteBuffer(dev->queue, d, CL_TRUE, 0, bytes, host, 0, NULL, NULL),
-                   "clEnqueueWriteBuffer");
+            CLT_TRY(clt_queue_write(q, d, 1, 0, bytes, host, 0, NULL, NULL, "clEnqueueWriteBuffer"));
         else
-            CLT_CL(clEnqueueReadBuffer(dev->queue, d, CL_TRUE, 0, bytes, host, 0, NULL, NULL),
-                   "clEnqueueReadBuffer");
+            CLT_TRY(clt_queue_read(q, d, 1, 0, bytes, host, 0, NULL, NULL, "clEnqueueReadBuffer"));
         double t = clt_now() - t0;
         if (r > 0 && (best == 0 || t < best)) best = t;
     }
@@ -218,13 +205,12 @@ static clt_status transfer_gbps(clt_device *dev, cl_mem d, void *host, size_t by
 
 static clt_status measure_transfers(clt_device *dev, bench_peaks *p)
 {
+    int64_t max_alloc = clt_device_get_info(dev)->max_alloc_bytes;
     size_t bytes = (size_t)64 << 20;
-    if (dev->info.max_alloc_bytes > 0 && (size_t)dev->info.max_alloc_bytes < bytes)
-        bytes = (size_t)dev->info.max_alloc_bytes;
+    if (max_alloc > 0 && (size_t)max_alloc < bytes) bytes = (size_t)max_alloc;
     p->transfer_bytes = bytes;
-    cl_int err;
-    cl_mem d = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (!d) return clt_cl_fail(err, "clCreateBuffer (transfer peak)");
+    cl_mem d;
+    CLT_TRY(clt_buffer_create(dev, CL_MEM_READ_WRITE, bytes, NULL, "clCreateBuffer (transfer peak)", &d));
     clt_status s = CLT_OK;
     void *h = malloc(bytes);
     if (!h) s = clt_fail(CLT_ERR_NO_MEMORY, "%zu-byte host buffer", bytes);
@@ -235,27 +221,23 @@ static clt_status measure_transfers(clt_device *dev, bench_peaks *p)
     }
     free(h);
     cl_mem pinned = NULL;
-    if (s == CLT_OK) {
-        pinned = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &err);
-        if (!pinned) s = clt_cl_fail(err, "clCreateBuffer (CL_MEM_ALLOC_HOST_PTR)");
-    }
+    if (s == CLT_OK)
+        s = clt_buffer_create(dev, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL,
+                              "clCreateBuffer (CL_MEM_ALLOC_HOST_PTR)", &pinned);
+    cl_command_queue q = clt_device_queue(dev);
     void *ph = NULL;
-    if (s == CLT_OK) {
-        ph = clEnqueueMapBuffer(dev->queue, pinned, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL,
-                                NULL, &err);
-        if (!ph) s = clt_cl_fail(err, "clEnqueueMapBuffer (pinned staging)");
-    }
+    if (s == CLT_OK) s = clt_queue_map(q, pinned, bytes, "clEnqueueMapBuffer (pinned staging)", &ph);
     if (s == CLT_OK) {
         memset(ph, 0, bytes);
         s = transfer_gbps(dev, d, ph, bytes, 1, &p->h2d_pinned_gbps);
         if (s == CLT_OK) s = transfer_gbps(dev, d, ph, bytes, 0, &p->d2h_pinned_gbps);
     }
     if (ph) {
-        clEnqueueUnmapMemObject(dev->queue, pinned, ph, 0, NULL, NULL);
-        clFinish(dev->queue);
+        clt_queue_unmap(q, pinned, ph);
+        clt_queue_drain(q);
     }
-    if (pinned) clReleaseMemObject(pinned);
-    clReleaseMemObject(d);
+    clt_buffer_release(pinned);
+    clt_buffer_release(d);
     if (s != CLT_OK) return clt_fail_context(s, "host-device transfer peak");
     return CLT_OK;
 }

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "options.h"
 #include "runtime/device.h"
+#include "runtime/tune_cache.h"
 #include "stop.h"
 
 static const cli_accept tune_options[] = {
@@ -57,7 +58,9 @@ static int tune_device(const cli_options *o, int d, int share, const float *imag
         return 1;
     }
     const clt_device *dev = clt_net_device(clt_trainer_net(t, 0));
-    if (!dev->cache_enabled) { /* checked before any step: nothing measured for nothing */
+    clt_tune_report r;
+    clt_tune_outcome(dev, &r);
+    if (!r.cache_enabled) { /* checked before any step: nothing measured for nothing */
         fprintf(stderr, "cltrain: tune: the cache is off (CLTRAIN_CACHE=0, or no CLTRAIN_CACHE_DIR, XDG_CACHE_HOME "
                         "or HOME): tuned choices would not be kept\n");
         clt_trainer_destroy(t);
@@ -77,18 +80,19 @@ static int tune_device(const cli_options *o, int d, int share, const float *imag
         return 1;
     }
     int rc = 0;
-    if (dev->tune_cut) {
+    clt_tune_outcome(dev, &r); /* what the step measured, and kept */
+    if (r.cut) {
         fprintf(stderr, "cltrain: tune: %s: device %d's tuning is incomplete (what was measured is kept); run cltrain "
                 "tune again to finish it\n", stop_words(stop_requested()), d);
         rc = 128 + stop_requested();
-    } else if (dev->tune_unkept) {
+    } else if (r.unkept) {
         fprintf(stderr, "cltrain: tune: device %d: %d tuned choice%s could not be kept in %s (%s): the next run "
-                "measures %s again\n", d, dev->tune_unkept, dev->tune_unkept == 1 ? "" : "s", dev->cache_dir,
-                dev->unkept_why, dev->tune_unkept == 1 ? "it" : "them");
+                "measures %s again\n", d, r.unkept, r.unkept == 1 ? "" : "s", r.cache_dir, r.unkept_why,
+                r.unkept == 1 ? "it" : "them");
         rc = 1;
     } else {
-        printf("device %d (%s): %s in %.1f s, kept in %s\n", d, dev->info.name,
-               tl.measured ? "tuned" : "already tuned (or nothing to tune)", clt_now() - t0, dev->cache_dir);
+        printf("device %d (%s): %s in %.1f s, kept in %s\n", d, clt_device_get_info(dev)->name,
+               tl.measured ? "tuned" : "already tuned (or nothing to tune)", clt_now() - t0, r.cache_dir);
     }
     stop_forward_to(NULL);
     clt_trainer_destroy(t);
