@@ -18,7 +18,7 @@
 #define RELU_BWD(y, dy) ((y) > 0.0f ? (dy) : 0.0f)
 
 /* A 2x2 pooling fused into a convolution's store (conv_direct.cl,
- * conv_layout.cl), over vectors of type FT whose int vectors are IT:
+ * conv_layout_pool.cl), over vectors of type FT whose int vectors are IT:
  * POOL_MAX_STEP moves best to o where o is greater or NaN (pool.cl's
  * raster order: the first maximum, or the last NaN) and pos to the cell
  * at there; POOL_CELLS_ABOVE_0 is a window row's cells > 0 (RELU_BWD's
@@ -58,6 +58,28 @@ INLINE float lane_sum4(float4 s)
 INLINE float lane_sum8(float8 s) { return lane_sum4(s.lo + s.hi); }
 INLINE float lane_sum16(float16 s) { return lane_sum8(s.lo + s.hi); }
 #define lane_sum CAT(lane_sum, VW)
+
+/* DEFINE_TRANSPOSE(NAME, VEC, N, ROUNDS) defines NAME, the in-register
+ * transpose of an N x N block of VEC vectors (conv_layout.cl,
+ * conv_layout_pool.cl): afterwards r[u].s[q] is the old r[q].s[u]. Each
+ * round maps element (row i, column j), as the bits of i then j, to j0
+ * i(top..1) i0 j(top..1) (a rotation by one bit); ROUNDS = log2(N) rounds
+ * swap the halves. Every output vector is one two-source shuffle of .even
+ * / .odd halves (standard swizzles), no scalar gathers. */
+#define DEFINE_TRANSPOSE(NAME, VEC, N, ROUNDS)                                                     \
+    INLINE void NAME(VEC r[N])                                                                     \
+    {                                                                                              \
+        VEC t[N];                                                                                  \
+        _Pragma("unroll") for (int round = 0; round < (ROUNDS); round++)                           \
+        {                                                                                          \
+            _Pragma("unroll") for (int k = 0; k < (N) / 2; k++)                                    \
+            {                                                                                      \
+                t[k] = (VEC)(r[2 * k].even, r[2 * k + 1].even);                                    \
+                t[k + (N) / 2] = (VEC)(r[2 * k].odd, r[2 * k + 1].odd);                            \
+            }                                                                                      \
+            _Pragma("unroll") for (int k = 0; k < (N); k++) r[k] = t[k];                           \
+        }                                                                                          \
+    }
 
 /* Elementwise kernels (sgd.cl, adam.cl, activation.cl, elementwise.cl) take EW consecutive
  * elements per work-item, built with -DEW (runtime/launch.c,

@@ -1,9 +1,10 @@
-/* The copies into and out of the lanes layouts (kernels/conv_layout.cl):
- * an NCHW tensor into a lanes layout (x, and dy through a fused ReLU's
- * derivative or spread from a fused pooling's dy), the weights into the
- * order the kernels broadcast them in, a lanes layout back to NCHW (y with
- * the bias, a fused ReLU and a fused pooling; dx), and the bias gradient
- * summed from dy's copy. conv_lanes.c runs the passes between them. */
+/* The copies into and out of the lanes layouts (kernels/conv_layout.cl,
+ * and conv_layout_pool.cl for a fused pooling): an NCHW tensor into a
+ * lanes layout (x, and dy through a fused ReLU's derivative or spread from
+ * a fused pooling's dy), the weights into the order the kernels broadcast
+ * them in, a lanes layout back to NCHW (y with the bias, a fused ReLU and
+ * a fused pooling; dx), and the bias gradient summed from dy's copy.
+ * conv_lanes.c runs the passes between them. */
 #include <stdio.h>
 
 #include "ops/conv_lanes.h"
@@ -30,6 +31,14 @@ static clt_status layout_2d(clt_device *dev, const char *kernel, size_t gx, size
                             int nargs, const clt_arg *args)
 {
     return layout_2d_in(dev, 0, kernel, gx, gy, lx, nargs, args);
+}
+
+/* The fused pooling's copies (kernels/conv_layout_pool.cl): one program
+ * for every device. */
+static clt_status pool_2d(clt_device *dev, const char *kernel, size_t gx, size_t gy, size_t lx, int nargs,
+                          const clt_arg *args)
+{
+    return clt_launch_2d(dev, "conv_layout_pool", kernel, gx, gy, lx, 1, nargs, args);
 }
 
 /* Copies into a lanes layout this large store past the cache (-DNT=1,
@@ -84,7 +93,7 @@ static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi,
         size_t windows = (size_t)c * (size_t)(h / 2) * (size_t)(w / 2);
         lanes_rows r2 = cm_off ? lanes_layout(lp, 0, c, p) : (lanes_rows){0, 0, 0};
         cl_ulong off2 = cm_off ? *cm_off : 0;
-        return layout_2d(dev, "conv_layout_to_lanes_pool", (windows + LANES - 1) / LANES, blocks,
+        return pool_2d(dev, "conv_layout_pool_to_lanes", (windows + LANES - 1) / LANES, blocks,
                          clt_conv_group_x(dev, CLT_CONV_COPY_LX),
                          CLT_ARGS(CLT_ARG(n), CLT_ARG(c), CLT_ARG(h), CLT_ARG(w), CLT_ARG(r.ps), CLT_ARG(r.cs),
                                   CLT_ARG(r.rs), CLT_ARG(src), CLT_ARG(relu), CLT_ARG(max), CLT_ARG(cells),
@@ -138,7 +147,7 @@ clt_status clt_conv_lanes_y_from(clt_device *dev, const clt_conv_lanes_params *l
     cl_mem cells = clt_epi_cells(epi) ? epi->argmax : y;
     int max = epi->pool == CLT_EPI_POOL_MAX;
     size_t windows = (size_t)(g->oh / 2) * (size_t)(g->ow / 2);
-    return layout_2d(dev, "conv_layout_from_lanes_pool", (windows + LANES - 1) / LANES,
+    return pool_2d(dev, "conv_layout_pool_from_lanes", (windows + LANES - 1) / LANES,
                      (size_t)g->co * (size_t)(r.rs / LANES), clt_conv_group_x(dev, CLT_CONV_COPY_LX),
                      CLT_ARGS(CLT_ARG(g->n), CLT_ARG(g->co), CLT_ARG(g->oh), CLT_ARG(g->ow), CLT_ARG(r.rs),
                               CLT_ARG(src), CLT_ARG(off), CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu),
