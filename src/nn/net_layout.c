@@ -30,9 +30,11 @@ static clt_status make_shared(clt_net *net, clt_net_share level, size_t bytes, c
         *host = p;
         return CLT_OK;
     }
-    if (want)
-        clt_device_log(net->dev, 2, "device %d (%s): %s; a buffer of its own instead",
-                       clt_device_get_info(net->dev)->index, clt_device_get_info(net->dev)->name, clt_last_error());
+    if (want) {
+        const clt_device_info *in = clt_device_get_info(net->dev);
+        clt_device_log(net->dev, 2, "device %d (%s): %s; a buffer of its own instead", in->index, in->name,
+                       clt_last_error());
+    }
     return clt_net_make_buffer(net->dev, bytes, what, out);
 }
 

@@ -66,19 +66,20 @@ static clt_status need_mems(const char *op, int count, const named_mem *m)
 
 static bn_plan plan_make(const clt_device *dev, int n, int c, int hw)
 {
+    const clt_device_info *in = clt_device_get_info(dev);
     bn_plan pl;
     pl.n = n, pl.c = c, pl.hw = hw;
     pl.vec = hw >= 4 ? 4 : 1;
     int units = hw / pl.vec;
     int group = 64;
-    while (group > 1 && clt_device_get_info(dev)->max_work_group_size > 0 && group > clt_device_get_info(dev)->max_work_group_size) group >>= 1;
+    while (group > 1 && in->max_work_group_size > 0 && group > in->max_work_group_size) group >>= 1;
     int lx = 1;
     /* Lanes along a plane serve GPUs (neighbouring work-items read
      * neighbouring units). A CPU device runs a work-group's lanes one after
      * the other, each reading a unit out of every lx of the plane: one
      * lane walking the plane whole streams it (ResNet-18's batch norms at
      * batch 128 on PoCL: 1.9x faster at 28x28, 2-4.5x at 7x7 and 4x4). */
-    if (clt_device_get_info(dev)->type != CLT_DEVICE_CPU)
+    if (in->type != CLT_DEVICE_CPU)
         while (lx < units && lx < group) lx <<= 1;
     pl.group = group;
     pl.lx = lx;
@@ -94,7 +95,7 @@ static bn_plan plan_make(const clt_device *dev, int n, int c, int hw)
     /* One lane leaves up to 64 rows a work-group: keep at least 4 work-groups
      * per compute unit, which is what CPU runtimes share out (a small shard
      * of large planes has few rows). */
-    int units_min = 4 * (clt_device_get_info(dev)->compute_units > 0 ? clt_device_get_info(dev)->compute_units : 1);
+    int units_min = 4 * (in->compute_units > 0 ? in->compute_units : 1);
     while (lx == 1 && pl.ly > 1 && (int64_t)c * pl.chunks / pl.ly < units_min) pl.ly >>= 1;
     return pl;
 }

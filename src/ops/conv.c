@@ -190,7 +190,8 @@ int clt_conv_fuses_pool(const clt_device *dev, const clt_conv_geom *g, int kind,
         const clt_conv_algo *a = order[i];
         unsigned take = a->supports(g, want);
         if (!take) continue;
-        return take == want && a->pools && a->pools(g, kind) && !(a->pool_needs_room && clt_device_get_settings(dev)->conv_budget);
+        int budget = clt_device_get_settings(dev)->conv_budget != 0;
+        return take == want && a->pools && a->pools(g, kind) && !(a->pool_needs_room && budget);
     }
     return 0;
 }

@@ -10,7 +10,8 @@
 
 size_t clt_conv_group_x(const clt_device *dev, size_t blocks)
 {
-    size_t max = clt_device_get_info(dev)->max_work_group_size > 0 ? (size_t)clt_device_get_info(dev)->max_work_group_size : 1;
+    int64_t limit = clt_device_get_info(dev)->max_work_group_size;
+    size_t max = limit > 0 ? (size_t)limit : 1;
     return blocks < max ? blocks : max;
 }
 
@@ -18,7 +19,8 @@ const char *const clt_conv_pass_names[CLT_CONV_PASSES] = {"fwd", "bwd-data", "bw
 
 size_t clt_conv_units(const clt_device *dev)
 {
-    return (size_t)(clt_device_get_info(dev)->compute_units > 0 ? clt_device_get_info(dev)->compute_units : 1);
+    int units = clt_device_get_info(dev)->compute_units;
+    return (size_t)(units > 0 ? units : 1);
 }
 
 size_t clt_conv_items_wanted(const clt_device *dev) { return clt_conv_units(dev) * 16; }
@@ -33,9 +35,10 @@ size_t clt_conv_k_slices(const clt_device *dev, size_t tiles, size_t k)
 
 size_t clt_conv_budget(const clt_device *dev, size_t default_cap)
 {
-    if (clt_device_get_settings(dev)->conv_budget) return clt_device_get_settings(dev)->conv_budget;
-    if (clt_device_get_info(dev)->max_alloc_bytes > 0 && (size_t)clt_device_get_info(dev)->max_alloc_bytes < default_cap)
-        return (size_t)clt_device_get_info(dev)->max_alloc_bytes;
+    size_t budget = clt_device_get_settings(dev)->conv_budget;
+    int64_t most = clt_device_get_info(dev)->max_alloc_bytes;
+    if (budget) return budget;
+    if (most > 0 && (size_t)most < default_cap) return (size_t)most;
     return default_cap;
 }
 

@@ -116,7 +116,8 @@ static clt_status tune_pass(clt_device *dev, clt_conv_plan *plan, int pass, int 
         return CLT_OK;
     }
     if (s != CLT_OK) { /* the rule's stays; the next run measures again */
-        clt_device_log(dev, 0, "tuning device %d: direct %s skipped: %s", clt_device_get_info(dev)->index, name, clt_last_error());
+        clt_device_log(dev, 0, "tuning device %d: direct %s skipped: %s", clt_device_get_info(dev)->index, name,
+                       clt_last_error());
         clt_clear_error();
         return CLT_OK;
     }

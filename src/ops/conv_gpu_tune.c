@@ -102,8 +102,8 @@ static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, 
     clt_status s = clt_conv_pass_bufs_make(dev, &plan->g, pass, &b);
     if (s != CLT_OK) {
         /* no room for a second set of tensors: the rule's choice stays */
-        clt_device_log(dev, 0, "tuning device %d: %s not timed: %s", clt_device_get_info(dev)->index, clt_conv_pass_names[pass],
-                       clt_last_error());
+        clt_device_log(dev, 0, "tuning device %d: %s not timed: %s", clt_device_get_info(dev)->index,
+                       clt_conv_pass_names[pass], clt_last_error());
         clt_clear_error();
         *found = 0;
         return CLT_OK;

@@ -73,7 +73,8 @@ static int cfg_fits(const clt_device *dev, const clt_conv_implicit_cfg *c)
 {
     int64_t items = (int64_t)(c->tm / c->rm) * (c->tn / c->rn);
     int64_t local = (int64_t)c->tk * (c->tm + c->tn + 8) * (int64_t)sizeof(float);
-    return items <= clt_device_get_info(dev)->max_work_group_size && local <= clt_device_get_info(dev)->local_mem_bytes;
+    const clt_device_info *in = clt_device_get_info(dev);
+    return items <= in->max_work_group_size && local <= in->local_mem_bytes;
 }
 
 /* The rule, from every tile timed on every ResNet-18 pass at batch 128 on

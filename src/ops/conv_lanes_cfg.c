@@ -90,8 +90,8 @@ static clt_conv_lanes_cfg rule_cfg(const clt_device *dev, const clt_conv_lanes_p
     clt_conv_lanes_cfg c = {native, 0, 0, 0, 0, 0, 0}, t;
     int budget = acc_budget(native);
     if (pass == CLT_CONV_BWD_WEIGHTS) {
-        if (clt_device_get_settings(dev)->conv_bwdw_a > 0) return (clt_conv_lanes_cfg){native, clt_device_get_settings(dev)->conv_bwdw_a,
-                                                                        clt_device_get_settings(dev)->conv_bwdw_b, 0, 0, 0, 0};
+        const clt_device_settings *st = clt_device_get_settings(dev);
+        if (st->conv_bwdw_a > 0) return (clt_conv_lanes_cfg){native, st->conv_bwdw_a, st->conv_bwdw_b, 0, 0, 0, 0};
         double best = 0;
         /* at native 16 the first six, the blocks the kernels were tuned with */
         for (size_t i = 0; i < (native == 16 ? 6 : N_BWDW_BLOCKS); i++) {

@@ -143,8 +143,8 @@ static clt_status fastest(clt_device *dev, const clt_conv_lanes_params *lp, int 
             format_cfg(pass, &cand[i], name, sizeof name);
             make_key(lp, pass, key, sizeof key);
             if (s != CLT_OK) {
-                clt_device_log(dev, 0, "tuning device %d: %s: %s skipped: %s", clt_device_get_info(dev)->index, key, name,
-                               clt_last_error());
+                clt_device_log(dev, 0, "tuning device %d: %s: %s skipped: %s", clt_device_get_info(dev)->index, key,
+                               name, clt_last_error());
                 clt_clear_error();
                 ok[i] = 0;
             } else {

@@ -54,9 +54,8 @@ static clt_status pool_geom(const char *op, int n, int c, int h, int w, int k, i
  * along dimension 0, rows stacked up to about 64 work-items. */
 static void rows_local(const clt_device *dev, int width, size_t *lx, size_t *ly)
 {
-    size_t target = 64;
-    if (clt_device_get_info(dev)->max_work_group_size > 0 && (size_t)clt_device_get_info(dev)->max_work_group_size < target)
-        target = (size_t)clt_device_get_info(dev)->max_work_group_size;
+    size_t target = 64, most = (size_t)clt_device_get_info(dev)->max_work_group_size;
+    if (most > 0 && most < target) target = most;
     *lx = (size_t)width < target ? (size_t)width : target;
     *ly = target / *lx;
 }

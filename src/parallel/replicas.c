@@ -101,7 +101,8 @@ clt_status clt_trainer_check_replicas(clt_trainer *t)
         if (i == 0) ref = h;
         else if (h != ref)
             s = clt_fail(CLT_ERR_INTERNAL, "replica on device %d differs from the one on device %d after step %lld",
-                         clt_device_get_info(t->workers[i].dev)->index, clt_device_get_info(t->workers[0].dev)->index, (long long)t->steps);
+                         clt_device_get_info(t->workers[i].dev)->index, clt_device_get_info(t->workers[0].dev)->index,
+                         (long long)t->steps);
     }
     clt_aligned_free(host);
     return s;
