@@ -320,7 +320,7 @@ clt_status clt_device_warmup(clt_device *dev)
         if (!clt_kernel_sources[p].on_demand) s = ensure_variant(dev, clt_kernel_sources[p].name, &v);
     /* CLBlast on CPU devices serves only a convolution whose lanes work
      * buffer does not fit (or a forced algorithm); compiling it for them
-     * took 15 s of a cold 57 s start on PoCL. They compile it at their
+     * was a large part of a cold start on PoCL. They compile it at their
      * first GEMM (runtime/gemm.h). */
     if (s == CLT_OK && dev->info.type != CLT_DEVICE_CPU) s = clt_gemm_warmup(dev);
     if (s != CLT_OK) return clt_fail_context(s, "device %d (%s)", dev->info.index, dev->info.name);

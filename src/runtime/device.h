@@ -14,7 +14,7 @@
  * choice; ON (1) measures even without a cache (every run); AGAIN
  * ("again") as ON, and measures again what the cache keeps (once per
  * device object), replacing it: a choice measured while other load slowed
- * the machine can run its pass 1.3x longer than the best (bench/README.md). */
+ * the machine can run its pass slower than the best (bench/README.md). */
 enum { CLT_TUNE_AUTO, CLT_TUNE_OFF, CLT_TUNE_ON, CLT_TUNE_AGAIN };
 
 /* A device's tuning settings, in plain values. runtime/ reads, checks and
@@ -67,8 +67,8 @@ int clt_device_vector_width(const clt_device *dev);
  * CPU runtime runs a queue's kernels on the thread waiting in clFinish
  * beside its workers, but not on one blocked in a read or in
  * clWaitForEvents: a thread that waits any other way leaves it one core
- * short (with its default workers on 2 cores, a LeNet training step took
- * 52 ms instead of 26). `what` names the copy in errors. */
+ * short (with its default workers on 2 cores, a LeNet training step
+ * measured far slower). `what` names the copy in errors. */
 clt_status clt_device_read(clt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *host, const char *what);
 clt_status clt_device_write(clt_device *dev, cl_mem buf, size_t offset, size_t bytes, const void *host,
                             const char *what);
