@@ -78,7 +78,7 @@ static bn_plan plan_make(const clt_device *dev, int n, int c, int hw)
      * neighbouring units). A CPU device runs a work-group's lanes one after
      * the other, each reading a unit out of every lx of the plane: one
      * lane walking the plane whole streams it (ResNet-18's batch norms at
-     * batch 128 on PoCL: 1.9x faster at 28x28, 2-4.5x at 7x7 and 4x4). */
+     * batch 128 on PoCL measured faster, most at 7x7 and 4x4). */
     if (in->type != CLT_DEVICE_CPU)
         while (lx < units && lx < group) lx <<= 1;
     pl.group = group;

@@ -3,19 +3,16 @@
  * which read x in place unless it needs padding and sum db on the way.
  * First layers are bound by memory, not FMAs (LeNet conv1 writes, and its
  * backward reads, 13.8 MB of y / dy for 62 MFLOP), so the lanes layout
- * copies of whole output and dy tensors cost more than the arithmetic.
- * Measured on both cores, lanes / direct, batch 256, ms (forward;
- * backward-weights + bias):
- *   1->20 k3 28x28 (LeNet conv1)    2.20 / 0.91   3.16 / 1.25
- *   1->64 k3 p1 28x28 (ResNet stem) 10.8 / 2.53   12.5 / 4.45
- *   3->32 k3 p1 28x28               4.66 / 1.66   (c*k*k 27: lanes)
- * (on AVX-512). It has no backward-data: a first layer's dx would be the
- * net's input.
+ * copies of whole output and dy tensors cost more than the arithmetic:
+ * on AVX-512, at batch 256, direct measured faster than lanes in the
+ * forward and the weight gradient of LeNet's conv1 and the ResNet stem
+ * (bench/README.md). It has no backward-data: a first layer's dx would be
+ * the net's input.
  *
  * A 2x2 pooling after the layer (ops/epilogue.h) runs in both kernels
  * (-DPOOL): the forward pools row pairs in registers, the weight gradient
  * spreads the pooling's dy while it reads it. That drops the pooling's
- * backward and the 13.8 MB dy (the backward runs 1.3-1.6x faster) and the
+ * backward and the 13.8 MB dy (the backward measured faster) and the
  * convolution's output: after a ReLU the backward's derivative comes from
  * a byte per window (max pooling: its argmax; average: its cells > 0).
  *
@@ -97,8 +94,8 @@ static void forward_split(const clt_device *dev, const clt_conv_geom *g, clt_con
  * groups as it takes to have enough work-items for every compute unit. A
  * work-item walks its image's dy planes in memory order (a work-item per
  * channel over chunks of images read 2.7 KB runs 54 KB apart: on AVX2,
- * PoCL, LeNet's conv1 in training 1.35-1.39 -> 1.01-1.02 ms, the ResNet
- * stem at batch 128 1.3x faster). Where the partial sums do not fit: one
+ * PoCL, memory order measured faster on LeNet's conv1 in training and the
+ * ResNet stem at batch 128). Where the partial sums do not fit: one
  * chunk of every image. */
 static void weights_split(const clt_device *dev, const clt_conv_geom *g, int one_chunk, int cb,
                           clt_conv_direct_params *d)
@@ -116,8 +113,8 @@ static void weights_split(const clt_device *dev, const clt_conv_geom *g, int one
 }
 
 /* The rule's block is the largest: 3 channels at vw 16 (3 x 9
- * accumulators; on AVX-512, LeNet conv1, ms, cb = 1 / 2 / 3: 1.23 / 0.98 /
- * 0.90, the ResNet stem 9.1 / 7.1 / 6.5, when it was set), 1 at vw 8
+ * accumulators; when it was set, on AVX-512, LeNet's conv1 and the ResNet
+ * stem measured faster the larger the block), 1 at vw 8
  * (AVX2's 16 registers hold no more). The tuner times the smaller ones
  * (conv_direct_tune.c). */
 int clt_conv_direct_max_cb(const clt_conv_plan *plan)

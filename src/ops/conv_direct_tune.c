@@ -3,13 +3,12 @@
  * the key leaves out the batch):
  * - the forward: whether its program has the kernel size as a build
  *   constant (-DKW, kernels/conv_direct.cl). On the 2-core EPYC (AVX2),
- *   LeNet's conv1: Intel's CPU runtime 0.68-0.69 ms with it against
- *   0.95-0.96 without, PoCL 5% slower with it (bench/README.md);
+ *   LeNet's conv1 measured faster with it on Intel's CPU runtime and
+ *   slower on PoCL (bench/README.md);
  * - the weight gradient: its block of output channels, cb 1 to 3 (vw 16:
- *   on a 2-core AVX-512 Zen 5, PoCL, the ResNet stem at batch 128 took
- *   0.77-0.86 ms with cb 1 against 0.92-1.03 with the rule's 3, LeNet's
- *   conv1 at 256 0.44 with cb 2 against 0.50; vw 8 keeps cb 1, as the
- *   AVX2 registers hold no more).
+ *   on a 2-core AVX-512 Zen 5, PoCL, blocks smaller than the rule's 3
+ *   measured faster, cb 1 on the ResNet stem at batch 128, cb 2 on LeNet's
+ *   conv1 at 256; vw 8 keeps cb 1, as the AVX2 registers hold no more).
  * Both forward choices compute the same sums in the same order; the
  * weight gradient's blocks the same sums, but cb 1 takes rows in pairs
  * (conv_direct.cl), so dw's last bits may differ, as between the lanes

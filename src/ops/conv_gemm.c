@@ -19,7 +19,7 @@ static unsigned gemm_supports(const clt_conv_geom *g, unsigned open)
 
 /* The weight gradient is a co x ckk matrix, often a few GEMM tiles, summed
  * over a K of images*p (100k for ResNet-18's 28x28 layers at batch 128):
- * one GEMM keeps a handful of a GPU's units busy (it ran at 1-5% of cuDNN's
+ * one GEMM keeps a handful of a GPU's units busy (it ran far below cuDNN's
  * speed on an H100). Split-K: slices of K, each at least 256 long, run as a
  * strided batch into partial matrices, summed in a fixed order; about four
  * 32x32 tiles per compute unit. Chosen by shape and unit count, so CPUs

@@ -15,7 +15,7 @@
 
 #define MAX_CANDIDATES (1 + CLT_CONV_IMPLICIT_TILES) /* gemm and every tile */
 #define ROUNDS 3
-#define RUNS 3 /* back to back per timing: GPU passes of tens of microseconds */
+#define RUNS 3 /* back to back per timing: GPU passes are short */
 
 
 /* A candidate: gemm, or implicit with a tile. */

@@ -25,7 +25,7 @@ static int fits_int(const clt_conv_geom *g)
  * an H100, at every ResNet-18 and LeNet shape (bench/README.md), gemm
  * keeps the pass by rule: backward-data of a strided layer, measured
  * when the gather visited K*K*CO taps per input pixel and 1 in stride^2
- * landed (half of gemm's speed). Its products per stride phase, which
+ * landed (well below gemm's speed). Its products per stride phase, which
  * visit only the taps that land, are not yet timed on a GPU: the GPU
  * tuner (conv_gpu_tune.c) times them against gemm. (Before the tiles
  * loaded ahead, 0.6, gemm also kept the forward from 256 output channels
@@ -59,7 +59,7 @@ static void pass_dims(const clt_conv_geom *g, int pass, int64_t *m, int64_t *n, 
 
 /* The tiles, 256 work-items each but the narrow one (128). (8x8 blocks
  * with K steps of 16 in 128x128, 128x64 and 64x128 tiles, timed by the
- * tuner on every ResNet-18 pass on an H100, won one pass by 0.015 ms: not
+ * tuner on every ResNet-18 pass on an H100, won one pass, narrowly: not
  * worth their tuning time.) */
 enum { TILE_BIG, TILE_TALL, TILE_WIDE, TILE_SQUARE, TILE_NARROW, N_TILES };
 static const clt_conv_implicit_cfg tiles[N_TILES] = {

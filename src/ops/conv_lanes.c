@@ -11,8 +11,8 @@
  * in a fixed order. A 1x1 layer with stride (a
  * ResNet projection) copies only the pixels it reads and runs as a stride-1
  * layer on them. Storing results straight into NCHW (a scalar scatter) was
- * 1.5-6x slower than vector stores plus the transposing copy; a work-group
- * holding all channel blocks of one pixel ran the forward 1.6-2x faster
+ * slower than vector stores plus the transposing copy; a work-group
+ * holding all channel blocks of one pixel ran the forward faster
  * than one block per group. A 2x2 pooling after the layer (and its ReLU)
  * runs in those copies: the forward's copy back stores the pooled output
  * and a byte per window (an average's cells > 0, a max's argmax), the
@@ -45,8 +45,8 @@ static size_t up(size_t v, size_t m) { return clt_conv_round_up(v, m); }
  * cache, and keep enough work-items to fill every compute unit. The
  * rule's target is 512 KiB (half an L2 of the machine it was set on); the
  * best one depends on the
- * shape and batch (AVX2, 512 KiB L2, PoCL, ResNet-18 at batch 128: 128 KiB
- * ran 128->256 k3 s2 1.23x faster, but LeNet's conv2 at batch 256 1.33x
+ * shape and batch (AVX2, 512 KiB L2, PoCL: 128 KiB ran ResNet-18's
+ * 128->256 k3 s2 at batch 128 faster, but LeNet's conv2 at batch 256
  * slower), so the tuner times 256 and 128 too (cfg.ck). */
 static void bwd_weights_chunks(const clt_device *dev, clt_conv_lanes_params *lp)
 {
@@ -63,7 +63,7 @@ static void bwd_weights_chunks(const clt_device *dev, clt_conv_lanes_params *lp)
     while (rows > 1 && (per_row * rows + x_fixed) * vecs > target) rows = (rows + 1) / 2;
     /* Fewer vectors per chunk shortens the innermost loop, which cost more
      * than going up to twice the target (R18 64 28x28, 5 x 5: one row of 16
-     * vectors 48 ms, of 8 vectors 66 ms). */
+     * vectors measured faster than of 8 vectors). */
     while (vecs > 1 && (per_row * rows + x_fixed) * vecs > 2 * target) vecs = (vecs + 1) / 2;
     size_t items = (size_t)g->k * (c->tr ? 1 : (size_t)g->k) * (((size_t)g->c + wb - 1) / wb) *
                    (((size_t)g->co + wa - 1) / wa);
@@ -148,7 +148,7 @@ int clt_conv_lanes_derive(const clt_device *dev, clt_conv_lanes_params *lp, unsi
  * forward's and backward-data's inner loop reads one vector of each
  * channel, a row apart: those loads evicted each other and came from L2.
  * A gap of 64 bytes after each row spreads them over every set (LeNet's
- * conv2 and ResNet-18's 7x7 layer at batch 256: 1.1-1.4x faster on PoCL
+ * conv2 and ResNet-18's 7x7 layer at batch 256 measured faster on PoCL
  * and Intel's runtime). At batch 32 and 64 it measured no faster, so rows
  * of 32 or 64 lanes keep no gap. Its 16 lanes are never computed, copied
  * or read. */
@@ -207,7 +207,7 @@ static clt_status rank1_kernel(clt_device *dev, const clt_conv_lanes_params *lp,
     /* px: dimension 0 walks the pixels (work-groups of up to 64), dimension
      * 1 the channel blocks, then the lane blocks, so consecutive
      * work-groups read the same lanes of the input with the next weights
-     * (the pixel-major order before ran the 512-channel 4x4 layer 1.2x
+     * (the pixel-major order before ran the 512-channel 4x4 layer
      * longer at batch 128, its input re-read from L3 per channel block) */
     size_t gx = c->px ? pixels : blocks, gy = c->px ? blocks * lane_blocks : items;
     /* px groups of fewer than 64 pixels take several channel blocks, so a
@@ -304,9 +304,9 @@ clt_status clt_conv_lanes_time_pass(clt_device *dev, const clt_conv_lanes_params
 
 /* dy goes into the lanes layout of each pass that runs: a second copy of
  * dy costs less than backward-data gains from its pixel-major layout
- * (ResNet-18 training steps at batch 128 on PoCL: 1.05-1.16x faster than
+ * (ResNet-18 training steps at batch 128 on PoCL measured faster than
  * with one channel-major copy for both), and less than the weight
- * gradient loses on pixel-major x and dy (its kernel 1.1-1.5x slower on
+ * gradient loses on pixel-major x and dy (its kernel measured slower on
  * ResNet-18's 3x3 layers, batch 128, PoCL). */
 static clt_status lanes_backward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w,
                                  cl_mem dy, const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db)

@@ -17,7 +17,7 @@ static const int rm_set[] = {2, 3, 4, 5, 6, 8, 10};
 
 /* Vector registers the accumulators may take: x86 has 32 with AVX-512 and
  * 16 below it; 4 stay for the loads and the broadcast. Over budget the
- * accumulators spill (float16 blocks of 2 x 10 ran at 29% of the FMA peak
+ * accumulators spill (float16 blocks of 2 x 10 ran far below the FMA peak
  * on AVX2, where a float16 is two registers). */
 static int acc_budget(int native) { return (native >= 16 ? 32 : 16) - 4; }
 
@@ -31,7 +31,7 @@ static int acc_regs(const clt_conv_lanes_cfg *c, int native)
 
 /* Whether c's accumulators fit the budget and, for the weight gradient,
  * also its WA dy vectors and one x vector, which stay live beside them
- * (AVX2, PoCL: 4 x 3, 6 x 2 and rows of 4 x 1 took 1.4-1.8x longer than
+ * (AVX2, PoCL: 4 x 3, 6 x 2 and rows of 4 x 1 took longer than
  * 3 x 4 and rows of 2 x 2, which fit). */
 static int fits_registers(const clt_conv_lanes_cfg *c, int pass, int native)
 {

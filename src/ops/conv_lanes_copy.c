@@ -14,9 +14,9 @@
 
 /* The copies transpose in blocks of the native width's registers
  * (kernels/conv_layout.cl, TQ): 8 x 8 below AVX-512, where a 16 x 16
- * block spills (ResNet-18's largest copy into the lanes layout, batch 128:
- * 0.90-0.93x the time on PoCL, 0.93-1.0x on Intel's runtime; the copies
- * back measured the same). */
+ * block spills (ResNet-18's largest copy into the lanes layout, batch
+ * 128, measured faster with 8 x 8 on PoCL, no slower on Intel's runtime;
+ * the copies back measured the same). */
 static clt_status layout_2d_in(clt_device *dev, int stream, const char *kernel, size_t gx, size_t gy, size_t lx,
                                int nargs, const clt_arg *args)
 {
@@ -44,11 +44,11 @@ static clt_status pool_2d(clt_device *dev, const char *kernel, size_t gx, size_t
 /* Copies into a lanes layout this large store past the cache (-DNT=1,
  * where the device's buffers start aligned for a block's row): a full line
  * each, so no line is read for ownership first. ResNet-18 at batch 128 on
- * PoCL (AVX2, 32 MiB L3): its 26 and 13 MB copies 0.80-0.85x the time, 6.4
- * MB ones the same at best, the kernels reading them after unchanged; but
- * LeNet's copies of 3.5-4 MB at batch 256 come back from memory instead of
- * the L3 (training 0.95x as fast). Copies back to NCHW so ran 1.3-2.5x
- * slower: their reader is a memory-bound op. */
+ * PoCL (AVX2, 32 MiB L3): its 26 and 13 MB copies measured faster, 6.4 MB
+ * ones no faster, the kernels reading them after unchanged; but LeNet's
+ * copies of 3.5-4 MB at batch 256 come back from memory instead of the L3
+ * (training measured slower). Copies back to NCHW so ran slower: their
+ * reader is a memory-bound op. */
 #define STREAM_MIN_BYTES ((size_t)8 << 20)
 
 /* Where a lanes layout keeps pixel p of channel c: row p * ps + c * cs
@@ -58,8 +58,8 @@ static clt_status pool_2d(clt_device *dev, const char *kernel, size_t gx, size_t
  * why). Pixel-major rows have the gap of conv_lanes.c's lanes_stride: the
  * forward's and backward-data's inner loop reads a vector of each channel,
  * a row apart. The weight gradient walks the channel-major rows one after
- * the other, and a gap there measured no faster (up to 1.1x slower at
- * batch 128 and 256, 1.4x at 32, in noisy rounds). */
+ * the other, and a gap there measured no faster (slower at batch 32, 128
+ * and 256, in noisy rounds). */
 typedef struct lanes_rows {
     int ps, cs, rs;
 } lanes_rows;
@@ -77,7 +77,7 @@ static lanes_rows lanes_layout(const clt_conv_lanes_params *lp, int pixel_major,
  * and cm_off (else NULL) asks for the channel-major layout at *cm_off too,
  * from the same spread. Only a pooling's copy takes cm_off: without one,
  * a transposing copy into both layouts measured no faster than two
- * copies (ResNet-18's dy at batch 128, PoCL: 237-241 ms per step either
+ * copies (ResNet-18's dy at batch 128, PoCL: the same step time either
  * way; its stores cost, not its loads). */
 static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi, int n, int c, int h, int w,
                            int pixel_major, int phased, const clt_conv_lanes_params *lp, cl_mem dst, cl_ulong off,
@@ -112,7 +112,7 @@ static clt_status to_lanes(clt_device *dev, cl_mem src, const clt_epilogue *epi,
 /* A lanes layout of (ch, p) at `off` back to NCHW (n, ch, p), plus bias and
  * a fused ReLU (relu).
  * Images under 16 pixels transpose over ch*p instead (dense layers as 1x1
- * convolutions: 0.24 -> 0.03 ms for 800 x 256). */
+ * convolutions: measured far faster for 800 x 256). */
 static clt_status from_lanes(clt_device *dev, cl_mem src, cl_ulong off, int n, int ch, int p, int pixel_major,
                              const clt_conv_lanes_params *lp, cl_mem bias, int has_bias, int relu, cl_mem dst)
 {

@@ -173,7 +173,7 @@ static clt_status fastest(clt_device *dev, const clt_conv_lanes_params *lp, int 
  * blocks at the other chunk targets (cfg.ck) and, at stride 2, with x in
  * phases (cfg.ph) too, timed again together: the block that wins at the
  * rule's chunks is not always the one that wins at others (Intel's
- * runtime, ResNet-18's 64->128 k3 s2: wa2 wb5 at 512 KiB, wa3 wb4 1.1x
+ * runtime, ResNet-18's 64->128 k3 s2: wa2 wb5 at 512 KiB, wa3 wb4
  * faster at 128 KiB in phases). */
 static clt_status measure(clt_device *dev, clt_conv_lanes_params *lp, int pass, unsigned mask)
 {
