@@ -61,7 +61,7 @@ clt_status clt_trainer_memory_check(clt_trainer *t)
         /* the work buffer twice: it grows by a new allocation while
          * queued kernels may still hold the smaller one; and a margin for
          * what the estimate misses (drivers' own, alignment: ResNet-18 on
-         * PoCL took 2% more than estimated at the edge of ulimit -v) */
+         * PoCL took a little more than estimated at the edge of ulimit -v) */
         double per = MARGIN * (m.per_sample + 2 * m.work), need = m.fixed + (double)w->n * per;
         const clt_device_info *in = clt_device_get_info(w->dev);
         if (in->global_mem_bytes > 0 && need > (double)in->global_mem_bytes) {

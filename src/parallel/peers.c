@@ -8,9 +8,9 @@
  * roundings (clt_grads), reads its own parameters and state, and writes the
  * results into every replica's (clt_optim_io). The parameters are the bits
  * the host sum and k replicated updates give, and every replica holds them
- * all. On two CPU runtimes sharing two cores the host sum cost the
- * 20M-parameter MLP 1.75-1.80x -> 1.48-1.61x, and the replicated update
- * (320 MB per device) what remained to 1.7x (bench/README.md).
+ * all. On two CPU runtimes sharing two cores the host sum, and then the
+ * replicated update (320 MB per device), each measurably cut the
+ * 20M-parameter MLP's scaling (bench/README.md).
  *
  * By the letter of OpenCL a CL_MEM_USE_HOST_PTR buffer may keep a copy of
  * its memory; CPU runtimes use the memory itself. Each wrapper is checked

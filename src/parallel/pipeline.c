@@ -56,8 +56,8 @@ clt_status clt_pipeline_begin(clt_worker *w)
 }
 
 /* The worker waits for its own reads, in bucket order, rather than an
- * event callback counting them: NVIDIA's runtime runs callbacks about 15 ms
- * after the event (a LeNet step took 17 ms on an H100, 1.7 ms without). */
+ * event callback counting them: NVIDIA's runtime runs callbacks long
+ * after the event (a LeNet step on an H100 measured far slower with them). */
 clt_status clt_pipeline_await(clt_worker *w, int b)
 {
     clt_trainer *t = w->t;
@@ -97,8 +97,8 @@ clt_status clt_pipeline_grads_ready(void *user, clt_net *net, int layer)
         const clt_bucket *bk = &t->buckets[b];
         /* Shared gradients are read in place; the read of one float says
          * when the kernels are done. A marker would do on paper, but
-         * Intel's CPU runtime completes markers late (1-10 of 60 buckets
-         * summed during backward on the two-vendor pair, 42-67 so). */
+         * Intel's CPU runtime completes markers late (on the two-vendor
+         * pair far fewer buckets were summed during backward than so). */
         int shared = clt_net_grads_shared(net);
         clt_span span = shared ? (clt_span){bk->span.offset, 1} : bk->span;
         float *to = shared ? &w->probe[b] : w->staging + bk->span.offset;

@@ -113,7 +113,7 @@ clt_status clt_trainer_assign_shards(clt_trainer *t, int n, int training)
         /* The CPU kernels pad a shard to 32 lanes: measured shards of 120
          * and 136 ran 128 and 160 lanes, the padded device measured slower,
          * and a proportional split drifted (PoCL + Intel, LeNet batch 256:
-         * 1.73x against the equal split's 1.95x). */
+         * it scaled worse than the equal split). */
         int prev[CLT_MAX_ALL_DEVICES];
         for (int i = 0; i < all; i++) prev[i] = t->workers[i].n;
         clt_split_units(n, all, weights, prev, sizes);
