@@ -58,7 +58,7 @@ INLINE floatV loadV_tail(__global const float *p, int n)
  * block (weights wr[r]), without the bias. A forward program built with
  * -DKW has the kernel size a constant (the tuner's choice, per device:
  * Intel's CPU runtime unrolls the tap loops then and ran LeNet's conv1
- * 1.4x faster, PoCL 5% slower; the same sums in the same order). */
+ * faster, PoCL slower; the same sums in the same order). */
 #ifdef KW
 #define K_ROW KW
 #else
@@ -268,8 +268,9 @@ INLINE void direct_fwd_pool(int rm, int N, int C, int CO, int K, int HP, int WPP
  * channels per work-item has the forward, -DCB=<CB> the backward weights
  * (with -DKW=<k> and -DNT=<c*k*k>, the kernel size and taps);
  * every program has conv_direct_pad_rows. A program of all seven
- * variants made PoCL compile 7 kernels for the program cache (6 s of a
- * cold start on the 2-core AVX2 machine) where a run uses two. */
+ * variants made PoCL compile 7 kernels for the program cache (a
+ * measurable part of a cold start on the 2-core AVX2 machine) where a run
+ * uses two. */
 #ifdef RM
 #if RM != 2 && RM != 4 && RM != 8 && RM != 10
 #error "RM must be 2, 4, 8 or 10"
@@ -290,11 +291,11 @@ __kernel void conv_direct_fwd(DIRECT_ARGS, __global uchar *argmax) { direct_fwd(
  * read as VW-pixel vectors placed like the forward's: the last one slides
  * back to end at OW, so with OW >= VW every read stays inside the row, and
  * its lanes that the previous vector covered are multiplied by 0 (a select
- * there became masked loads that ran 2x slower; an infinite dy there makes
+ * there became masked loads that ran slower; an infinite dy there makes
  * that pixel's terms NaN instead of infinite). Rows shorter than VW read
  * dy with a zero tail and xp VW + K - 1 wide. Each x vector feeds the CB
  * channels (CB*TG accumulators; blocks of 2 to 4 rows, reusing x vectors
- * across the tap rows, ran 1.1-1.6x slower on AVX2: spills);
+ * across the tap rows, ran slower on AVX2: spills);
  * the lanes are summed at the end. relu: dy is read through a fused ReLU's
  * derivative, from that ReLU's output ym. A fused pooling (-DPOOL): dy is
  * the pooling's, spread by pooled_dy. Global: (groups, chunks) (direct_bwd_weights). */
@@ -302,7 +303,7 @@ __kernel void conv_direct_fwd(DIRECT_ARGS, __global uchar *argmax) { direct_fwd(
 /* Each lane's window (POOL_DUP), its column in it (POOL_COL), and the
  * shift of the window's argmax byte in the 4-byte word argmax_words gives
  * the lane (decoding the bytes with shifts, not a char-to-int conversion
- * and a shuffle, made PoCL's backward 1.2x faster), by the device's byte
+ * and a shuffle, made PoCL's backward faster), by the device's byte
  * order. */
 #ifdef __ENDIAN_LITTLE__
 #define BYTE_SHIFTS 0, 0, 8, 8, 16, 16, 24, 24
@@ -369,7 +370,7 @@ INLINE floatV bwdw_dy(int a, int OH, int OW, int CO, int co0, int n, int oy, int
 /* Row oy of image n, from column sv, into the accumulators. The tap
  * offsets are compile-time constants (-DKW) and m masks only the vector
  * that slides back (a constant 1 in the others): the two together ran
- * 1.2x faster on AVX2 than offsets computed at run time and a mask
+ * faster on AVX2 than offsets computed at run time and a mask
  * multiplied into every vector. */
 INLINE void bwdw_vec(int cb, int C, int HP, int WPP, int OH, int OW, int CO, int co0, int n, int oy, int sv,
                      floatV m, __global const float *xn, __global const float *dy, int relu,

@@ -25,8 +25,8 @@
  * run-time divisors cost every gathered element several integer
  * divisions). Without them they come from the argument gv (c, h, w, co,
  * k, stride, pad, oh, ow, y0, x0 in s0..sa): one program per pass and
- * tile, for CPU devices, where a program per shape would cost seconds of
- * compiling each. A work-group is
+ * tile, for CPU devices, where a program per shape would cost a long
+ * compile each. A work-group is
  * (TN/RN) x (TM/RM) items; item (tx, ty) holds the rows and columns
  * SPREAD(e, t, items): runs of 4 strided by the items, which makes its
  * local reads float4s without bank conflicts and its stores coalesced.

@@ -6,9 +6,9 @@
  * The forward and backward-data read the pixel-major layout (H, W, C, NP),
  * so their channel loop walks memory NP floats at a time (in channel-major
  * planes each channel's load is on another page: at batch 128 the forward
- * ran 1.05-1.2x longer, backward-data up to 1.2x); the weight gradient
+ * and backward-data ran longer); the weight gradient
  * reads the channel-major (C, H, W, NL), walking the pixels of a few
- * channels (pixel-major, it ran 1.2-2x longer; x's pixels in stride
+ * channels (pixel-major, it ran longer; x's pixels in stride
  * phases where `phased`: the prelude's lanes_phase). The forward writes y
  * pixel-major, backward-data dx channel-major. The kernels compute NL
  * lanes (the padded batch); pixel-major rows are NP >= NL floats apart (a
@@ -18,7 +18,7 @@
  * (backward-data only those of the pixel's stride phase: no zero dilation,
  * no padded copies, no work on zeros). Loops over register blocks carry
  * "#pragma unroll": without it PoCL kept the accumulators in memory and ran
- * 3-6x slower.
+ * far slower.
  *
  * One source, parameterised at build time (conv_lanes.c passes -D and the
  * tuner picks per device and shape): VW lanes per vector (4, 8, 16), RM and
@@ -80,7 +80,7 @@ INLINE void rank1_loop(floatV acc[NV][RM], __global const float *ap, __global co
 
 /* Writes acc (channels ch0.., lanes n0..) into the lanes layout out at
  * pixel pix, pixels ps and channels cs floats apart: contiguous vector
- * stores (a scalar scatter straight into NCHW measured 1.5-6x slower);
+ * stores (a scalar scatter straight into NCHW measured slower);
  * conv_layout_from_lanes then makes NCHW. Channels >= NCH are dropped. */
 INLINE void store_lanes(floatV acc[NV][RM], int ch0, int NCH, int n0, size_t ps, size_t cs, int pix,
                         __global float *out)

@@ -7,10 +7,10 @@
  * channel-major (C, H, W, NP) with ps = 1, cs = H*W, or pixel-major (H, W,
  * C, NP) with ps = C, cs = 1 (conv_lanes.cl says which pass takes which);
  * weights into the order the lanes kernels broadcast them in. The copies
- * are 16 x 16 in-register transposes (2x the per-element gathers they
- * replaced); a 1x1 layer with stride copies only the pixels it reads. Copy
- * kernels whose neighbouring work-items touched 16 different images
- * (pages) each ran 2-2.5x slower than these, which walk along the same
+ * are 16 x 16 in-register transposes (faster than the per-element gathers
+ * they replaced); a 1x1 layer with stride copies only the pixels it reads.
+ * Copy kernels whose neighbouring work-items touched 16 different images
+ * (pages) each ran slower than these, which walk along the same
  * images. A fused pooling's copies are conv_layout_pool.cl's. */
 
 #define LANES 16
@@ -127,9 +127,9 @@ __kernel void conv_layout_to_lanes_t(int N, int M, int P, int ps, int cs, int NP
 }
 
 /* -DNT=1 builds the copy above alone, the only one that streams: on PoCL
- * keeping a program's binary compiles each of its kernels (3.2 s of a cold
- * ResNet-18 start for the eight kernels it never ran so, when the pooling's
- * copies were here too). */
+ * keeping a program's binary compiles each of its kernels (a measurable
+ * part of a cold ResNet-18 start for the eight kernels it never ran so,
+ * when the pooling's copies were here too). */
 #ifndef NT
 
 /* The lanes layout of a 1x1 convolution with stride S (and no padding),
@@ -139,7 +139,7 @@ __kernel void conv_layout_to_lanes_t(int N, int M, int P, int ps, int cs, int NP
  * One work-item per (c, oy) row of 16 lanes. S = 2: per TQ pixels, each
  * image's 2*TQ floats in two vector loads, their even lanes, and an
  * in-register transpose (the scalar gather of 16 images per pixel it
- * replaced ran ResNet-18's 64x28x28 projection at 14 GB/s); a tile whose
+ * replaced ran ResNet-18's 64x28x28 projection slower); a tile whose
  * loads would pass the end of src (the last rows of the last images)
  * reads scalars. Other strides gather scalars. Dimension 0 runs along the
  * rows, so a work-group walks down the same 16 images. Global: (C*OH,
@@ -220,7 +220,7 @@ INLINE void vstore_n(float16 v, int n, __global float *d)
  * image's pixels of row oy, which go out with the zeros between them
  * (stride 2: two shuffles, then vector stores), then the S - 1 rows of
  * zeros below. The kernel before, one work-item per channel gathering
- * scalars, ran 2-2.6x longer (4.6-10 GB/s). Global: (C*OH, NP/16). */
+ * scalars, ran longer. Global: (C*OH, NP/16). */
 __kernel void conv_layout_from_lanes_sub(int N, int C, int H, int W, int S, int OH, int OW,
                                          int NP, __global const float *src, ulong src_off,
                                          __global float *dst)
@@ -358,9 +358,9 @@ __kernel void conv_layout_from_lanes_flat(int N, int M, int P, int ps, int cs, i
  * layout at src_off (P rows of NL lanes, rs floats apart, zero past N: the
  * values through the ReLU's derivative and a fused pooling): four float16
  * running sums along the rows, a fixed order. The copy is in cache where
- * dy and the ReLU's output were in memory (LeNet's conv2 at batch 256 in
- * training on a loaded 2-core AVX2 host: 0.18 ms, 0.55 from them). Global:
- * CO. */
+ * dy and the ReLU's output were in memory (summing it measured faster than
+ * summing them: LeNet's conv2 at batch 256 in training on a loaded 2-core
+ * AVX2 host). Global: CO. */
 __kernel void conv_bias_grad_lanes(int CO, int P, int NL, int rs, __global const float *src, ulong src_off,
                                    __global float *db)
 {
@@ -385,7 +385,7 @@ __kernel void conv_bias_grad_lanes(int CO, int P, int NL, int rs, __global const
  * (0 for Q <= q < QP). So a work-item's weights are one contiguous stream
  * that it uses whole (across the blocks, each cache line served RM of 16
  * floats to a work-item and the rest to other blocks' work-groups: the
- * 512-channel ResNet layers streamed their weights 2-3x over). The
+ * 512-channel ResNet layers streamed their weights more than once). The
  * forward's q is the output channel and r the input channel (w[o][c][i][j]
  * at wf[((o/RM*KK + i*K + j)*C + c)*RM + o%RM]); backward-data's q is the
  * input channel and r the output channel. One work-item per block and 16

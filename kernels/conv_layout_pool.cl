@@ -86,12 +86,12 @@ __kernel void conv_layout_pool_from_lanes(int N, int CH, int OH, int OW, int NP,
  * each row goes to a second lanes layout too (row p*ps2 + ch*cs2, rows
  * rs2 floats apart, at dst2_off): backward-data's pixel-major dy and the
  * weight gradient's channel-major one from one pass over the pooling's dy,
- * cells and ym (LeNet's conv2 at batch 256 on PoCL: 1.21-1.28 ms per step
- * against 1.49-1.63 for two calls). A run-time test here costs nothing
- * measurable, where a -D variant cost a second build of its program (6 s
- * of a cold start, when conv_layout.cl held it); but the same test around
- * a second store in conv_layout_to_lanes_t's unrolled tile (conv_layout.cl)
- * made PoCL's build of that kernel 3.8x slower even with the second layout
+ * cells and ym (LeNet's conv2 at batch 256 on PoCL: faster per step than
+ * two calls). A run-time test here costs nothing measurable, where a -D
+ * variant cost a second build of its program (a measurable part of a cold
+ * start, when conv_layout.cl held it); but the same test around a second
+ * store in conv_layout_to_lanes_t's unrolled tile (conv_layout.cl) made
+ * PoCL's build of that kernel much slower even with the second layout
  * off. Global: (ceil(CH*PQ/16), NL/16). */
 __kernel void conv_layout_pool_to_lanes(int N, int CH, int OH, int OW, int ps, int cs, int NP,
                                         __global const float *dy, int relu, int max, __global const uchar *cells,

@@ -1,8 +1,8 @@
 /* Dense layers on CPU devices (src/ops/dense_cpu.c): the three products of
  * a fully connected layer on its tensors as they are, row-major (n, in),
  * (out, in), (n, out), so no call copies the weights into another layout
- * (a 4096 x 4096 layer run as a 1x1 convolution spent 64-200 ms of a
- * ~90 ms-kernel pass transposing its 67 MB of weights, every call).
+ * (a 4096 x 4096 layer run as a 1x1 convolution spent much of each pass
+ * transposing its 67 MB of weights, every call).
  *
  * Built per configuration: VW lanes per vector; RA x RB dot products per
  * work-item in dense_cpu_nt; RM rows x NV vectors per work-item in
@@ -116,7 +116,7 @@ INLINE void rank1(floatV acc[RM][NV], __global const float *a, int lda, __global
  * of b, a page apart in a large w: a chunk's rows are few enough that the
  * next work-items, on the next columns, find their pages in the TLB (one
  * walk down all 4096 rows of a 4096 x 4096 w per item ran backward-data
- * at a third of the forward's speed). Global: (row blocks, column blocks x
+ * far slower than the forward). Global: (row blocks, column blocks x
  * chunks), the column blocks fastest; cols_first swaps the dimensions, so
  * that a work-group along dimension 0 writes adjacent columns (the weight
  * gradient) instead of sharing its columns of b (backward-data). */

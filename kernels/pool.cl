@@ -51,7 +51,7 @@
         __global const float *xp = x + (size_t)plane * h * w;                                      \
         int first = oy * s * w + ox * s;                                                           \
         /* The maximum, then where it is: two passes, where tracking the   \
-         * index in one ran 1.5x slower on PoCL. The first maximum wins;    \
+         * index in one ran slower on PoCL. The first maximum wins;         \
          * NaN propagates with the last NaN's index (what one pass taking   \
          * v > best || isnan(v) gives, as PyTorch's CPU kernel does). */    \
         float best = xp[first];                                                                    \
@@ -105,7 +105,7 @@
         int am = argmax[o];                                                                        \
         int first = oy * s * w + ox * s;                                                           \
         __global float *dp = dx + (size_t)plane * h * w;                                           \
-        /* Zeros, then the winner (a compare per cell ran 3-5x slower on   \
+        /* Zeros, then the winner (a compare per cell ran far slower on    \
          * PoCL); an argmax outside this window writes nothing. */          \
         for (int i = 0; i < k; i++)                                                                \
             for (int j = 0; j < k; j++) dp[first + i * w + j] = 0.0f;                              \
@@ -141,8 +141,8 @@ POOL_VARIANTS(POOL_AVG_BWD_TILE, pool_avg_bwd_tile)
  * is the one-window kernels' with their order, lane by lane: the same
  * bits, NaN and -0 included. The scalar kernels left the vectorising to
  * PoCL, which handled the stride-2 gathers poorly (LeNet's first average
- * pooling ran at 25% of the copy peak, max pooling at 12%). A work-item a
- * row, finding its plane by a division, ran 1.2-1.4x longer. Global:
+ * and max poolings ran far below the copy peak). A work-item a
+ * row, finding its plane by a division, ran longer. Global:
  * planes = n*c. */
 #ifndef PV
 #define PV 8
@@ -206,9 +206,10 @@ __kernel void pool_avg_fwd_rows(__global const float *x, __global float *y, POOL
  * the layer), the window's cell 0-3 in raster order, 2 bits per output,
  * one ushort per step of PV outputs (POOL_ROW_STEP: the last step of a
  * row, slid back, has its own). An int per output made max pooling's
- * training forward and its backward 1.12-1.19x average pooling's time;
- * this leaves 1.0-1.1x (bench/README.md). Gathering eight steps' bits per
- * lane in a register and storing them once was no faster. The cells are
+ * training forward and its backward measurably slower than average
+ * pooling's; this brings them close (bench/README.md). Gathering eight
+ * steps' bits per lane in a register and storing them once was no faster.
+ * The cells are
  * the ones the plane indices name, so dx gets the same bits. */
 #ifdef POOL_PACKED
 #define POOL_ARGMAX_T ushort

@@ -86,7 +86,7 @@ INLINE float lane_sum16(float16 s) { return lane_sum8(s.lo + s.hi); }
  * clt_launch_elementwise): EW 1 on GPUs, whose neighbouring work-items
  * then read neighbouring floats; the native vector width on CPU devices,
  * where PoCL did not vectorise the one-float kernels (an SGD step over 20M
- * floats: 8-16 GB/s against 23-31 GB/s with float8 loads and stores).
+ * floats measured far slower than with float8 loads and stores).
  * EW_FOR(n, off, BODY) runs BODY(T, i) on the work-item's elements of [off,
  * off + n): once with T = floatE (EW floats from i) when all EW lie below
  * n, else once per float (T = float) for the last ones. BODY's loads and
