@@ -1,8 +1,8 @@
 /* What every convolution algorithm shares (src/ops/conv_common.c launches
  * these): the bias gradient and the fixed-order sum of per-chunk partials.
- * The algorithms have a program each: conv_layout.cl and conv_lanes.cl
- * (CPU devices), conv_direct.cl (first layers on CPU devices), conv_gemm.cl
- * (GPUs).
+ * The algorithms have programs of their own: conv_layout.cl,
+ * conv_layout_pool.cl and conv_lanes.cl (CPU devices), conv_direct.cl
+ * (first layers on CPU devices), conv_gemm.cl (GPUs).
  *
  * Conventions of all of them: NCHW, float32, cross-correlation, zero
  * padding, square kernel K, stride S, padding PAD. No atomics anywhere;

@@ -35,7 +35,7 @@
 
 /* A transposed row of a block into a lanes layout, whose rows start
  * TQ-float aligned: with -DNT=1 (the host has seen that buffers start so
- * aligned) past the cache where the compiler can (src/ops/conv_lanes.c
+ * aligned) past the cache where the compiler can (src/ops/conv_lanes_copy.c
  * says why). No fence follows them: the kernel's completion, which the
  * runtime signals through locked (fencing) instructions on x86 CPUs, makes
  * them visible to the next kernel. */

@@ -39,7 +39,7 @@ typedef struct clt_param {
 /* How a pass runs: training or inference, and the hook that sums
  * per-channel partial sums over devices (synchronised batch norm; sync.fn
  * NULL: this device's statistics only), with the net's host memory for it.
- * The net makes it for each pass (net.c). */
+ * The net makes it for each pass (net_pass.c). */
 typedef struct clt_pass {
     int training;
     clt_sync sync;

@@ -135,7 +135,7 @@ void clt_net_release_staging(clt_net *net)
 int clt_net_grad_span(const clt_net *net, int i, clt_span *span, int *layer)
 {
     /* Buffer order: layers from the last, each layer's parameters in turn
-     * (layout_params in net.c). */
+     * (clt_net_layout_params in net_layout.c). */
     for (int l = net->model.n_layers - 1; l >= 0; l--) {
         const clt_layer *lay = &net->model.layers[l];
         for (int p = 0; p < lay->n_params; p++) {

@@ -1,6 +1,6 @@
 /* The lanes kernels' tuner: for each pass a plan runs with lanes, the
  * configuration kept for this device and shape (runtime/tune_cache.c), or
- * else the fastest of a few candidates (conv_lanes.c) timed on the real
+ * else the fastest of a few candidates (conv_lanes_cfg.c) timed on the real
  * shape, which is then kept. The key leaves out the batch, except whether
  * it fills 32 lanes: the last, shorter batch of an epoch and the
  * evaluation batches reuse the training batch's choice. */

@@ -232,7 +232,7 @@ static void test_shapes(clt_device *dev)
     run_case(dev, 3, 1, 64, 65, 2, 1, 1, 0);   /* db summed over image chunks */
     run_case(dev, 100, 2, 3, 300, 3, 1, 1, 0); /* dw chunked over lane vectors */
     /* copies into the lanes layout of 8 MiB (32 x 64 x 64 at 16 lanes): stored
-     * past the cache (conv_lanes.c, STREAM_MIN_BYTES) */
+     * past the cache (conv_lanes_copy.c, STREAM_MIN_BYTES) */
     run_case_algos(dev, 1, 16, 32, 64, 64, 4, 1, 1, 0);
     run_case(dev, 17, 3, 6, 6, 5, 3, 1, 0);    /* 16 output pixels: transposes, no tail */
     /* 128 lanes: pixel-major rows with a gap after them (lanes_stride),

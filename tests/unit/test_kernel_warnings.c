@@ -43,7 +43,7 @@ static const struct {
     {"pool", "-DPOOL_NO_INDEX -DPV=4"},
     {"pool", "-DPOOL_PACKED"}, /* the layer's argmax, 2 bits per output (ops/pool.h) */
     {"pool", "-DPOOL_PACKED -DPV=4"},
-    {"conv_layout", "-DTQ=8 -DNT=1"}, /* transposes below AVX-512, stores past the cache (ops/conv_lanes.c) */
+    {"conv_layout", "-DTQ=8 -DNT=1"}, /* transposes below AVX-512, stores past the cache (ops/conv_lanes_copy.c) */
     {"conv_layout", "-DNT=1"},        /* the same with AVX-512's 16 x 16 blocks */
     {"sgd", "-DEW=8"},
     {"adam", "-DEW=16"},
