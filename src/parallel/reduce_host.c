@@ -97,13 +97,3 @@ static clt_status hook_bucket(clt_worker *w, int b)
 
 const clt_reduction clt_reduction_host = {.name = "host sum", .bucket = host_bucket};
 const clt_reduction clt_reduction_hook = {.name = "caller's sum", .bucket = hook_bucket};
-
-const clt_reduction *clt_reduction_choose(const clt_trainer *t)
-{
-    int default_sum = t->reduce == clt_reduce_local_sum;
-    if (t->cl) return &clt_reduction_mpi;
-    if (t->cfg.clip_grad_norm > 0) return &clt_reduction_clip;
-    if (t->k == 1 && default_sum) return &clt_reduction_device;
-    if (t->peer_sum && default_sum) return &clt_reduction_peers;
-    return default_sum ? &clt_reduction_host : &clt_reduction_hook;
-}

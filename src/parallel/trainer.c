@@ -165,6 +165,7 @@ static clt_status start(clt_trainer *t, const clt_trainer_test_hooks *hooks)
     clt_peers_open(t);
     CLT_TRY(clt_sync_bn_plan(t));
     t->reduction = clt_reduction_choose(t);
+    clt_device_log(t->workers[0].dev, 0, "trainer: %d device(s), gradients reduced: %s", k, t->reduction->name);
     CLT_TRY(clt_net_init(t->workers[0].net, c->seed, c->init));
     CLT_TRY(clt_trainer_broadcast_params(t)); /* process 0's, with MPI */
     if (pthread_mutex_init(&t->mu, NULL) != 0) return clt_fail(CLT_ERR_INTERNAL, "trainer: mutex");
