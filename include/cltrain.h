@@ -518,8 +518,9 @@ typedef enum clt_subset { CLT_SUBSET_TRAIN = 0, CLT_SUBSET_TEST = 1 } clt_subset
  * - any other string: a directory holding the four standard files
  *   train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,
  *   t10k-labels-idx1-ubyte, each plain or with a .gz suffix (the plain one is
- *   taken when both exist). Write "./mnist" for a directory named like a
- *   dataset;
+ *   taken when both exist), or CIFAR-10's or CIFAR-100's binary files
+ *   (clt_dataset_from_cifar, fine labels). Write "./mnist" for a directory
+ *   named like a dataset;
  * - NULL: the directory $CLTRAIN_DATA when set, else "fashion-mnist".
  * The first place holding both files of the split is used. limit > 0 keeps
  * only the first `limit` samples, 0 keeps all; negative is
@@ -542,11 +543,57 @@ CLT_API int64_t clt_dataset_size(const clt_dataset *ds);
 CLT_API void clt_dataset_shape(const clt_dataset *ds, int *channels, int *height, int *width);
 /* Number of classes (10 for MNIST and Fashion-MNIST). */
 CLT_API int clt_dataset_classes(const clt_dataset *ds);
-/* All images, N x C x H x W float32 (NCHW), pixel values x/255 in [0,1].
- * Owned by the dataset. */
-CLT_API const float *clt_dataset_images(const clt_dataset *ds);
+/* Samples first .. first+n-1 as float32 NCHW (n x C x H x W floats): x/255
+ * for 8-bit sources (IDX, CIFAR, 8-bit arrays), the values themselves for
+ * float sources; their labels into `labels` (n int32). Either output may be
+ * NULL, not both. The dataset keeps its samples as the source has them
+ * (bytes stay bytes), so this converts. Thread-safe. */
+CLT_API clt_status clt_dataset_read(const clt_dataset *ds, int64_t first, int64_t n, float *images,
+                                    int32_t *labels);
 /* All labels, N int32 class indices. Owned by the dataset. */
 CLT_API const int32_t *clt_dataset_labels(const clt_dataset *ds);
+
+/* Samples already in memory: n images of channels x height x width, as
+ * 8-bit values (read as x/255, like IDX files) or float32 (used as they
+ * are, each finite), laid out NCHW (each sample's channels one after the
+ * other) or NHWC (each pixel's channels together, as NumPy arrays of
+ * images usually are), with one int32 label per sample in 0 .. classes-1.
+ * The reserved bytes must be zero (clt_dataset_desc_default). */
+typedef enum clt_pixel_type { CLT_PIXELS_U8 = 0, CLT_PIXELS_F32 = 1 } clt_pixel_type;
+typedef enum clt_layout { CLT_LAYOUT_NCHW = 0, CLT_LAYOUT_NHWC = 1 } clt_layout;
+typedef struct clt_dataset_desc {
+    int64_t n;
+    int channels, height, width;
+    clt_pixel_type type;
+    clt_layout layout;
+    const void *images;     /* n x channels x height x width values of `type` */
+    const int32_t *labels;  /* n labels */
+    int classes;            /* > 0 */
+    unsigned char reserved[64];
+} clt_dataset_desc;
+/* Zeroes *desc (NCHW, 8-bit). */
+CLT_API void clt_dataset_desc_default(clt_dataset_desc *desc);
+/* Builds a dataset from the arrays of *desc. The library COPIES them (into
+ * NCHW, the 8-bit values staying bytes) and checks every label and every
+ * float before it returns: the caller may free or reuse its arrays at once.
+ * Errors: CLT_ERR_INVALID_ARG naming the field or the first bad sample.
+ * *out belongs to the caller. Thread-safe. */
+CLT_API clt_status clt_dataset_from_memory(const clt_dataset_desc *desc, clt_dataset **out);
+
+/* CIFAR-10 or CIFAR-100 in its binary version, from the directory the
+ * archive unpacks to: CIFAR-10's data_batch_1.bin .. data_batch_5.bin
+ * (training) and test_batch.bin, records of a label byte then 3072 pixel
+ * bytes (1024 red, 1024 green, 1024 blue, rows of 32); CIFAR-100's
+ * train.bin and test.bin, records of a coarse and a fine label byte then
+ * the same pixels. fine: CIFAR-100's 100 fine classes (1) or its 20 coarse
+ * ones (0); CIFAR-10 ignores it. limit as in clt_dataset_load. A file
+ * whose size is not a whole number of records, or a label out of range, is
+ * CLT_ERR_FORMAT naming the file and the record; a missing one
+ * CLT_ERR_NOT_FOUND. clt_dataset_load recognises these directories too
+ * (CIFAR-100 with its fine labels). *out belongs to the caller.
+ * Thread-safe. */
+CLT_API clt_status clt_dataset_from_cifar(const char *dir, clt_subset subset, int fine, int64_t limit,
+                                          clt_dataset **out);
 
 /* ------------------------------------------------------------------ */
 /* Batch iterator                                                      */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "data/dataset.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "data/shuffle.h"
@@ -31,8 +32,7 @@ typedef struct slot {
 
 struct clt_batcher {
     clt_batcher_config cfg;
-    const float *src_images;
-    const int32_t *src_labels;
+    const clt_dataset *ds;
     int64_t n, per_epoch;
     size_t sample; /* floats per sample */
     int nslots;    /* 2 with prefetch, 1 without */
@@ -75,12 +75,7 @@ static void fill(clt_batcher *b, slot *s)
         clt_shuffle_permutation(b->perm, b->n, b->cfg.seed, s->epoch);
         b->perm_epoch = s->epoch;
     }
-    size_t bytes = b->sample * sizeof(float);
-    for (int64_t k = 0; k < count; k++) {
-        int64_t src = b->cfg.shuffle ? b->perm[start + k] : start + k;
-        memcpy(s->images + (size_t)k * b->sample, b->src_images + (size_t)src * b->sample, bytes);
-        s->labels[k] = b->src_labels[src];
-    }
+    clt_dataset_gather(b->ds, b->cfg.shuffle ? b->perm + start : NULL, start, count, s->images, s->labels);
     s->count = (int)count;
 }
 
@@ -167,8 +162,7 @@ static clt_status setup(clt_batcher *b, const clt_dataset *ds)
     int c, h, w;
     clt_dataset_shape(ds, &c, &h, &w);
     b->sample = (size_t)c * (size_t)h * (size_t)w;
-    b->src_images = clt_dataset_images(ds);
-    b->src_labels = clt_dataset_labels(ds);
+    b->ds = ds;
     b->n = clt_dataset_size(ds);
     int64_t bs = b->cfg.batch_size;
     b->per_epoch = b->cfg.drop_last ? b->n / bs : (b->n + bs - 1) / bs;

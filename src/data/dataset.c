@@ -1,19 +1,67 @@
-/* A labelled image dataset built from a pair of IDX files: images become
- * float32 NCHW in [0,1], labels int32, both validated once here so the rest
- * of the library can trust them. */
+/* The dataset model (data/dataset.h) and its IDX source: images kept as
+ * bytes and read as x/255, labels int32, both validated once here so the
+ * rest of the library can trust them. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "data/dataset.h"
 
-struct clt_dataset {
-    int64_t n;
-    int channels, height, width, classes;
-    float *images;
-    int32_t *labels;
-};
+clt_status clt_dataset_alloc(int64_t n, int channels, int height, int width, int classes, int u8,
+                             clt_dataset **out)
+{
+    *out = NULL;
+    clt_dataset *ds;
+    CLT_TRY(clt_calloc((void **)&ds, 1, sizeof *ds, "dataset"));
+    ds->n = n;
+    ds->channels = channels;
+    ds->height = height;
+    ds->width = width;
+    ds->classes = classes;
+    ds->u8 = u8;
+    size_t values;
+    clt_status s = clt_mul_size((size_t)n, clt_dataset_sample_size(ds), &values)
+                       ? clt_aligned_alloc(&ds->pixels, values, u8 ? 1 : sizeof(float), "dataset images")
+                       : clt_fail(CLT_ERR_NO_MEMORY, "dataset images: %lld samples of %dx%dx%d overflow", (long long)n,
+                                  channels, height, width);
+    if (s == CLT_OK)
+        s = clt_aligned_alloc((void **)&ds->labels, n > 0 ? (size_t)n : 1, sizeof(int32_t), "dataset labels");
+    if (s != CLT_OK) {
+        clt_dataset_destroy(ds);
+        return s;
+    }
+    *out = ds;
+    return CLT_OK;
+}
+
+size_t clt_dataset_sample_size(const clt_dataset *ds)
+{
+    return (size_t)ds->channels * (size_t)ds->height * (size_t)ds->width;
+}
+
+void clt_dataset_gather(const clt_dataset *ds, const int64_t *idx, int64_t first, int64_t n, float *images,
+                        int32_t *labels)
+{
+    /* A table keeps x/255 exactly (a division, as PyTorch's ToTensor) at the
+     * cost of a lookup. */
+    float lut[256];
+    if (ds->u8)
+        for (int v = 0; v < 256; v++) lut[v] = (float)v / 255.0f;
+    size_t sample = clt_dataset_sample_size(ds);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t src = idx ? idx[k] : first + k;
+        float *to = images + (size_t)k * sample;
+        if (ds->u8) {
+            const uint8_t *from = (const uint8_t *)ds->pixels + (size_t)src * sample;
+            for (size_t i = 0; i < sample; i++) to[i] = lut[from[i]];
+        } else {
+            memcpy(to, (const float *)ds->pixels + (size_t)src * sample, sample * sizeof(float));
+        }
+        if (labels) labels[k] = ds->labels[src];
+    }
+}
 
 static clt_status check_images(const clt_idx *im, const char *path)
 {
@@ -44,25 +92,8 @@ static clt_status build(const clt_idx *im, const clt_idx *lb, int classes, int64
                         clt_dataset **out)
 {
     clt_dataset *ds;
-    CLT_TRY(clt_calloc((void **)&ds, 1, sizeof *ds, "dataset"));
-    ds->n = n;
-    ds->channels = 1;
-    ds->height = (int)im->dims[1];
-    ds->width = (int)im->dims[2];
-    ds->classes = classes;
-    size_t pixels = (size_t)n * (size_t)ds->height * (size_t)ds->width; /* <= im->size */
-    clt_status s = clt_aligned_alloc((void **)&ds->images, pixels, sizeof(float), "dataset images");
-    if (s == CLT_OK)
-        s = clt_aligned_alloc((void **)&ds->labels, (size_t)n, sizeof(int32_t), "dataset labels");
-    if (s != CLT_OK) {
-        clt_dataset_destroy(ds);
-        return s;
-    }
-    /* A table keeps x/255 exactly (a division, as PyTorch's ToTensor) at the
-     * cost of a lookup. */
-    float lut[256];
-    for (int v = 0; v < 256; v++) lut[v] = (float)v / 255.0f;
-    for (size_t i = 0; i < pixels; i++) ds->images[i] = lut[im->data[i]];
+    CLT_TRY(clt_dataset_alloc(n, 1, (int)im->dims[1], (int)im->dims[2], classes, 1, &ds));
+    memcpy(ds->pixels, im->data, (size_t)n * clt_dataset_sample_size(ds)); /* <= im->size */
     for (int64_t i = 0; i < n; i++) ds->labels[i] = lb->data[i];
     *out = ds;
     return CLT_OK;
@@ -102,7 +133,7 @@ clt_status clt_dataset_from_idx(const char *images_path, const char *labels_path
 void clt_dataset_destroy(clt_dataset *ds)
 {
     if (!ds) return;
-    clt_aligned_free(ds->images);
+    clt_aligned_free(ds->pixels);
     clt_aligned_free(ds->labels);
     free(ds);
 }
@@ -118,6 +149,15 @@ void clt_dataset_shape(const clt_dataset *ds, int *channels, int *height, int *w
 
 int clt_dataset_classes(const clt_dataset *ds) { return ds ? ds->classes : 0; }
 
-const float *clt_dataset_images(const clt_dataset *ds) { return ds ? ds->images : NULL; }
+clt_status clt_dataset_read(const clt_dataset *ds, int64_t first, int64_t n, float *images, int32_t *labels)
+{
+    if (!ds || (!images && !labels)) return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_read: NULL argument");
+    if (first < 0 || n < 0 || first > ds->n || n > ds->n - first)
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_read: samples %lld..%lld of a dataset of %lld",
+                        (long long)first, (long long)first + (long long)n - 1, (long long)ds->n);
+    if (images) clt_dataset_gather(ds, NULL, first, n, images, labels);
+    else memcpy(labels, ds->labels + first, (size_t)n * sizeof(int32_t));
+    return CLT_OK;
+}
 
 const int32_t *clt_dataset_labels(const clt_dataset *ds) { return ds ? ds->labels : NULL; }

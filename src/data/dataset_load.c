@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "data/cifar.h"
 
 #define PATH_CAP 4096
 
@@ -105,7 +106,8 @@ static clt_status not_found(const char *what, const char *note, clt_subset split
                     "%s (%s split) not found%s; looked in:%s\n"
                     "To fix: %s%sset CLTRAIN_DATA to, or pass, a directory holding "
                     "train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], "
-                    "t10k-images-idx3-ubyte[.gz] and t10k-labels-idx1-ubyte[.gz].",
+                    "t10k-images-idx3-ubyte[.gz] and t10k-labels-idx1-ubyte[.gz] (or CIFAR-10's or "
+                    "CIFAR-100's binary files).",
                     what, split == CLT_SUBSET_TRAIN ? "train" : "test", note, log->text,
                     install ? install : "", install ? "; or " : "");
 }
@@ -157,6 +159,7 @@ clt_status clt_dataset_load(const char *name_or_dir, clt_subset split, int64_t l
         if (strcmp(dir, NAMED[i].name) == 0) return load_named(&NAMED[i], split, limit, out);
     if (strlen(dir) >= PATH_CAP - 64)
         return clt_fail(CLT_ERR_INVALID_ARG, "dataset directory path too long (%zu bytes)", strlen(dir));
+    if (clt_cifar_kind(dir)) return clt_dataset_from_cifar(dir, split, 1, limit, out);
     char images[PATH_CAP], labels[PATH_CAP];
     search_log log = {{0}, 0};
     if (try_dir(dir, NULL, split, images, labels, &log))

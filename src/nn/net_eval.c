@@ -1,5 +1,6 @@
 /* Evaluation of a net over a dataset (or a range of it) on one device; the
  * trainer runs the same range loop on every device. */
+#include "core/alloc.h"
 #include "nn/net_impl.h"
 
 clt_status clt_labels_check(const int32_t *labels, int64_t n, int classes, const char *op)
@@ -30,23 +31,31 @@ clt_status clt_net_evaluate_range(clt_net *net, const clt_dataset *ds, int64_t o
 {
     int c, h, w;
     clt_dataset_shape(ds, &c, &h, &w);
-    size_t sample = (size_t)c * (size_t)h * (size_t)w;
-    const float *images = clt_dataset_images(ds);
-    const int32_t *labels = clt_dataset_labels(ds);
+    int64_t most = n < batch_size ? n : batch_size;
+    float *images;
+    int32_t *labels;
+    CLT_TRY(clt_aligned_alloc((void **)&images, (size_t)(most > 0 ? most : 1) * (size_t)c * (size_t)h * (size_t)w,
+                              sizeof(float), "evaluation batch"));
+    clt_status s = clt_aligned_alloc((void **)&labels, (size_t)(most > 0 ? most : 1), sizeof(int32_t),
+                                     "evaluation batch");
     double loss = 0;
     int64_t ok = 0;
-    for (int64_t at = off; at < off + n; at += batch_size) {
+    for (int64_t at = off; s == CLT_OK && at < off + n; at += batch_size) {
         int b = (int)(off + n - at < batch_size ? off + n - at : batch_size);
         double l;
         int64_t k;
-        CLT_TRY(clt_net_forward(net, images + (size_t)at * sample, b, 0));
-        CLT_TRY(clt_net_loss(net, labels + at, &l, &k));
+        s = clt_dataset_read(ds, at, b, images, labels);
+        if (s == CLT_OK) s = clt_net_forward(net, images, b, 0);
+        if (s == CLT_OK) s = clt_net_loss(net, labels, &l, &k);
+        if (s != CLT_OK) break;
         loss += l;
         ok += k;
     }
+    clt_aligned_free(images);
+    clt_aligned_free(labels);
     *loss_sum = loss;
     *correct = ok;
-    return CLT_OK;
+    return s;
 }
 
 clt_status clt_net_evaluate(clt_net *net, const clt_dataset *ds, int batch_size, double *mean_loss,

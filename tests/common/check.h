@@ -44,6 +44,17 @@ static int test_failures;
         }                                                                   \
     } while (0)
 
+/* A condition the rest of the test cannot go on without (an allocation). */
+#define REQUIRE(cond, ...)                                                  \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                 \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fputc('\n', stderr);                                            \
+            exit(1);                                                        \
+        }                                                                   \
+    } while (0)
+
 /* Asserting a failure: the status and words the detail must contain,
  * CHECK_FAIL(call, CLT_ERR_FORMAT, "file.idx", "truncated"). */
 #define CHECK_FAIL(expr, want, ...)                                                             \

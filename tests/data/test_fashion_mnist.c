@@ -20,7 +20,9 @@ static void check_split(clt_subset split, int64_t n, int first_label)
     CHECK(c == 1 && h == 28 && w == 28, "shape %dx%dx%d", c, h, w);
     CHECK(clt_dataset_classes(ds) == 10, "%d classes", clt_dataset_classes(ds));
     const int32_t *lb = clt_dataset_labels(ds);
-    const float *im = clt_dataset_images(ds);
+    float *im = malloc((size_t)n * 784 * sizeof(float));
+    REQUIRE(im, "memory");
+    REQUIRE_OK(clt_dataset_read(ds, 0, n, im, NULL));
     CHECK(lb[0] == first_label, "first label %d, want %d", lb[0], first_label);
     int64_t per_class[10] = {0};
     for (int64_t i = 0; i < n; i++) {
@@ -42,10 +44,12 @@ static void check_split(clt_subset split, int64_t n, int first_label)
 
     /* A limit keeps the first samples. */
     clt_dataset *few = NULL;
+    static float few_im[100 * 784];
     CHECK_OK(clt_dataset_load("fashion-mnist", split, 100, &few));
     CHECK(clt_dataset_size(few) == 100, "limit 100 gives %lld", (long long)clt_dataset_size(few));
     if (few)
-        CHECK(memcmp(clt_dataset_images(few), im, 100 * 784 * sizeof(float)) == 0 &&
+        CHECK(clt_dataset_read(few, 0, 100, few_im, NULL) == CLT_OK &&
+                  memcmp(few_im, im, 100 * 784 * sizeof(float)) == 0 &&
                   memcmp(clt_dataset_labels(few), lb, 100 * sizeof(int32_t)) == 0,
               "limited dataset is not the first 100 samples");
     clt_dataset_destroy(few);
@@ -68,6 +72,7 @@ static void check_split(clt_subset split, int64_t n, int first_label)
     for (int k = 0; k < 10; k++) CHECK(per_class_b[k] == n / 10, "epoch class %d: %lld", k,
                                        (long long)per_class_b[k]);
     clt_batcher_destroy(b);
+    free(im);
     clt_dataset_destroy(ds);
 }
 

@@ -1,0 +1,28 @@
+/* The dataset's inside, for the data room and the rooms that read samples
+ * (the batcher, evaluation): samples kept as their source has them (8-bit
+ * or float32, C x H x W), converted to the net's floats as they are read. */
+#ifndef CLT_DATA_DATASET_H
+#define CLT_DATA_DATASET_H
+
+#include "cltrain.h"
+
+struct clt_dataset {
+    int64_t n;
+    int channels, height, width, classes;
+    int u8;          /* 1: pixels are uint8_t (read as x/255); 0: float */
+    void *pixels;    /* n x channels x height x width, NCHW */
+    int32_t *labels; /* n, each in 0 .. classes-1 */
+};
+
+/* An empty dataset of n samples (pixels and labels allocated, not set);
+ * the shape and class count must be valid (> 0, checked by the callers). */
+clt_status clt_dataset_alloc(int64_t n, int channels, int height, int width, int classes, int u8,
+                             clt_dataset **out);
+/* Floats per sample. */
+size_t clt_dataset_sample_size(const clt_dataset *ds);
+/* Samples idx[0..n) (idx NULL: first, first+1, ...) as floats, NCHW, into
+ * images (n x sample floats); labels into labels where not NULL. */
+void clt_dataset_gather(const clt_dataset *ds, const int64_t *idx, int64_t first, int64_t n, float *images,
+                        int32_t *labels);
+
+#endif
