@@ -389,7 +389,8 @@ CLT_API clt_status clt_net_evaluate(clt_net *net, const clt_dataset *ds, int bat
 /* An .npz is NumPy's format for several arrays (numpy.savez,
  * numpy.savez_compressed, numpy.load): a zip archive of .npy files, one per
  * array, named "<key>.npy". cltrain reads and writes float32 arrays
- * (little-endian '<f4', C order) and byte arrays ('|u1'; '|S<n>' is read
+ * (little-endian '<f4', C order) and byte arrays ('|u1'; '|S<n>' and
+ * little-endian integers such as labels, '|i1', '<i2' .. '<u8', are read
  * too) for metadata. Keys may contain '/' ("momentum/0.weight"). */
 typedef struct clt_npz clt_npz;
 
@@ -398,7 +399,7 @@ typedef struct clt_npz clt_npz;
 typedef struct clt_npz_entry {
     const char *name;      /* key without ".npy" */
     const char *dtype;     /* as in the file: "<f4", "|u1", "|S12" */
-    int is_bytes;          /* 0: float32 array (data); 1: bytes (bytes only) */
+    int is_bytes;          /* 0: float32 array (data); 1: bytes or integers (bytes only; dtype says) */
     int ndim;              /* 0 (a scalar, shape ()) .. CLT_MAX_DIMS */
     int64_t shape[CLT_MAX_DIMS];
     int64_t numel;         /* product of the shape; 1 for a scalar */
@@ -413,7 +414,8 @@ typedef struct clt_npz_entry {
  * are understood; encryption, multi-disk archives and compression methods
  * other than stored and deflate are refused), each entry's exact inflated
  * size and CRC-32, unique names ending in ".npy", and each .npy header
- * (version 1.0, 2.0 or 3.0; descr '<f4', '|u1' or '|S<n>'; fortran_order
+ * (version 1.0, 2.0 or 3.0; descr '<f4', '|S<n>' or a little-endian
+ * integer: '|u1', '|i1', '<i2' .. '<u8'; fortran_order
  * False; shape of at most CLT_MAX_DIMS dimensions whose size is exactly the
  * data's). Errors: CLT_ERR_NOT_FOUND for a missing file, CLT_ERR_IO when it
  * cannot be read, CLT_ERR_FORMAT for bad content, CLT_ERR_NO_MEMORY; the
@@ -558,9 +560,10 @@ CLT_API const int32_t *clt_dataset_labels(const clt_dataset *ds);
  * are, each finite), laid out NCHW (each sample's channels one after the
  * other) or NHWC (each pixel's channels together, as NumPy arrays of
  * images usually are), with one int32 label per sample in 0 .. classes-1.
- * The reserved bytes must be zero (clt_dataset_desc_default). */
+ * The reserved bytes must be zero (clt_dataset_desc_default). CLT_LAYOUT_AUTO
+ * is for NumPy files, whose shape tells (clt_dataset_from_npz). */
 typedef enum clt_pixel_type { CLT_PIXELS_U8 = 0, CLT_PIXELS_F32 = 1 } clt_pixel_type;
-typedef enum clt_layout { CLT_LAYOUT_NCHW = 0, CLT_LAYOUT_NHWC = 1 } clt_layout;
+typedef enum clt_layout { CLT_LAYOUT_AUTO = 0, CLT_LAYOUT_NCHW = 1, CLT_LAYOUT_NHWC = 2 } clt_layout;
 typedef struct clt_dataset_desc {
     int64_t n;
     int channels, height, width;
@@ -571,7 +574,7 @@ typedef struct clt_dataset_desc {
     int classes;            /* > 0 */
     unsigned char reserved[64];
 } clt_dataset_desc;
-/* Zeroes *desc (NCHW, 8-bit). */
+/* Zeroes *desc, then NCHW and 8-bit. */
 CLT_API void clt_dataset_desc_default(clt_dataset_desc *desc);
 /* Builds a dataset from the arrays of *desc. The library COPIES them (into
  * NCHW, the 8-bit values staying bytes) and checks every label and every
@@ -579,6 +582,45 @@ CLT_API void clt_dataset_desc_default(clt_dataset_desc *desc);
  * Errors: CLT_ERR_INVALID_ARG naming the field or the first bad sample.
  * *out belongs to the caller. Thread-safe. */
 CLT_API clt_status clt_dataset_from_memory(const clt_dataset_desc *desc, clt_dataset **out);
+
+/* clt_dataset_load with more choices: where NumPy images keep their
+ * channels, CIFAR-100's labels, and what a source of one split gives when
+ * its test split is asked for. Start from clt_load_options_default; the
+ * reserved bytes must be zero. */
+typedef struct clt_load_options {
+    int64_t limit;       /* as in clt_dataset_load; 0: all */
+    clt_layout layout;   /* NumPy images (clt_dataset_from_npz); default CLT_LAYOUT_AUTO */
+    int coarse;          /* CIFAR-100: 1 for its 20 coarse classes, 0 for the 100 fine ones */
+    int any_split;       /* 1: a source of one split gives it for either subset (a test set given on
+                          * its own); 0: CLT_SUBSET_TEST of such a source gives *out NULL */
+    unsigned char reserved[64];
+} clt_load_options;
+CLT_API void clt_load_options_default(clt_load_options *opt);
+/* As clt_dataset_load, and also: an .npz file (clt_dataset_from_npz); a
+ * directory holding train.npz and test.npz, or train_images.npy,
+ * train_labels.npy, test_images.npy and test_labels.npy. A source with no
+ * test split (an .npz of one pair of arrays, a directory without the test
+ * files) gives CLT_OK and *out NULL for CLT_SUBSET_TEST unless
+ * opt->any_split. opt NULL: the defaults. */
+CLT_API clt_status clt_dataset_load_with(const char *name_or_dir, clt_subset subset, const clt_load_options *opt,
+                                         clt_dataset **out);
+
+/* NumPy arrays: images uint8 ('|u1', read as x/255) or float32 ('<f4'),
+ * shaped (N, H, W) (one channel), (N, H, W, C) or (N, C, H, W); labels
+ * of any little-endian integer type, shaped (N,), each >= 0; the class
+ * count is the largest label + 1. `layout` says where a 4-D array's
+ * channels are: CLT_LAYOUT_AUTO takes a last axis of 1, 3 or 4 as
+ * channels-last (NHWC) and anything else as NCHW. From an .npz:
+ * x_train/y_train or x_test/y_test (as Keras' archives hold them) for
+ * `subset`; else images/labels or x/y, or the only two arrays (the 1-D
+ * integer one is the labels), for either subset. limit as in
+ * clt_dataset_load. CLT_ERR_FORMAT names the file, the array and the
+ * problem. *out belongs to the caller. Thread-safe. */
+CLT_API clt_status clt_dataset_from_npz(const char *path, clt_subset subset, clt_layout layout, int64_t limit,
+                                        clt_dataset **out);
+/* The same from an images .npy and a labels .npy. */
+CLT_API clt_status clt_dataset_from_npy(const char *images_path, const char *labels_path, clt_layout layout,
+                                        int64_t limit, clt_dataset **out);
 
 /* CIFAR-10 or CIFAR-100 in its binary version, from the directory the
  * archive unpacks to: CIFAR-10's data_batch_1.bin .. data_batch_5.bin

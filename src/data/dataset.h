@@ -25,4 +25,13 @@ size_t clt_dataset_sample_size(const clt_dataset *ds);
 void clt_dataset_gather(const clt_dataset *ds, const int64_t *idx, int64_t first, int64_t n, float *images,
                         int32_t *labels);
 
+/* clt_dataset_from_memory with `op` leading every error's detail (a file
+ * and its arrays, for the sources that read arrays from files). */
+clt_status clt_dataset_from_arrays(const clt_dataset_desc *desc, const char *op, clt_dataset **out);
+
+/* clt_dataset_from_npz; with any_split 0 an archive of one pair gives
+ * CLT_OK and *out NULL for CLT_SUBSET_TEST (it is training data). */
+clt_status clt_npz_dataset(const char *path, clt_subset subset, clt_layout layout, int64_t limit, int any_split,
+                           clt_dataset **out);
+
 #endif

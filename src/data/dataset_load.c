@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/config.h"
 #include "core/error.h"
+#include "data/dataset.h"
 #include "data/cifar.h"
 
 #define PATH_CAP 4096
@@ -142,13 +144,58 @@ static clt_status load_named(const named_dataset *nd, clt_subset split, int64_t 
     return not_found(what, "", split, &log, nd->install);
 }
 
-clt_status clt_dataset_load(const char *name_or_dir, clt_subset split, int64_t limit,
-                            clt_dataset **out)
+void clt_load_options_default(clt_load_options *opt)
+{
+    if (opt) memset(opt, 0, sizeof *opt);
+}
+
+/* A directory of NumPy files: train.npz and test.npz, or the .npy
+ * quartet. 0 when dir holds neither. */
+static int numpy_dir(const char *dir, clt_subset split, const clt_load_options *opt, clt_dataset **out,
+                     clt_status *s)
+{
+    char path[PATH_CAP], labels[PATH_CAP];
+    const char *which = split == CLT_SUBSET_TRAIN ? "train" : "test";
+    if (exists(dir, "train.npz", 1, path)) {
+        char name[16];
+        snprintf(name, sizeof name, "%s.npz", which);
+        *s = exists(dir, name, 1, path) ? clt_npz_dataset(path, split, opt->layout, opt->limit, 1, out) : CLT_OK;
+        return 1;
+    }
+    if (exists(dir, "train_images.npy", 1, path)) {
+        char im[32], lb[32];
+        snprintf(im, sizeof im, "%s_images.npy", which);
+        snprintf(lb, sizeof lb, "%s_labels.npy", which);
+        int have = exists(dir, im, 1, path), have_labels = exists(dir, lb, 1, labels);
+        *s = have && have_labels ? clt_dataset_from_npy(path, labels, opt->layout, opt->limit, out)
+             : have || have_labels ? clt_fail(CLT_ERR_NOT_FOUND, "%s: has %s but not %s", dir, have ? im : lb,
+                                              have ? lb : im)
+                                   : CLT_OK;
+        return 1;
+    }
+    return 0;
+}
+
+/* An .npz file given as the data. */
+static int npz_file(const char *path)
+{
+    struct stat st;
+    size_t n = strlen(path);
+    return n > 4 && strcmp(path + n - 4, ".npz") == 0 && stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+clt_status clt_dataset_load_with(const char *name_or_dir, clt_subset split, const clt_load_options *opt,
+                                 clt_dataset **out)
 {
     if (!out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_load: out is NULL");
     *out = NULL;
+    clt_load_options defaults;
+    clt_load_options_default(&defaults);
+    if (!opt) opt = &defaults;
+    CLT_TRY(clt_config_check_reserved(opt->reserved, sizeof opt->reserved, "clt_dataset_load_with"));
     if (split != CLT_SUBSET_TRAIN && split != CLT_SUBSET_TEST)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_load: invalid split %d", (int)split);
+    int64_t limit = opt->limit;
     if (limit < 0)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_load: limit must be >= 0 (got %lld)",
                         (long long)limit);
@@ -159,7 +206,10 @@ clt_status clt_dataset_load(const char *name_or_dir, clt_subset split, int64_t l
         if (strcmp(dir, NAMED[i].name) == 0) return load_named(&NAMED[i], split, limit, out);
     if (strlen(dir) >= PATH_CAP - 64)
         return clt_fail(CLT_ERR_INVALID_ARG, "dataset directory path too long (%zu bytes)", strlen(dir));
-    if (clt_cifar_kind(dir)) return clt_dataset_from_cifar(dir, split, 1, limit, out);
+    if (npz_file(dir)) return clt_npz_dataset(dir, split, opt->layout, limit, opt->any_split, out);
+    if (clt_cifar_kind(dir)) return clt_dataset_from_cifar(dir, split, !opt->coarse, limit, out);
+    clt_status s;
+    if (numpy_dir(dir, split, opt, out, &s)) return s;
     char images[PATH_CAP], labels[PATH_CAP];
     search_log log = {{0}, 0};
     if (try_dir(dir, NULL, split, images, labels, &log))
@@ -169,4 +219,16 @@ clt_status clt_dataset_load(const char *name_or_dir, clt_subset split, int64_t l
     return not_found(what, from_env ? "" : " (and not a dataset name: fashion-mnist, mnist)", split, &log,
                      "for Fashion-MNIST, `apt-get install dataset-fashion-mnist` (or run "
                      "tools/setup) and load \"fashion-mnist\"");
+}
+
+clt_status clt_dataset_load(const char *name_or_dir, clt_subset split, int64_t limit, clt_dataset **out)
+{
+    clt_load_options opt;
+    clt_load_options_default(&opt);
+    opt.limit = limit;
+    CLT_TRY(clt_dataset_load_with(name_or_dir, split, &opt, out));
+    if (!*out)
+        return clt_fail(CLT_ERR_NOT_FOUND, "%s holds no test split (clt_dataset_load_with says so with a NULL "
+                        "dataset)", name_or_dir ? name_or_dir : "the data");
+    return CLT_OK;
 }

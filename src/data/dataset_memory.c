@@ -11,7 +11,10 @@
 
 void clt_dataset_desc_default(clt_dataset_desc *desc)
 {
-    if (desc) memset(desc, 0, sizeof *desc);
+    if (!desc) return;
+    memset(desc, 0, sizeof *desc);
+    desc->layout = CLT_LAYOUT_NCHW;
+    desc->type = CLT_PIXELS_U8;
 }
 
 static clt_status check_desc(const clt_dataset_desc *d, const char *op)
@@ -27,7 +30,7 @@ static clt_status check_desc(const clt_dataset_desc *d, const char *op)
     if (d->type != CLT_PIXELS_U8 && d->type != CLT_PIXELS_F32)
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: unknown pixel type %d", op, (int)d->type);
     if (d->layout != CLT_LAYOUT_NCHW && d->layout != CLT_LAYOUT_NHWC)
-        return clt_fail(CLT_ERR_INVALID_ARG, "%s: unknown layout %d", op, (int)d->layout);
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: layout %d (CLT_LAYOUT_NCHW or CLT_LAYOUT_NHWC)", op, (int)d->layout);
     if (!d->images || !d->labels) return clt_fail(CLT_ERR_INVALID_ARG, "%s: images or labels is NULL", op);
     if (d->classes < 1) return clt_fail(CLT_ERR_INVALID_ARG, "%s: classes is %d (at least 1)", op, d->classes);
     for (int64_t i = 0; i < d->n; i++)
@@ -57,6 +60,11 @@ clt_status clt_dataset_from_memory(const clt_dataset_desc *desc, clt_dataset **o
     if (!out) return clt_fail(CLT_ERR_INVALID_ARG, "%s: out is NULL", op);
     *out = NULL;
     if (!desc) return clt_fail(CLT_ERR_INVALID_ARG, "%s: desc is NULL", op);
+    return clt_dataset_from_arrays(desc, op, out);
+}
+
+clt_status clt_dataset_from_arrays(const clt_dataset_desc *desc, const char *op, clt_dataset **out)
+{
     CLT_TRY(check_desc(desc, op));
     int u8 = desc->type == CLT_PIXELS_U8;
     clt_dataset *ds;

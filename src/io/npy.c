@@ -178,11 +178,14 @@ static clt_status check_descr(clt_npy_info *info)
         info->itemsize = 4;
         return CLT_OK;
     }
-    if (strcmp(d, "|u1") == 0) {
-        info->is_bytes = 1;
-        info->itemsize = 1;
-        return CLT_OK;
-    }
+    /* integers (labels), kept as their little-endian bytes */
+    static const char *const ints[] = {"|u1", "|i1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8"};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (strcmp(d, ints[i]) == 0) {
+            info->is_bytes = 1;
+            info->itemsize = (size_t)(d[2] - '0');
+            return CLT_OK;
+        }
     if (d[0] == '|' && d[1] == 'S' && d[2] >= '1' && d[2] <= '9' && strlen(d) <= 11) {
         uint64_t n = 0;
         const char *q = d + 2;
@@ -202,9 +205,11 @@ static clt_status check_descr(clt_npy_info *info)
         hint = " (float16: convert with a.astype(numpy.float32) before saving)";
     else if (d[0] == '|' && d[1] == 'O')
         hint = " (Python objects: cltrain never unpickles)";
+    else if (d[0] == '>' && (d[1] == 'i' || d[1] == 'u'))
+        hint = " (big-endian integers: convert with a.astype(a.dtype.newbyteorder('<')) before saving)";
     return clt_fail(CLT_ERR_FORMAT,
-                    "dtype '%s' is not supported%s: arrays must be float32 ('<f4', little-endian) or "
-                    "bytes ('|u1', '|S<n>')",
+                    "dtype '%s' is not supported%s: arrays must be float32 ('<f4', little-endian), "
+                    "integers ('|u1', '|i1', '<i2' .. '<u8', little-endian) or bytes ('|S<n>')",
                     d, hint);
 }
 
@@ -254,7 +259,7 @@ clt_status clt_npy_parse_header(const uint8_t *p, size_t avail, size_t n, clt_np
             skip_ws(&c);
             if (c.p < c.end && *c.p == '[')
                 return clt_fail(CLT_ERR_FORMAT, ".npy header: structured dtypes are not supported: "
-                                                "arrays must be float32 ('<f4') or bytes ('|u1')");
+                                                "arrays must be float32, integers or bytes");
             CLT_TRY(parse_string(&c, info->descr, sizeof info->descr, "'descr' must be a dtype string"));
         } else if (strcmp(key, "fortran_order") == 0) {
             if (have_order++) return clt_fail(CLT_ERR_FORMAT, ".npy header: key 'fortran_order' appears twice");

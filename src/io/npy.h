@@ -15,9 +15,9 @@
 #define CLT_NPY_HEADER_MAX 256
 
 typedef struct clt_npy_info {
-    char descr[16];    /* "<f4", "|u1", "|S12" */
-    int is_bytes;      /* 0: little-endian float32; 1: bytes ('|u1', '|S<n>') */
-    size_t itemsize;   /* 4 for float32, 1 for '|u1', n for '|S<n>' */
+    char descr[16];    /* "<f4", "|u1", "<i8", "|S12" */
+    int is_bytes;      /* 0: little-endian float32; 1: bytes ('|S<n>') or little-endian integers ('|u1' .. '<u8') */
+    size_t itemsize;   /* 4 for float32, 1 for '|u1', 8 for '<i8', n for '|S<n>' */
     int ndim;          /* 0 (a scalar) .. CLT_MAX_DIMS */
     int64_t shape[CLT_MAX_DIMS];
     int64_t numel;     /* product of the shape; 1 for a scalar */
@@ -27,7 +27,7 @@ typedef struct clt_npy_info {
 
 /* Parses and checks n bytes of .npy: magic, version, header length, the
  * header dict (exactly the keys descr, fortran_order and shape; descr
- * '<f4', '|u1' or '|S<n>'; fortran_order False; at most CLT_MAX_DIMS
+ * '<f4', a little-endian integer ('|u1', '|i1', '<i2' .. '<u8') or '|S<n>'; fortran_order False; at most CLT_MAX_DIMS
  * non-negative dimensions) and that the data after the header is exactly
  * the shape's size. On failure CLT_ERR_FORMAT with a detail that names the
  * problem only (the caller adds the file and entry). */

@@ -32,6 +32,10 @@ clt_status clt_npz_read_filtered(const char *path, clt_npz_filter fn, void *ctx,
 clt_status clt_npz_read_memory_filtered(const uint8_t *data, size_t n, const char *label, clt_npz_filter fn,
                                         void *ctx, clt_npz **out);
 
+/* A bare .npy file (numpy.save) as an archive of one entry named `name`,
+ * with the same checks as an archive's entries. */
+clt_status clt_npy_read(const char *path, const char *name, clt_npz **out);
+
 /* The entry named `name` (without ".npy"), or NULL; sets no error detail.
  * The pointer lives as long as the archive. */
 const clt_npz_entry *clt_npz_get(const clt_npz *npz, const char *name);

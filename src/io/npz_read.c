@@ -269,3 +269,40 @@ const char *clt_npz_shape_str(int ndim, const int64_t *shape, char *buf, size_t 
 {
     return clt_npy_shape_str(ndim, shape, buf, cap);
 }
+
+clt_status clt_npy_read(const char *path, const char *name, clt_npz **out)
+{
+    if (out) *out = NULL;
+    if (!path || !name || !out) return clt_fail(CLT_ERR_INVALID_ARG, "clt_npy_read: NULL argument");
+    unsigned char *data;
+    size_t n;
+    CLT_TRY(clt_read_file(path, 0, &data, &n));
+    clt_npy_info info;
+    clt_status s = clt_npy_parse(data, n, &info);
+    if (s != CLT_OK) {
+        free(data);
+        return clt_fail_context(s, "%s", path);
+    }
+    clt_npz *z = calloc(1, sizeof *z);
+    if (z) z->items = calloc(1, sizeof *z->items);
+    if (z && z->items) z->sorted = calloc(1, sizeof *z->sorted);
+    if (z && z->sorted) z->path = strdup(path);
+    if (z && z->path) z->items[0].name = strdup(name);
+    if (!z || !z->items || !z->sorted || !z->path || !z->items[0].name) {
+        free(data);
+        clt_npz_destroy(z);
+        return clt_fail(CLT_ERR_NO_MEMORY, "%s: .npy entry", path);
+    }
+    z->n = 1;
+    z->sorted[0] = &z->items[0];
+    struct npz_item *it = &z->items[0];
+    fill_entry(it, &info);
+    /* the array data moves to the start of the buffer the entry owns */
+    memmove(data, data + info.data_offset, info.nbytes);
+    if (!info.is_bytes && !zip_host_is_le()) zip_swap32(data, (size_t)info.numel);
+    it->buf = data;
+    it->e.data = info.is_bytes ? NULL : (const float *)(const void *)data;
+    it->e.bytes = data;
+    *out = z;
+    return CLT_OK;
+}

@@ -126,6 +126,8 @@ static void test_memory(void)
     bad = d;
     bad.layout = (clt_layout)7;
     CHECK_FAIL(clt_dataset_from_memory(&bad, &ds), CLT_ERR_INVALID_ARG, "layout 7");
+    bad.layout = CLT_LAYOUT_AUTO;
+    CHECK_FAIL(clt_dataset_from_memory(&bad, &ds), CLT_ERR_INVALID_ARG, "layout 0", "NHWC");
     bad = d;
     bad.images = NULL;
     CHECK_FAIL(clt_dataset_from_memory(&bad, &ds), CLT_ERR_INVALID_ARG, "NULL");

@@ -104,6 +104,8 @@ arrays = {
     'momentum/0.weight': rng.standard_normal((3, 3)).astype(np.float32),
     'meta': np.frombuffer(b'{"a": 1}', np.uint8),
     'sbytes': np.array(b'hello world'),
+    'labels64': np.array([0, 9, -3, 2**40], np.int64),
+    'labels16': np.array([1, 65535], np.uint16),
     'big': rng.standard_normal((200, 300)).astype(np.float32),
     'zeros': np.zeros((100, 1000), np.float32),
 }
@@ -164,7 +166,7 @@ refused = {
     'f64': (np.zeros(3), "'<f8'"),
     'bigendian': (np.zeros(3, '>f4'), "'>f4'"),
     'fortran': (np.asfortranarray(rng.standard_normal((3, 4)).astype(np.float32)), 'fortran_order is True'),
-    'int32': (np.arange(3, dtype=np.int32), "'<i4'"),
+    'bigendian_int32': (np.arange(3, dtype='>i4'), "'>i4'"),
     'rank7': (np.zeros((1,) * 7, np.float32), 'more than 6 dimensions'),
     'objects': (np.array([{'a': 1}], dtype=object), 'never unpickles'),
 }
