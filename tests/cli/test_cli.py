@@ -75,6 +75,7 @@ for cmd, refused in [(['eval'], TRAIN_ONLY + BENCH_ONLY), (['bench', 'train'], T
     rc, out, err = run(*cmd, '--help')
     listed = {w.split('=')[0] for w in out.split() if w.startswith('--')}
     own = {'eval': ['--model', '--devices', '--split', '--batch-size', '--json', '--init-from', '--resume', '--data',
+                    '--test-data', '--layout', '--label',
                     '--limit-test'],
            'bench train': ['--model', '--devices', '--split', '--batch-size', '--json', '--steps', '--init',
                            '--trace']}[name]
@@ -445,12 +446,18 @@ with tempfile.TemporaryDirectory() as tmp:
                     data = head + b'\n' + text
                 zout.writestr(info, data)
 
-    rewrite_entry(P('end.ck'), P('v99.ck'), '__cltrain__/meta', lambda t: t.replace('"version": 3', '"version": 99'))
+    rewrite_entry(P('end.ck'), P('v99.ck'), '__cltrain__/meta', lambda t: t.replace('"version": 4', '"version": 99'))
     for cmd in (['train', '--resume', P('v99.ck')], ['eval', '--resume', P('v99.ck')]):
         rc, out, err = run(*cmd, '--limit-test', '16')
-        check(rc == 1 and 'v99.ck' in err and '99' in err and 'version 3' in err, f'{cmd[0]} newer record: {rc} {err!r}')
+        check(rc == 1 and 'v99.ck' in err and '99' in err and 'version 4' in err, f'{cmd[0]} newer record: {rc} {err!r}')
     import re as _re
-    v1 = lambda t: _re.sub(r', "target_epochs": \d+, "target_steps": \d+', '', t.replace('"version": 3', '"version": 1'))
+    v1 = lambda t: _re.sub(r', "target_epochs": \d+, "target_steps": \d+', '', t.replace('"version": 4', '"version": 1'))
+    # version 3, before --test-data, --layout and --label: the defaults
+    v3 = lambda t: _re.sub(r'"layout": \d+, "coarse": \d+, "test_data": "[^"]*", ', '', t.replace('"version": 4', '"version": 3'))
+    rewrite_entry(P('end.ck'), P('v3.ck'), '__cltrain__/meta', v3)
+    rc, out, err = run('train', '--resume', P('v3.ck'), '--limit-test', '16', '--json', '--steps', '42')
+    lines = [json.loads(l) for l in out.splitlines() if l.strip()]
+    check(rc == 0 and lines and lines[-1]['steps'] == 42 and 'replaces the end' in err, f'a version 3 record resumes: {rc} {err!r}')
     rewrite_entry(P('end.ck'), P('v1.ck'), '__cltrain__/meta', v1)
     rc, out, err = run('train', '--resume', P('v1.ck'), '--limit-test', '16', '--json', '--steps', '42')
     lines = [json.loads(l) for l in out.splitlines() if l.strip()]

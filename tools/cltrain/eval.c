@@ -17,6 +17,9 @@ static const cli_accept eval_options[] = {
                "or --data is given"},
     {O_MODEL, NULL},
     {O_DATA, NULL},
+    {O_TEST_DATA, "the test set, when --data has none (an .npz of one pair, say)"},
+    {O_LAYOUT, NULL},
+    {O_LABEL, NULL},
     {O_DEVICES, NULL},
     {O_SPLIT, "how the test set is shared between devices (default equal; auto is equal here)"},
     {O_BATCH, "samples per forward pass on each device (default 256)"},
@@ -42,14 +45,18 @@ int cli_eval(int argc, char **argv)
     if (o.resume) /* the trainer the checkpoint came from: its optimizer state loads */
         o.learn = meta.learn, o.momentum = meta.momentum, o.weight_decay = meta.weight_decay;
     if (o.resume && !CLI_GIVEN(&o, O_DATA) && meta.data && meta.data[0]) o.data = meta.data; /* the run's test set */
+    if (o.resume && !CLI_GIVEN(&o, O_TEST_DATA) && meta.test_data && meta.test_data[0]) o.test_data = meta.test_data;
+    if (o.resume && !CLI_GIVEN(&o, O_LAYOUT)) o.layout = meta.layout;
+    if (o.resume && !CLI_GIVEN(&o, O_LABEL)) o.coarse = meta.coarse;
     int devs[CLT_MAX_DEVICES], n_devs = 0;
     clt_dataset *test = NULL;
     clt_trainer *t = NULL;
     double loss = 0, acc = 0;
     if ((rc = cli_resolve_devices(&o, devs, &n_devs))) goto done;
-    if (clt_dataset_load(o.data, CLT_SUBSET_TEST, o.limit_test, &test) != CLT_OK) {
-        fprintf(stderr, "cltrain: --data: %s\n", clt_last_error());
-        rc = 1;
+    if ((rc = cli_load_data(&o, CLT_SUBSET_TEST, &test))) goto done;
+    if (!test) {
+        fprintf(stderr, "cltrain: --data %s has no test split: name the test set with --test-data\n", o.data);
+        rc = 2;
         goto done;
     }
     int shape[3];
@@ -76,5 +83,6 @@ done:
     clt_dataset_destroy(test);
     free(model);
     free(meta.data);
+    free(meta.test_data);
     return rc;
 }

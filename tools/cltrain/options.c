@@ -37,7 +37,13 @@ static const cli_row rows[] = {
     {O_MODEL, "model", "NAME|SPEC",
      "builtin (lenet, lenet-max, resnet18) or layer spec such as\n"
      "conv:20:3,relu,avgpool:2,flatten,dense:10 (default lenet)"},
-    {O_DATA, "data", "NAME|DIR", "fashion-mnist, mnist, or a directory of IDX files (default fashion-mnist)"},
+    {O_DATA, "data", "NAME|DIR|FILE.npz",
+     "fashion-mnist, mnist, a directory of IDX files, of CIFAR-10/100 binary files,\n"
+     "of train.npz and test.npz or of {train,test}_{images,labels}.npy, or an .npz\n"
+     "(default fashion-mnist)"},
+    {O_TEST_DATA, "test-data", "DIR|FILE.npz", "the test set from elsewhere (default: --data's test split;\nwithout one, no test accuracy)"},
+    {O_LAYOUT, "layout", "auto|nchw|nhwc", "where 4-D NumPy images keep their channels (default auto:\na last axis of 1, 3 or 4 is channels-last)"},
+    {O_LABEL, "label", "fine|coarse", "CIFAR-100's 100 fine or 20 coarse classes (default fine)"},
     {O_DEVICES, "devices", "LIST|all", "device indices as cltrain-smi numbers them (default: all GPUs, else all CPUs)"},
     {O_SPLIT, "split", "equal|auto|W0,W1,...", "how a batch is shared between devices (default equal)"},
     {O_BATCH, "batch-size", "N", "samples per optimizer step over all devices (default 256)"},
@@ -235,6 +241,23 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
         switch (c) {
         case O_MODEL: o->model = optarg; break;
         case O_DATA: o->data = optarg; break;
+        case O_TEST_DATA: o->test_data = optarg; break;
+        case O_LAYOUT:
+            if (!strcmp(optarg, "auto")) o->layout = CLT_LAYOUT_AUTO;
+            else if (!strcmp(optarg, "nchw")) o->layout = CLT_LAYOUT_NCHW;
+            else if (!strcmp(optarg, "nhwc")) o->layout = CLT_LAYOUT_NHWC;
+            else {
+                fprintf(stderr, "%s: --layout %s: auto, nchw or nhwc\n", prog, optarg);
+                rc = 2;
+            }
+            break;
+        case O_LABEL:
+            if (!strcmp(optarg, "fine") || !strcmp(optarg, "coarse")) o->coarse = !strcmp(optarg, "coarse");
+            else {
+                fprintf(stderr, "%s: --label %s: fine or coarse (CIFAR-100)\n", prog, optarg);
+                rc = 2;
+            }
+            break;
         case O_DEVICES: rc = arg_devices(prog, "--devices", optarg, o->devices, CLT_MAX_DEVICES, &o->n_devices, &o->all_devices); break;
         case O_SPLIT:
             if (!strcmp(optarg, "equal")) o->split = CLT_SPLIT_EQUAL;

@@ -12,13 +12,16 @@ enum cli_opt {
     O_MODEL = 256, O_DATA, O_DEVICES, O_SPLIT, O_BATCH, O_LR, O_MOM, O_WD, O_EPOCHS, O_STEPS, O_SEED, O_INIT,
     O_LTRAIN, O_LTEST, O_NOSHUF, O_DROP, O_JSON, O_QUIET, O_CSV, O_PLOT, O_INIT_FROM, O_EXPORT, O_SAVE, O_RESUME,
     O_SYNC_BN, O_OPTIM, O_NESTEROV, O_BETAS, O_EPS, O_CLIP, O_SCHED, O_LR_STEP, O_MILESTONES, O_GAMMA, O_LR_MIN,
-    O_WARM_STEPS, O_WARM_EPOCHS, O_SCALE_LR, O_SMOOTH, O_TRACE, O_AGAIN, O_END
+    O_WARM_STEPS, O_WARM_EPOCHS, O_SCALE_LR, O_SMOOTH, O_TRACE, O_AGAIN, O_TEST_DATA, O_LAYOUT, O_LABEL, O_END
 };
 #define CLI_GIVEN(o, opt) ((o)->given[(opt) - O_MODEL])
 
 typedef struct cli_options {
     const char *model;
     const char *data;
+    const char *test_data;  /* NULL: the test split of --data, if it has one */
+    int layout;             /* clt_layout of NumPy images */
+    int coarse;             /* CIFAR-100's coarse labels */
     int devices[CLT_MAX_DEVICES];
     int n_devices;          /* 0: the default selection */
     int all_devices;
@@ -78,6 +81,10 @@ int cli_make_trainer(const cli_options *o, const char *model, const char *model_
  * checked as it loads); a mismatch is printed, naming both shapes, and
  * returns 1. */
 int cli_check_shapes(const cli_options *o, const clt_dataset *train, const clt_dataset *test, int *shape);
+/* The training set of --data, or the test set of --test-data (else of
+ * --data; NULL when it has none), with --layout, --label and the limits;
+ * 0, or 1 after a message naming the option. */
+int cli_load_data(const cli_options *o, clt_subset subset, clt_dataset **out);
 struct cli_world;
 /* world: this process among an mpirun launch's (world.h). */
 int cli_train(int argc, char **argv, const struct cli_world *world);

@@ -124,14 +124,20 @@ static double x_of(const axis *x, double v)
 static void curve(FILE *f, const plot_data *d, const axis *x, double unit, const axis *y, double top, double bottom,
                   size_t field, const char *color, const char *cls)
 {
+    /* NaN: no value that epoch (no test set): the line breaks there */
     fprintf(f, "<path class=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" d=\"", cls, color);
-    for (int i = 0; i < d->n_epochs; i++) {
+    for (int i = 0, drawn = 0; i < d->n_epochs; i++) {
         double v = *(const double *)((const char *)&d->epochs[i] + field);
-        fprintf(f, "%s%.1f,%.1f", i ? " L" : "M", x_of(x, d->epochs[i].step / unit), map(y, v, top, bottom));
+        if (isnan(v)) {
+            drawn = 0;
+            continue;
+        }
+        fprintf(f, "%s%.1f,%.1f", drawn++ ? " L" : " M", x_of(x, d->epochs[i].step / unit), map(y, v, top, bottom));
     }
     fprintf(f, "\"/>\n");
     for (int i = 0; i < d->n_epochs; i++) {
         double v = *(const double *)((const char *)&d->epochs[i] + field);
+        if (isnan(v)) continue;
         fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", x_of(x, d->epochs[i].step / unit),
                 map(y, v, top, bottom), color);
     }

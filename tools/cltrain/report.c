@@ -39,7 +39,8 @@ void report_epoch(const cli_options *o, const epoch_report *r, const int *devs, 
         char rate[32], secs[32];
         printf("epoch %lld: loss %.4f, train acc %.4f, ", (long long)r->epoch, r->loss, r->train_acc);
         if (r->evaluated) printf("test acc %.4f, ", r->test_acc);
-        else printf("test acc - (stopped at step %lld), ", (long long)r->steps);
+        else if (r->stopped) printf("test acc - (stopped at step %lld), ", (long long)r->steps);
+        else printf("test acc - (no test set), ");
         printf("lr %.4g, %s s/epoch, %s samples/s on [", r->lr, format_number(secs, sizeof secs, r->seconds),
                format_number(rate, sizeof rate, r->samples_per_s));
         device_names(stdout, devs, n, 0);

@@ -11,7 +11,8 @@ typedef struct epoch_report {
     int64_t epoch, steps;
     double loss, train_acc, test_acc, seconds, samples_per_s;
     double lr;      /* of the epoch's last step */
-    int evaluated;  /* 0: a run stopped mid-epoch, not evaluated (test_acc is not shown) */
+    int evaluated;  /* 0: not evaluated (test_acc is not shown): a stop mid-epoch, or no test set */
+    int stopped;    /* the run stopped: the line says at which step */
 } epoch_report;
 
 /* The epoch's line on stdout (text, or JSON with --json; nothing with

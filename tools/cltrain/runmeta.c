@@ -96,7 +96,9 @@ char *run_meta_format(const run_meta *m)
             (long long)m->batch_size, (long long)m->limit_train, m->shuffle, m->drop_last, m->lr, m->momentum,
             m->weight_decay, (long long)m->target_epochs, (long long)m->target_steps);
     format_learning(f, &m->learn);
-    fputs("\"data\": ", f);
+    fprintf(f, "\"layout\": %d, \"coarse\": %d, \"test_data\": ", m->layout, m->coarse);
+    json_string(f, m->test_data ? m->test_data : "");
+    fputs(", \"data\": ", f);
     json_string(f, m->data ? m->data : "");
     fputc('}', f);
     if (fclose(f) != 0) {
@@ -282,5 +284,11 @@ int run_meta_parse(const char *text, const char *path, run_meta *m)
     m->drop_last = (int)drop;
     m->data = string_of(text, "data");
     if (!m->data) return bad(path, "data");
+    int64_t layout = CLT_LAYOUT_AUTO, coarse = 0;
+    if (version >= 4 && (integer(text, path, "layout", 0, 2, &layout) || integer(text, path, "coarse", 0, 1, &coarse)))
+        return 1;
+    m->layout = (int)layout;
+    m->coarse = (int)coarse;
+    if (version >= 4 && !(m->test_data = string_of(text, "test_data"))) return bad(path, "test_data");
     return 0;
 }

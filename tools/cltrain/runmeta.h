@@ -36,10 +36,13 @@ typedef struct run_meta {
      * 0 in a version 1 record). */
     int64_t target_epochs, target_steps;
     run_learning learn;
+    /* Version 4 on: the data beside --data (older records: none, auto, fine). */
+    char *test_data;     /* "" or NULL: none; owned as data */
+    int layout, coarse;
 } run_meta;
 
 /* The run record version this cltrain writes; it reads this one and older. */
-#define RUN_META_VERSION 3
+#define RUN_META_VERSION 4
 
 /* Reads a checkpoint's model spec (malloc'd) and its run record (parsed
  * into m; free m->data); 0, or 1 after a message naming the file. */

@@ -155,6 +155,9 @@ static int apply_resume(cli_options *o, const char *path, run_meta *m, char **mo
     if (!CLI_GIVEN(o, O_MOM)) o->momentum = m->momentum;
     if (!CLI_GIVEN(o, O_WD)) o->weight_decay = m->weight_decay;
     if (!CLI_GIVEN(o, O_DATA)) o->data = m->data;
+    if (!CLI_GIVEN(o, O_TEST_DATA)) o->test_data = m->test_data && m->test_data[0] ? m->test_data : NULL;
+    if (!CLI_GIVEN(o, O_LAYOUT)) o->layout = m->layout;
+    if (!CLI_GIVEN(o, O_LABEL)) o->coarse = m->coarse;
     /* the optimizer and schedule options the command line does not set:
      * the checkpoint's */
     run_learning *l = &o->learn;
@@ -287,7 +290,7 @@ static int save_state(run *r, int64_t epoch, int64_t batch)
     if (!o->save || r->saved_steps == r->steps) return 0;
     run_meta m = {epoch, batch, r->steps, o->seed, o->batch_size, o->limit_train, o->shuffle, o->drop_last,
                   o->lr, o->momentum, o->weight_decay, (char *)o->data,
-                  o->steps ? 0 : o->epochs, o->steps, o->learn};
+                  o->steps ? 0 : o->epochs, o->steps, o->learn, (char *)o->test_data, o->layout, o->coarse};
     char *text = run_meta_format(&m);
     if (!text) {
         fprintf(stderr, "cltrain: --save %s: out of memory\n", o->save);
@@ -313,8 +316,9 @@ static int report_end(run *r, int64_t e, const epoch_sums *sum)
 {
     const cli_options *o = r->o;
     r->stop_sig = cli_world_max(r->world, stop_requested()); /* one asked during the save counts */
+    /* without a test set (a source of one split) nothing is evaluated */
     epoch_report rep = {e, r->steps, sum->loss / (double)sum->seen, (double)sum->correct / (double)sum->seen, 0,
-                        sum->t1 - sum->t0, 0, r->lr, !r->stop_sig};
+                        sum->t1 - sum->t0, 0, r->lr, !r->stop_sig && r->test, r->stop_sig != 0};
     rep.samples_per_s = (double)sum->seen / rep.seconds;
     if (rep.evaluated && clt_trainer_evaluate(r->t, r->test, (int)o->batch_size, NULL, &rep.test_acc) != CLT_OK)
         return fail("evaluating the test set");
@@ -327,8 +331,9 @@ static int report_end(run *r, int64_t e, const epoch_sums *sum)
         bad = 1;
     }
     bad |= o->log_csv && report_csv(o->log_csv, &rep);
-    if (rep.evaluated && o->plot)
-        bad |= plot_add_epoch(r->plot, (plot_point){(double)r->steps, rep.loss, rep.train_acc, rep.test_acc}) ||
+    if (!r->stop_sig && o->plot)
+        bad |= plot_add_epoch(r->plot, (plot_point){(double)r->steps, rep.loss, rep.train_acc,
+                                                    rep.evaluated ? rep.test_acc : NAN}) ||
                plot_write_svg(o->plot, r->plot);
     return bad;
 }
@@ -388,11 +393,8 @@ int cli_train(int argc, char **argv, const cli_world *world)
     if ((rc = cli_resolve_devices(&o, devs, &n_devs))) goto done;
     if (!CLI_GIVEN(&o, O_DEVICES) && !getenv("CLTRAIN_DEVICES") && (rc = cli_world_devices(world, devs, &n_devs)))
         goto done;
-    if (clt_dataset_load(o.data, CLT_SUBSET_TRAIN, o.limit_train, &train) != CLT_OK ||
-        clt_dataset_load(o.data, CLT_SUBSET_TEST, o.limit_test, &test) != CLT_OK) {
-        rc = fail("--data");
+    if ((rc = cli_load_data(&o, CLT_SUBSET_TRAIN, &train)) || (rc = cli_load_data(&o, CLT_SUBSET_TEST, &test)))
         goto done;
-    }
     int shape[3];
     if ((rc = cli_check_shapes(&o, train, test, shape))) goto done;
     if ((rc = cli_make_trainer(&o, model, resumed_model && model == resumed_model ? o.resume : NULL, shape, devs,
@@ -492,6 +494,7 @@ done:
     clt_dataset_destroy(test);
     free(resumed_model);
     free(start.data);
+    free(start.test_data);
     cli_release_outputs(&held);
     return rc;
 }

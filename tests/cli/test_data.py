@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""cltrain on a user's own data: .npz archives and their directories,
+--test-data, --layout and --label as the run record keeps them, CIFAR
+directories, training without a test set, and a colour task that one
+channel cannot solve trained to 95%. Every refusal names the option.
+Exits 77 without numpy or an OpenCL device."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+except ImportError:
+    if os.environ.get('CLT_NPZ_REEXEC') != '1':
+        for cand in ('/usr/bin/python3', '/usr/local/bin/python3'):
+            if (os.path.exists(cand) and os.path.realpath(cand) != os.path.realpath(sys.executable)
+                    and subprocess.run([cand, '-c', 'import numpy'], capture_output=True).returncode == 0):
+                os.environ['CLT_NPZ_REEXEC'] = '1'
+                os.execv(cand, [cand] + sys.argv)
+    print('skip: numpy is not installed (Debian: apt-get install python3-numpy)')
+    sys.exit(77)
+
+CLTRAIN = sys.argv[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
+from checks import check, device_count, finish  # noqa: E402
+
+if device_count() < 1:
+    print('skip: no OpenCL device')
+    sys.exit(77)
+
+tmp = tempfile.mkdtemp(prefix='cltrain-data-')
+NET = 'conv:8:3:1:1,relu,gap,flatten,dense:3'
+COMMON = ['--model', NET, '--init', 'xavier', '--lr', '0.5', '--batch-size', '50', '--devices', '0', '--seed', '1']
+
+
+def cltrain(*args):
+    return subprocess.run([CLTRAIN, *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+def epochs(r):
+    return [json.loads(line) for line in r.stdout.splitlines() if line.startswith('{')]
+
+
+# A colour task: the bright channel is the class; every image has the same grey level.
+rng = np.random.default_rng(3)
+n = 700
+labels = rng.integers(0, 3, n)
+hi = rng.uniform(120, 180, n)
+images = np.repeat(((300 - hi) / 2)[:, None, None, None], 3, axis=3) * np.ones((n, 8, 8, 3))
+images[np.arange(n), :, :, labels] = hi[:, None, None]
+images = np.clip(images + rng.uniform(-4, 4, images.shape), 0, 255).astype(np.uint8)
+train_npz, test_npz = os.path.join(tmp, 'train.npz'), os.path.join(tmp, 'test.npz')
+np.savez(train_npz, images=images[:500], labels=labels[:500])
+np.savez(test_npz, images=images[500:], labels=labels[500:])
+
+# One archive of one pair: training runs and says there is no test set.
+r = cltrain('train', '--data', train_npz, '--epochs', 2, '--json', *COMMON)
+check(r.returncode == 0, f'one pair: exit {r.returncode}: {r.stderr}')
+check(all(e['test_acc'] is None for e in epochs(r)) and len(epochs(r)) == 2, f'one pair: {r.stdout}')
+ck0 = os.path.join(tmp, 'ck0.npz')
+r = cltrain('train', '--data', train_npz, '--epochs', 1, '--save', ck0, *COMMON)
+check('test acc - (no test set)' in r.stdout, f'one pair, text line: {r.stdout}')
+
+# --test-data names the test set; the colour task reaches 95%; the record keeps the test set.
+ck = os.path.join(tmp, 'ck.npz')
+r = cltrain('train', '--data', train_npz, '--test-data', test_npz, '--epochs', 4, '--json', '--save', ck, *COMMON)
+e = epochs(r)
+check(r.returncode == 0 and e and e[-1]['test_acc'] >= 0.95, f'colour task: exit {r.returncode}: {r.stdout} {r.stderr}')
+r = cltrain('eval', '--resume', ck, '--json', '--devices', 0)
+check(r.returncode == 0 and json.loads(r.stdout)['samples'] == 200, f'eval --resume uses the recorded --test-data: {r.stdout} {r.stderr}')
+r = cltrain('eval', '--resume', ck, '--data', train_npz, '--test-data', train_npz, '--json', '--devices', 0)
+check(r.returncode == 0 and json.loads(r.stdout)['samples'] == 500, f'eval --test-data overrides: {r.stdout} {r.stderr}')
+
+# A directory of train.npz and test.npz has its test split.
+d = os.path.join(tmp, 'dir')
+os.mkdir(d)
+os.link(train_npz, os.path.join(d, 'train.npz'))
+os.link(test_npz, os.path.join(d, 'test.npz'))
+r = cltrain('train', '--data', d, '--epochs', 1, '--json', *COMMON)
+check(r.returncode == 0 and epochs(r) and epochs(r)[0]['test_acc'] is not None, f'npz directory: {r.stdout} {r.stderr}')
+
+# --layout: these images read as NCHW are 8 channels of 8 x 3, and the record keeps that.
+ck2 = os.path.join(tmp, 'ck2.npz')
+r = cltrain('train', '--data', train_npz, '--test-data', test_npz, '--layout', 'nchw', '--epochs', 1,
+            '--save', ck2, '--model', 'flatten,dense:3', '--devices', 0)
+check(r.returncode == 0, f'--layout nchw: exit {r.returncode}: {r.stderr}')
+r = cltrain('eval', '--resume', ck2, '--json', '--devices', 0)
+check(r.returncode == 0, f'eval --resume keeps --layout nchw: {r.stderr}')
+r = cltrain('eval', '--resume', ck2, '--layout', 'auto', '--devices', 0)
+check(r.returncode != 0 and '(3, 8, 8)' in r.stderr, f'eval --layout auto against an NCHW net: {r.returncode} {r.stderr}')
+
+# CIFAR-100 directories: fine labels by default, coarse with --label.
+c100 = os.path.join(tmp, 'cifar-100-binary')
+os.mkdir(c100)
+px = rng.integers(0, 256, (60, 3, 32, 32), dtype=np.uint8)
+fine, coarse = rng.integers(0, 100, 60), rng.integers(0, 20, 60)
+recs = np.concatenate([np.stack([coarse, fine], 1).astype(np.uint8), px.reshape(60, -1)], axis=1)
+recs[:50].tofile(os.path.join(c100, 'train.bin'))
+recs[50:].tofile(os.path.join(c100, 'test.bin'))
+r = cltrain('train', '--data', c100, '--model', 'conv:4:3:2,relu,gap,flatten,dense:100', '--epochs', 1,
+            '--batch-size', 25, '--devices', 0)
+check(r.returncode == 0, f'CIFAR-100 fine: {r.stderr}')
+r = cltrain('train', '--data', c100, '--model', 'conv:4:3:2,relu,gap,flatten,dense:20', '--epochs', 1,
+            '--batch-size', 25, '--devices', 0)
+check(r.returncode != 0 and 'label' in r.stderr, f'CIFAR-100 fine labels on 20 classes: {r.returncode} {r.stderr}')
+r = cltrain('train', '--data', c100, '--label', 'coarse', '--model', 'conv:4:3:2,relu,gap,flatten,dense:20',
+            '--epochs', 1, '--batch-size', 25, '--devices', 0)
+check(r.returncode == 0, f'CIFAR-100 --label coarse: {r.stderr}')
+
+# Refusals.
+r = cltrain('train', '--data', train_npz, '--layout', 'hwc', *COMMON)
+check(r.returncode == 2 and '--layout hwc' in r.stderr, f'bad --layout: {r.returncode} {r.stderr}')
+r = cltrain('train', '--data', train_npz, '--label', 'medium', *COMMON)
+check(r.returncode == 2 and '--label medium' in r.stderr, f'bad --label: {r.returncode} {r.stderr}')
+r = cltrain('eval', '--resume', ck0, '--devices', 0)
+check(r.returncode == 2 and 'no test split' in r.stderr and '--test-data' in r.stderr, f'eval without a test set: {r.stderr}')
+r = cltrain('train', '--data', train_npz, '--test-data', os.path.join(tmp, 'missing.npz'), *COMMON)
+check(r.returncode == 1 and '--test-data' in r.stderr and 'missing.npz' in r.stderr, f'missing --test-data: {r.stderr}')
+
+finish()
