@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang in build-fuzz/ and runs each for a
 # bounded time on its seed corpus: the IDX reader's on fuzz/corpus, the
-# CIFAR reader's on fuzz/corpus_cifar, the .npz/.npy reader's on fuzz/corpus_npz.
+# CIFAR reader's on fuzz/corpus_cifar, the .npz/.npy reader's on fuzz/corpus_npz,
+# the NumPy dataset reader's on fuzz/corpus_npz_dataset.
 # Usage: fuzz/run.sh [SECONDS]   (default 20)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -14,7 +15,8 @@ fi
 if [ ! -f build-fuzz/build.ninja ]; then
   CC=clang meson setup build-fuzz -Dfuzz=enabled -Dtests=false --buildtype=debugoptimized
 fi
-ninja -C build-fuzz fuzz/fuzz_idx fuzz/fuzz_cifar fuzz/fuzz_npz
+ninja -C build-fuzz fuzz/fuzz_idx fuzz/fuzz_cifar fuzz/fuzz_npz fuzz/fuzz_npz_dataset
 fuzz/run_target.sh build-fuzz/fuzz/fuzz_idx fuzz/corpus build-fuzz/fuzz-idx-work "$secs"
 fuzz/run_target.sh build-fuzz/fuzz/fuzz_cifar fuzz/corpus_cifar build-fuzz/fuzz-cifar-work "$secs"
 fuzz/run_target.sh build-fuzz/fuzz/fuzz_npz fuzz/corpus_npz build-fuzz/fuzz-npz-work "$secs"
+fuzz/run_target.sh build-fuzz/fuzz/fuzz_npz_dataset fuzz/corpus_npz_dataset build-fuzz/fuzz-npz-dataset-work "$secs"

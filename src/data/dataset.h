@@ -34,4 +34,8 @@ clt_status clt_dataset_from_arrays(const clt_dataset_desc *desc, const char *op,
 clt_status clt_npz_dataset(const char *path, clt_subset subset, clt_layout layout, int64_t limit, int any_split,
                            clt_dataset **out);
 
+/* The same from an archive already read (the fuzzer's way in). */
+clt_status clt_npz_archive_dataset(const clt_npz *z, const char *path, clt_subset subset, clt_layout layout,
+                                   int64_t limit, int any_split, clt_dataset **out);
+
 #endif

@@ -135,6 +135,15 @@ clt_status clt_npz_dataset(const char *path, clt_subset subset, clt_layout layou
     *out = NULL;
     clt_npz *z;
     CLT_TRY(clt_npz_read(path, &z));
+    clt_status s = clt_npz_archive_dataset(z, path, subset, layout, limit, any_split, out);
+    clt_npz_destroy(z);
+    return s;
+}
+
+clt_status clt_npz_archive_dataset(const clt_npz *z, const char *path, clt_subset subset, clt_layout layout,
+                                   int64_t limit, int any_split, clt_dataset **out)
+{
+    *out = NULL;
     clt_npz_entry im, lb;
     int found = pick_pair(z, path, subset, &im, &lb);
     clt_status s = found ? CLT_OK : CLT_ERR_FORMAT;
@@ -144,7 +153,6 @@ clt_status clt_npz_dataset(const char *path, clt_subset subset, clt_layout layou
         snprintf(what, sizeof what, "%s (arrays %s, %s)", path, im.name, lb.name);
         s = from_entries(&im, &lb, layout, limit, what, out);
     }
-    clt_npz_destroy(z);
     return s;
 }
 
