@@ -531,7 +531,8 @@ typedef enum clt_subset { CLT_SUBSET_TRAIN = 0, CLT_SUBSET_TEST = 1 } clt_subset
  * to install the data. *out belongs to the caller. Thread-safe. */
 CLT_API clt_status clt_dataset_load(const char *name_or_dir, clt_subset subset, int64_t limit,
                                     clt_dataset **out);
-/* Builds a dataset from an idx3 image file (N x rows x cols) and an idx1
+/* Builds a dataset from an idx3 image file (N x rows x cols; or idx4,
+ * N x rows x cols x channels, each pixel's channels together) and an idx1
  * label file (N), plain or gzip. Every label must be below `classes` (> 0).
  * limit as in clt_dataset_load. *out belongs to the caller. Thread-safe. */
 CLT_API clt_status clt_dataset_from_idx(const char *images_path, const char *labels_path,

@@ -2,6 +2,7 @@
  * bytes and read as x/255, labels int32, both validated once here so the
  * rest of the library can trust them. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,13 +66,17 @@ void clt_dataset_gather(const clt_dataset *ds, const int64_t *idx, int64_t first
 
 static clt_status check_images(const clt_idx *im, const char *path)
 {
-    if (im->ndim != 3)
-        return clt_fail(CLT_ERR_FORMAT, "%s: images must be an idx3 file (N x rows x cols), this one "
-                        "has %d dimension(s)", path, im->ndim);
+    if (im->ndim != 3 && im->ndim != 4)
+        return clt_fail(CLT_ERR_FORMAT, "%s: images must be an idx3 file (N x rows x cols) or idx4 (N x rows x cols "
+                        "x channels), this one has %d dimension(s)", path, im->ndim);
     if (im->dims[0] == 0) return clt_fail(CLT_ERR_FORMAT, "%s: holds no images", path);
-    if (im->dims[1] == 0 || im->dims[2] == 0 || im->dims[1] > INT_MAX || im->dims[2] > INT_MAX)
-        return clt_fail(CLT_ERR_FORMAT, "%s: unusable image size %lld x %lld", path,
-                        (long long)im->dims[1], (long long)im->dims[2]);
+    for (int d = 1; d < im->ndim; d++)
+        if (im->dims[d] == 0 || im->dims[d] > 65535) {
+            char size[96];
+            int at = snprintf(size, sizeof size, "%lld x %lld", (long long)im->dims[1], (long long)im->dims[2]);
+            if (im->ndim == 4) snprintf(size + at, sizeof size - (size_t)at, " x %lld", (long long)im->dims[3]);
+            return clt_fail(CLT_ERR_FORMAT, "%s: unusable image size %s", path, size);
+        }
     return CLT_OK;
 }
 
@@ -88,9 +93,21 @@ static clt_status check_labels(const clt_idx *lb, const char *path, int classes)
 }
 
 /* Takes the first n samples of the validated files. */
-static clt_status build(const clt_idx *im, const clt_idx *lb, int classes, int64_t n,
+static clt_status build(const clt_idx *im, const clt_idx *lb, int classes, int64_t n, const char *path,
                         clt_dataset **out)
 {
+    if (im->ndim == 4) { /* N x rows x cols x channels: each pixel's channels together */
+        int32_t *labels = malloc((size_t)n * sizeof *labels);
+        if (!labels) return clt_fail(CLT_ERR_NO_MEMORY, "%s: %lld labels", path, (long long)n);
+        for (int64_t i = 0; i < n; i++) labels[i] = lb->data[i];
+        clt_dataset_desc d;
+        clt_dataset_desc_default(&d);
+        d.n = n, d.height = (int)im->dims[1], d.width = (int)im->dims[2], d.channels = (int)im->dims[3];
+        d.layout = CLT_LAYOUT_NHWC, d.images = im->data, d.labels = labels, d.classes = classes;
+        clt_status s = clt_dataset_from_arrays(&d, path, out);
+        free(labels);
+        return s;
+    }
     clt_dataset *ds;
     CLT_TRY(clt_dataset_alloc(n, 1, (int)im->dims[1], (int)im->dims[2], classes, 1, &ds));
     memcpy(ds->pixels, im->data, (size_t)n * clt_dataset_sample_size(ds)); /* <= im->size */
@@ -123,7 +140,7 @@ clt_status clt_dataset_from_idx(const char *images_path, const char *labels_path
                      (long long)lb->dims[0]);
     if (s == CLT_OK) {
         int64_t n = limit > 0 && limit < im->dims[0] ? limit : im->dims[0];
-        s = build(im, lb, classes, n, out);
+        s = build(im, lb, classes, n, images_path, out);
     }
     clt_idx_destroy(im);
     clt_idx_destroy(lb);

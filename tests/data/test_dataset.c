@@ -89,6 +89,23 @@ static void test_from_idx(void)
     if (ds) CHECK(clt_dataset_read(ds, 0, 2, two, NULL) == CLT_OK && two[0] == 0.0f && two[1] == 1.0f, "0 and 255");
     clt_dataset_destroy(ds);
 
+    /* idx4: N x rows x cols x channels, each pixel's channels together (NHWC) -> NCHW. */
+    uint8_t px4[2 * 2 * 1 * 3];
+    for (int i = 0; i < 12; i++) px4[i] = (uint8_t)(i * 20);
+    uint32_t d4[4] = {2, 2, 1, 3};
+    tw_write_idx(join(d, "rgb-images"), 1, 4, d4, px4);
+    CHECK_OK(clt_dataset_from_idx(join(d, "rgb-images"), join(d, "ends-labels"), 2, 0, &ds));
+    int c4 = 0, h4 = 0, w4 = 0;
+    clt_dataset_shape(ds, &c4, &h4, &w4);
+    float rgb[12];
+    CHECK(ds && c4 == 3 && h4 == 2 && w4 == 1 && clt_dataset_read(ds, 0, 2, rgb, NULL) == CLT_OK, "idx4 shape %dx%dx%d",
+          c4, h4, w4);
+    /* sample 0, channel 1, pixel 1 is byte (0 * 2 + 1) * 3 + 1 = 4 of the file; sample 1, channel 2,
+     * pixel 0 byte (1 * 2 + 0) * 3 + 2 = 8 */
+    if (ds) CHECK(rgb[1 * 2 + 1] == (float)(4 * 20) / 255.0f && rgb[6 + 2 * 2 + 0] == (float)(8 * 20) / 255.0f,
+                  "idx4 values are not the NCHW of the file's NHWC");
+    clt_dataset_destroy(ds);
+
     /* Wrong ranks: labels given as images and the other way round. */
     CHECK_FAIL(clt_dataset_from_idx(lb, lb, 10, 0, &ds), CLT_ERR_FORMAT, lb, "must be an idx3 file");
     CHECK_FAIL(clt_dataset_from_idx(im, im, 10, 0, &ds), CLT_ERR_FORMAT, im, "must be an idx1 file");
