@@ -623,6 +623,24 @@ CLT_API clt_status clt_dataset_from_npz(const char *path, clt_subset subset, clt
 CLT_API clt_status clt_dataset_from_npy(const char *images_path, const char *labels_path, clt_layout layout,
                                         int64_t limit, clt_dataset **out);
 
+/* Per-channel normalisation of every sample the dataset gives (batches,
+ * evaluation, clt_dataset_read): (x - mean[c]) / std[c] in float32, after
+ * x/255 for 8-bit data and after a batcher's augmentation. `channels`
+ * values each, finite, std > 0; both NULL: none. Set it before batchers
+ * or other threads use the dataset. */
+CLT_API clt_status clt_dataset_set_normalization(clt_dataset *ds, const float *mean, const float *std);
+/* Each channel's mean and (population) standard deviation over every
+ * sample and pixel, as read before normalisation (x/255 for 8-bit data),
+ * summed in double: what normalisation "auto" takes from a training set. */
+CLT_API clt_status clt_dataset_channel_stats(const clt_dataset *ds, double *mean, double *std);
+/* A validation set held out of a training set: round(fraction x count)
+ * samples of every class, drawn with the library's own PRNG from `seed`
+ * (the same on every machine), into *held_out; the rest into *kept; both
+ * in the source's order, without its normalisation. fraction in (0, 1);
+ * a split that leaves either side empty is refused. */
+CLT_API clt_status clt_dataset_holdout(const clt_dataset *ds, double fraction, uint64_t seed, clt_dataset **kept,
+                                       clt_dataset **held_out);
+
 /* CIFAR-10 or CIFAR-100 in its binary version, from the directory the
  * archive unpacks to: CIFAR-10's data_batch_1.bin .. data_batch_5.bin
  * (training) and test_batch.bin, records of a label byte then 3072 pixel
@@ -664,9 +682,17 @@ typedef struct clt_batcher_config {
     void *(*alloc)(void *user, size_t bytes);
     void (*release)(void *user, void *ptr);
     void *alloc_user;
+    /* Training-time augmentation, the CIFAR recipe: a random crop of the
+     * sample's size out of the sample padded with augment_pad zeros on each
+     * side (0: none; 0..1024), then, with augment_flip, a horizontal flip
+     * with probability 1/2; before the dataset's normalisation. Each
+     * sample's draw depends on (seed, epoch, its index in the dataset)
+     * alone: the same for any batch size, device count or resumed run. */
+    int augment_pad;
+    int augment_flip;
     /* Zero (clt_batcher_config_default sets it). Later versions add fields
      * here, with 0 as their default, so the struct keeps its size. */
-    unsigned char reserved[64];
+    unsigned char reserved[56];
 } clt_batcher_config;
 
 /* batch_size 256, shuffle 1, drop_last 0, seed 0, prefetch 1, no allocator.

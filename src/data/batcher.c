@@ -23,6 +23,7 @@ enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 
 typedef struct slot {
     float *images;
+    float *spare;  /* one sample, for augmentation */
     int32_t *labels;
     int count;
     int64_t epoch, index;
@@ -75,7 +76,9 @@ static void fill(clt_batcher *b, slot *s)
         clt_shuffle_permutation(b->perm, b->n, b->cfg.seed, s->epoch);
         b->perm_epoch = s->epoch;
     }
-    clt_dataset_gather(b->ds, b->cfg.shuffle ? b->perm + start : NULL, start, count, s->images, s->labels);
+    clt_augment aug = {b->cfg.augment_pad, b->cfg.augment_flip, b->cfg.seed, s->epoch};
+    clt_dataset_gather(b->ds, b->cfg.shuffle ? b->perm + start : NULL, start, count, &aug, s->spare, s->images,
+                       s->labels);
     s->count = (int)count;
 }
 
@@ -151,6 +154,9 @@ static clt_status check_config(const clt_dataset *ds, const clt_batcher_config *
     if (cfg->batch_size <= 0)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_batcher_create: batch_size must be > 0 (got %d)",
                         cfg->batch_size);
+    if (cfg->augment_pad < 0 || cfg->augment_pad > 1024 || (cfg->augment_flip != 0 && cfg->augment_flip != 1))
+        return clt_fail(CLT_ERR_INVALID_ARG, "clt_batcher_create: augment_pad %d (0..1024) or augment_flip %d (0 or 1)",
+                        cfg->augment_pad, cfg->augment_flip);
     if (!cfg->alloc != !cfg->release)
         return clt_fail(CLT_ERR_INVALID_ARG,
                         "clt_batcher_create: alloc and release must both be set or both be NULL");
@@ -177,6 +183,8 @@ static clt_status setup(clt_batcher *b, const clt_dataset *ds)
     for (int i = 0; i < b->nslots; i++) {
         CLT_TRY(alloc_buffer(b, (void **)&b->slots[i].images, floats, sizeof(float), "batch images"));
         CLT_TRY(alloc_buffer(b, (void **)&b->slots[i].labels, cap, sizeof(int32_t), "batch labels"));
+        if (b->cfg.augment_pad || b->cfg.augment_flip)
+            CLT_TRY(clt_aligned_alloc((void **)&b->slots[i].spare, b->sample, sizeof(float), "augmentation"));
     }
     if (!b->cfg.prefetch) return CLT_OK;
     if (pthread_mutex_init(&b->mu, NULL) != 0)
@@ -239,6 +247,7 @@ void clt_batcher_destroy(clt_batcher *b)
     for (int i = 0; i < 2; i++) {
         free_buffer(b, b->slots[i].images);
         free_buffer(b, b->slots[i].labels);
+        clt_aligned_free(b->slots[i].spare);
     }
     free(b->perm);
     free(b);

@@ -42,23 +42,39 @@ size_t clt_dataset_sample_size(const clt_dataset *ds)
     return (size_t)ds->channels * (size_t)ds->height * (size_t)ds->width;
 }
 
-void clt_dataset_gather(const clt_dataset *ds, const int64_t *idx, int64_t first, int64_t n, float *images,
-                        int32_t *labels)
+/* Sample src's values as floats into to (x/255 for bytes). */
+static void convert(const clt_dataset *ds, const float *lut, int64_t src, size_t sample, float *to)
+{
+    if (ds->u8) {
+        const uint8_t *from = (const uint8_t *)ds->pixels + (size_t)src * sample;
+        for (size_t i = 0; i < sample; i++) to[i] = lut[from[i]];
+    } else {
+        memcpy(to, (const float *)ds->pixels + (size_t)src * sample, sample * sizeof(float));
+    }
+}
+
+void clt_dataset_gather(const clt_dataset *ds, const int64_t *idx, int64_t first, int64_t n, const clt_augment *aug,
+                        float *spare, float *images, int32_t *labels)
 {
     /* A table keeps x/255 exactly (a division, as PyTorch's ToTensor) at the
      * cost of a lookup. */
     float lut[256];
     if (ds->u8)
         for (int v = 0; v < 256; v++) lut[v] = (float)v / 255.0f;
-    size_t sample = clt_dataset_sample_size(ds);
+    size_t sample = clt_dataset_sample_size(ds), plane = (size_t)ds->height * (size_t)ds->width;
+    int augment = aug && (aug->pad > 0 || aug->flip);
     for (int64_t k = 0; k < n; k++) {
         int64_t src = idx ? idx[k] : first + k;
         float *to = images + (size_t)k * sample;
-        if (ds->u8) {
-            const uint8_t *from = (const uint8_t *)ds->pixels + (size_t)src * sample;
-            for (size_t i = 0; i < sample; i++) to[i] = lut[from[i]];
+        if (augment) {
+            convert(ds, lut, src, sample, spare);
+            clt_augment_sample(aug, src, ds->channels, ds->height, ds->width, spare, to);
         } else {
-            memcpy(to, (const float *)ds->pixels + (size_t)src * sample, sample * sizeof(float));
+            convert(ds, lut, src, sample, to);
+        }
+        for (int c = 0; ds->norm && c < ds->channels; c++) {
+            float mean = ds->norm[c], std = ds->norm[ds->channels + c], *p = to + (size_t)c * plane;
+            for (size_t i = 0; i < plane; i++) p[i] = (p[i] - mean) / std;
         }
         if (labels) labels[k] = ds->labels[src];
     }
@@ -151,6 +167,7 @@ void clt_dataset_destroy(clt_dataset *ds)
 {
     if (!ds) return;
     clt_aligned_free(ds->pixels);
+    free(ds->norm);
     clt_aligned_free(ds->labels);
     free(ds);
 }
@@ -172,7 +189,7 @@ clt_status clt_dataset_read(const clt_dataset *ds, int64_t first, int64_t n, flo
     if (first < 0 || n < 0 || first > ds->n || n > ds->n - first)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_read: samples %lld..%lld of a dataset of %lld",
                         (long long)first, (long long)first + (long long)n - 1, (long long)ds->n);
-    if (images) clt_dataset_gather(ds, NULL, first, n, images, labels);
+    if (images) clt_dataset_gather(ds, NULL, first, n, NULL, NULL, images, labels);
     else memcpy(labels, ds->labels + first, (size_t)n * sizeof(int32_t));
     return CLT_OK;
 }

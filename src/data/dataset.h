@@ -5,6 +5,7 @@
 #define CLT_DATA_DATASET_H
 
 #include "cltrain.h"
+#include "data/augment.h"
 
 struct clt_dataset {
     int64_t n;
@@ -12,6 +13,7 @@ struct clt_dataset {
     int u8;          /* 1: pixels are uint8_t (read as x/255); 0: float */
     void *pixels;    /* n x channels x height x width, NCHW */
     int32_t *labels; /* n, each in 0 .. classes-1 */
+    float *norm;     /* NULL, or per channel: mean[channels] then std[channels] (clt_dataset_set_normalization) */
 };
 
 /* An empty dataset of n samples (pixels and labels allocated, not set);
@@ -21,9 +23,11 @@ clt_status clt_dataset_alloc(int64_t n, int channels, int height, int width, int
 /* Floats per sample. */
 size_t clt_dataset_sample_size(const clt_dataset *ds);
 /* Samples idx[0..n) (idx NULL: first, first+1, ...) as floats, NCHW, into
- * images (n x sample floats); labels into labels where not NULL. */
-void clt_dataset_gather(const clt_dataset *ds, const int64_t *idx, int64_t first, int64_t n, float *images,
-                        int32_t *labels);
+ * images (n x sample floats): x/255 for bytes, then augmented where aug is
+ * not NULL (training batches; spare: room for one sample), then normalised
+ * where the dataset says; labels into labels where not NULL. */
+void clt_dataset_gather(const clt_dataset *ds, const int64_t *idx, int64_t first, int64_t n, const clt_augment *aug,
+                        float *spare, float *images, int32_t *labels);
 
 /* clt_dataset_from_memory with `op` leading every error's detail (a file
  * and its arrays, for the sources that read arrays from files). */

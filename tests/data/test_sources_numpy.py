@@ -131,6 +131,67 @@ cifar_records(np.stack([coarse, fine], 1)[:2], px[:2]).tofile(os.path.join(c100,
 same('CIFAR-100 fine', [c100, 'train'], px, fine, classes=100)
 same('CIFAR-100 coarse', [c100, 'train', 'auto', 'coarse'], px, coarse, classes=20)
 
+# Normalisation: auto takes NumPy's mean and (population) std per channel;
+# the samples are then (x/255 - mean) / std in float32.
+col = os.path.join(tmp, 'col.npz')
+cim = rng.integers(0, 256, (9, 5, 6, 3), dtype=np.uint8)
+clab = rng.integers(0, 4, 9)
+np.savez(col, images=cim, labels=clab)
+x = cim.transpose(0, 3, 1, 2).astype(np.float32) / np.float32(255)
+rc, got = dump(col, 'train', 'auto', 'fine', 'one', 'norm=auto')
+check(rc == 0, f'norm=auto: {got}')
+if rc == 0:
+    xm, xs = x.astype(np.float64).mean(axis=(0, 2, 3)), x.astype(np.float64).std(axis=(0, 2, 3))
+    check(np.allclose(got['mean'], xm, rtol=1e-12, atol=0) and np.allclose(got['std'], xs, rtol=1e-12, atol=0),
+          f'auto statistics {got["mean"]} {got["std"]} against NumPy {xm} {xs}')
+    m32, s32 = np.array(got['mean'], np.float32), np.array(got['std'], np.float32)
+    want = (x - m32[None, :, None, None]) / s32[None, :, None, None]
+    check(got['bits'] == np.ascontiguousarray(want).view(np.uint32).ravel().tolist(), 'normalised values differ')
+rc, got = dump(col, 'train', 'auto', 'fine', 'one', 'norm=0.5,0.25,0:2,4,0.5')
+want = (x - np.array([0.5, 0.25, 0], np.float32)[None, :, None, None]) / np.array([2, 4, 0.5], np.float32)[None, :, None, None]
+check(rc == 0 and got['bits'] == np.ascontiguousarray(want).view(np.uint32).ravel().tolist(), f'given normalisation: {rc}')
+refused('zero std', [col, 'train', 'auto', 'fine', 'one', 'norm=0,0,0:1,0,1'], 'channel 1', 'std > 0')
+
+# Augmentation: the batch equals NumPy's crop of the zero-padded sample at
+# the library's draws, then the flip, then the normalisation.
+for pad, flip, seed, epoch in ((2, 1, 7, 0), (1, 0, 7, 3), (0, 1, 11, 1), (3, 1, 5, 2)):
+    rc, got = dump(col, 'train', 'auto', 'fine', 'one', 'norm=0.5,0.25,0:2,4,0.5', f'aug={pad},{flip},{seed},{epoch}')
+    check(rc == 0, f'aug {pad},{flip}: {got}')
+    if rc:
+        continue
+    draws = got['draws']
+    check(len({tuple(d) for d in draws}) > 1 or pad == 0, f'aug {pad},{flip}: every draw alike {draws}')
+    check(all(0 <= dx <= 2 * pad and 0 <= dy <= 2 * pad and f in (0, flip) for dx, dy, f in draws), f'draws {draws}')
+    padded = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    out = np.stack([padded[i, :, dy:dy + 5, dx:dx + 6] for i, (dx, dy, f) in enumerate(draws)])
+    out = np.stack([o[:, :, ::-1] if d[2] else o for o, d in zip(out, draws)])
+    out = (out - np.array([0.5, 0.25, 0], np.float32)[None, :, None, None]) / np.array([2, 4, 0.5], np.float32)[None, :, None, None]
+    check(got['bits'] == np.ascontiguousarray(out.astype(np.float32)).view(np.uint32).ravel().tolist(),
+          f'aug {pad},{flip},{seed},{epoch}: batch differs from NumPy given the same draws')
+    check(got['labels'] == clab.tolist(), 'augmentation keeps labels')
+rc1, a1 = dump(col, 'train', 'auto', 'fine', 'one', 'aug=2,1,7,0')
+rc2, a2 = dump(col, 'train', 'auto', 'fine', 'one', 'aug=2,1,7,1')
+check(rc1 == 0 and rc2 == 0 and a1['draws'] != a2['draws'], 'another epoch draws anew')
+
+# Held out: round(f x count) of every class, the rest kept, each in order.
+hl = rng.integers(0, 3, 200)
+him = np.arange(200, dtype=np.uint8).reshape(200, 1, 1)
+hz = os.path.join(tmp, 'hold.npz')
+np.savez(hz, images=him, labels=hl)
+rc, kept = dump(hz, 'train', 'auto', 'fine', 'one', 'holdout=0.2,9,kept')
+rc2, held = dump(hz, 'train', 'auto', 'fine', 'one', 'holdout=0.2,9,held')
+check(rc == 0 and rc2 == 0, f'holdout: {kept} {held}')
+if rc == 0 and rc2 == 0:
+    ki = [round(np.frombuffer(np.array(b, np.uint32).tobytes(), np.float32)[0] * 255) for b in kept['bits']]
+    hi_ = [round(np.frombuffer(np.array(b, np.uint32).tobytes(), np.float32)[0] * 255) for b in held['bits']]
+    check(sorted(ki + hi_) == list(range(200)) and ki == sorted(ki) and hi_ == sorted(hi_), 'kept and held partition the samples in order')
+    for c in range(3):
+        check(sum(1 for i in hi_ if hl[i] == c) == round(0.2 * np.sum(hl == c)), f'class {c}: held {sum(1 for i in hi_ if hl[i] == c)}')
+    rc3, again = dump(hz, 'train', 'auto', 'fine', 'one', 'holdout=0.2,9,held')
+    rc4, other = dump(hz, 'train', 'auto', 'fine', 'one', 'holdout=0.2,10,held')
+    check(again == held and other != held, 'the same seed holds out the same samples, another seed others')
+refused('holdout of everything', [hz, 'train', 'auto', 'fine', 'one', 'holdout=0.999,9,kept'], 'nothing would be left')
+
 # Refusals name the file and the problem.
 bad = os.path.join(tmp, 'bad.npz')
 np.savez(bad, images=np.zeros((2, 3, 3)), labels=np.array([0, 1]))
