@@ -62,7 +62,9 @@ BENCH_ONLY = ['--steps', '--init', '--trace']
 TRAIN_ONLY = ['--lr', '--momentum', '--weight-decay', '--epochs', '--seed', '--limit-train', '--no-shuffle',
               '--drop-last', '--log-csv', '--plot', '--export-npz', '--save', '--sync-bn', '--quiet']
 FLAGS = {'--no-shuffle', '--drop-last', '--sync-bn', '--quiet'}
-for cmd, refused in [(['eval'], TRAIN_ONLY + BENCH_ONLY), (['bench', 'train'], TRAIN_ONLY + EVAL_ONLY)]:
+# eval takes --seed: the one --val-split holds out with
+for cmd, refused in [(['eval'], [o for o in TRAIN_ONLY if o != '--seed'] + BENCH_ONLY),
+                     (['bench', 'train'], TRAIN_ONLY + EVAL_ONLY)]:
     name = ' '.join(cmd)
     for opt in refused:
         args = [*cmd, '--init-from', 'x.npz'] if cmd == ['eval'] else [*cmd]
@@ -75,7 +77,7 @@ for cmd, refused in [(['eval'], TRAIN_ONLY + BENCH_ONLY), (['bench', 'train'], T
     rc, out, err = run(*cmd, '--help')
     listed = {w.split('=')[0] for w in out.split() if w.startswith('--')}
     own = {'eval': ['--model', '--devices', '--split', '--batch-size', '--json', '--init-from', '--resume', '--data',
-                    '--test-data', '--layout', '--label',
+                    '--test-data', '--layout', '--label', '--normalize', '--val-split', '--seed',
                     '--limit-test'],
            'bench train': ['--model', '--devices', '--split', '--batch-size', '--json', '--steps', '--init',
                            '--trace']}[name]

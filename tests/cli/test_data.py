@@ -109,7 +109,42 @@ r = cltrain('train', '--data', c100, '--label', 'coarse', '--model', 'conv:4:3:2
             '--epochs', 1, '--batch-size', 25, '--devices', 0)
 check(r.returncode == 0, f'CIFAR-100 --label coarse: {r.stderr}')
 
+# --val-split holds out a fraction of each class and evaluates on it; --normalize auto
+# and --augment go into the record, so eval --resume sees the same held-out set, and
+# a resumed run with augmentation ends bit for bit where one without a stop ends.
+vs = os.path.join(tmp, 'vs.npz')
+aug = ['--data', train_npz, '--val-split', '0.2', '--normalize', 'auto', '--augment', 'crop:2,flip', *COMMON]
+r = cltrain('train', *aug, '--epochs', 3, '--save', vs, '--json')
+e = epochs(r)
+check(r.returncode == 0 and e and e[-1]['test_acc'] is not None, f'--val-split run: {r.stdout} {r.stderr}')
+held = sum(round(0.2 * int(np.sum(labels[:500] == c))) for c in range(3))
+r = cltrain('eval', '--resume', vs, '--json', '--devices', 0)
+check(r.returncode == 0 and json.loads(r.stdout)['samples'] == held, f'eval --resume: the held-out {held}: {r.stdout} {r.stderr}')
+whole, part = os.path.join(tmp, 'whole.npz'), os.path.join(tmp, 'part.npz')
+r1 = cltrain('train', *aug, '--epochs', 3, '--export-npz', whole, '--quiet')
+r2 = cltrain('train', *aug, '--epochs', 1, '--save', part, '--quiet')
+r3 = cltrain('train', '--resume', part, '--epochs', 3, '--export-npz', part + '.out.npz', '--quiet', '--devices', 0)
+same = all(x.returncode == 0 for x in (r1, r2, r3)) and open(whole, 'rb').read() == open(part + '.out.npz', 'rb').read()
+check(same, f'augmented run resumed after epoch 1 equals the run without a stop: {r1.stderr} {r2.stderr} {r3.stderr}')
+r = cltrain('train', '--resume', part, '--val-split', '0.3', '--epochs', 2)
+check(r.returncode == 2 and '--val-split' in r.stderr, f'--val-split against the record: {r.returncode} {r.stderr}')
+# the same batches on two devices: the same run within the sums' rounding
+one_dev = cltrain('train', *aug, '--epochs', 2, '--json')
+two = [x if x != '0' else '0,1' for x in aug]
+two_dev = cltrain('train', *two, '--epochs', 2, '--json')
+l1, l2 = epochs(one_dev), epochs(two_dev)
+check(l1 and l2 and abs(l1[-1]['loss'] - l2[-1]['loss']) <= 1e-4 * max(1, abs(l1[-1]['loss'])),
+      f'augmented, 1 device vs 2: {l1[-1:]} {l2[-1:]}')
+
 # Refusals.
+r = cltrain('train', '--data', train_npz, '--normalize', '0.5:0.2', *COMMON)
+check(r.returncode == 2 and '--normalize 0.5:0.2' in r.stderr and '3 channel' in r.stderr, f'--normalize count: {r.stderr}')
+r = cltrain('train', '--data', train_npz, '--normalize', '0,0,0:1,0,1', *COMMON)
+check(r.returncode == 2 and 'std' in r.stderr, f'--normalize zero std: {r.returncode} {r.stderr}')
+r = cltrain('train', '--data', train_npz, '--augment', 'crop:0', *COMMON)
+check(r.returncode == 2 and '--augment crop:0' in r.stderr, f'bad --augment: {r.returncode} {r.stderr}')
+r = cltrain('train', '--data', train_npz, '--val-split', '1.5', *COMMON)
+check(r.returncode == 2 and '--val-split' in r.stderr, f'--val-split 1.5: {r.returncode} {r.stderr}')
 r = cltrain('train', '--data', train_npz, '--layout', 'hwc', *COMMON)
 check(r.returncode == 2 and '--layout hwc' in r.stderr, f'bad --layout: {r.returncode} {r.stderr}')
 r = cltrain('train', '--data', train_npz, '--label', 'medium', *COMMON)

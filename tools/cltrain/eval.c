@@ -20,6 +20,9 @@ static const cli_accept eval_options[] = {
     {O_TEST_DATA, "the test set, when --data has none (an .npz of one pair, say)"},
     {O_LAYOUT, NULL},
     {O_LABEL, NULL},
+    {O_NORMALIZE, "per-channel (x - M) / S after x/255 (default: the checkpoint's); auto:\nthe training set's mean and std"},
+    {O_VAL_SPLIT, "evaluate on this fraction of each class of the training set, held out\nwith --seed (default: the checkpoint's)"},
+    {O_SEED, NULL},
     {O_DEVICES, NULL},
     {O_SPLIT, "how the test set is shared between devices (default equal; auto is equal here)"},
     {O_BATCH, "samples per forward pass on each device (default 256)"},
@@ -48,12 +51,15 @@ int cli_eval(int argc, char **argv)
     if (o.resume && !CLI_GIVEN(&o, O_TEST_DATA) && meta.test_data && meta.test_data[0]) o.test_data = meta.test_data;
     if (o.resume && !CLI_GIVEN(&o, O_LAYOUT)) o.layout = meta.layout;
     if (o.resume && !CLI_GIVEN(&o, O_LABEL)) o.coarse = meta.coarse;
+    if (o.resume && !CLI_GIVEN(&o, O_NORMALIZE) && meta.normalize && meta.normalize[0]) o.normalize = meta.normalize;
+    if (o.resume && !CLI_GIVEN(&o, O_VAL_SPLIT)) o.val_split = meta.val_split, o.seed = meta.seed;
     int devs[CLT_MAX_DEVICES], n_devs = 0;
     clt_dataset *test = NULL;
     clt_trainer *t = NULL;
     double loss = 0, acc = 0;
     if ((rc = cli_resolve_devices(&o, devs, &n_devs))) goto done;
-    if ((rc = cli_load_data(&o, CLT_SUBSET_TEST, &test))) goto done;
+    char norm[4096];
+    if ((rc = cli_load_run_data(&o, NULL, &test, norm, sizeof norm))) goto done;
     if (!test) {
         fprintf(stderr, "cltrain: --data %s has no test split: name the test set with --test-data\n", o.data);
         rc = 2;
@@ -84,5 +90,7 @@ done:
     free(model);
     free(meta.data);
     free(meta.test_data);
+    free(meta.normalize);
+    free(meta.augment);
     return rc;
 }

@@ -44,6 +44,9 @@ static const cli_row rows[] = {
     {O_TEST_DATA, "test-data", "DIR|FILE.npz", "the test set from elsewhere (default: --data's test split;\nwithout one, no test accuracy)"},
     {O_LAYOUT, "layout", "auto|nchw|nhwc", "where 4-D NumPy images keep their channels (default auto:\na last axis of 1, 3 or 4 is channels-last)"},
     {O_LABEL, "label", "fine|coarse", "CIFAR-100's 100 fine or 20 coarse classes (default fine)"},
+    {O_NORMALIZE, "normalize", "none|auto|M,..:S,..", "per-channel (x - M) / S after x/255; auto: the training set's\nmean and std (default none)"},
+    {O_AUGMENT, "augment", "none|crop:P[,flip]|flip", "training only: a random crop after P pixels of zero padding,\nand a random horizontal flip (default none)"},
+    {O_VAL_SPLIT, "val-split", "F", "hold out fraction F of each class of the training set and\nevaluate on it (default: the test set)"},
     {O_DEVICES, "devices", "LIST|all", "device indices as cltrain-smi numbers them (default: all GPUs, else all CPUs)"},
     {O_SPLIT, "split", "equal|auto|W0,W1,...", "how a batch is shared between devices (default equal)"},
     {O_BATCH, "batch-size", "N", "samples per optimizer step over all devices (default 256)"},
@@ -217,6 +220,29 @@ int cli_check_learning(cli_options *o)
     return 0;
 }
 
+int parse_augment(const char *prog, const char *text, int *pad, int *flip)
+{
+    *pad = 0, *flip = 0;
+    if (!strcmp(text, "none")) return 0;
+    char *end;
+    if (!strncmp(text, "crop:", 5)) {
+        long p = strtol(text + 5, &end, 10);
+        if (end == text + 5 || p < 1 || p > 1024 || (*end && strcmp(end, ",flip"))) {
+            fprintf(stderr, "%s: --augment %s: crop:P with P in 1..1024, optionally followed by ,flip\n", prog, text);
+            return 2;
+        }
+        *pad = (int)p;
+        *flip = *end != 0;
+        return 0;
+    }
+    if (!strcmp(text, "flip")) {
+        *flip = 1;
+        return 0;
+    }
+    fprintf(stderr, "%s: --augment %s: none, crop:P, crop:P,flip or flip\n", prog, text);
+    return 2;
+}
+
 int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int argc, char **argv)
 {
     struct option longs[N_ROWS + 2];
@@ -251,6 +277,9 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
                 rc = 2;
             }
             break;
+        case O_NORMALIZE: o->normalize = optarg; break;
+        case O_AUGMENT: rc = parse_augment(prog, optarg, &o->aug_pad, &o->aug_flip); break;
+        case O_VAL_SPLIT: rc = opt_parse_number(O_VAL_SPLIT, optarg, &o->val_split); break;
         case O_LABEL:
             if (!strcmp(optarg, "fine") || !strcmp(optarg, "coarse")) o->coarse = !strcmp(optarg, "coarse");
             else {

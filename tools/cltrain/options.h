@@ -12,7 +12,8 @@ enum cli_opt {
     O_MODEL = 256, O_DATA, O_DEVICES, O_SPLIT, O_BATCH, O_LR, O_MOM, O_WD, O_EPOCHS, O_STEPS, O_SEED, O_INIT,
     O_LTRAIN, O_LTEST, O_NOSHUF, O_DROP, O_JSON, O_QUIET, O_CSV, O_PLOT, O_INIT_FROM, O_EXPORT, O_SAVE, O_RESUME,
     O_SYNC_BN, O_OPTIM, O_NESTEROV, O_BETAS, O_EPS, O_CLIP, O_SCHED, O_LR_STEP, O_MILESTONES, O_GAMMA, O_LR_MIN,
-    O_WARM_STEPS, O_WARM_EPOCHS, O_SCALE_LR, O_SMOOTH, O_TRACE, O_AGAIN, O_TEST_DATA, O_LAYOUT, O_LABEL, O_END
+    O_WARM_STEPS, O_WARM_EPOCHS, O_SCALE_LR, O_SMOOTH, O_TRACE, O_AGAIN, O_TEST_DATA, O_LAYOUT, O_LABEL, O_NORMALIZE,
+    O_AUGMENT, O_VAL_SPLIT, O_END
 };
 #define CLI_GIVEN(o, opt) ((o)->given[(opt) - O_MODEL])
 
@@ -22,6 +23,9 @@ typedef struct cli_options {
     const char *test_data;  /* NULL: the test split of --data, if it has one */
     int layout;             /* clt_layout of NumPy images */
     int coarse;             /* CIFAR-100's coarse labels */
+    const char *normalize;  /* NULL or "none", "auto", or "M0,M1,..:S0,S1,.." (cli_load_run_data resolves it) */
+    int aug_pad, aug_flip;  /* --augment crop:P,flip */
+    double val_split;       /* 0: none; else the fraction of each class held out to evaluate on */
     int devices[CLT_MAX_DEVICES];
     int n_devices;          /* 0: the default selection */
     int all_devices;
@@ -52,6 +56,9 @@ typedef struct cli_accept {
 } cli_accept;
 
 void cli_options_default(cli_options *o);
+/* --augment's text into the crop's padding and the flip; 0, or 2 after a
+ * message. */
+int parse_augment(const char *prog, const char *text, int *pad, int *flip);
 /* The option's long name without the dashes ("batch-size"). */
 const char *cli_option_name(enum cli_opt opt);
 /* Parses argv (after the command word). `accepts` lists the options the
@@ -81,10 +88,15 @@ int cli_make_trainer(const cli_options *o, const char *model, const char *model_
  * checked as it loads); a mismatch is printed, naming both shapes, and
  * returns 1. */
 int cli_check_shapes(const cli_options *o, const clt_dataset *train, const clt_dataset *test, int *shape);
-/* The training set of --data, or the test set of --test-data (else of
- * --data; NULL when it has none), with --layout, --label and the limits;
- * 0, or 1 after a message naming the option. */
-int cli_load_data(const cli_options *o, clt_subset subset, clt_dataset **out);
+/* The run's data: the training set of --data (less what --val-split holds
+ * out), and the set it is evaluated on: what --val-split held out, else
+ * --test-data's, else --data's test split (NULL when it has none); with
+ * --layout, --label, the limits and --normalize, whose values (measured
+ * on the training set for "auto") go into norm as "M0,..:S0,.." ("" for
+ * none; cap bytes) for the run record. train NULL (an evaluation): the
+ * training set is read only where --val-split or --normalize auto needs
+ * it. 0, 1 after a message naming the option, or 2 for a usage error. */
+int cli_load_run_data(const cli_options *o, clt_dataset **train, clt_dataset **test, char *norm, size_t cap);
 struct cli_world;
 /* world: this process among an mpirun launch's (world.h). */
 int cli_train(int argc, char **argv, const struct cli_world *world);

@@ -35,6 +35,7 @@ const opt_range opt_ranges[] = {
     NUM_RANGE(O_LR_MIN, "lr_min", OPT_DOUBLE, 0, 0, 1e6, 0, 0),
     INT_RANGE(O_WARM_STEPS, "warmup_steps", 1, INT64_MAX / 2, 1),
     INT_RANGE(O_WARM_EPOCHS, "warmup_epochs", 1, 1000000, 1),
+    NUM_RANGE(O_VAL_SPLIT, "val_split", OPT_DOUBLE, 0.0001, 0, 0.9999, 0, 1),
 };
 const int n_opt_ranges = (int)(sizeof opt_ranges / sizeof opt_ranges[0]);
 

@@ -96,7 +96,12 @@ char *run_meta_format(const run_meta *m)
             (long long)m->batch_size, (long long)m->limit_train, m->shuffle, m->drop_last, m->lr, m->momentum,
             m->weight_decay, (long long)m->target_epochs, (long long)m->target_steps);
     format_learning(f, &m->learn);
-    fprintf(f, "\"layout\": %d, \"coarse\": %d, \"test_data\": ", m->layout, m->coarse);
+    fprintf(f, "\"layout\": %d, \"coarse\": %d, \"val_split\": %.17g, \"normalize\": ", m->layout, m->coarse,
+            m->val_split);
+    json_string(f, m->normalize ? m->normalize : "");
+    fputs(", \"augment\": ", f);
+    json_string(f, m->augment ? m->augment : "");
+    fputs(", \"test_data\": ", f);
     json_string(f, m->test_data ? m->test_data : "");
     fputs(", \"data\": ", f);
     json_string(f, m->data ? m->data : "");
@@ -290,5 +295,8 @@ int run_meta_parse(const char *text, const char *path, run_meta *m)
     m->layout = (int)layout;
     m->coarse = (int)coarse;
     if (version >= 4 && !(m->test_data = string_of(text, "test_data"))) return bad(path, "test_data");
+    if (version >= 4 && !(m->normalize = string_of(text, "normalize"))) return bad(path, "normalize");
+    if (version >= 4 && !(m->augment = string_of(text, "augment"))) return bad(path, "augment");
+    if (version >= 4 && option_number(text, path, "val_split", &m->val_split)) return 1;
     return 0;
 }

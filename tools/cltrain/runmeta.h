@@ -39,6 +39,9 @@ typedef struct run_meta {
     /* Version 4 on: the data beside --data (older records: none, auto, fine). */
     char *test_data;     /* "" or NULL: none; owned as data */
     int layout, coarse;
+    char *normalize;     /* "" or NULL: none; else the values, "M0,..:S0,.."; owned as data */
+    char *augment;       /* "" or NULL: none; else as --augment takes it; owned as data */
+    double val_split;    /* 0: none */
 } run_meta;
 
 /* The run record version this cltrain writes; it reads this one and older. */

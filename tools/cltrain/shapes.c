@@ -2,6 +2,8 @@
  * before the first step: a test set of another shape would otherwise fail
  * only after a whole epoch of training. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "options.h"
 
@@ -17,18 +19,107 @@ int cli_check_shapes(const cli_options *o, const clt_dataset *train, const clt_d
     return 1;
 }
 
-int cli_load_data(const cli_options *o, clt_subset subset, clt_dataset **out)
+/* One split of a source with the run's options (NULL: the source has none). */
+static int load(const cli_options *o, const char *source, clt_subset subset, int any_split, int64_t limit,
+                const char *option, clt_dataset **out)
 {
-    *out = NULL;
     clt_load_options opt;
     clt_load_options_default(&opt);
     opt.layout = (clt_layout)o->layout;
     opt.coarse = o->coarse;
-    opt.limit = subset == CLT_SUBSET_TRAIN ? o->limit_train : o->limit_test;
-    int elsewhere = subset == CLT_SUBSET_TEST && o->test_data;
-    opt.any_split = elsewhere; /* a test set given on its own is one */
-    const char *source = elsewhere ? o->test_data : o->data;
+    opt.limit = limit;
+    opt.any_split = any_split;
     if (clt_dataset_load_with(source, subset, &opt, out) == CLT_OK) return 0;
-    fprintf(stderr, "cltrain: %s: %s\n", elsewhere ? "--test-data" : "--data", clt_last_error());
+    fprintf(stderr, "cltrain: %s: %s\n", option, clt_last_error());
     return 1;
+}
+
+/* --normalize's values for ds's channels into mean and std (explicit, or
+ * measured for "auto"); 0, 2 after a usage message. */
+static int normalization(const cli_options *o, const clt_dataset *ds, int c, float *mean, float *std)
+{
+    if (!strcmp(o->normalize, "auto")) {
+        double *m = malloc(2 * (size_t)c * sizeof *m);
+        if (!m || clt_dataset_channel_stats(ds, m, m + c) != CLT_OK) {
+            free(m);
+            fprintf(stderr, "cltrain: --normalize auto: %s\n", m ? clt_last_error() : "out of memory");
+            return 1;
+        }
+        for (int k = 0; k < c; k++) mean[k] = (float)m[k], std[k] = (float)m[c + k];
+        free(m);
+        return 0;
+    }
+    const char *p = o->normalize;
+    char *end;
+    for (int k = 0; k < 2 * c; k++) {
+        float v = strtof(p, &end);
+        char want = k == c - 1 ? ':' : k == 2 * c - 1 ? 0 : ',';
+        if (end == p || *end != want) {
+            fprintf(stderr, "cltrain: --normalize %s: none, auto, or %d means and %d standard deviations as "
+                    "M0,..:S0,.. for the data's %d channel(s)\n", o->normalize, c, c, c);
+            return 2;
+        }
+        (k < c ? mean : std)[k % c] = v;
+        p = end + (want != 0);
+    }
+    return 0;
+}
+
+int cli_load_run_data(const cli_options *o, clt_dataset **train, clt_dataset **test, char *norm, size_t cap)
+{
+    *test = NULL;
+    norm[0] = 0;
+    int auto_norm = o->normalize && !strcmp(o->normalize, "auto");
+    /* train NULL (an evaluation): the training set only where it decides */
+    clt_dataset *own = NULL;
+    if (!train && (o->val_split > 0 || auto_norm)) train = &own;
+    int rc = 0;
+    if (train) *train = NULL;
+    if (train) rc = load(o, o->data, CLT_SUBSET_TRAIN, 0, o->limit_train, "--data", train);
+    if (!rc && o->val_split > 0) {
+        clt_dataset *kept, *held;
+        if (clt_dataset_holdout(*train, o->val_split, (uint64_t)o->seed, &kept, &held) != CLT_OK) {
+            fprintf(stderr, "cltrain: --val-split %g: %s\n", o->val_split, clt_last_error());
+            rc = 1;
+        } else {
+            clt_dataset_destroy(*train);
+            *train = kept, *test = held;
+        }
+    } else if (!rc) {
+        const char *source = o->test_data ? o->test_data : o->data;
+        rc = load(o, source, CLT_SUBSET_TEST, o->test_data != NULL, o->limit_test,
+                  o->test_data ? "--test-data" : "--data", test);
+    }
+    if (rc || !o->normalize || !strcmp(o->normalize, "none") || (!train && !*test)) {
+        clt_dataset_destroy(own);
+        return rc;
+    }
+    const clt_dataset *measured = train ? *train : *test;
+    int c;
+    clt_dataset_shape(measured, &c, NULL, NULL);
+    float *mean = malloc(2 * (size_t)c * sizeof *mean), *std = mean ? mean + c : NULL;
+    if (!mean) {
+        clt_dataset_destroy(own);
+        fprintf(stderr, "cltrain: --normalize: out of memory\n");
+        return 1;
+    }
+    rc = normalization(o, measured, c, mean, std);
+    if (!rc && ((train && clt_dataset_set_normalization(*train, mean, std) != CLT_OK) ||
+                (*test && clt_dataset_set_normalization(*test, mean, std) != CLT_OK))) {
+        fprintf(stderr, "cltrain: --normalize %s: %s\n", o->normalize, clt_last_error());
+        rc = 2;
+    }
+    /* the values as the record keeps them: float32 round-trips in %.9g */
+    for (int k = 0, at = 0; !rc && k < 2 * c; k++) {
+        int w = snprintf(norm + at, cap - (size_t)at, "%s%.9g", k == 0 ? "" : k == c ? ":" : ",",
+                         (double)(k < c ? mean[k] : std[k - c]));
+        if (w < 0 || (size_t)w >= cap - (size_t)at) {
+            fprintf(stderr, "cltrain: --normalize: %d channels are more than the run record keeps\n", c);
+            rc = 2;
+        }
+        at += w > 0 ? w : 0;
+    }
+    free(mean);
+    clt_dataset_destroy(own);
+    return rc;
 }

@@ -158,6 +158,16 @@ static int apply_resume(cli_options *o, const char *path, run_meta *m, char **mo
     if (!CLI_GIVEN(o, O_TEST_DATA)) o->test_data = m->test_data && m->test_data[0] ? m->test_data : NULL;
     if (!CLI_GIVEN(o, O_LAYOUT)) o->layout = m->layout;
     if (!CLI_GIVEN(o, O_LABEL)) o->coarse = m->coarse;
+    if (!CLI_GIVEN(o, O_NORMALIZE) && m->normalize && m->normalize[0]) o->normalize = m->normalize;
+    if (!CLI_GIVEN(o, O_AUGMENT) && m->augment && m->augment[0] && parse_augment("cltrain", m->augment, &o->aug_pad,
+                                                                                 &o->aug_flip))
+        return 1;
+    if (CLI_GIVEN(o, O_VAL_SPLIT) && o->val_split != m->val_split) {
+        fprintf(stderr, "cltrain: --val-split %g conflicts with the checkpoint's %g (%s): the training set would "
+                "change\n", o->val_split, m->val_split, path);
+        return 2;
+    }
+    o->val_split = m->val_split;
     /* the optimizer and schedule options the command line does not set:
      * the checkpoint's */
     run_learning *l = &o->learn;
@@ -288,9 +298,13 @@ static int save_state(run *r, int64_t epoch, int64_t batch)
 {
     const cli_options *o = r->o;
     if (!o->save || r->saved_steps == r->steps) return 0;
+    char augment[32] = "";
+    if (o->aug_pad || o->aug_flip)
+        snprintf(augment, sizeof augment, o->aug_pad ? "crop:%d%s" : "flip", o->aug_pad, o->aug_flip ? ",flip" : "");
     run_meta m = {epoch, batch, r->steps, o->seed, o->batch_size, o->limit_train, o->shuffle, o->drop_last,
                   o->lr, o->momentum, o->weight_decay, (char *)o->data,
-                  o->steps ? 0 : o->epochs, o->steps, o->learn, (char *)o->test_data, o->layout, o->coarse};
+                  o->steps ? 0 : o->epochs, o->steps, o->learn, (char *)o->test_data, o->layout, o->coarse,
+                  (char *)o->normalize, augment, o->val_split};
     char *text = run_meta_format(&m);
     if (!text) {
         fprintf(stderr, "cltrain: --save %s: out of memory\n", o->save);
@@ -393,8 +407,9 @@ int cli_train(int argc, char **argv, const cli_world *world)
     if ((rc = cli_resolve_devices(&o, devs, &n_devs))) goto done;
     if (!CLI_GIVEN(&o, O_DEVICES) && !getenv("CLTRAIN_DEVICES") && (rc = cli_world_devices(world, devs, &n_devs)))
         goto done;
-    if ((rc = cli_load_data(&o, CLT_SUBSET_TRAIN, &train)) || (rc = cli_load_data(&o, CLT_SUBSET_TEST, &test)))
-        goto done;
+    char norm[4096];
+    if ((rc = cli_load_run_data(&o, &train, &test, norm, sizeof norm))) goto done;
+    o.normalize = norm; /* the values, as the run record keeps them */
     int shape[3];
     if ((rc = cli_check_shapes(&o, train, test, shape))) goto done;
     if ((rc = cli_make_trainer(&o, model, resumed_model && model == resumed_model ? o.resume : NULL, shape, devs,
@@ -420,6 +435,8 @@ int cli_train(int argc, char **argv, const cli_world *world)
     bc.shuffle = o.shuffle;
     bc.drop_last = o.drop_last;
     bc.seed = (uint64_t)o.seed;
+    bc.augment_pad = o.aug_pad;
+    bc.augment_flip = o.aug_flip;
     if (clt_batcher_create(train, &bc, &b) != CLT_OK) {
         rc = fail("batching the training data");
         goto done;
@@ -495,6 +512,8 @@ done:
     free(resumed_model);
     free(start.data);
     free(start.test_data);
+    free(start.normalize);
+    free(start.augment);
     cli_release_outputs(&held);
     return rc;
 }
