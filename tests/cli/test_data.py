@@ -10,21 +10,11 @@ import subprocess
 import sys
 import tempfile
 
-try:
-    import numpy as np
-except ImportError:
-    if os.environ.get('CLT_NPZ_REEXEC') != '1':
-        for cand in ('/usr/bin/python3', '/usr/local/bin/python3'):
-            if (os.path.exists(cand) and os.path.realpath(cand) != os.path.realpath(sys.executable)
-                    and subprocess.run([cand, '-c', 'import numpy'], capture_output=True).returncode == 0):
-                os.environ['CLT_NPZ_REEXEC'] = '1'
-                os.execv(cand, [cand] + sys.argv)
-    print('skip: numpy is not installed (Debian: apt-get install python3-numpy)')
-    sys.exit(77)
-
 CLTRAIN = sys.argv[1]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
-from checks import check, device_count, finish  # noqa: E402
+from checks import check, device_count, finish, need_numpy  # noqa: E402
+
+np = need_numpy()
 
 if device_count() < 1:
     print('skip: no OpenCL device')
@@ -34,14 +24,11 @@ tmp = tempfile.mkdtemp(prefix='cltrain-data-')
 NET = 'conv:8:3:1:1,relu,gap,flatten,dense:3'
 COMMON = ['--model', NET, '--init', 'xavier', '--lr', '0.5', '--batch-size', '50', '--devices', '0', '--seed', '1']
 
-
 def cltrain(*args):
     return subprocess.run([CLTRAIN, *map(str, args)], capture_output=True, text=True, timeout=300)
 
-
 def epochs(r):
     return [json.loads(line) for line in r.stdout.splitlines() if line.startswith('{')]
-
 
 # A colour task: the bright channel is the class; every image has the same grey level.
 rng = np.random.default_rng(3)

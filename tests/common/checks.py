@@ -31,3 +31,22 @@ def device_count(env=None):
         return len(json.loads(p.stdout)['devices']) if p.returncode == 0 else 0
     except (ValueError, KeyError):
         return 0
+
+
+def need_numpy():
+    """numpy, or exit 77. The python3 meson found may be a separate install
+    without it while the system's (python3-numpy) has it: the script then
+    runs again under that one."""
+    try:
+        import numpy
+        return numpy
+    except ImportError:
+        pass
+    if os.environ.get('CLT_NPZ_REEXEC') != '1':
+        for cand in ('/usr/bin/python3', '/usr/local/bin/python3'):
+            if (os.path.exists(cand) and os.path.realpath(cand) != os.path.realpath(sys.executable)
+                    and subprocess.run([cand, '-c', 'import numpy'], capture_output=True).returncode == 0):
+                os.environ['CLT_NPZ_REEXEC'] = '1'
+                os.execv(cand, [cand] + sys.argv)
+    print('skip: numpy is not installed (Debian: apt-get install python3-numpy)')
+    sys.exit(77)

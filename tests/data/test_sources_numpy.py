@@ -11,34 +11,21 @@ import subprocess
 import sys
 import tempfile
 
-try:
-    import numpy as np
-except ImportError:
-    if os.environ.get('CLT_NPZ_REEXEC') != '1':
-        for cand in ('/usr/bin/python3', '/usr/local/bin/python3'):
-            if (os.path.exists(cand) and os.path.realpath(cand) != os.path.realpath(sys.executable)
-                    and subprocess.run([cand, '-c', 'import numpy'], capture_output=True).returncode == 0):
-                os.environ['CLT_NPZ_REEXEC'] = '1'
-                os.execv(cand, [cand] + sys.argv)
-    print('skip: numpy is not installed (Debian: apt-get install python3-numpy)')
-    sys.exit(77)
-
 DUMP = os.path.abspath(sys.argv[1])
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
-from checks import check, finish  # noqa: E402
+from checks import check, finish, need_numpy  # noqa: E402
 
+np = need_numpy()
 
 def dump(*args):
     r = subprocess.run([DUMP, *map(str, args)], capture_output=True, text=True, timeout=120)
     return r.returncode, (json.loads(r.stdout) if r.returncode == 0 else r.stderr.strip())
-
 
 def as_floats(images):
     """What cltrain should give: NCHW float32, x/255 for bytes."""
     a = np.asarray(images)
     f = a.astype(np.float32) / np.float32(255) if a.dtype == np.uint8 else a.astype(np.float32)
     return np.ascontiguousarray(f).view(np.uint32).ravel().tolist()
-
 
 def same(what, args, images_nchw, labels, classes=None):
     rc, got = dump(*args)
@@ -52,11 +39,9 @@ def same(what, args, images_nchw, labels, classes=None):
     check(got['classes'] == want_classes, f'{what}: {got["classes"]} classes, want {want_classes}')
     check(got['bits'] == as_floats(images_nchw), f'{what}: pixel values differ')
 
-
 def refused(what, args, *needles):
     rc, got = dump(*args)
     check(rc == 1 and all(s in got for s in needles), f'{what}: exit {rc}, message {got!r} lacks {needles}')
-
 
 rng = np.random.default_rng(5)
 tmp = tempfile.mkdtemp(prefix='cltrain-sources-')

@@ -12,24 +12,12 @@ import sys
 import tempfile
 import zipfile
 
-try:
-    import numpy as np
-except ImportError:
-    # The python3 meson found may be a separate install without numpy; the
-    # system one (python3-numpy) may have it.
-    if os.environ.get('CLT_NPZ_REEXEC') != '1':
-        for cand in ('/usr/bin/python3', '/usr/local/bin/python3'):
-            if (os.path.exists(cand) and os.path.realpath(cand) != os.path.realpath(sys.executable)
-                    and subprocess.run([cand, '-c', 'import numpy'], capture_output=True).returncode == 0):
-                os.environ['CLT_NPZ_REEXEC'] = '1'
-                os.execv(cand, [cand] + sys.argv)
-    print('skip: numpy is not installed (Debian: apt-get install python3-numpy)')
-    sys.exit(77)
-
 TOOL = os.path.abspath(sys.argv[1])
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
-from checks import check, finish  # noqa: E402
+from checks import check, finish, need_numpy  # noqa: E402
+
+np = need_numpy()
 
 
 def tool(*args):
