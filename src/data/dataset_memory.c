@@ -73,12 +73,14 @@ clt_status clt_dataset_from_arrays(const clt_dataset_desc *desc, const char *op,
     for (int64_t i = 0; i < desc->n; i++) {
         void *to = (unsigned char *)ds->pixels + (size_t)i * sample * size;
         copy_sample(desc, size, i, to);
-        for (size_t k = 0; !u8 && k < sample; k++)
-            if (!isfinite(((const float *)to)[k])) {
+        for (size_t k = 0; !u8 && k < sample; k++) {
+            double v = ((const float *)to)[k];
+            if (!isfinite(v)) {
                 clt_dataset_destroy(ds);
                 return clt_fail(CLT_ERR_INVALID_ARG, "%s: sample %lld holds %g (images must be finite)", op,
-                                (long long)i, (double)((const float *)to)[k]);
+                                (long long)i, v);
             }
+        }
         ds->labels[i] = desc->labels[i];
     }
     *out = ds;
