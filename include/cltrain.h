@@ -553,6 +553,11 @@ CLT_API int clt_dataset_classes(const clt_dataset *ds);
  * (bytes stay bytes), so this converts. Thread-safe. */
 CLT_API clt_status clt_dataset_read(const clt_dataset *ds, int64_t first, int64_t n, float *images,
                                     int32_t *labels);
+/* The name of class `label` where the source names its classes (an image
+ * folder's class folders), else NULL. */
+CLT_API const char *clt_dataset_class_name(const clt_dataset *ds, int label);
+/* Files an image folder held that are not .png, .jpg or .jpeg. */
+CLT_API int64_t clt_dataset_skipped_files(const clt_dataset *ds);
 /* All labels, N int32 class indices. Owned by the dataset. */
 CLT_API const int32_t *clt_dataset_labels(const clt_dataset *ds);
 
@@ -594,12 +599,25 @@ typedef struct clt_load_options {
     int coarse;          /* CIFAR-100: 1 for its 20 coarse classes, 0 for the 100 fine ones */
     int any_split;       /* 1: a source of one split gives it for either subset (a test set given on
                           * its own); 0: CLT_SUBSET_TEST of such a source gives *out NULL */
+    int channels;        /* image folders: 1 or 3; 0: the most any image has */
+    int image_size;      /* image folders: > 0 resizes each image's shorter side to this (bilinear) and
+                          * keeps the centre image_size x image_size; 0: all must be the same size */
     unsigned char reserved[64];
 } clt_load_options;
 CLT_API void clt_load_options_default(clt_load_options *opt);
 /* As clt_dataset_load, and also: an .npz file (clt_dataset_from_npz); a
  * directory holding train.npz and test.npz, or train_images.npy,
- * train_labels.npy, test_images.npy and test_labels.npy. A source with no
+ * train_labels.npy, test_images.npy and test_labels.npy; a folder of
+ * images as torchvision's ImageFolder takes it, ROOT/<class>/ with .png,
+ * .jpg and .jpeg files at any depth (links followed), or ROOT/train with
+ * ROOT/test (or ROOT/val) holding such class folders. Class index = the
+ * place of the class folder's name in byte order; files of other types are
+ * skipped (clt_dataset_skipped_files counts them). Images are decoded once,
+ * as the dataset is made: grey and palette PNGs, RGB, alpha (dropped) and
+ * 16-bit samples (their high byte); grey becomes RGB by copying, RGB grey
+ * by Pillow's luma, (299 R + 587 G + 114 B) / 1000; a corrupt or truncated
+ * file is refused naming it; images of different sizes are refused naming
+ * two unless image_size is set. A source with no
  * test split (an .npz of one pair of arrays, a directory without the test
  * files) gives CLT_OK and *out NULL for CLT_SUBSET_TEST unless
  * opt->any_split. opt NULL: the defaults. */

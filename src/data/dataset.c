@@ -168,6 +168,8 @@ void clt_dataset_destroy(clt_dataset *ds)
     if (!ds) return;
     clt_aligned_free(ds->pixels);
     free(ds->norm);
+    for (int i = 0; i < ds->n_class_names; i++) free(ds->class_names[i]);
+    free(ds->class_names);
     clt_aligned_free(ds->labels);
     free(ds);
 }
@@ -193,5 +195,12 @@ clt_status clt_dataset_read(const clt_dataset *ds, int64_t first, int64_t n, flo
     else memcpy(labels, ds->labels + first, (size_t)n * sizeof(int32_t));
     return CLT_OK;
 }
+
+const char *clt_dataset_class_name(const clt_dataset *ds, int label)
+{
+    return ds && label >= 0 && label < ds->n_class_names ? ds->class_names[label] : NULL;
+}
+
+int64_t clt_dataset_skipped_files(const clt_dataset *ds) { return ds ? ds->skipped_files : 0; }
 
 const int32_t *clt_dataset_labels(const clt_dataset *ds) { return ds ? ds->labels : NULL; }

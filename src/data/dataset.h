@@ -14,6 +14,9 @@ struct clt_dataset {
     void *pixels;    /* n x channels x height x width, NCHW */
     int32_t *labels; /* n, each in 0 .. classes-1 */
     float *norm;     /* NULL, or per channel: mean[channels] then std[channels] (clt_dataset_set_normalization) */
+    char **class_names; /* NULL, or n_class_names names (image folders) */
+    int n_class_names;
+    int64_t skipped_files; /* files of other types a folder held */
 };
 
 /* An empty dataset of n samples (pixels and labels allocated, not set);
@@ -41,5 +44,10 @@ clt_status clt_npz_dataset(const char *path, clt_subset subset, clt_layout layou
 /* The same from an archive already read (the fuzzer's way in). */
 clt_status clt_npz_archive_dataset(const clt_npz *z, const char *path, clt_subset subset, clt_layout layout,
                                    int64_t limit, int any_split, clt_dataset **out);
+
+/* An image folder (image_folder.c): ROOT/<class>/... PNG and JPEG files;
+ * channels 0 (the most any image has), 1 or 3; size 0 (all the same
+ * size) or the side images are resized and cropped to. */
+clt_status clt_image_folder_dataset(const char *root, int channels, int size, int64_t limit, clt_dataset **out);
 
 #endif

@@ -1,6 +1,7 @@
 /* Finding a dataset by name or directory: every place looked at is
  * recorded, so a missing dataset's message says where it was sought and how
  * to get it. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -176,6 +177,41 @@ static int numpy_dir(const char *dir, clt_subset split, const clt_load_options *
     return 0;
 }
 
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* A folder of class folders of images, or one with train and test (or
+ * val) such folders. 0 when dir has no subfolder. */
+static int image_dir(const char *dir, clt_subset split, const clt_load_options *opt, clt_dataset **out,
+                     clt_status *s)
+{
+    char path[PATH_CAP];
+    if (exists(dir, "train", 0, path) && is_dir(path)) {
+        if (split == CLT_SUBSET_TEST && !((exists(dir, "test", 0, path) && is_dir(path)) ||
+                                          (exists(dir, "val", 0, path) && is_dir(path)))) {
+            *s = CLT_OK; /* no test split */
+            return 1;
+        }
+        *s = clt_image_folder_dataset(path, opt->channels, opt->image_size, opt->limit, out);
+        return 1;
+    }
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int sub = 0;
+    struct dirent *e;
+    while (!sub && (e = readdir(d)))
+        sub = strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && exists(dir, e->d_name, 0, path) && is_dir(path);
+    closedir(d);
+    if (!sub) return 0;
+    *s = split == CLT_SUBSET_TRAIN || opt->any_split
+             ? clt_image_folder_dataset(dir, opt->channels, opt->image_size, opt->limit, out)
+             : CLT_OK;
+    return 1;
+}
+
 /* An .npz file given as the data. */
 static int npz_file(const char *path)
 {
@@ -214,6 +250,7 @@ clt_status clt_dataset_load_with(const char *name_or_dir, clt_subset split, cons
     search_log log = {{0}, 0};
     if (try_dir(dir, NULL, split, images, labels, &log))
         return clt_dataset_from_idx(images, labels, 10, limit, out);
+    if (image_dir(dir, split, opt, out, &s)) return s;
     char what[PATH_CAP + 64];
     snprintf(what, sizeof what, "dataset directory %s%s", dir, from_env ? " (from $CLTRAIN_DATA)" : "");
     return not_found(what, from_env ? "" : " (and not a dataset name: fashion-mnist, mnist)", split, &log,

@@ -123,6 +123,29 @@ l1, l2 = epochs(one_dev), epochs(two_dev)
 check(l1 and l2 and abs(l1[-1]['loss'] - l2[-1]['loss']) <= 1e-4 * max(1, abs(l1[-1]['loss'])),
       f'augmented, 1 device vs 2: {l1[-1:]} {l2[-1:]}')
 
+# An image folder of the same colour task (Pillow writes it): train/val folders,
+# classes by name, a file of another type skipped and said once.
+try:
+    from PIL import Image
+except ImportError:
+    Image = None
+    print('note: Pillow missing: the image folder part is skipped')
+if Image:
+    folder = os.path.join(tmp, 'pics')
+    for split, lo, hi_ in (('train', 0, 500), ('val', 500, 700)):
+        for k, name in enumerate(('blue', 'green', 'red')):
+            os.makedirs(os.path.join(folder, split, name))
+        for i in range(lo, hi_):
+            cls = ('red', 'green', 'blue')[labels[i]]  # channel 0 is red, sorted index 2
+            Image.fromarray(images[i], 'RGB').save(os.path.join(folder, split, cls, f'{i}.png'))
+    open(os.path.join(folder, 'train', 'red', 'notes.txt'), 'w').write('x')
+    r = cltrain('train', '--data', folder, '--epochs', 4, '--json', *COMMON)
+    e = epochs(r)
+    check(r.returncode == 0 and e and e[-1]['test_acc'] >= 0.95, f'image folder: {r.stdout} {r.stderr}')
+    check(r.stderr.count('1 file(s) that are not .png, .jpg or .jpeg skipped') == 1, f'skipped said once: {r.stderr}')
+    r = cltrain('train', '--data', folder, '--channels', 1, '--epochs', 1, '--json', *COMMON)
+    check(r.returncode == 0, f'--channels 1 builds a 1-channel net: {r.stderr}')
+
 # Refusals.
 r = cltrain('train', '--data', train_npz, '--normalize', '0.5:0.2', *COMMON)
 check(r.returncode == 2 and '--normalize 0.5:0.2' in r.stderr and '3 channel' in r.stderr, f'--normalize count: {r.stderr}')

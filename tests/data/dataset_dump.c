@@ -1,12 +1,13 @@
 /* Test helper: a dataset as JSON for tests/data/test_sources_numpy.py.
  * Usage: dataset_dump SOURCE train|test [auto|nchw|nhwc] [fine|coarse] [one|any] [EXTRA...]
- * EXTRA: holdout=F,SEED,kept|held  (that part of a held-out split)
+ * EXTRA: size=S, channels=N  (image folders; before the others)
+ *        holdout=F,SEED,kept|held  (that part of a held-out split)
  *        norm=auto | norm=M0,M1,..:S0,S1,..  (stats and normalisation)
  *        aug=PAD,FLIP,SEED,EPOCH  (one batch of every sample in order
  *        through a batcher with that augmentation, and each draw)
  * Prints {"n", "shape", "classes", "labels", "bits"} (bits: every float's
  * uint32 pattern, NCHW; plus "mean"/"std" with norm=auto, "draws" with
- * aug=), or {"none": true} for a missing test split; exit 1 with the error
+ * aug=, "names" and "skipped" for an image folder), or {"none": true} for a missing test split; exit 1 with the error
  * on stderr. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -28,10 +29,15 @@ int main(int argc, char **argv)
                                                                                                      : CLT_LAYOUT_AUTO;
     if (argc > 4) opt.coarse = !strcmp(argv[4], "coarse");
     if (argc > 5) opt.any_split = !strcmp(argv[5], "any");
+    for (int i = 6; i < argc; i++) {
+        sscanf(argv[i], "size=%d", &opt.image_size);
+        sscanf(argv[i], "channels=%d", &opt.channels);
+    }
     clt_dataset *ds = NULL;
     clt_subset split = !strcmp(argv[2], "test") ? CLT_SUBSET_TEST : CLT_SUBSET_TRAIN;
-    if (clt_dataset_load_with(argv[1], split, &opt, &ds) != CLT_OK) {
-        fprintf(stderr, "%s: %s\n", clt_status_name(clt_dataset_load_with(argv[1], split, &opt, &ds)), clt_last_error());
+    clt_status st = clt_dataset_load_with(argv[1], split, &opt, &ds);
+    if (st != CLT_OK) {
+        fprintf(stderr, "%s: %s\n", clt_status_name(st), clt_last_error());
         return 1;
     }
     if (!ds) {
@@ -116,6 +122,11 @@ int main(int argc, char **argv)
             printf("%s[%d, %d, %d]", i ? ", " : "", dx, dy, flip);
         }
         printf("], ");
+    }
+    if (clt_dataset_class_name(ds, 0)) {
+        printf("\"names\": [");
+        for (int k = 0; clt_dataset_class_name(ds, k); k++) printf("%s\"%s\"", k ? ", " : "", clt_dataset_class_name(ds, k));
+        printf("], \"skipped\": %lld, ", (long long)clt_dataset_skipped_files(ds));
     }
     printf("\"labels\": [");
     for (int64_t i = 0; i < n; i++) printf("%s%d", i ? ", " : "", lb[i]);

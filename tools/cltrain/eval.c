@@ -20,6 +20,8 @@ static const cli_accept eval_options[] = {
     {O_TEST_DATA, "the test set, when --data has none (an .npz of one pair, say)"},
     {O_LAYOUT, NULL},
     {O_LABEL, NULL},
+    {O_IMAGE_SIZE, NULL},
+    {O_CHANNELS, NULL},
     {O_NORMALIZE, "per-channel (x - M) / S after x/255 (default: the checkpoint's); auto:\nthe training set's mean and std"},
     {O_VAL_SPLIT, "evaluate on this fraction of each class of the training set, held out\nwith --seed (default: the checkpoint's)"},
     {O_SEED, NULL},
@@ -53,6 +55,8 @@ int cli_eval(int argc, char **argv)
     if (o.resume && !CLI_GIVEN(&o, O_LABEL)) o.coarse = meta.coarse;
     if (o.resume && !CLI_GIVEN(&o, O_NORMALIZE) && meta.normalize && meta.normalize[0]) o.normalize = meta.normalize;
     if (o.resume && !CLI_GIVEN(&o, O_VAL_SPLIT)) o.val_split = meta.val_split, o.seed = meta.seed;
+    if (o.resume && !CLI_GIVEN(&o, O_IMAGE_SIZE)) o.image_size = meta.image_size;
+    if (o.resume && !CLI_GIVEN(&o, O_CHANNELS)) o.channels = meta.channels;
     int devs[CLT_MAX_DEVICES], n_devs = 0;
     clt_dataset *test = NULL;
     clt_trainer *t = NULL;

@@ -44,6 +44,8 @@ static const cli_row rows[] = {
     {O_TEST_DATA, "test-data", "DIR|FILE.npz", "the test set from elsewhere (default: --data's test split;\nwithout one, no test accuracy)"},
     {O_LAYOUT, "layout", "auto|nchw|nhwc", "where 4-D NumPy images keep their channels (default auto:\na last axis of 1, 3 or 4 is channels-last)"},
     {O_LABEL, "label", "fine|coarse", "CIFAR-100's 100 fine or 20 coarse classes (default fine)"},
+    {O_IMAGE_SIZE, "image-size", "S", "image folders: the shorter side resized to S (bilinear), then the\ncentre S x S (default: all images must have one size)"},
+    {O_CHANNELS, "channels", "N", "image folders: 1 (grey) or 3 (RGB) (default: the most any image has)"},
     {O_NORMALIZE, "normalize", "none|auto|M,..:S,..", "per-channel (x - M) / S after x/255; auto: the training set's\nmean and std (default none)"},
     {O_AUGMENT, "augment", "none|crop:P[,flip]|flip", "training only: a random crop after P pixels of zero padding,\nand a random horizontal flip (default none)"},
     {O_VAL_SPLIT, "val-split", "F", "hold out fraction F of each class of the training set and\nevaluate on it (default: the test set)"},
@@ -279,6 +281,14 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
             break;
         case O_NORMALIZE: o->normalize = optarg; break;
         case O_AUGMENT: rc = parse_augment(prog, optarg, &o->aug_pad, &o->aug_flip); break;
+        case O_IMAGE_SIZE: rc = opt_parse_int(O_IMAGE_SIZE, optarg, &o->image_size); break;
+        case O_CHANNELS:
+            rc = opt_parse_int(O_CHANNELS, optarg, &o->channels);
+            if (!rc && o->channels == 2) {
+                fprintf(stderr, "%s: --channels 2: 1 (grey) or 3 (RGB)\n", prog);
+                rc = 2;
+            }
+            break;
         case O_VAL_SPLIT: rc = opt_parse_number(O_VAL_SPLIT, optarg, &o->val_split); break;
         case O_LABEL:
             if (!strcmp(optarg, "fine") || !strcmp(optarg, "coarse")) o->coarse = !strcmp(optarg, "coarse");

@@ -13,7 +13,7 @@ enum cli_opt {
     O_LTRAIN, O_LTEST, O_NOSHUF, O_DROP, O_JSON, O_QUIET, O_CSV, O_PLOT, O_INIT_FROM, O_EXPORT, O_SAVE, O_RESUME,
     O_SYNC_BN, O_OPTIM, O_NESTEROV, O_BETAS, O_EPS, O_CLIP, O_SCHED, O_LR_STEP, O_MILESTONES, O_GAMMA, O_LR_MIN,
     O_WARM_STEPS, O_WARM_EPOCHS, O_SCALE_LR, O_SMOOTH, O_TRACE, O_AGAIN, O_TEST_DATA, O_LAYOUT, O_LABEL, O_NORMALIZE,
-    O_AUGMENT, O_VAL_SPLIT, O_END
+    O_AUGMENT, O_VAL_SPLIT, O_IMAGE_SIZE, O_CHANNELS, O_END
 };
 #define CLI_GIVEN(o, opt) ((o)->given[(opt) - O_MODEL])
 
@@ -26,6 +26,8 @@ typedef struct cli_options {
     const char *normalize;  /* NULL or "none", "auto", or "M0,M1,..:S0,S1,.." (cli_load_run_data resolves it) */
     int aug_pad, aug_flip;  /* --augment crop:P,flip */
     double val_split;       /* 0: none; else the fraction of each class held out to evaluate on */
+    int64_t image_size;     /* image folders: 0, or the side images are resized and cropped to */
+    int64_t channels;       /* image folders: 0 (the most any image has), 1 or 3 */
     int devices[CLT_MAX_DEVICES];
     int n_devices;          /* 0: the default selection */
     int all_devices;

@@ -36,6 +36,8 @@ const opt_range opt_ranges[] = {
     INT_RANGE(O_WARM_STEPS, "warmup_steps", 1, INT64_MAX / 2, 1),
     INT_RANGE(O_WARM_EPOCHS, "warmup_epochs", 1, 1000000, 1),
     NUM_RANGE(O_VAL_SPLIT, "val_split", OPT_DOUBLE, 0.0001, 0, 0.9999, 0, 1),
+    INT_RANGE(O_IMAGE_SIZE, "image_size", 1, 65535, 1),
+    INT_RANGE(O_CHANNELS, "channels", 1, 3, 1),
 };
 const int n_opt_ranges = (int)(sizeof opt_ranges / sizeof opt_ranges[0]);
 

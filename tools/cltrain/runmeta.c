@@ -96,8 +96,8 @@ char *run_meta_format(const run_meta *m)
             (long long)m->batch_size, (long long)m->limit_train, m->shuffle, m->drop_last, m->lr, m->momentum,
             m->weight_decay, (long long)m->target_epochs, (long long)m->target_steps);
     format_learning(f, &m->learn);
-    fprintf(f, "\"layout\": %d, \"coarse\": %d, \"val_split\": %.17g, \"normalize\": ", m->layout, m->coarse,
-            m->val_split);
+    fprintf(f, "\"layout\": %d, \"coarse\": %d, \"val_split\": %.17g, \"image_size\": %lld, \"channels\": %lld, "
+            "\"normalize\": ", m->layout, m->coarse, m->val_split, (long long)m->image_size, (long long)m->channels);
     json_string(f, m->normalize ? m->normalize : "");
     fputs(", \"augment\": ", f);
     json_string(f, m->augment ? m->augment : "");
@@ -298,5 +298,8 @@ int run_meta_parse(const char *text, const char *path, run_meta *m)
     if (version >= 4 && !(m->normalize = string_of(text, "normalize"))) return bad(path, "normalize");
     if (version >= 4 && !(m->augment = string_of(text, "augment"))) return bad(path, "augment");
     if (version >= 4 && option_number(text, path, "val_split", &m->val_split)) return 1;
+    if (version >= 4 && (option_int(text, path, "image_size", &m->image_size) ||
+                         option_int(text, path, "channels", &m->channels)))
+        return 1;
     return 0;
 }

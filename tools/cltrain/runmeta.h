@@ -42,6 +42,7 @@ typedef struct run_meta {
     char *normalize;     /* "" or NULL: none; else the values, "M0,..:S0,.."; owned as data */
     char *augment;       /* "" or NULL: none; else as --augment takes it; owned as data */
     double val_split;    /* 0: none */
+    int64_t image_size, channels; /* image folders; 0: none, the most */
 } run_meta;
 
 /* The run record version this cltrain writes; it reads this one and older. */

@@ -29,7 +29,15 @@ static int load(const cli_options *o, const char *source, clt_subset subset, int
     opt.coarse = o->coarse;
     opt.limit = limit;
     opt.any_split = any_split;
-    if (clt_dataset_load_with(source, subset, &opt, out) == CLT_OK) return 0;
+    opt.image_size = (int)o->image_size;
+    opt.channels = (int)o->channels;
+    if (clt_dataset_load_with(source, subset, &opt, out) == CLT_OK) {
+        int64_t skipped = clt_dataset_skipped_files(*out);
+        if (skipped && o->rank == 0)
+            fprintf(stderr, "cltrain: %s %s: %lld file(s) that are not .png, .jpg or .jpeg skipped\n", option, source,
+                    (long long)skipped);
+        return 0;
+    }
     fprintf(stderr, "cltrain: %s: %s\n", option, clt_last_error());
     return 1;
 }

@@ -168,6 +168,8 @@ static int apply_resume(cli_options *o, const char *path, run_meta *m, char **mo
         return 2;
     }
     o->val_split = m->val_split;
+    if (!CLI_GIVEN(o, O_IMAGE_SIZE)) o->image_size = m->image_size;
+    if (!CLI_GIVEN(o, O_CHANNELS)) o->channels = m->channels;
     /* the optimizer and schedule options the command line does not set:
      * the checkpoint's */
     run_learning *l = &o->learn;
@@ -304,7 +306,7 @@ static int save_state(run *r, int64_t epoch, int64_t batch)
     run_meta m = {epoch, batch, r->steps, o->seed, o->batch_size, o->limit_train, o->shuffle, o->drop_last,
                   o->lr, o->momentum, o->weight_decay, (char *)o->data,
                   o->steps ? 0 : o->epochs, o->steps, o->learn, (char *)o->test_data, o->layout, o->coarse,
-                  (char *)o->normalize, augment, o->val_split};
+                  (char *)o->normalize, augment, o->val_split, o->image_size, o->channels};
     char *text = run_meta_format(&m);
     if (!text) {
         fprintf(stderr, "cltrain: --save %s: out of memory\n", o->save);
