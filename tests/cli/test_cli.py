@@ -77,7 +77,8 @@ for cmd, refused in [(['eval'], [o for o in TRAIN_ONLY if o != '--seed'] + BENCH
     rc, out, err = run(*cmd, '--help')
     listed = {w.split('=')[0] for w in out.split() if w.startswith('--')}
     own = {'eval': ['--model', '--devices', '--split', '--batch-size', '--json', '--init-from', '--resume', '--data',
-                    '--test-data', '--layout', '--label', '--normalize', '--val-split', '--seed',
+                    '--test-data', '--layout', '--label', '--normalize', '--val-split', '--seed', '--image-size',
+                    '--channels',
                     '--limit-test'],
            'bench train': ['--model', '--devices', '--split', '--batch-size', '--json', '--steps', '--init',
                            '--trace']}[name]
