@@ -626,7 +626,7 @@ CLT_API clt_status clt_dataset_load_with(const char *name_or_dir, clt_subset sub
 
 /* NumPy arrays: images uint8 ('|u1', read as x/255) or float32 ('<f4'),
  * shaped (N, H, W) (one channel), (N, H, W, C) or (N, C, H, W); labels
- * of any little-endian integer type, shaped (N,), each >= 0; the class
+ * of any little-endian integer type, shaped (N,), each in 0..65535; the class
  * count is the largest label + 1. `layout` says where a 4-D array's
  * channels are: CLT_LAYOUT_AUTO takes a last axis of 1, 3 or 4 as
  * channels-last (NHWC) and anything else as NCHW. From an .npz:

@@ -48,6 +48,8 @@ clt_status clt_npz_archive_dataset(const clt_npz *z, const char *path, clt_subse
 /* An image folder (image_folder.c): ROOT/<class>/... PNG and JPEG files;
  * channels 0 (the most any image has), 1 or 3; size 0 (all the same
  * size) or the side images are resized and cropped to. */
+/* Whether a file name ends in .png, .jpg or .jpeg (any case). */
+int clt_image_named(const char *name);
 clt_status clt_image_folder_dataset(const char *root, int channels, int size, int64_t limit, clt_dataset **out);
 
 #endif

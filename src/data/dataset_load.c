@@ -160,7 +160,11 @@ static int numpy_dir(const char *dir, clt_subset split, const clt_load_options *
     if (exists(dir, "train.npz", 1, path)) {
         char name[16];
         snprintf(name, sizeof name, "%s.npz", which);
-        *s = exists(dir, name, 1, path) ? clt_npz_dataset(path, split, opt->layout, opt->limit, 1, out) : CLT_OK;
+        /* no test.npz: no test split, unless the folder is given as one (any_split) */
+        if (exists(dir, name, 1, path) || (opt->any_split && exists(dir, "train.npz", 1, path)))
+            *s = clt_npz_dataset(path, split, opt->layout, opt->limit, 1, out);
+        else
+            *s = CLT_OK;
         return 1;
     }
     if (exists(dir, "train_images.npy", 1, path)) {
@@ -168,6 +172,12 @@ static int numpy_dir(const char *dir, clt_subset split, const clt_load_options *
         snprintf(im, sizeof im, "%s_images.npy", which);
         snprintf(lb, sizeof lb, "%s_labels.npy", which);
         int have = exists(dir, im, 1, path), have_labels = exists(dir, lb, 1, labels);
+        if (!have && !have_labels && opt->any_split) { /* a folder of one split given as the test set */
+            have = exists(dir, "train_images.npy", 1, path);
+            have_labels = exists(dir, "train_labels.npy", 1, labels);
+            snprintf(im, sizeof im, "train_images.npy");
+            snprintf(lb, sizeof lb, "train_labels.npy");
+        }
         *s = have && have_labels ? clt_dataset_from_npy(path, labels, opt->layout, opt->limit, out)
              : have || have_labels ? clt_fail(CLT_ERR_NOT_FOUND, "%s: has %s but not %s", dir, have ? im : lb,
                                               have ? lb : im)
@@ -183,6 +193,23 @@ static int is_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* Whether a subfolder of dir (depth 0), or dir itself below that, holds a
+ * .png, .jpg or .jpeg file, looking three levels down at most. */
+static int holds_image(const char *dir, int depth)
+{
+    DIR *d = depth < 4 ? opendir(dir) : NULL;
+    if (!d) return 0;
+    int found = 0;
+    struct dirent *e;
+    char path[PATH_CAP];
+    while (!found && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !exists(dir, e->d_name, 0, path)) continue;
+        found = is_dir(path) ? holds_image(path, depth + 1) : depth > 0 && clt_image_named(e->d_name);
+    }
+    closedir(d);
+    return found;
+}
+
 /* A folder of class folders of images, or one with train and test (or
  * val) such folders. 0 when dir has no subfolder. */
 static int image_dir(const char *dir, clt_subset split, const clt_load_options *opt, clt_dataset **out,
@@ -192,20 +219,16 @@ static int image_dir(const char *dir, clt_subset split, const clt_load_options *
     if (exists(dir, "train", 0, path) && is_dir(path)) {
         if (split == CLT_SUBSET_TEST && !((exists(dir, "test", 0, path) && is_dir(path)) ||
                                           (exists(dir, "val", 0, path) && is_dir(path)))) {
-            *s = CLT_OK; /* no test split */
+            if (opt->any_split && exists(dir, "train", 0, path)) /* given as the test set: its only split */
+                *s = clt_image_folder_dataset(path, opt->channels, opt->image_size, opt->limit, out);
+            else
+                *s = CLT_OK; /* no test split */
             return 1;
         }
         *s = clt_image_folder_dataset(path, opt->channels, opt->image_size, opt->limit, out);
         return 1;
     }
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    int sub = 0;
-    struct dirent *e;
-    while (!sub && (e = readdir(d)))
-        sub = strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && exists(dir, e->d_name, 0, path) && is_dir(path);
-    closedir(d);
-    if (!sub) return 0;
+    if (!holds_image(dir, 0)) return 0;
     *s = split == CLT_SUBSET_TRAIN || opt->any_split
              ? clt_image_folder_dataset(dir, opt->channels, opt->image_size, opt->limit, out)
              : CLT_OK;
@@ -242,6 +265,9 @@ clt_status clt_dataset_load_with(const char *name_or_dir, clt_subset split, cons
         if (strcmp(dir, NAMED[i].name) == 0) return load_named(&NAMED[i], split, limit, out);
     if (strlen(dir) >= PATH_CAP - 64)
         return clt_fail(CLT_ERR_INVALID_ARG, "dataset directory path too long (%zu bytes)", strlen(dir));
+    size_t len = strlen(dir);
+    if (len > 4 && !strcmp(dir + len - 4, ".npz") && !npz_file(dir))
+        return clt_fail(CLT_ERR_NOT_FOUND, "%s: no such file", dir);
     if (npz_file(dir)) return clt_npz_dataset(dir, split, opt->layout, limit, opt->any_split, out);
     if (clt_cifar_kind(dir)) return clt_dataset_from_cifar(dir, split, !opt->coarse, limit, out);
     clt_status s;

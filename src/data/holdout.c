@@ -8,7 +8,8 @@
 #include "data/dataset.h"
 #include "data/shuffle.h"
 
-/* The samples of ds marked (or not) in `held`, in order, as a dataset. */
+/* The samples of ds marked (or not) in `held`, in order, as a dataset with
+ * ds's class names. */
 static clt_status take(const clt_dataset *ds, const uint8_t *held, int want, int64_t n, clt_dataset **out)
 {
     CLT_TRY(clt_dataset_alloc(n, ds->channels, ds->height, ds->width, ds->classes, ds->u8, out));
@@ -17,6 +18,13 @@ static clt_status take(const clt_dataset *ds, const uint8_t *held, int want, int
         if (held[i] != want) continue;
         memcpy((uint8_t *)(*out)->pixels + (size_t)k * bytes, (const uint8_t *)ds->pixels + (size_t)i * bytes, bytes);
         (*out)->labels[k++] = ds->labels[i];
+    }
+    if (ds->n_class_names) {
+        (*out)->class_names = calloc((size_t)ds->n_class_names, sizeof *(*out)->class_names);
+        if (!(*out)->class_names) return clt_fail(CLT_ERR_NO_MEMORY, "class names");
+        (*out)->n_class_names = ds->n_class_names;
+        for (int c = 0; c < ds->n_class_names; c++)
+            if (!((*out)->class_names[c] = strdup(ds->class_names[c]))) return clt_fail(CLT_ERR_NO_MEMORY, "class names");
     }
     return CLT_OK;
 }
@@ -30,21 +38,25 @@ clt_status clt_dataset_holdout(const clt_dataset *ds, double fraction, uint64_t 
     if (!ds) return clt_fail(CLT_ERR_INVALID_ARG, "%s: dataset is NULL", op);
     if (!(fraction > 0 && fraction < 1))
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: fraction %g (between 0 and 1)", op, fraction);
+    /* every class's samples, in order, from one pass: counts, then offsets */
     uint8_t *held = calloc((size_t)ds->n, 1);
     int64_t *members = malloc((size_t)ds->n * sizeof *members), *perm = malloc((size_t)ds->n * sizeof *perm);
-    if (!held || !members || !perm) {
-        free(held), free(members), free(perm);
+    int64_t *start = calloc((size_t)ds->classes + 1, sizeof *start), *fill = calloc((size_t)ds->classes, sizeof *fill);
+    if (!held || !members || !perm || !start || !fill) {
+        free(held), free(members), free(perm), free(start), free(fill);
         return clt_fail(CLT_ERR_NO_MEMORY, "%s: %lld samples", op, (long long)ds->n);
     }
+    for (int64_t i = 0; i < ds->n; i++) start[ds->labels[i] + 1]++;
+    for (int c = 0; c < ds->classes; c++) start[c + 1] += start[c];
+    for (int64_t i = 0; i < ds->n; i++) members[start[ds->labels[i]] + fill[ds->labels[i]]++] = i;
     int64_t n_held = 0;
     for (int c = 0; c < ds->classes; c++) {
-        int64_t m = 0;
-        for (int64_t i = 0; i < ds->n; i++)
-            if (ds->labels[i] == c) members[m++] = i;
+        int64_t m = start[c + 1] - start[c];
+        if (m == 0) continue;
         /* the class's own permutation: stream c of the seed */
         clt_shuffle_permutation(perm, m, seed, c);
         int64_t take_n = (int64_t)llround(fraction * (double)m);
-        for (int64_t j = 0; j < take_n; j++) held[members[perm[j]]] = 1;
+        for (int64_t j = 0; j < take_n; j++) held[members[start[c] + perm[j]]] = 1;
         n_held += take_n;
     }
     clt_status s = CLT_OK;
@@ -57,6 +69,6 @@ clt_status clt_dataset_holdout(const clt_dataset *ds, double fraction, uint64_t 
         clt_dataset_destroy(*kept), clt_dataset_destroy(*held_out);
         *kept = *held_out = NULL;
     }
-    free(held), free(members), free(perm);
+    free(held), free(members), free(perm), free(start), free(fill);
     return s;
 }

@@ -130,6 +130,7 @@ static void jpeg_quiet(j_common_ptr c, int level)
 static clt_status decode_jpeg(const uint8_t *data, size_t size, const char *name, int header_only, clt_image *out)
 {
     struct jpeg_decompress_struct d;
+    memset(&d, 0, sizeof d); /* the handler may destroy it before jpeg_create_decompress finished */
     jpeg_fail f;
     uint8_t *volatile pixels = NULL;
     d.err = jpeg_std_error(&f.mgr);
@@ -181,12 +182,25 @@ static clt_status decode_jpeg(const uint8_t *data, size_t size, const char *name
     return CLT_OK;
 }
 
+/* The size limits, the same for a header alone as for a decode. */
+static clt_status check_size(const clt_image *im, const char *name)
+{
+    if (im->width < 1 || im->height < 1 || im->width > 65535 || im->height > 65535 ||
+        (size_t)im->width * (size_t)im->height * (size_t)im->channels > MAX_PIXEL_BYTES)
+        return clt_fail(CLT_ERR_FORMAT, "%s: %dx%d pixels: more than cltrain decodes (65535 a side, 256 MiB)", name,
+                        im->width, im->height);
+    return CLT_OK;
+}
+
 static clt_status decode(const uint8_t *data, size_t size, const char *name, int header_only, clt_image *out)
 {
     memset(out, 0, sizeof *out);
-    if (is_png(data, size)) return decode_png(data, size, name, header_only, out);
-    if (is_jpeg(data, size)) return decode_jpeg(data, size, name, header_only, out);
-    return clt_fail(CLT_ERR_FORMAT, "%s: neither a PNG nor a JPEG file (by its first bytes)", name);
+    clt_status s = CLT_OK;
+    if (is_png(data, size)) s = decode_png(data, size, name, header_only, out);
+    else if (is_jpeg(data, size)) s = decode_jpeg(data, size, name, header_only, out);
+    else return clt_fail(CLT_ERR_FORMAT, "%s: neither a PNG nor a JPEG file (by its first bytes)", name);
+    if (s == CLT_OK && header_only) s = check_size(out, name);
+    return s;
 }
 
 #else

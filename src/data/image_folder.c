@@ -26,7 +26,7 @@ typedef struct file_list {
     int64_t n, cap, skipped;
 } file_list;
 
-static int has_image_ext(const char *name)
+int clt_image_named(const char *name)
 {
     const char *dot = strrchr(name, '.');
     if (!dot) return 0;
@@ -149,7 +149,7 @@ static clt_status walk(const char *dir, int32_t label, file_list *l)
                 break;
             }
             if (stat(path, &st) != 0 || S_ISDIR(st.st_mode)) continue; /* a dangling link; a folder */
-            if (S_ISREG(st.st_mode) && has_image_ext(names[i])) s = add_file(l, path, label);
+            if (S_ISREG(st.st_mode) && clt_image_named(names[i])) s = add_file(l, path, label);
             else l->skipped++;
         }
         free_names(names, k);

@@ -113,6 +113,15 @@ r2 = cltrain('train', *aug, '--epochs', 1, '--save', part, '--quiet')
 r3 = cltrain('train', '--resume', part, '--epochs', 3, '--export-npz', part + '.out.npz', '--quiet', '--devices', 0)
 same = all(x.returncode == 0 for x in (r1, r2, r3)) and open(whole, 'rb').read() == open(part + '.out.npz', 'rb').read()
 check(same, f'augmented run resumed after epoch 1 equals the run without a stop: {r1.stderr} {r2.stderr} {r3.stderr}')
+r = cltrain('eval', '--resume', vs, '--val-split', '0.3', '--devices', 0)
+check(r.returncode == 2 and '--val-split' in r.stderr, f'eval --val-split against the record: {r.returncode} {r.stderr}')
+# the held-out set eval sees is the one the run held out: the same accuracy as the run's last line
+last = epochs(cltrain('train', *aug, '--epochs', 2, '--json', '--save', vs + '2'))[-1]
+r = cltrain('eval', '--resume', vs + '2', '--json', '--devices', 0)
+check(r.returncode == 0 and abs(json.loads(r.stdout)['test_acc'] - last['test_acc']) < 1e-9,
+      f'eval --resume evaluates the held-out set of the run: {r.stdout} against {last}')
+r = cltrain('train', '--data', train_npz, '--val-split', '0.2', '--test-data', test_npz, *COMMON)
+check(r.returncode == 2 and '--val-split and --test-data' in r.stderr, f'--val-split with --test-data: {r.stderr}')
 r = cltrain('train', '--resume', part, '--val-split', '0.3', '--epochs', 2)
 check(r.returncode == 2 and '--val-split' in r.stderr, f'--val-split against the record: {r.returncode} {r.stderr}')
 # the same batches on two devices: the same run within the sums' rounding

@@ -54,13 +54,21 @@ int cli_eval(int argc, char **argv)
     if (o.resume && !CLI_GIVEN(&o, O_LAYOUT)) o.layout = meta.layout;
     if (o.resume && !CLI_GIVEN(&o, O_LABEL)) o.coarse = meta.coarse;
     if (o.resume && !CLI_GIVEN(&o, O_NORMALIZE) && meta.normalize && meta.normalize[0]) o.normalize = meta.normalize;
-    if (o.resume && !CLI_GIVEN(&o, O_VAL_SPLIT)) o.val_split = meta.val_split, o.seed = meta.seed;
-    if (o.resume && !CLI_GIVEN(&o, O_IMAGE_SIZE)) o.image_size = meta.image_size;
-    if (o.resume && !CLI_GIVEN(&o, O_CHANNELS)) o.channels = meta.channels;
     int devs[CLT_MAX_DEVICES], n_devs = 0;
     clt_dataset *test = NULL;
     clt_trainer *t = NULL;
     double loss = 0, acc = 0;
+    if (o.resume && CLI_GIVEN(&o, O_VAL_SPLIT) && o.val_split != meta.val_split) {
+        fprintf(stderr, "cltrain: --val-split %g differs from the checkpoint's %g (%s): the held-out samples would "
+                "include trained ones\n", o.val_split, meta.val_split, o.resume);
+        rc = 2;
+        goto done;
+    }
+    /* the held-out set the run trained beside: its fraction, seed and training set */
+    if (o.resume && meta.val_split > 0)
+        o.val_split = meta.val_split, o.seed = meta.seed, o.limit_train = meta.limit_train;
+    if (o.resume && !CLI_GIVEN(&o, O_IMAGE_SIZE)) o.image_size = meta.image_size;
+    if (o.resume && !CLI_GIVEN(&o, O_CHANNELS)) o.channels = meta.channels;
     if ((rc = cli_resolve_devices(&o, devs, &n_devs))) goto done;
     char norm[4096];
     if ((rc = cli_load_run_data(&o, NULL, &test, norm, sizeof norm))) goto done;

@@ -83,6 +83,10 @@ int cli_load_run_data(const cli_options *o, clt_dataset **train, clt_dataset **t
     if (!train && (o->val_split > 0 || auto_norm)) train = &own;
     int rc = 0;
     if (train) *train = NULL;
+    if (o->val_split > 0 && o->test_data) {
+        fprintf(stderr, "cltrain: --val-split and --test-data: evaluate on one of them\n");
+        return 2;
+    }
     if (train) rc = load(o, o->data, CLT_SUBSET_TRAIN, 0, o->limit_train, "--data", train);
     if (!rc && o->val_split > 0) {
         clt_dataset *kept, *held;
@@ -97,6 +101,10 @@ int cli_load_run_data(const cli_options *o, clt_dataset **train, clt_dataset **t
         const char *source = o->test_data ? o->test_data : o->data;
         rc = load(o, source, CLT_SUBSET_TEST, o->test_data != NULL, o->limit_test,
                   o->test_data ? "--test-data" : "--data", test);
+        if (!rc && o->test_data && !*test) {
+            fprintf(stderr, "cltrain: --test-data %s: no samples found there\n", o->test_data);
+            rc = 1;
+        }
     }
     if (rc || !o->normalize || !strcmp(o->normalize, "none") || (!train && !*test)) {
         clt_dataset_destroy(own);
