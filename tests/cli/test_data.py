@@ -95,6 +95,16 @@ check(r.returncode != 0 and 'label' in r.stderr, f'CIFAR-100 fine labels on 20 c
 r = cltrain('train', '--data', c100, '--label', 'coarse', '--model', 'conv:4:3:2,relu,gap,flatten,dense:20',
             '--epochs', 1, '--batch-size', 25, '--devices', 0)
 check(r.returncode == 0, f'CIFAR-100 --label coarse: {r.stderr}')
+# a builtin's last layer takes the data's class count (100, or 20 coarse), and the checkpoint keeps it
+ck100 = os.path.join(tmp, 'c100.npz')
+for label, k in (('fine', 100), ('coarse', 20)):
+    r = cltrain('train', '--data', c100, '--label', label, '--model', 'lenet', '--epochs', 1, '--batch-size', 25,
+                '--devices', 0, '--save', ck100)
+    check(r.returncode == 0, f'lenet on CIFAR-100 {label}: {r.stderr}')
+    e = cltrain('eval', '--resume', ck100, '--devices', 0, '--json')
+    check(e.returncode == 0, f'eval --resume of lenet on CIFAR-100 {label}: {e.stderr}')
+    spec = bytes(np.load(ck100)['__cltrain__/spec']).decode()
+    check(spec.endswith(f'dense:{k}'), f'the checkpoint keeps {k} classes: {spec}')
 
 # --val-split holds out a fraction of each class and evaluates on it; --normalize auto
 # and --augment go into the record, so eval --resume sees the same held-out set, and

@@ -80,7 +80,9 @@ int cli_eval(int argc, char **argv)
     int shape[3];
     if ((rc = cli_check_shapes(&o, NULL, test, shape))) goto done;
     int own = model && !CLI_GIVEN(&o, O_MODEL); /* the checkpoint's model */
-    if ((rc = cli_make_trainer(&o, own ? model : o.model, own ? o.resume : NULL, shape, devs, n_devs, &t))) goto done;
+    char sized[1024]; /* --init-from a builtin: its last layer takes the data's classes, as train made it */
+    const char *net = own ? model : cli_model_for_classes(o.model, clt_dataset_classes(test), sized, sizeof sized);
+    if ((rc = cli_make_trainer(&o, net, own ? o.resume : NULL, shape, devs, n_devs, &t))) goto done;
     if (o.resume && clt_trainer_load_checkpoint(t, o.resume, NULL) != CLT_OK) {
         fprintf(stderr, "cltrain: --resume: %s\n", clt_last_error());
         rc = 1;

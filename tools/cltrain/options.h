@@ -98,6 +98,10 @@ int cli_check_shapes(const cli_options *o, const clt_dataset *train, const clt_d
  * none; cap bytes) for the run record. train NULL (an evaluation): the
  * training set is read only where --val-split or --normalize auto needs
  * it. 0, 1 after a message naming the option, or 2 for a usage error. */
+/* A builtin model (lenet, lenet-max, resnet18) for data of `classes`
+ * classes: its spec with the last layer's 10 outputs made `classes` (into
+ * buf); the model itself for 10 classes, a spec, or a full buf. */
+const char *cli_model_for_classes(const char *model, int classes, char *buf, size_t cap);
 int cli_load_run_data(const cli_options *o, clt_dataset **train, clt_dataset **test, char *norm, size_t cap);
 struct cli_world;
 /* world: this process among an mpirun launch's (world.h). */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/model.h"
 #include "options.h"
 
 int cli_check_shapes(const cli_options *o, const clt_dataset *train, const clt_dataset *test, int *shape)
@@ -138,4 +139,14 @@ int cli_load_run_data(const cli_options *o, clt_dataset **train, clt_dataset **t
     free(mean);
     clt_dataset_destroy(own);
     return rc;
+}
+
+const char *cli_model_for_classes(const char *model, int classes, char *buf, size_t cap)
+{
+    const char *spec = clt_model_builtin(model);
+    const char *tail = ",dense:10";
+    size_t n = spec ? strlen(spec) : 0, t = strlen(tail);
+    if (!spec || classes < 1 || classes == 10 || n < t || strcmp(spec + n - t, tail) != 0) return model;
+    if (snprintf(buf, cap, "%.*s,dense:%d", (int)(n - t), spec, classes) >= (int)cap) return model;
+    return buf;
 }

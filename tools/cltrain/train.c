@@ -414,9 +414,10 @@ int cli_train(int argc, char **argv, const cli_world *world)
     o.normalize = norm; /* the values, as the run record keeps them */
     int shape[3];
     if ((rc = cli_check_shapes(&o, train, test, shape))) goto done;
-    if ((rc = cli_make_trainer(&o, model, resumed_model && model == resumed_model ? o.resume : NULL, shape, devs,
-                               n_devs, &t)))
-        goto done;
+    int resumed = resumed_model && model == resumed_model;
+    char sized[1024]; /* a builtin's last layer takes the data's classes (the checkpoint keeps the spec) */
+    if (!resumed) model = cli_model_for_classes(model, clt_dataset_classes(train), sized, sizeof sized);
+    if ((rc = cli_make_trainer(&o, model, resumed ? o.resume : NULL, shape, devs, n_devs, &t))) goto done;
     if (o.resume && clt_trainer_load_checkpoint(t, o.resume, NULL) != CLT_OK) {
         rc = fail("--resume");
         goto done;
