@@ -42,6 +42,11 @@ size_t clt_dataset_sample_size(const clt_dataset *ds)
     return (size_t)ds->channels * (size_t)ds->height * (size_t)ds->width;
 }
 
+void clt_unit_table(float lut[256])
+{
+    for (int v = 0; v < 256; v++) lut[v] = (float)v / 255.0f;
+}
+
 /* Sample src's values as floats into to (x/255 for bytes). */
 static void convert(const clt_dataset *ds, const float *lut, int64_t src, size_t sample, float *to)
 {
@@ -56,11 +61,8 @@ static void convert(const clt_dataset *ds, const float *lut, int64_t src, size_t
 void clt_dataset_gather(const clt_dataset *ds, const int64_t *idx, int64_t first, int64_t n, const clt_augment *aug,
                         float *spare, float *images, int32_t *labels)
 {
-    /* A table keeps x/255 exactly (a division, as PyTorch's ToTensor) at the
-     * cost of a lookup. */
     float lut[256];
-    if (ds->u8)
-        for (int v = 0; v < 256; v++) lut[v] = (float)v / 255.0f;
+    if (ds->u8) clt_unit_table(lut);
     size_t sample = clt_dataset_sample_size(ds), plane = (size_t)ds->height * (size_t)ds->width;
     int augment = aug && (aug->pad > 0 || aug->flip);
     for (int64_t k = 0; k < n; k++) {

@@ -23,6 +23,9 @@ struct clt_dataset {
  * the shape and class count must be valid (> 0, checked by the callers). */
 clt_status clt_dataset_alloc(int64_t n, int channels, int height, int width, int classes, int u8,
                              clt_dataset **out);
+/* x/255 for every byte value, as float32: a table keeps the division
+ * exact (as PyTorch's ToTensor has it) at the cost of a lookup. */
+void clt_unit_table(float lut[256]);
 /* Floats per sample. */
 size_t clt_dataset_sample_size(const clt_dataset *ds);
 /* Samples idx[0..n) (idx NULL: first, first+1, ...) as floats, NCHW, into
@@ -45,11 +48,11 @@ clt_status clt_npz_dataset(const char *path, clt_subset subset, clt_layout layou
 clt_status clt_npz_archive_dataset(const clt_npz *z, const char *path, clt_subset subset, clt_layout layout,
                                    int64_t limit, int any_split, clt_dataset **out);
 
+/* Whether a file name ends in .png, .jpg or .jpeg (any case). */
+int clt_image_named(const char *name);
 /* An image folder (image_folder.c): ROOT/<class>/... PNG and JPEG files;
  * channels 0 (the most any image has), 1 or 3; size 0 (all the same
  * size) or the side images are resized and cropped to. */
-/* Whether a file name ends in .png, .jpg or .jpeg (any case). */
-int clt_image_named(const char *name);
 clt_status clt_image_folder_dataset(const char *root, int channels, int size, int64_t limit, clt_dataset **out);
 
 #endif

@@ -215,33 +215,21 @@ static int holds_image(const char *dir, int depth)
 static int image_dir(const char *dir, clt_subset split, const clt_load_options *opt, clt_dataset **out,
                      clt_status *s)
 {
-    char path[PATH_CAP];
-    if (exists(dir, "train", 0, path) && is_dir(path)) {
-        if (split == CLT_SUBSET_TEST && !((exists(dir, "test", 0, path) && is_dir(path)) ||
-                                          (exists(dir, "val", 0, path) && is_dir(path)))) {
-            if (opt->any_split && exists(dir, "train", 0, path)) /* given as the test set: its only split */
-                *s = clt_image_folder_dataset(path, opt->channels, opt->image_size, opt->limit, out);
-            else
-                *s = CLT_OK; /* no test split */
-            return 1;
-        }
-        *s = clt_image_folder_dataset(path, opt->channels, opt->image_size, opt->limit, out);
-        return 1;
+    char train[PATH_CAP], test[PATH_CAP];
+    const char *root;
+    if (exists(dir, "train", 0, train) && is_dir(train)) {
+        int has_test = (exists(dir, "test", 0, test) && is_dir(test)) || (exists(dir, "val", 0, test) && is_dir(test));
+        /* the test split; a folder of train alone given as the test set (any_split): that */
+        root = split == CLT_SUBSET_TRAIN ? train : has_test ? test : opt->any_split ? train : NULL;
+    } else if (holds_image(dir, 0)) {
+        root = split == CLT_SUBSET_TRAIN || opt->any_split ? dir : NULL;
+    } else {
+        return 0;
     }
-    if (!holds_image(dir, 0)) return 0;
-    *s = split == CLT_SUBSET_TRAIN || opt->any_split
-             ? clt_image_folder_dataset(dir, opt->channels, opt->image_size, opt->limit, out)
-             : CLT_OK;
+    *s = root ? clt_image_folder_dataset(root, opt->channels, opt->image_size, opt->limit, out) : CLT_OK;
     return 1;
 }
 
-/* An .npz file given as the data. */
-static int npz_file(const char *path)
-{
-    struct stat st;
-    size_t n = strlen(path);
-    return n > 4 && strcmp(path + n - 4, ".npz") == 0 && stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
-}
 
 clt_status clt_dataset_load_with(const char *name_or_dir, clt_subset split, const clt_load_options *opt,
                                  clt_dataset **out)
@@ -266,9 +254,11 @@ clt_status clt_dataset_load_with(const char *name_or_dir, clt_subset split, cons
     if (strlen(dir) >= PATH_CAP - 64)
         return clt_fail(CLT_ERR_INVALID_ARG, "dataset directory path too long (%zu bytes)", strlen(dir));
     size_t len = strlen(dir);
-    if (len > 4 && !strcmp(dir + len - 4, ".npz") && !npz_file(dir))
-        return clt_fail(CLT_ERR_NOT_FOUND, "%s: no such file", dir);
-    if (npz_file(dir)) return clt_npz_dataset(dir, split, opt->layout, limit, opt->any_split, out);
+    if (len > 4 && !strcmp(dir + len - 4, ".npz")) { /* an .npz file given as the data */
+        struct stat st;
+        if (stat(dir, &st) != 0 || S_ISDIR(st.st_mode)) return clt_fail(CLT_ERR_NOT_FOUND, "%s: no such file", dir);
+        return clt_npz_dataset(dir, split, opt->layout, limit, opt->any_split, out);
+    }
     if (clt_cifar_kind(dir)) return clt_dataset_from_cifar(dir, split, !opt->coarse, limit, out);
     clt_status s;
     if (numpy_dir(dir, split, opt, out, &s)) return s;

@@ -176,27 +176,41 @@ static uint8_t bilinear(const clt_image *im, int c, double x, double y)
     return (uint8_t)(v + 0.5);
 }
 
-/* Pixel (x, y) channel c of the image as the dataset takes it: resized and
- * cropped to size x size when size > 0, with `channels` channels. */
-static uint8_t pixel(const clt_image *im, int size, int channels, int c, int x, int y)
+/* Where an image's pixels come from: the image itself, or (size > 0) its
+ * shorter side resized to size (the longer one as int(size * long /
+ * short)) and the centre size x size taken. Worked out once per image. */
+typedef struct sampling {
+    int size, left, top;
+    double sx, sy;
+} sampling;
+
+static sampling sampling_of(const clt_image *im, int size)
 {
-    if (size > 0) {
-        /* shorter side to size (the longer one as int(size * long / short)), then the centre */
-        int short_w = im->width <= im->height;
-        int64_t rw = short_w ? size : (int64_t)size * im->width / im->height;
-        int64_t rh = short_w ? (int64_t)size * im->height / im->width : size;
-        int left = (int)((rw - size + 1) / 2), top = (int)((rh - size + 1) / 2);
-        double sx = (double)im->width / (double)rw, sy = (double)im->height / (double)rh;
-        double fx = (x + left + 0.5) * sx - 0.5, fy = (y + top + 0.5) * sy - 0.5;
-        if (channels == im->channels) return bilinear(im, c, fx, fy);
-        if (im->channels == 1) return bilinear(im, 0, fx, fy);
-        uint8_t r = bilinear(im, 0, fx, fy), g = bilinear(im, 1, fx, fy), b = bilinear(im, 2, fx, fy);
-        return (uint8_t)((r * 19595 + g * 38470 + b * 7471 + 0x8000) >> 16);
-    }
-    const uint8_t *p = im->pixels + ((size_t)y * (size_t)im->width + (size_t)x) * (size_t)im->channels;
-    if (channels == im->channels) return p[c];
-    if (im->channels == 1) return p[0]; /* grey into each of R, G, B */
-    return (uint8_t)((p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16);
+    sampling g = {size, 0, 0, 1, 1};
+    if (size <= 0) return g;
+    int short_w = im->width <= im->height;
+    int64_t rw = short_w ? size : (int64_t)size * im->width / im->height;
+    int64_t rh = short_w ? (int64_t)size * im->height / im->width : size;
+    g.left = (int)((rw - size + 1) / 2), g.top = (int)((rh - size + 1) / 2);
+    g.sx = (double)im->width / (double)rw, g.sy = (double)im->height / (double)rh;
+    return g;
+}
+
+/* Channel c of the image's pixel (x, y) as sampled. */
+static uint8_t sample_at(const clt_image *im, const sampling *g, int c, int x, int y)
+{
+    if (g->size <= 0) return im->pixels[((size_t)y * (size_t)im->width + (size_t)x) * (size_t)im->channels + (size_t)c];
+    return bilinear(im, c, (x + g->left + 0.5) * g->sx - 0.5, (y + g->top + 0.5) * g->sy - 0.5);
+}
+
+/* Pixel (x, y) channel c as the dataset takes it, with `channels`
+ * channels: grey copied into R, G and B; RGB made grey by Pillow's luma. */
+static uint8_t pixel(const clt_image *im, const sampling *g, int channels, int c, int x, int y)
+{
+    if (channels == im->channels) return sample_at(im, g, c, x, y);
+    if (im->channels == 1) return sample_at(im, g, 0, x, y);
+    uint8_t r = sample_at(im, g, 0, x, y), gr = sample_at(im, g, 1, x, y), b = sample_at(im, g, 2, x, y);
+    return (uint8_t)((r * 19595 + gr * 38470 + b * 7471 + 0x8000) >> 16);
 }
 
 static clt_status decode_file(const char *path, clt_image *im)
@@ -214,7 +228,6 @@ static clt_status decode_file(const char *path, clt_image *im)
 static clt_status build(const file_list *l, int classes, int channels, int size, clt_dataset **out)
 {
     int c = 0, h = 0, w = 0;
-    int64_t first = 0;
     for (int64_t i = 0; i < l->n; i++) {
         unsigned char *data;
         size_t n;
@@ -227,7 +240,7 @@ static clt_status build(const file_list *l, int classes, int channels, int size,
         if (i == 0) w = iw, h = ih;
         else if (!size && (iw != w || ih != h))
             return clt_fail(CLT_ERR_FORMAT, "images of different sizes: %s is %dx%d, %s is %dx%d (give an image size "
-                            "to resize them: --image-size S)", l->paths[first], w, h, l->paths[i], iw, ih);
+                            "to resize them: --image-size S)", l->paths[0], w, h, l->paths[i], iw, ih);
     }
     if (channels) c = channels;
     if (size) w = h = size;
@@ -246,9 +259,10 @@ static clt_status build(const file_list *l, int classes, int channels, int size,
             return s;
         }
         uint8_t *to = (uint8_t *)ds->pixels + (size_t)i * plane * (size_t)c;
+        sampling g = sampling_of(&im, size);
         for (int ch = 0; ch < c; ch++)
             for (int y = 0; y < h; y++)
-                for (int x = 0; x < w; x++) to[(size_t)ch * plane + (size_t)y * (size_t)w + (size_t)x] = pixel(&im, size, c, ch, x, y);
+                for (int x = 0; x < w; x++) to[(size_t)ch * plane + (size_t)y * (size_t)w + (size_t)x] = pixel(&im, &g, c, ch, x, y);
         ds->labels[i] = l->labels[i];
         free(im.pixels);
     }

@@ -42,7 +42,7 @@ clt_status clt_dataset_channel_stats(const clt_dataset *ds, double *mean, double
     size_t plane = (size_t)ds->height * (size_t)ds->width;
     double count = (double)ds->n * (double)plane;
     float lut[256];
-    for (int v = 0; v < 256; v++) lut[v] = (float)v / 255.0f;
+    clt_unit_table(lut);
     for (int c = 0; c < ds->channels; c++) { /* two passes in double: the mean, then the deviations */
         double sum = 0, dev = 0;
         for (int64_t i = 0; i < ds->n; i++)

@@ -50,8 +50,8 @@ static int normalization(const cli_options *o, const clt_dataset *ds, int c, flo
     if (!strcmp(o->normalize, "auto")) {
         double *m = malloc(2 * (size_t)c * sizeof *m);
         if (!m || clt_dataset_channel_stats(ds, m, m + c) != CLT_OK) {
-            free(m);
             fprintf(stderr, "cltrain: --normalize auto: %s\n", m ? clt_last_error() : "out of memory");
+            free(m);
             return 1;
         }
         for (int k = 0; k < c; k++) mean[k] = (float)m[k], std[k] = (float)m[c + k];
