@@ -3,8 +3,8 @@
 weights and data (LeNet, and a net with batch norm, on one and two devices;
 LeNet with SGD+Nesterov, Adam, AdamW, and Adam with a warmup + cosine
 schedule, gradient clipping and label smoothing).
-Needs PyTorch: runs under $CLTRAIN_TORCH_PYTHON (a python that has torch) or
-the current python; skipped (exit 77) when neither has it."""
+Needs PyTorch: runs under $CLTRAIN_TORCH_PYTHON (a python that has torch), the
+current python or the project's .deps/venv (tools/setup-python --torch); skipped (exit 77) when neither has it."""
 import math
 import os
 import subprocess
@@ -19,7 +19,8 @@ try:
 except ImportError:
     # A virtual environment's python resolves to the system one, so paths
     # cannot tell them apart: a marker keeps this to one re-exec.
-    other = os.environ.get('CLTRAIN_TORCH_PYTHON')
+    venv = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '.deps', 'venv', 'bin', 'python')
+    other = os.environ.get('CLTRAIN_TORCH_PYTHON') or (venv if os.path.exists(venv) else None)
     if other and not os.environ.get('CLTRAIN_TORCH_REEXEC'):
         os.environ['CLTRAIN_TORCH_REEXEC'] = '1'
         try:
@@ -27,7 +28,7 @@ except ImportError:
         except OSError as e:
             print(f'CLTRAIN_TORCH_PYTHON={other}: {e}', file=sys.stderr)
             sys.exit(1)
-    print(f'skip: PyTorch not installed in {sys.executable} (set CLTRAIN_TORCH_PYTHON to a python that has it)')
+    print(f'skip: PyTorch not installed in {sys.executable} (tools/setup-python --torch, or set CLTRAIN_TORCH_PYTHON to a python that has it)')
     sys.exit(77)
 
 DATA = '/usr/share/datasets/fashion-mnist'

@@ -50,3 +50,22 @@ def need_numpy():
                 os.execv(cand, [cand] + sys.argv)
     print('skip: numpy is not installed (Debian: apt-get install python3-numpy)')
     sys.exit(77)
+
+
+def need_modules(*names):
+    """Imports names, or runs the script again under the project's virtual
+    environment (.deps/venv, made by tools/setup-python) when this python
+    lacks them; exit 77 naming what is missing when neither has them."""
+    import importlib
+    try:
+        return [importlib.import_module(n) for n in names]
+    except ImportError as e:
+        missing = e.name
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
+    venv = os.path.join(root, '.deps', 'venv', 'bin', 'python')
+    # A venv's python may resolve to the system's: a marker keeps this to one re-exec.
+    if os.path.exists(venv) and os.environ.get('CLT_VENV_REEXEC') != '1':
+        os.environ['CLT_VENV_REEXEC'] = '1'
+        os.execv(venv, [venv] + sys.argv)
+    print(f'skip: Python module {missing} is not installed (tools/setup-python installs it into .deps/venv)')
+    sys.exit(77)
