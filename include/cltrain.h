@@ -462,8 +462,10 @@ CLT_API clt_status clt_npz_writer_commit(clt_npz_writer *w);
 CLT_API void clt_npz_writer_destroy(clt_npz_writer *w);
 
 /* Writes every parameter of the net under its state_dict name ("0.weight"),
- * float32 in C order, stored: numpy.load reads it, and PyTorch takes
- * {k: torch.from_numpy(v) for k, v in numpy.load(path).items()} in
+ * float32 in C order, stored, and the net's own keys ("__cltrain__/spec",
+ * ...: see clt_net_open) so that the file opens as a net: numpy.load reads
+ * it, and PyTorch takes {k: torch.from_numpy(v) for k, v in
+ * numpy.load(path).items() if not k.startswith('__cltrain__/')} in
  * load_state_dict of the matching nn.Sequential. Atomic as the writer. */
 CLT_API clt_status clt_net_save_npz(const clt_net *net, const char *path);
 /* Loads every parameter by name from an .npz (as written above or by
@@ -475,7 +477,10 @@ CLT_API clt_status clt_net_save_npz(const clt_net *net, const char *path);
  * checked before its data is inflated, so a hostile file costs no more
  * memory than the net's parameters. Everything is checked before any
  * parameter is written, so on error the net is unchanged. Read errors as in
- * clt_npz_read. Momentum buffers are not touched. */
+ * clt_npz_read. Momentum buffers are not touched. The file's own keys
+ * (clt_net_open) are allowed; its normalisation and class names, where it
+ * has them, replace the net's. A checkpoint is refused (clt_net_open reads
+ * one). */
 CLT_API clt_status clt_net_load_npz(clt_net *net, const char *path);
 
 /* ------------------------------------------------------------------ */
@@ -673,6 +678,64 @@ CLT_API clt_status clt_dataset_holdout(const clt_dataset *ds, double fraction, u
  * Thread-safe. */
 CLT_API clt_status clt_dataset_from_cifar(const char *dir, clt_subset subset, int fine, int64_t limit,
                                           clt_dataset **out);
+/* The dataset's normalisation (clt_dataset_set_normalization): 1 with its
+ * values in mean and std (channels each; either may be NULL), 0 when it
+ * has none. */
+CLT_API int clt_dataset_normalization(const clt_dataset *ds, float *mean, float *std);
+
+/* ------------------------------------------------------------------ */
+/* A net's data, its files, and predictions                            */
+/* ------------------------------------------------------------------ */
+
+/* What a net knows of its data, kept in every file it is saved to
+ * (clt_net_save_npz, clt_trainer_save_checkpoint with replica 0's), read
+ * back by clt_net_load_npz, clt_net_open and clt_trainer_load_checkpoint,
+ * and applied by clt_net_predict: the per-channel normalisation its inputs
+ * had in training, and its classes' names. A new net has neither.
+ * mean and std: the input's channel count of values each, finite, std > 0;
+ * both NULL: none. */
+CLT_API clt_status clt_net_set_normalization(clt_net *net, const float *mean, const float *std);
+/* 1 with the values in mean and std (either may be NULL), 0 for none. */
+CLT_API int clt_net_normalization(const clt_net *net, float *mean, float *std);
+/* clt_net_classes(net) names, copied, each 1 to 255 bytes without control
+ * characters (UTF-8 is kept as it is); NULL: none. */
+CLT_API clt_status clt_net_set_class_names(clt_net *net, const char *const *names);
+/* Class k's name, or NULL where the net has no names. */
+CLT_API const char *clt_net_class_name(const clt_net *net, int k);
+/* The shape of one input sample. Any pointer may be NULL. */
+CLT_API void clt_net_input_shape(const clt_net *net, int *channels, int *height, int *width);
+
+/* A net from a file that carries its model: one written by
+ * clt_net_save_npz (cltrain --export-npz) or a checkpoint
+ * (clt_trainer_save_checkpoint, cltrain --save; its optimizer state is not
+ * read). Such files hold, beside the state_dict, these keys:
+ *   "__cltrain__/spec"       bytes: the expanded model spec
+ *   "__cltrain__/input"      float32 (3,): channels, height, width
+ *   "__cltrain__/normalize"  float32 (2, channels): means, then stds
+ *                            (only where the net has a normalisation)
+ *   "__cltrain__/classes"    bytes: the class names, each ended by '\n'
+ *                            (only where the net has names)
+ *   "__cltrain__/version"    bytes: the cltrain version that wrote it
+ * A file without spec and input (a state_dict written by NumPy from
+ * PyTorch, say) is CLT_ERR_FORMAT saying so: make the net with
+ * clt_net_create and load it with clt_net_load_npz. Every entry is
+ * checked as clt_net_load_npz does. *out belongs to the caller. */
+CLT_API clt_status clt_net_open(const char *path, clt_device *dev, clt_net **out);
+
+/* Class scores of n samples of the net's input shape, given as 8-bit
+ * values (read as x/255, as datasets read them) or float32 (used as they
+ * are, each finite), NCHW or NHWC (CLT_LAYOUT_AUTO is NCHW): the net's
+ * normalisation applied as in training, then an inference pass (batch
+ * norm's running statistics, no dropout), in batches of at most 256
+ * samples. out receives n x clt_net_classes(net) floats: the last layer's
+ * outputs (probabilities 0) or their softmax (1). A sample whose values
+ * are not finite is CLT_ERR_INVALID_ARG naming it. One net must be used by
+ * one thread at a time; nets on different devices predict in parallel. */
+CLT_API clt_status clt_net_predict(clt_net *net, const void *inputs, clt_pixel_type type, clt_layout layout,
+                                   int64_t n, int probabilities, float *out);
+/* The k best of `classes` scores, best first (of equal scores the lower
+ * index first), into top (k ints); 1 <= k <= classes. */
+CLT_API clt_status clt_top_k(const float *scores, int classes, int k, int *top);
 
 /* ------------------------------------------------------------------ */
 /* Batch iterator                                                      */
@@ -859,6 +922,12 @@ CLT_API clt_status clt_trainer_step(clt_trainer *t, const float *images, const i
 /* Mean loss and accuracy over a dataset, split across the devices. */
 CLT_API clt_status clt_trainer_evaluate(clt_trainer *t, const clt_dataset *ds, int batch_size,
                                         double *mean_loss, double *accuracy);
+/* The same, and each sample's predicted class (the first of its highest
+ * scores, as accuracy counts it) into predicted[i] (clt_dataset_size(ds)
+ * int32; NULL: as clt_trainer_evaluate). In one process only: under MPI
+ * the other processes' samples are not gathered (CLT_ERR_UNSUPPORTED). */
+CLT_API clt_status clt_trainer_evaluate_predicted(clt_trainer *t, const clt_dataset *ds, int batch_size,
+                                                  double *mean_loss, double *accuracy, int32_t *predicted);
 /* Compares a checksum of every replica's parameters; CLT_ERR_INTERNAL naming
  * the first replica that differs from replica 0. */
 CLT_API clt_status clt_trainer_check_replicas(clt_trainer *t);

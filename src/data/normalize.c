@@ -57,3 +57,11 @@ clt_status clt_dataset_channel_stats(const clt_dataset *ds, double *mean, double
     }
     return CLT_OK;
 }
+
+int clt_dataset_normalization(const clt_dataset *ds, float *mean, float *std)
+{
+    if (!ds || !ds->norm) return 0;
+    if (mean) memcpy(mean, ds->norm, (size_t)ds->channels * sizeof *mean);
+    if (std) memcpy(std, ds->norm + ds->channels, (size_t)ds->channels * sizeof *std);
+    return 1;
+}

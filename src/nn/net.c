@@ -2,6 +2,7 @@
  * laid out: net_layout.c), the batch-sized buffers made for a batch size,
  * and destruction. The passes are net_pass.c's. */
 #include "nn/net_impl.h"
+#include "nn/net_info.h"
 
 #include <stdlib.h>
 
@@ -98,6 +99,7 @@ void clt_net_destroy(clt_net *net)
     for (int i = 0; i < CLT_OPTIM_SLOTS; i++) clt_svm_free(net->dev, net->slot_host[i]);
     free(net->act);
     free(net->sync_host);
+    clt_net_info_free(net);
     clt_model_free(&net->model);
     clt_device_release(net->dev);
     free(net);

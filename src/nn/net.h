@@ -176,8 +176,9 @@ clt_status clt_labels_check(const int32_t *labels, int64_t n, int classes, const
  * net's classes; at least one and at most INT32_MAX samples. */
 clt_status clt_net_check_dataset(const clt_net *net, const clt_dataset *ds, const char *op);
 /* Summed loss and correct count of inference on samples [off, off + n) of a
- * checked dataset, in batches of batch_size. */
+ * checked dataset, in batches of batch_size; predicted (NULL: not wanted)
+ * receives sample off + i's class at [i] (clt_top_k's first). */
 clt_status clt_net_evaluate_range(clt_net *net, const clt_dataset *ds, int64_t off, int64_t n, int batch_size,
-                                  double *loss_sum, int64_t *correct);
+                                  double *loss_sum, int64_t *correct, int32_t *predicted);
 
 #endif

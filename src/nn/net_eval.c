@@ -1,5 +1,7 @@
 /* Evaluation of a net over a dataset (or a range of it) on one device; the
  * trainer runs the same range loop on every device. */
+#include <stdlib.h>
+
 #include "core/alloc.h"
 #include "nn/net_impl.h"
 
@@ -26,8 +28,21 @@ clt_status clt_net_check_dataset(const clt_net *net, const clt_dataset *ds, cons
     return clt_labels_check(clt_dataset_labels(ds), total, net->model.classes, op);
 }
 
+/* Each sample's class of the last forward (b samples) into predicted. */
+static clt_status argmax_rows(clt_net *net, int b, float *scores, int32_t *predicted)
+{
+    int k = clt_net_classes(net);
+    CLT_TRY(clt_net_output(net, scores, (int64_t)b * k));
+    for (int i = 0; i < b; i++) {
+        int top;
+        CLT_TRY(clt_top_k(scores + (size_t)i * (size_t)k, k, 1, &top));
+        predicted[i] = top;
+    }
+    return CLT_OK;
+}
+
 clt_status clt_net_evaluate_range(clt_net *net, const clt_dataset *ds, int64_t off, int64_t n, int batch_size,
-                                  double *loss_sum, int64_t *correct)
+                                  double *loss_sum, int64_t *correct, int32_t *predicted)
 {
     int c, h, w;
     clt_dataset_shape(ds, &c, &h, &w);
@@ -38,6 +53,10 @@ clt_status clt_net_evaluate_range(clt_net *net, const clt_dataset *ds, int64_t o
                               sizeof(float), "evaluation batch"));
     clt_status s = clt_aligned_alloc((void **)&labels, (size_t)(most > 0 ? most : 1), sizeof(int32_t),
                                      "evaluation batch");
+    float *scores = NULL;
+    if (s == CLT_OK && predicted)
+        s = clt_calloc((void **)&scores, (size_t)(most > 0 ? most : 1) * (size_t)clt_net_classes(net), sizeof *scores,
+                       "evaluation scores");
     double loss = 0;
     int64_t ok = 0;
     for (int64_t at = off; s == CLT_OK && at < off + n; at += batch_size) {
@@ -47,12 +66,14 @@ clt_status clt_net_evaluate_range(clt_net *net, const clt_dataset *ds, int64_t o
         s = clt_dataset_read(ds, at, b, images, labels);
         if (s == CLT_OK) s = clt_net_forward(net, images, b, 0);
         if (s == CLT_OK) s = clt_net_loss(net, labels, &l, &k);
+        if (s == CLT_OK && predicted) s = argmax_rows(net, b, scores, predicted + (at - off));
         if (s != CLT_OK) break;
         loss += l;
         ok += k;
     }
     clt_aligned_free(images);
     clt_aligned_free(labels);
+    free(scores);
     *loss_sum = loss;
     *correct = ok;
     return s;
@@ -67,7 +88,7 @@ clt_status clt_net_evaluate(clt_net *net, const clt_dataset *ds, int batch_size,
     CLT_TRY(clt_net_check_dataset(net, ds, op));
     int64_t total = clt_dataset_size(ds), correct;
     double loss;
-    CLT_TRY(clt_net_evaluate_range(net, ds, 0, total, batch_size, &loss, &correct));
+    CLT_TRY(clt_net_evaluate_range(net, ds, 0, total, batch_size, &loss, &correct, NULL));
     if (mean_loss) *mean_loss = loss / (double)total;
     if (accuracy) *accuracy = (double)correct / (double)total;
     return CLT_OK;

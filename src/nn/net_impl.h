@@ -38,6 +38,8 @@ struct clt_net {
     clt_net_share share;  /* what is on memory shared with the host (the device allowing) */
     float *params_host, *grads_host; /* their memory where shared (runtime/svm.h), else NULL */
     float *slot_host[CLT_OPTIM_SLOTS];
+    float *norm;          /* NULL, or the inputs' means[channels] then stds[channels] (net_info.c) */
+    char **class_names;   /* NULL, or one name per class */
 };
 
 /* A device buffer of `bytes` (at least 4); a failure names `what`, its

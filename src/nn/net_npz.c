@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "io/npz.h"
 #include "nn/net_impl.h"
+#include "nn/net_info.h"
 #include "nn/net_npz.h"
 #include "runtime/queue.h"
 
@@ -255,38 +256,37 @@ clt_status clt_net_save_npz(const clt_net *net, const char *path)
     clt_npz_writer *w;
     CLT_TRY(clt_npz_writer_create(path, 0, &w));
     clt_status s = clt_net_npz_add(w, net, 0, "");
+    if (s == CLT_OK) s = clt_net_info_add(w, net);
     if (s == CLT_OK) s = clt_npz_writer_commit(w);
     clt_npz_writer_destroy(w);
     return s;
 }
 
-/* Each entry, from its header alone: a parameter of the net must have its
- * shape; any other entry stays compressed (refused below, after a missing
- * parameter, the likelier fault). A hostile file costs no more memory than
- * the net's own parameters. */
-static clt_status load_filter(void *ctx, const char *path, const clt_npz_entry *e, int *skip)
+clt_status clt_net_npz_filter(void *ctx, const char *path, const clt_npz_entry *e, int *skip)
 {
     int found;
     CLT_TRY(clt_net_npz_check_entry(ctx, 0, "", path, e, &found));
-    *skip = !found;
-    return CLT_OK;
+    *skip = !found && !clt_net_info_key(e->name);
+    if (*skip || found || e->nbytes <= CLT_NET_INFO_MAX) return CLT_OK;
+    return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" holds %zu bytes, more than a net's file gives it (%d)", path,
+                    e->name, e->nbytes, CLT_NET_INFO_MAX);
 }
 
 clt_status clt_net_load_npz(clt_net *net, const char *path)
 {
     if (!net || !path) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_load_npz: NULL argument");
     clt_npz *npz;
-    CLT_TRY(clt_npz_read_filtered(path, load_filter, net, &npz));
+    CLT_TRY(clt_npz_read_filtered(path, clt_net_npz_filter, net, &npz));
     clt_status s = clt_net_npz_check(npz, net, 0, "");
-    clt_npz_entry spec;
-    if (s == CLT_OK && clt_npz_find(npz, "__cltrain__/spec", &spec) == CLT_OK)
-        s = clt_fail(CLT_ERR_FORMAT, "%s is a training checkpoint (it holds \"__cltrain__/spec\"), not a net's "
-                     "parameters alone: a trainer loads it (clt_trainer_load_checkpoint; cltrain train --resume)", path);
-    if (s == CLT_OK) clt_clear_error();
+    if (s == CLT_OK && clt_npz_get(npz, CLT_KEY_PREFIX "optimizer_steps"))
+        s = clt_fail(CLT_ERR_FORMAT, "%s is a training checkpoint (it holds \"" CLT_KEY_PREFIX "optimizer_steps\"), not "
+                     "a net's file: open it with clt_net_open, or a trainer loads it (clt_trainer_load_checkpoint; "
+                     "cltrain train --resume)", path);
+    if (s == CLT_OK) s = clt_net_info_load(npz, net, 0);
     for (int i = 0; s == CLT_OK && i < clt_npz_count(npz); i++) {
         clt_npz_entry e;
         s = clt_npz_entry_at(npz, i, &e);
-        if (s == CLT_OK && !clt_net_npz_is_param(net, 0, "", e.name)) {
+        if (s == CLT_OK && !clt_net_npz_is_param(net, 0, "", e.name) && !clt_net_info_key(e.name)) {
             char shape[200], list[1024];
             list_params(net, list, sizeof list);
             s = clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" %s is not a parameter of the net (its parameters: %s)", path,
@@ -294,6 +294,7 @@ clt_status clt_net_load_npz(clt_net *net, const char *path)
         }
     }
     if (s == CLT_OK) s = clt_net_npz_upload(npz, net, 0, "");
+    if (s == CLT_OK) s = clt_net_info_load(npz, net, 1); /* checked above: cannot fail now but for memory */
     clt_npz_destroy(npz);
     return s;
 }

@@ -32,6 +32,13 @@ clt_status clt_net_npz_check_entry(const clt_net *net, int which, const char *pr
 /* 1 when `name` is prefix + the name of a parameter of the net. */
 int clt_net_npz_is_param(const clt_net *net, int which, const char *prefix, const char *name);
 
+/* The filter (io/npz.h) reading a net's file (ctx: the net): its
+ * parameters, checked from their headers, and its own keys (net_info.h),
+ * at most CLT_NET_INFO_MAX bytes each; every other entry stays compressed,
+ * so a hostile file costs no more memory than the net's parameters. */
+#define CLT_NET_INFO_MAX (1 << 20)
+clt_status clt_net_npz_filter(void *ctx, const char *path, const clt_npz_entry *e, int *skip);
+
 /* Writes the prefix + name arrays to the device and waits for the writes.
  * Call clt_net_npz_check first: this only re-checks sizes. */
 clt_status clt_net_npz_upload(const clt_npz *npz, clt_net *net, int which, const char *prefix);

@@ -9,13 +9,14 @@
 #include <string.h>
 
 #include "io/npz.h"
+#include "nn/net_info.h"
 #include "nn/net_npz.h"
 #include "parallel/trainer.h"
 
-#define KEY_SPEC "__cltrain__/spec"
-#define KEY_INPUT "__cltrain__/input"
-#define KEY_META "__cltrain__/meta"
-#define KEY_STEP "__cltrain__/optimizer_steps" /* decimal text */
+#define KEY_SPEC CLT_KEY_SPEC
+#define KEY_INPUT CLT_KEY_INPUT
+#define KEY_META CLT_KEY_PREFIX "meta"
+#define KEY_STEP CLT_KEY_PREFIX "optimizer_steps" /* decimal text */
 
 /* The optimizers whose state a checkpoint may hold (AdamW's is Adam's). */
 static const clt_optimizer stored_kinds[] = {CLT_OPTIMIZER_SGD, CLT_OPTIMIZER_ADAM};
@@ -29,8 +30,6 @@ clt_status clt_trainer_save_checkpoint(clt_trainer *t, const char *path, const c
         return clt_fail(t->fail_status, "clt_trainer_save_checkpoint: the trainer stopped after an earlier failure "
                         "(%s); its parameters may be part-way through a step", t->fail_msg);
     clt_net *net = clt_trainer_net(t, 0);
-    const char *spec = clt_net_spec(net);
-    float input[3] = {(float)t->cfg.channels, (float)t->cfg.height, (float)t->cfg.width};
     clt_npz_writer *w;
     CLT_TRY(clt_npz_writer_create(path, 0, &w));
     clt_status s = clt_net_npz_add(w, net, 0, "");
@@ -39,8 +38,7 @@ clt_status clt_trainer_save_checkpoint(clt_trainer *t, const char *path, const c
     char steps[32];
     snprintf(steps, sizeof steps, "%lld", (long long)t->optim_steps);
     if (s == CLT_OK) s = clt_npz_writer_add_bytes(w, KEY_STEP, steps, strlen(steps));
-    if (s == CLT_OK) s = clt_npz_writer_add_bytes(w, KEY_SPEC, spec, strlen(spec));
-    if (s == CLT_OK) s = clt_npz_writer_add_f32(w, KEY_INPUT, 1, (int64_t[]){3}, input);
+    if (s == CLT_OK) s = clt_net_info_add(w, net);
     if (s == CLT_OK && meta) s = clt_npz_writer_add_bytes(w, KEY_META, meta, strlen(meta));
     if (s == CLT_OK) s = clt_npz_writer_commit(w);
     clt_npz_writer_destroy(w);
@@ -68,7 +66,7 @@ static int state_entry(const clt_net *net, const char *name, int *which, const c
 
 static int text_entry(const char *name)
 {
-    return !strcmp(name, KEY_SPEC) || !strcmp(name, KEY_INPUT) || !strcmp(name, KEY_META) || !strcmp(name, KEY_STEP);
+    return clt_net_info_key(name) || !strcmp(name, KEY_META) || !strcmp(name, KEY_STEP);
 }
 
 /* Names the checkpoint format knows. */
@@ -189,6 +187,7 @@ clt_status clt_trainer_load_checkpoint(clt_trainer *t, const char *path, char **
     int slots = 0;
     int64_t steps = 0;
     if (s == CLT_OK) s = check_optimizer(z, t, net, path, &slots, &steps);
+    if (s == CLT_OK) s = clt_net_info_load(z, net, 0);
     /* Everything is checked: now change the replicas. */
     const clt_optim_ops *ops = clt_optim_find(t->optim.kind);
     if (s == CLT_OK) s = clt_net_npz_upload(z, net, 0, "");
@@ -196,6 +195,7 @@ clt_status clt_trainer_load_checkpoint(clt_trainer *t, const char *path, char **
     if (s == CLT_OK) s = clt_net_ensure_slots(net, slots);
     for (int i = 0; s == CLT_OK && i < slots; i++) s = clt_net_npz_upload(z, net, 1 + i, ops->slot_prefix[i]);
     if (s == CLT_OK) s = clt_trainer_broadcast_params(t);
+    if (s == CLT_OK) s = clt_net_info_load(z, net, 1); /* checked above */
     if (s == CLT_OK) t->optim_steps = steps;
     const clt_npz_entry *m = clt_npz_get(z, KEY_META);
     if (s == CLT_OK && meta && m && m->is_bytes) {

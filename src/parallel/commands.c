@@ -77,10 +77,19 @@ clt_status clt_trainer_step(clt_trainer *t, const float *images, const int32_t *
 clt_status clt_trainer_evaluate(clt_trainer *t, const clt_dataset *ds, int batch_size, double *mean_loss,
                                 double *accuracy)
 {
+    return clt_trainer_evaluate_predicted(t, ds, batch_size, mean_loss, accuracy, NULL);
+}
+
+clt_status clt_trainer_evaluate_predicted(clt_trainer *t, const clt_dataset *ds, int batch_size, double *mean_loss,
+                                          double *accuracy, int32_t *predicted)
+{
     if (!t || !ds) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_evaluate: NULL argument");
     if (t->failed)
         return clt_fail(t->fail_status, "the trainer stopped after an earlier failure: %s", t->fail_msg);
     if (batch_size < 1) return clt_fail(CLT_ERR_INVALID_ARG, "clt_trainer_evaluate: batch size %d", batch_size);
+    if (predicted && t->cl)
+        return clt_fail(CLT_ERR_UNSUPPORTED, "clt_trainer_evaluate_predicted: the samples of other MPI processes are "
+                        "not gathered: evaluate in one process");
     CLT_TRY(clt_net_check_dataset(t->workers[0].net, ds, "clt_trainer_evaluate"));
     int64_t total = clt_dataset_size(ds);
     CLT_TRY(clt_trainer_assign_shards(t, (int)total, 0));
@@ -94,7 +103,10 @@ clt_status clt_trainer_evaluate(clt_trainer *t, const clt_dataset *ds, int batch
     CLT_TRY(fits);
     t->eval_ds = ds;
     t->eval_batch = batch_size;
-    CLT_TRY(run_command(t, CMD_EVAL));
+    t->eval_pred = predicted;
+    clt_status ran = run_command(t, CMD_EVAL);
+    t->eval_pred = NULL;
+    CLT_TRY(ran);
     double totals[3];
     clt_status gs = gather_totals(t, totals);
     for (int i = 0; i < t->k; i++)

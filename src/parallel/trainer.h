@@ -138,6 +138,7 @@ struct clt_trainer {
     int batch;
     const clt_dataset *eval_ds;
     int eval_batch;
+    int32_t *eval_pred;  /* NULL, or each evaluated sample's class (clt_trainer_evaluate_predicted) */
     int64_t steps;
     clt_optim_settings optim; /* from cfg; lr as clt_trainer_set_lr left it */
     int64_t optim_steps;  /* optimizer steps, a loaded checkpoint's included (the running one counts) */

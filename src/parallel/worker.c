@@ -144,7 +144,8 @@ static clt_status run_eval(clt_worker *w)
     clt_trainer *t = w->t;
     w->loss = 0;
     w->correct = 0;
-    return clt_net_evaluate_range(w->net, t->eval_ds, w->off, w->n, t->eval_batch, &w->loss, &w->correct);
+    return clt_net_evaluate_range(w->net, t->eval_ds, w->off, w->n, t->eval_batch, &w->loss, &w->correct,
+                                  t->eval_pred ? t->eval_pred + w->off : NULL);
 }
 
 void *clt_worker_main(void *arg)

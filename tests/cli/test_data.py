@@ -12,7 +12,7 @@ import tempfile
 
 CLTRAIN = sys.argv[1]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
-from checks import check, device_count, finish, need_numpy  # noqa: E402
+from checks import COLOUR_NET as NET, COLOUR_OPTIONS as COMMON, check, colour_task, device_count, finish, need_numpy, runner  # noqa: E402
 
 np = need_numpy()
 
@@ -21,23 +21,13 @@ if device_count() < 1:
     sys.exit(77)
 
 tmp = tempfile.mkdtemp(prefix='cltrain-data-')
-NET = 'conv:8:3:1:1,relu,gap,flatten,dense:3'
-COMMON = ['--model', NET, '--init', 'xavier', '--lr', '0.5', '--batch-size', '50', '--devices', '0', '--seed', '1']
-
-def cltrain(*args):
-    return subprocess.run([CLTRAIN, *map(str, args)], capture_output=True, text=True, timeout=300)
+cltrain = runner(CLTRAIN)
 
 def epochs(r):
     return [json.loads(line) for line in r.stdout.splitlines() if line.startswith('{')]
 
-# A colour task: the bright channel is the class; every image has the same grey level.
+images, labels = colour_task(np, 700, 3)
 rng = np.random.default_rng(3)
-n = 700
-labels = rng.integers(0, 3, n)
-hi = rng.uniform(120, 180, n)
-images = np.repeat(((300 - hi) / 2)[:, None, None, None], 3, axis=3) * np.ones((n, 8, 8, 3))
-images[np.arange(n), :, :, labels] = hi[:, None, None]
-images = np.clip(images + rng.uniform(-4, 4, images.shape), 0, 255).astype(np.uint8)
 train_npz, test_npz = os.path.join(tmp, 'train.npz'), os.path.join(tmp, 'test.npz')
 np.savez(train_npz, images=images[:500], labels=labels[:500])
 np.savez(test_npz, images=images[500:], labels=labels[500:])

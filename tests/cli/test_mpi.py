@@ -51,6 +51,8 @@ def npz(path):
     out = {}
     with zipfile.ZipFile(path) as z:
         for n in z.namelist():
+            if n.startswith('__cltrain__/'):  # the file's own keys: text, not parameters
+                continue
             b = z.read(n)
             hl = struct.unpack('<H', b[8:10])[0] if b[6] == 1 else struct.unpack('<I', b[8:12])[0]
             start = (10 if b[6] == 1 else 12) + hl

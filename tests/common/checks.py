@@ -69,3 +69,26 @@ def need_modules(*names):
         os.execv(venv, [venv] + sys.argv)
     print(f'skip: Python module {missing} is not installed (tools/setup-python installs it into .deps/venv)')
     sys.exit(77)
+
+
+# The colour task the data tests train on: 8x8 RGB images whose bright
+# channel is the class (3 classes); every image has the same grey level, so
+# one channel cannot solve it. A net that learns it and its usual options:
+COLOUR_NET = 'conv:8:3:1:1,relu,gap,flatten,dense:3'
+COLOUR_OPTIONS = ['--model', COLOUR_NET, '--init', 'xavier', '--lr', '0.5', '--batch-size', '50', '--devices', '0',
+                  '--seed', '1']
+
+
+def colour_task(np, n, seed):
+    """n images (N, 8, 8, 3) uint8 and their labels."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, n)
+    hi = rng.uniform(120, 180, n)
+    images = np.repeat(((300 - hi) / 2)[:, None, None, None], 3, axis=3) * np.ones((n, 8, 8, 3))
+    images[np.arange(n), :, :, labels] = hi[:, None, None]
+    return np.clip(images + rng.uniform(-4, 4, images.shape), 0, 255).astype(np.uint8), labels
+
+
+def runner(exe):
+    """A function running exe with arguments, capturing its output as text."""
+    return lambda *args: subprocess.run([exe, *map(str, args)], capture_output=True, text=True, timeout=300)

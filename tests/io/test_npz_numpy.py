@@ -176,8 +176,9 @@ if r.returncode == 77:
 else:
     check(r.returncode == 0, f'net-save: {r.stderr}')
     with np.load(saved) as z:
-        check(z.files == [n for n, _ in lenet], f'lenet keys in order: {z.files}')
-        state = {k: z[k] for k in z.files}
+        own = ['__cltrain__/spec', '__cltrain__/input', '__cltrain__/version']
+        check(z.files == [n for n, _ in lenet] + own, f'lenet keys in order, then the file\'s own: {z.files}')
+        state = {k: z[k] for k in z.files if not k.startswith('__cltrain__/')}
     for name, shape in lenet:
         check(state[name].shape == shape and state[name].dtype == np.float32, f'{name}: {state[name].shape}')
     check(np.std(state['3.weight']) > 0, 'xavier weights are not all equal')

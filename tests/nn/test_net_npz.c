@@ -99,7 +99,11 @@ static void save_and_load(clt_device *dev)
     };
     clt_npz *z = NULL;
     CHECK_OK(clt_npz_read(path, &z));
-    CHECK(clt_npz_count(z) == 8, "lenet file has %d entries", clt_npz_count(z));
+    /* the parameters, then the file's own keys (clt_net_open) */
+    CHECK(clt_npz_count(z) == 11, "lenet file has %d entries", clt_npz_count(z));
+    CHECK(clt_npz_get(z, "__cltrain__/spec") && clt_npz_get(z, "__cltrain__/input") &&
+          clt_npz_get(z, "__cltrain__/version") && !clt_npz_get(z, "__cltrain__/normalize"),
+          "the net's own keys");
     for (int i = 0; i < 8 && i < clt_npz_count(z); i++) {
         clt_npz_entry e;
         CHECK_OK(clt_npz_entry_at(z, i, &e));

@@ -17,7 +17,8 @@ static void usage(FILE *f)
             "Usage: cltrain COMMAND [options]\n\n"
             "Commands:\n"
             "  train    train a model on a dataset across devices (cltrain train --help)\n"
-            "  eval     test loss and accuracy of saved parameters (cltrain eval --help)\n"
+            "  eval     test loss, accuracy and confusion matrix of saved parameters (cltrain eval --help)\n"
+            "  predict  each sample's most likely classes from a trained net (cltrain predict --help)\n"
             "  bench    bench train: samples/s and scaling over devices; bench ops: every op's\n"
             "           time and fraction of the device's measured peak (cltrain bench --help)\n"
             "  tune     measure the convolution kernels' configurations ahead of training\n"
@@ -70,6 +71,7 @@ int main(int argc, char **argv)
     cli_world_close(&world, 0);
     if (!strcmp(cmd, "train")) return flushed(cli_train(argc - 1, argv + 1, &world));
     if (!strcmp(cmd, "eval")) return flushed(cli_eval(argc - 1, argv + 1));
+    if (!strcmp(cmd, "predict")) return flushed(cli_predict(argc - 1, argv + 1));
     if (!strcmp(cmd, "bench")) return flushed(cli_bench(argc - 1, argv + 1, &world));
     if (!strcmp(cmd, "tune")) return flushed(cli_tune(argc - 1, argv + 1));
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {

@@ -88,6 +88,8 @@ static const cli_row rows[] = {
     {O_JSON, "json", NULL, "one JSON object per epoch on stdout instead of the text line"},
     {O_QUIET, "quiet", NULL, "no progress bar and no per-epoch line"},
     {O_AGAIN, "again", NULL, "measure again the shapes the cache already keeps, replacing their choices"},
+    {O_TOP, "top", "K", "the K most likely classes of each sample, with their probabilities (default 1)"},
+    {O_OUTPUT, "output", "FILE.csv", "write the predictions to FILE (atomically) instead of standard output"},
 };
 #define N_ROWS (sizeof rows / sizeof rows[0])
 _Static_assert(N_ROWS == O_END - O_MODEL, "one row per enum cli_opt");
@@ -109,7 +111,7 @@ const char *cli_option_name(enum cli_opt opt)
 
 /* Options only the commands whose accept list names them take (train,
  * which passes none, takes every other option). */
-static int listed_only(enum cli_opt opt) { return opt == O_AGAIN; }
+static int listed_only(enum cli_opt opt) { return opt == O_AGAIN || opt == O_TOP || opt == O_OUTPUT; }
 
 /* Whether the command takes the option; *help (if not NULL) gets the text
  * to show for it. */
@@ -353,6 +355,8 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
         case O_WARM_STEPS: rc = opt_parse_int(O_WARM_STEPS, optarg, &o->learn.warmup_steps); break;
         case O_WARM_EPOCHS: rc = opt_parse_int(O_WARM_EPOCHS, optarg, &o->learn.warmup_epochs); break;
         case O_SCALE_LR: o->learn.scale_lr = 1; break;
+        case O_TOP: rc = opt_parse_int(O_TOP, optarg, &o->top); break;
+        case O_OUTPUT: o->output = optarg; break;
         case O_SMOOTH: rc = opt_parse_number(O_SMOOTH, optarg, &o->learn.label_smoothing); break;
         case 'h': help(cmd, accepts); return -1;
         case ':': return usage_error(prog, "option %s needs a value", argv[optind - 1]);

@@ -13,7 +13,7 @@ enum cli_opt {
     O_LTRAIN, O_LTEST, O_NOSHUF, O_DROP, O_JSON, O_QUIET, O_CSV, O_PLOT, O_INIT_FROM, O_EXPORT, O_SAVE, O_RESUME,
     O_SYNC_BN, O_OPTIM, O_NESTEROV, O_BETAS, O_EPS, O_CLIP, O_SCHED, O_LR_STEP, O_MILESTONES, O_GAMMA, O_LR_MIN,
     O_WARM_STEPS, O_WARM_EPOCHS, O_SCALE_LR, O_SMOOTH, O_TRACE, O_AGAIN, O_TEST_DATA, O_LAYOUT, O_LABEL, O_NORMALIZE,
-    O_AUGMENT, O_VAL_SPLIT, O_IMAGE_SIZE, O_CHANNELS, O_END
+    O_AUGMENT, O_VAL_SPLIT, O_IMAGE_SIZE, O_CHANNELS, O_TOP, O_OUTPUT, O_END
 };
 #define CLI_GIVEN(o, opt) ((o)->given[(opt) - O_MODEL])
 
@@ -39,6 +39,8 @@ typedef struct cli_options {
     clt_init init;
     int shuffle, drop_last, json, quiet;
     int again;              /* tune: measure again what the cache keeps */
+    int64_t top;            /* predict: classes shown per sample */
+    const char *output;     /* predict: the CSV file (NULL: standard output) */
     const char *log_csv;
     const char *plot;
     const char *trace; /* Chrome trace-event JSON of the steps */
@@ -102,11 +104,15 @@ int cli_check_shapes(const cli_options *o, const clt_dataset *train, const clt_d
  * classes: its spec with the last layer's 10 outputs made `classes` (into
  * buf); the model itself for 10 classes, a spec, or a full buf. */
 const char *cli_model_for_classes(const char *model, int classes, char *buf, size_t cap);
+/* Gives the net (replica 0 of a trainer: what its files keep) the data's
+ * normalisation and class names; 0, or 1 after a message. */
+int cli_describe_net(clt_net *net, const clt_dataset *ds);
 int cli_load_run_data(const cli_options *o, clt_dataset **train, clt_dataset **test, char *norm, size_t cap);
 struct cli_world;
 /* world: this process among an mpirun launch's (world.h). */
 int cli_train(int argc, char **argv, const struct cli_world *world);
 int cli_eval(int argc, char **argv);
+int cli_predict(int argc, char **argv);
 int cli_bench(int argc, char **argv, const struct cli_world *world);
 /* cltrain bench ops (bench_ops.c); argv[0] is "ops". */
 int cli_bench_ops(int argc, char **argv);

@@ -38,6 +38,7 @@ const opt_range opt_ranges[] = {
     NUM_RANGE(O_VAL_SPLIT, "val_split", OPT_DOUBLE, 0.0001, 0, 0.9999, 0, 1),
     INT_RANGE(O_IMAGE_SIZE, "image_size", 1, 65535, 1),
     INT_RANGE(O_CHANNELS, "channels", 1, 3, 1),
+    INT_RANGE(O_TOP, NULL, 1, 1000000, 0),
 };
 const int n_opt_ranges = (int)(sizeof opt_ranges / sizeof opt_ranges[0]);
 

@@ -33,18 +33,35 @@ static clt_status text_only(void *ctx, const char *path, const clt_npz_entry *e,
     return CLT_OK;
 }
 
-int run_meta_read_checkpoint(const char *path, char **model, run_meta *m)
+/* The file's spec and run record (each NULL where absent); 1 after a
+ * message when it cannot be read. */
+static int read_texts(const char *path, const char *opt, char **model, char **meta)
 {
     clt_npz *z = NULL;
-    *model = NULL;
-    memset(m, 0, sizeof *m);
+    *model = *meta = NULL;
     if (clt_npz_read_filtered(path, text_only, NULL, &z) != CLT_OK) {
-        fprintf(stderr, "cltrain: --resume: %s\n", clt_last_error());
+        fprintf(stderr, "cltrain: %s: %s\n", opt, clt_last_error());
         return 1;
     }
     *model = entry_text(z, "__cltrain__/spec");
-    char *meta = entry_text(z, "__cltrain__/meta");
+    *meta = entry_text(z, "__cltrain__/meta");
     clt_npz_destroy(z);
+    return 0;
+}
+
+int run_meta_file_spec(const char *path, const char *opt, char **model)
+{
+    char *meta;
+    if (read_texts(path, opt, model, &meta)) return 1;
+    free(meta);
+    return 0;
+}
+
+int run_meta_read_checkpoint(const char *path, char **model, run_meta *m)
+{
+    char *meta;
+    memset(m, 0, sizeof *m);
+    if (read_texts(path, "--resume", model, &meta)) return 1;
     int rc = 1;
     if (*model && meta) rc = run_meta_parse(meta, path, m);
     else fprintf(stderr, "cltrain: --resume %s: not a checkpoint written by cltrain train --save\n", path);

@@ -51,6 +51,10 @@ typedef struct run_meta {
 /* Reads a checkpoint's model spec (malloc'd) and its run record (parsed
  * into m; free m->data); 0, or 1 after a message naming the file. */
 int run_meta_read_checkpoint(const char *path, char **model, run_meta *m);
+/* The model spec a net's file names (an exported .npz or a checkpoint):
+ * *model malloc'd, or NULL where the file has none (parameters alone); 0,
+ * or 1 after a message naming `opt` when the file cannot be read. */
+int run_meta_file_spec(const char *path, const char *opt, char **model);
 /* JSON text of m, malloc'd (NULL when out of memory). */
 char *run_meta_format(const run_meta *m);
 /* Parses text written by run_meta_format (any version up to

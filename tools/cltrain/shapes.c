@@ -150,3 +150,29 @@ const char *cli_model_for_classes(const char *model, int classes, char *buf, siz
     if (snprintf(buf, cap, "%.*s,dense:%d", (int)(n - t), spec, classes) >= (int)cap) return model;
     return buf;
 }
+
+int cli_describe_net(clt_net *net, const clt_dataset *ds)
+{
+    int c, k = clt_net_classes(net);
+    clt_dataset_shape(ds, &c, NULL, NULL);
+    float *mean = malloc(2 * (size_t)c * sizeof *mean);
+    const char **names = calloc((size_t)k, sizeof *names);
+    if (!mean || !names) {
+        free(mean);
+        free(names);
+        fprintf(stderr, "cltrain: out of memory\n");
+        return 1;
+    }
+    int has = clt_dataset_normalization(ds, mean, mean + c), named = clt_dataset_classes(ds) == k;
+    for (int i = 0; i < k && named; i++) named = (names[i] = clt_dataset_class_name(ds, i)) != NULL;
+    int rc = 0;
+    if (clt_net_set_normalization(net, has ? mean : NULL, has ? mean + c : NULL) != CLT_OK ||
+        clt_net_set_class_names(net, named ? names : NULL) != CLT_OK) {
+        fprintf(stderr, "cltrain: the data's %s cannot go with the net: %s\n", has ? "normalisation or class names" :
+                "class names", clt_last_error());
+        rc = 1;
+    }
+    free(mean);
+    free(names);
+    return rc;
+}

@@ -61,8 +61,8 @@ int cli_make_trainer(const cli_options *o, const char *model, const char *model_
             fprintf(stderr, "cltrain: --model %.200s%s: %s\n", model, strlen(model) > 200 ? "..." : "", clt_last_error());
             return 2;
         }
-        fprintf(stderr, "cltrain: --resume %s: the model recorded in the checkpoint, \"%.200s%s\", is refused: %s\n",
-                model_from, model, strlen(model) > 200 ? "..." : "", clt_last_error());
+        fprintf(stderr, "cltrain: %s: the model recorded there, \"%.200s%s\", is refused: %s\n", model_from, model,
+                strlen(model) > 200 ? "..." : "", clt_last_error());
         return 1;
     }
     clt_trainer_config cfg;
@@ -422,6 +422,7 @@ int cli_train(int argc, char **argv, const cli_world *world)
         rc = fail("--resume");
         goto done;
     }
+    if ((rc = cli_describe_net(clt_trainer_net(t, 0), train))) goto done;
     if ((rc = cli_check_space(&o, clt_trainer_net(t, 0), optimizer_slots(&o)))) goto done;
     if (clt_trainer_check_memory(t, (int)o.batch_size) != CLT_OK) {
         fprintf(stderr, "cltrain: --batch-size %lld: %s\n", (long long)o.batch_size, clt_last_error());

@@ -1,0 +1,225 @@
+/* cltrain predict: each sample's most likely classes, with their
+ * probabilities, from a trained net's file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/atomic_file.h"
+#include "options.h"
+#include "outputs.h"
+#include "runmeta.h"
+
+static const cli_accept predict_options[] = {
+    {O_INIT_FROM, "the net: a file cltrain wrote (--export-npz), which names its model, or\nparameters alone with --model"},
+    {O_RESUME, "the net of this checkpoint"},
+    {O_MODEL, "the model of --init-from parameters that do not name theirs"},
+    {O_DATA, "the samples: a source's test split, or its one split where it has one\n(default fashion-mnist)"},
+    {O_LAYOUT, NULL},
+    {O_LABEL, NULL},
+    {O_IMAGE_SIZE, NULL},
+    {O_CHANNELS, NULL},
+    {O_LTEST, "predict the first N samples (default all)"},
+    {O_DEVICES, "the device to predict on (the first one listed; default the first of the\ndefault devices)"},
+    {O_BATCH, "samples per pass (default 256)"},
+    {O_TOP, NULL},
+    {O_OUTPUT, NULL},
+    {O_END, NULL},
+};
+
+/* The samples: the test split, else the source's only one. */
+static int load_samples(const cli_options *o, clt_dataset **out)
+{
+    clt_load_options opt;
+    clt_load_options_default(&opt);
+    opt.layout = (clt_layout)o->layout;
+    opt.coarse = o->coarse;
+    opt.limit = o->limit_test;
+    opt.any_split = 1;
+    opt.image_size = (int)o->image_size;
+    opt.channels = (int)o->channels;
+    if (clt_dataset_load_with(o->data, CLT_SUBSET_TEST, &opt, out) == CLT_OK && *out) return 0;
+    fprintf(stderr, "cltrain: --data %s: %s\n", o->data, *out ? clt_last_error() : "no samples found there");
+    return 1;
+}
+
+/* The net on dev: from its own file, or --model over parameters alone,
+ * built for the samples' shape. */
+static int open_net(const cli_options *o, clt_device *dev, const clt_dataset *ds, clt_net **net)
+{
+    const char *path = o->resume ? o->resume : o->init_from, *opt = o->resume ? "--resume" : "--init-from";
+    char *spec = NULL;
+    if (run_meta_file_spec(path, opt, &spec)) return 1;
+    int named = spec != NULL;
+    free(spec);
+    if (named && !CLI_GIVEN(o, O_MODEL)) {
+        if (clt_net_open(path, dev, net) == CLT_OK) return 0;
+        fprintf(stderr, "cltrain: %s: %s\n", opt, clt_last_error());
+        return 1;
+    }
+    if (o->resume) {
+        fprintf(stderr, "cltrain: --model does not apply with --resume: the checkpoint names its model\n");
+        return 2;
+    }
+    if (!CLI_GIVEN(o, O_MODEL)) {
+        fprintf(stderr, "cltrain: --init-from %s holds parameters alone (no model spec): name the model with --model\n",
+                path);
+        return 2;
+    }
+    int c, h, w;
+    clt_dataset_shape(ds, &c, &h, &w);
+    char sized[1024];
+    const char *model = cli_model_for_classes(o->model, clt_dataset_classes(ds), sized, sizeof sized);
+    if (clt_net_create(dev, model, c, h, w, net) != CLT_OK) {
+        fprintf(stderr, "cltrain: --model %.200s: %s\n", o->model, clt_last_error());
+        return 2;
+    }
+    if (clt_net_load_npz(*net, path) == CLT_OK) return 0;
+    fprintf(stderr, "cltrain: --init-from: %s\n", clt_last_error());
+    return 1;
+}
+
+/* The samples fit the net. */
+static int check_shape(const clt_net *net, const clt_dataset *ds, const cli_options *o)
+{
+    int nc, nh, nw, c, h, w;
+    clt_net_input_shape(net, &nc, &nh, &nw);
+    clt_dataset_shape(ds, &c, &h, &w);
+    if (c == nc && h == nh && w == nw) return 0;
+    fprintf(stderr, "cltrain: --data %s: the samples are %dx%dx%d (channels x height x width) but the net takes "
+            "%dx%dx%d\n", o->data, c, h, w, nc, nh, nw);
+    return 1;
+}
+
+/* A CSV field: quoted where it holds a comma, a quote or a line break. */
+static void csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* Class k as the net names it, else its index. */
+static void put_class(FILE *f, const clt_net *net, int k)
+{
+    const char *name = clt_net_class_name(net, k);
+    if (name) csv_field(f, name);
+    else fprintf(f, "%d", k);
+}
+
+/* One CSV line per sample; *hits counts top-1 classes equal to the label. */
+static int predict_all(const cli_options *o, clt_net *net, const clt_dataset *ds, FILE *f, int64_t *hits)
+{
+    int c, h, w, k = (int)o->top, classes = clt_net_classes(net);
+    clt_dataset_shape(ds, &c, &h, &w);
+    int64_t n = clt_dataset_size(ds), chunk = n < o->batch_size ? n : o->batch_size;
+    float *x = malloc((size_t)chunk * (size_t)c * (size_t)h * (size_t)w * sizeof *x);
+    float *p = malloc((size_t)chunk * (size_t)classes * sizeof *p);
+    int32_t *labels = malloc((size_t)chunk * sizeof *labels);
+    int *top = malloc((size_t)k * sizeof *top);
+    int rc = x && p && labels && top ? 0 : 1;
+    if (rc) fprintf(stderr, "cltrain: predict: out of memory for %lld samples a pass\n", (long long)chunk);
+    fputs("sample,label", f);
+    for (int j = 1; !rc && j <= k; j++) fprintf(f, ",class_%d,prob_%d", j, j);
+    fputc('\n', f);
+    *hits = 0;
+    for (int64_t at = 0; !rc && at < n; at += chunk) {
+        int m = (int)(n - at < chunk ? n - at : chunk);
+        if (clt_dataset_read(ds, at, m, x, labels) != CLT_OK ||
+            clt_net_predict(net, x, CLT_PIXELS_F32, CLT_LAYOUT_NCHW, m, 1, p) != CLT_OK) {
+            fprintf(stderr, "cltrain: predicting samples %lld to %lld: %s\n", (long long)at, (long long)(at + m - 1),
+                    clt_last_error());
+            rc = 1;
+            break;
+        }
+        for (int i = 0; i < m; i++) {
+            const float *row = p + (size_t)i * (size_t)classes;
+            clt_top_k(row, classes, k, top);
+            *hits += top[0] == labels[i];
+            fprintf(f, "%lld,", (long long)(at + i));
+            put_class(f, net, labels[i]);
+            for (int j = 0; j < k; j++) {
+                fputc(',', f);
+                put_class(f, net, top[j]);
+                fprintf(f, ",%.6f", (double)row[top[j]]);
+            }
+            fputc('\n', f);
+        }
+    }
+    free(x);
+    free(p);
+    free(labels);
+    free(top);
+    return rc;
+}
+
+/* The predictions into --output, atomically, or onto standard output. */
+static int run(const cli_options *o, clt_net *net, const clt_dataset *ds)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = o->output ? open_memstream(&text, &len) : stdout;
+    if (!f) {
+        fprintf(stderr, "cltrain: --output: out of memory\n");
+        return 1;
+    }
+    int64_t hits;
+    int rc = predict_all(o, net, ds, f, &hits);
+    if (o->output && fclose(f) != 0 && !rc) {
+        fprintf(stderr, "cltrain: --output: out of memory\n");
+        rc = 1;
+    }
+    if (!rc && o->output && clt_write_file_atomic(o->output, text, len) != CLT_OK) {
+        fprintf(stderr, "cltrain: --output: %s\n", clt_last_error());
+        rc = 1;
+    }
+    free(text);
+    if (!rc)
+        fprintf(stderr, "cltrain: %lld samples predicted; the first class is the label for %lld (%.4f)\n",
+                (long long)clt_dataset_size(ds), (long long)hits, (double)hits / (double)clt_dataset_size(ds));
+    return rc;
+}
+
+int cli_predict(int argc, char **argv)
+{
+    cli_options o;
+    cli_options_default(&o);
+    o.top = 1;
+    int rc = cli_parse(&o, "predict", predict_options, argc, argv);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!o.init_from && !o.resume) {
+        fprintf(stderr, "cltrain: predict needs --init-from FILE.npz or --resume CHECKPOINT (see cltrain predict --help)\n");
+        return 2;
+    }
+    cli_outputs held = {.n = 0};
+    if (cli_check_outputs(&o, &held)) return 1;
+    int devs[CLT_MAX_DEVICES], n_devs = 0;
+    clt_dataset *ds = NULL;
+    clt_device *dev = NULL;
+    clt_net *net = NULL;
+    if ((rc = cli_resolve_devices(&o, devs, &n_devs)) || (rc = load_samples(&o, &ds))) goto done;
+    if (clt_device_open(devs[0], &dev) != CLT_OK) {
+        fprintf(stderr, "cltrain: device %d: %s\n", devs[0], clt_last_error());
+        rc = 1;
+        goto done;
+    }
+    if ((rc = open_net(&o, dev, ds, &net)) || (rc = check_shape(net, ds, &o))) goto done;
+    if (o.top > clt_net_classes(net)) {
+        fprintf(stderr, "cltrain: --top %lld: the net has %d classes\n", (long long)o.top, clt_net_classes(net));
+        rc = 2;
+        goto done;
+    }
+    rc = run(&o, net, ds);
+done:
+    clt_net_destroy(net);
+    clt_device_destroy(dev);
+    clt_dataset_destroy(ds);
+    cli_release_outputs(&held);
+    return rc;
+}
