@@ -80,6 +80,7 @@ static const cli_row rows[] = {
     {O_CSV, "log-csv", "FILE", "append one CSV line per epoch"},
     {O_PLOT, "plot", "FILE.svg", "loss and accuracy curves as an SVG, rewritten each epoch"},
     {O_TRACE, "trace", "FILE.json", "a trace of the steps (Chrome trace-event JSON: Perfetto, chrome://tracing)"},
+    {O_TENSORBOARD, "tensorboard", "DIR", "TensorBoard event files in DIR (one run per directory; --resume\ncontinues them): per epoch the losses, accuracies, rate and\nsamples/s, per step the training loss"},
     {O_INIT_FROM, "init-from", "FILE.npz", "start from these parameters (PyTorch state_dict names, e.g. 0.weight)"},
     {O_EXPORT, "export-npz", "FILE.npz", "write the parameters at the end (numpy.load reads them)"},
     {O_SAVE, "save", "FILE", "checkpoint at each epoch end, at the end, and on Ctrl-C"},
@@ -330,6 +331,7 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
         case O_CSV: o->log_csv = optarg; break;
         case O_PLOT: o->plot = optarg; break;
         case O_TRACE: o->trace = optarg; break;
+        case O_TENSORBOARD: o->tensorboard = optarg; break;
         case O_INIT_FROM: o->init_from = optarg; break;
         case O_EXPORT: o->export_npz = optarg; break;
         case O_SAVE: o->save = optarg; break;

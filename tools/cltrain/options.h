@@ -12,7 +12,7 @@ enum cli_opt {
     O_MODEL = 256, O_DATA, O_DEVICES, O_SPLIT, O_BATCH, O_LR, O_MOM, O_WD, O_EPOCHS, O_STEPS, O_SEED, O_INIT,
     O_LTRAIN, O_LTEST, O_NOSHUF, O_DROP, O_JSON, O_QUIET, O_CSV, O_PLOT, O_INIT_FROM, O_EXPORT, O_SAVE, O_RESUME,
     O_SYNC_BN, O_OPTIM, O_NESTEROV, O_BETAS, O_EPS, O_CLIP, O_SCHED, O_LR_STEP, O_MILESTONES, O_GAMMA, O_LR_MIN,
-    O_WARM_STEPS, O_WARM_EPOCHS, O_SCALE_LR, O_SMOOTH, O_TRACE, O_AGAIN, O_TEST_DATA, O_LAYOUT, O_LABEL, O_NORMALIZE,
+    O_WARM_STEPS, O_WARM_EPOCHS, O_SCALE_LR, O_SMOOTH, O_TRACE, O_TENSORBOARD, O_AGAIN, O_TEST_DATA, O_LAYOUT, O_LABEL, O_NORMALIZE,
     O_AUGMENT, O_VAL_SPLIT, O_IMAGE_SIZE, O_CHANNELS, O_TOP, O_OUTPUT, O_END
 };
 #define CLI_GIVEN(o, opt) ((o)->given[(opt) - O_MODEL])
@@ -44,6 +44,7 @@ typedef struct cli_options {
     const char *log_csv;
     const char *plot;
     const char *trace; /* Chrome trace-event JSON of the steps */
+    const char *tensorboard; /* the run directory of TensorBoard event files */
     const char *init_from, *export_npz, *save, *resume;
     int sync_bn;
     run_learning learn;     /* optimizer, clipping, schedule (cli_check_learning) */

@@ -28,8 +28,8 @@ void report_epoch(const cli_options *o, const epoch_report *r, const int *devs, 
     if (o->json) {
         printf("{\"epoch\": %lld, \"steps\": %lld, \"loss\": %.6f, \"train_acc\": %.6f, ", (long long)r->epoch,
                (long long)r->steps, r->loss, r->train_acc);
-        if (r->evaluated) printf("\"test_acc\": %.6f, ", r->test_acc);
-        else printf("\"test_acc\": null, ");
+        if (r->evaluated) printf("\"test_acc\": %.6f, \"test_loss\": %.6f, ", r->test_acc, r->test_loss);
+        else printf("\"test_acc\": null, \"test_loss\": null, ");
         printf("\"seconds\": %.4f, \"samples_per_s\": " NUMBER_MACHINE_FMT ", \"lr\": %.9g, \"devices\": [",
                r->seconds, r->samples_per_s, r->lr);
         device_names(stdout, devs, n, 1);

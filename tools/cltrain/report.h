@@ -13,6 +13,7 @@ typedef struct epoch_report {
     double lr;      /* of the epoch's last step */
     int evaluated;  /* 0: not evaluated (test_acc is not shown): a stop mid-epoch, or no test set */
     int stopped;    /* the run stopped: the line says at which step */
+    double test_loss; /* mean over the test set, where evaluated */
 } epoch_report;
 
 /* The epoch's line on stdout (text, or JSON with --json; nothing with

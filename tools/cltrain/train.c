@@ -20,6 +20,7 @@
 #include "cltrain_diag.h"
 #include "runmeta.h"
 #include "stop.h"
+#include "tensorboard.h"
 #include "world.h"
 
 /* The run's schedule: --lr (times the devices with --scale-lr), the
@@ -219,6 +220,7 @@ typedef struct run {
     double lr;           /* of the last step */
     int stop_sig;        /* the stop every process agreed on (stop.h), or 0 */
     int tty;             /* a progress bar */
+    clt_tfevents *tb;    /* --tensorboard, or NULL */
 } run;
 
 /* One epoch's sums over the steps it made. */
@@ -287,6 +289,7 @@ static int run_steps(run *r, int64_t e, epoch_sums *sum)
         sum->next_batch = batch.index + 1;
         sum->loss += l, sum->correct += k, sum->seen += batch.count;
         if (o->plot && plot_add_step(r->plot, l / (double)batch.count)) return 1;
+        if (r->tb && tboard_step(r->tb, o->tensorboard, r->steps, l / (double)batch.count)) return 1;
         if (r->tty) {
             double dt = clt_now() - sum->t0;
             report_progress(sum->next_batch, r->per_epoch, sum->loss / (double)sum->seen, (double)sum->seen / dt, dt);
@@ -334,9 +337,9 @@ static int report_end(run *r, int64_t e, const epoch_sums *sum)
     r->stop_sig = cli_world_max(r->world, stop_requested()); /* one asked during the save counts */
     /* without a test set (a source of one split) nothing is evaluated */
     epoch_report rep = {e, r->steps, sum->loss / (double)sum->seen, (double)sum->correct / (double)sum->seen, 0,
-                        sum->t1 - sum->t0, 0, r->lr, !r->stop_sig && r->test, r->stop_sig != 0};
+                        sum->t1 - sum->t0, 0, r->lr, !r->stop_sig && r->test, r->stop_sig != 0, 0};
     rep.samples_per_s = (double)sum->seen / rep.seconds;
-    if (rep.evaluated && clt_trainer_evaluate(r->t, r->test, (int)o->batch_size, NULL, &rep.test_acc) != CLT_OK)
+    if (rep.evaluated && clt_trainer_evaluate(r->t, r->test, (int)o->batch_size, &rep.test_loss, &rep.test_acc) != CLT_OK)
         return fail("evaluating the test set");
     report_epoch(o, &rep, r->devs, r->n_devs, r->world->size);
     /* a closed pipe stops the run, saved; during a stop (SIGHUP: the
@@ -347,6 +350,7 @@ static int report_end(run *r, int64_t e, const epoch_sums *sum)
         bad = 1;
     }
     bad |= o->log_csv && report_csv(o->log_csv, &rep);
+    bad |= r->tb && tboard_epoch(r->tb, o->tensorboard, &rep);
     if (!r->stop_sig && o->plot)
         bad |= plot_add_epoch(r->plot, (plot_point){(double)r->steps, rep.loss, rep.train_acc,
                                                     rep.evaluated ? rep.test_acc : NAN}) ||
@@ -390,7 +394,7 @@ int cli_train(int argc, char **argv, const cli_world *world)
         if (world->rank != 0) { /* process 0 alone prints and writes (and checks where) */
             o.quiet = 1;
             o.json = 0;
-            o.save = o.log_csv = o.plot = o.export_npz = o.trace = NULL;
+            o.save = o.log_csv = o.plot = o.export_npz = o.trace = o.tensorboard = NULL;
         }
     }
     cli_outputs held = {.n = 0};
@@ -402,8 +406,10 @@ int cli_train(int argc, char **argv, const cli_world *world)
     clt_trainer *t = NULL;
     clt_batcher *b = NULL;
     plot_data plot = {.title = o.model};
+    clt_tfevents *tb = NULL;
     if (o.resume && (rc = apply_resume(&o, o.resume, &start, &resumed_model))) goto done;
     if ((rc = cli_check_learning(&o))) goto done;
+    if ((rc = tboard_open(&o, o.resume ? start.steps : -1, &tb))) goto done;
     const char *model = resumed_model && !CLI_GIVEN(&o, O_MODEL) ? resumed_model : o.model;
     plot.title = model;
     if ((rc = cli_resolve_devices(&o, devs, &n_devs))) goto done;
@@ -481,7 +487,7 @@ int cli_train(int argc, char **argv, const cli_world *world)
              /* Under mpirun the output is a pseudo-terminal of the launcher's
               * whatever mpirun's own output is (a log file, a pipe): no
               * progress bar. */
-             isatty(STDOUT_FILENO) && !o.quiet && !o.json && world->size == 1};
+             isatty(STDOUT_FILENO) && !o.quiet && !o.json && world->size == 1, tb};
     /* the checkpoint resumed is the one saved over: it holds this state */
     if (o.resume && o.save && strcmp(o.resume, o.save) == 0) r.saved_steps = start.steps;
     if (!finished) rc = run_epochs(&r, &start);
@@ -509,6 +515,7 @@ done:
     stop_forward_to(NULL);
     if (o.trace && t && clt_trainer_write_trace(t, o.trace) != CLT_OK) rc = rc ? rc : fail("--trace");
     plot_free(&plot);
+    clt_tfevents_close(tb);
     clt_batcher_destroy(b);
     clt_trainer_destroy(t);
     clt_dataset_destroy(train);
