@@ -148,10 +148,20 @@ if Image:
             cls = ('red', 'green', 'blue')[labels[i]]  # channel 0 is red, sorted index 2
             Image.fromarray(images[i], 'RGB').save(os.path.join(folder, split, cls, f'{i}.png'))
     open(os.path.join(folder, 'train', 'red', 'notes.txt'), 'w').write('x')
-    r = cltrain('train', '--data', folder, '--epochs', 4, '--json', *COMMON)
+    named = os.path.join(tmp, 'named.npz')
+    r = cltrain('train', '--data', folder, '--epochs', 4, '--json', '--export-npz', named, *COMMON)
     e = epochs(r)
     check(r.returncode == 0 and e and e[-1]['test_acc'] >= 0.95, f'image folder: {r.stdout} {r.stderr}')
     check(r.stderr.count('1 file(s) that are not .png, .jpg or .jpeg skipped') == 1, f'skipped said once: {r.stderr}')
+    # the class names travel into the net's file, eval and predict
+    if os.path.exists(named):
+        check(bytes(np.load(named)['__cltrain__/classes']) == b'blue\ngreen\nred\n', 'class names in the export')
+    r = cltrain('eval', '--init-from', named, '--data', folder, '--json', '--devices', 0)
+    check(r.returncode == 0 and json.loads(r.stdout)['classes'] == ['blue', 'green', 'red'], f'eval names: {r.stdout} {r.stderr}')
+    r = cltrain('predict', '--init-from', named, '--data', folder, '--limit-test', 3)
+    lines = r.stdout.splitlines()
+    check(r.returncode == 0 and len(lines) == 4 and all(x.split(',')[2] in ('blue', 'green', 'red') for x in lines[1:]),
+          f'predict names the classes: {r.stdout} {r.stderr}')
     r = cltrain('train', '--data', folder, '--channels', 1, '--epochs', 1, '--json', *COMMON)
     check(r.returncode == 0, f'--channels 1 builds a 1-channel net: {r.stderr}')
 
