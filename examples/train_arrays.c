@@ -7,7 +7,8 @@
  * bright one, but every image has the same grey level (the channels' mean),
  * so a one-channel reading of these images cannot tell the classes apart.
  * Exits 0 when the net reaches 95% test accuracy, 1 when it does not, 2 on
- * an error.
+ * an error. With a path argument the trained net is saved there, with its
+ * model and class names, for predict_arrays.c to open.
  *
  * Build: cc train_arrays.c $(pkg-config --cflags --libs cltrain) */
 #include <stdio.h>
@@ -67,7 +68,8 @@ static clt_status make_dataset(int n, uint64_t seed, clt_dataset **out)
     return s;
 }
 
-static clt_status train(const clt_dataset *train_set, const clt_dataset *test_set, double *accuracy)
+static clt_status train(const clt_dataset *train_set, const clt_dataset *test_set, const char *save,
+                        double *accuracy)
 {
     clt_trainer_config cfg;
     clt_trainer_config_default(&cfg);
@@ -91,18 +93,22 @@ static clt_status train(const clt_dataset *train_set, const clt_dataset *test_se
         step++;
     }
     if (s == CLT_OK) s = clt_trainer_evaluate(t, test_set, 256, NULL, accuracy);
+    /* replica 0's net is what files keep; names make predictions readable */
+    static const char *const names[CLASSES] = {"red", "green", "blue"};
+    if (s == CLT_OK && save) s = clt_net_set_class_names(clt_trainer_net(t, 0), names);
+    if (s == CLT_OK && save) s = clt_net_save_npz(clt_trainer_net(t, 0), save);
     clt_batcher_destroy(b);
     clt_trainer_destroy(t);
     return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     clt_dataset *train_set = NULL, *test_set = NULL;
     double accuracy = 0;
     clt_status s = make_dataset(TRAIN, 1, &train_set);
     if (s == CLT_OK) s = make_dataset(TEST, 2, &test_set);
-    if (s == CLT_OK) s = train(train_set, test_set, &accuracy);
+    if (s == CLT_OK) s = train(train_set, test_set, argc > 1 ? argv[1] : NULL, &accuracy);
     clt_dataset_destroy(train_set);
     clt_dataset_destroy(test_set);
     if (s != CLT_OK) {
