@@ -555,7 +555,9 @@ CLT_API int clt_dataset_classes(const clt_dataset *ds);
  * for 8-bit sources (IDX, CIFAR, 8-bit arrays), the values themselves for
  * float sources; their labels into `labels` (n int32). Either output may be
  * NULL, not both. The dataset keeps its samples as the source has them
- * (bytes stay bytes), so this converts. Thread-safe. */
+ * (bytes stay bytes), so this converts; an image folder decoded lazily
+ * decodes the files here (CLT_ERR_FORMAT or _IO naming a file that went
+ * bad since the load). Thread-safe. */
 CLT_API clt_status clt_dataset_read(const clt_dataset *ds, int64_t first, int64_t n, float *images,
                                     int32_t *labels);
 /* The name of class `label` where the source names its classes (an image
@@ -617,8 +619,13 @@ CLT_API void clt_load_options_default(clt_load_options *opt);
  * .jpg and .jpeg files at any depth (links followed), or ROOT/train with
  * ROOT/test (or ROOT/val) holding such class folders. Class index = the
  * place of the class folder's name in byte order; files of other types are
- * skipped (clt_dataset_skipped_files counts them). Images are decoded once,
- * as the dataset is made: grey and palette PNGs, RGB, alpha (dropped) and
+ * skipped (clt_dataset_skipped_files counts them). Images are decoded as
+ * the dataset is made, each file read once; where the decoded images would
+ * take more than half of the memory available (MemAvailable), only the
+ * file list and each header are read, and the samples are decoded when
+ * read (batches, evaluation, statistics: bit for bit the same);
+ * CLTRAIN_DATA_DECODE=eager|lazy|auto forces either (a bad value is
+ * refused). Rules: grey and palette PNGs, RGB, alpha (dropped) and
  * 16-bit samples (their high byte); grey becomes RGB by copying, RGB grey
  * by Pillow's luma, (299 R + 587 G + 114 B) / 1000; a corrupt or truncated
  * file is refused naming it; images of different sizes are refused naming
@@ -807,7 +814,10 @@ CLT_API clt_status clt_batcher_seek(clt_batcher *b, int64_t epoch, int64_t index
  * batch of an epoch it returns CLT_OK once with batch->count == 0 (images and
  * labels NULL, index == batches per epoch); the following call starts the
  * next epoch (epoch + 1, index 0). The buffers stay valid until the next
- * call of clt_batcher_next, clt_batcher_seek or clt_batcher_destroy. */
+ * call of clt_batcher_next, clt_batcher_seek or clt_batcher_destroy. For
+ * an image folder decoded batch by batch (clt_dataset_load_with) a file
+ * that went missing or corrupt since the load fails the batch (the detail
+ * names the file); the batch counts as taken, and a seek back retries it. */
 CLT_API clt_status clt_batcher_next(clt_batcher *b, clt_batch *batch);
 
 /* ------------------------------------------------------------------ */

@@ -26,6 +26,8 @@ typedef struct slot {
     float *spare;  /* one sample, for augmentation */
     int32_t *labels;
     int count;
+    clt_status status; /* a failed fill (a lazy dataset's file): given to the caller with its detail */
+    char *detail;
     int64_t epoch, index;
     uint64_t gen;
     enum slot_state state;
@@ -67,7 +69,9 @@ void clt_batcher_config_default(clt_batcher_config *cfg)
     cfg->prefetch = 1;
 }
 
-/* Copies batch (epoch, index) into s. Runs outside the lock. */
+/* Copies batch (epoch, index) into s. Runs outside the lock. A failure
+ * stays in the slot with a copy of its detail (thread-local, and this may
+ * be the worker's thread) until the caller takes the batch. */
 static void fill(clt_batcher *b, slot *s)
 {
     int64_t bs = b->cfg.batch_size, start = s->index * bs;
@@ -77,8 +81,11 @@ static void fill(clt_batcher *b, slot *s)
         b->perm_epoch = s->epoch;
     }
     clt_augment aug = {b->cfg.augment_pad, b->cfg.augment_flip, b->cfg.seed, s->epoch};
-    clt_dataset_gather(b->ds, b->cfg.shuffle ? b->perm + start : NULL, start, count, &aug, s->spare, s->images,
-                       s->labels);
+    free(s->detail);
+    s->detail = NULL;
+    s->status = clt_dataset_gather(b->ds, b->cfg.shuffle ? b->perm + start : NULL, start, count, &aug, s->spare,
+                                   s->images, s->labels);
+    if (s->status != CLT_OK) s->detail = strdup(clt_last_error());
     s->count = (int)count;
 }
 
@@ -248,6 +255,7 @@ void clt_batcher_destroy(clt_batcher *b)
         free_buffer(b, b->slots[i].images);
         free_buffer(b, b->slots[i].labels);
         clt_aligned_free(b->slots[i].spare);
+        free(b->slots[i].detail);
     }
     free(b->perm);
     free(b);
@@ -313,9 +321,18 @@ clt_status clt_batcher_next(clt_batcher *b, clt_batch *batch)
         s->index = b->index;
         fill(b, s);
     }
+    b->index++;
+    if (s->status != CLT_OK) { /* the batch is taken all the same: a seek back tries it again */
+        clt_status failed = clt_fail(s->status, "%s", s->detail ? s->detail : "reading a batch failed");
+        if (b->started) {
+            pthread_mutex_lock(&b->mu);
+            release_held(b);
+            pthread_mutex_unlock(&b->mu);
+        }
+        return failed;
+    }
     batch->images = s->images;
     batch->labels = s->labels;
     batch->count = s->count;
-    b->index++;
     return CLT_OK;
 }

@@ -9,13 +9,20 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "data/dataset.h"
+#include "data/image_files.h"
 
-clt_status clt_dataset_alloc(int64_t n, int channels, int height, int width, int classes, int u8,
-                             clt_dataset **out)
+/* A dataset of n samples, with room for their pixels unless files. */
+static clt_status alloc(int64_t n, int channels, int height, int width, int classes, int u8, clt_image_files *files,
+                        clt_dataset **out)
 {
     *out = NULL;
     clt_dataset *ds;
-    CLT_TRY(clt_calloc((void **)&ds, 1, sizeof *ds, "dataset"));
+    clt_status cs = clt_calloc((void **)&ds, 1, sizeof *ds, "dataset");
+    if (cs != CLT_OK) {
+        clt_image_files_destroy(files);
+        return cs;
+    }
+    ds->files = files;
     ds->n = n;
     ds->channels = channels;
     ds->height = height;
@@ -23,7 +30,8 @@ clt_status clt_dataset_alloc(int64_t n, int channels, int height, int width, int
     ds->classes = classes;
     ds->u8 = u8;
     size_t values;
-    clt_status s = clt_mul_size((size_t)n, clt_dataset_sample_size(ds), &values)
+    clt_status s = files ? CLT_OK
+                   : clt_mul_size((size_t)n, clt_dataset_sample_size(ds), &values)
                        ? clt_aligned_alloc(&ds->pixels, values, u8 ? 1 : sizeof(float), "dataset images")
                        : clt_fail(CLT_ERR_NO_MEMORY, "dataset images: %lld samples of %dx%dx%d overflow", (long long)n,
                                   channels, height, width);
@@ -37,6 +45,29 @@ clt_status clt_dataset_alloc(int64_t n, int channels, int height, int width, int
     return CLT_OK;
 }
 
+clt_status clt_dataset_alloc(int64_t n, int channels, int height, int width, int classes, int u8,
+                             clt_dataset **out)
+{
+    return alloc(n, channels, height, width, classes, u8, NULL, out);
+}
+
+clt_status clt_dataset_alloc_files(int64_t n, int channels, int height, int width, int classes,
+                                   clt_image_files *files, clt_dataset **out)
+{
+    return alloc(n, channels, height, width, classes, 1, files, out);
+}
+
+clt_status clt_dataset_sample_bytes(const clt_dataset *ds, int64_t i, uint8_t *scratch, const uint8_t **out)
+{
+    if (ds->files) {
+        CLT_TRY(clt_image_files_read(ds->files, i, scratch));
+        *out = scratch;
+    } else {
+        *out = (const uint8_t *)ds->pixels + (size_t)i * clt_dataset_sample_size(ds);
+    }
+    return CLT_OK;
+}
+
 size_t clt_dataset_sample_size(const clt_dataset *ds)
 {
     return (size_t)ds->channels * (size_t)ds->height * (size_t)ds->width;
@@ -47,39 +78,44 @@ void clt_unit_table(float lut[256])
     for (int v = 0; v < 256; v++) lut[v] = (float)v / 255.0f;
 }
 
-/* Sample src's values as floats into to (x/255 for bytes). */
-static void convert(const clt_dataset *ds, const float *lut, int64_t src, size_t sample, float *to)
+/* Sample src's values as floats into to (x/255 for bytes; a lazy
+ * dataset's decoded into bytes first). */
+static clt_status convert(const clt_dataset *ds, const float *lut, int64_t src, size_t sample, uint8_t *bytes, float *to)
 {
-    if (ds->u8) {
-        const uint8_t *from = (const uint8_t *)ds->pixels + (size_t)src * sample;
-        for (size_t i = 0; i < sample; i++) to[i] = lut[from[i]];
-    } else {
+    if (!ds->u8) {
         memcpy(to, (const float *)ds->pixels + (size_t)src * sample, sample * sizeof(float));
+        return CLT_OK;
     }
+    const uint8_t *from;
+    CLT_TRY(clt_dataset_sample_bytes(ds, src, bytes, &from));
+    for (size_t i = 0; i < sample; i++) to[i] = lut[from[i]];
+    return CLT_OK;
 }
 
-void clt_dataset_gather(const clt_dataset *ds, const int64_t *idx, int64_t first, int64_t n, const clt_augment *aug,
-                        float *spare, float *images, int32_t *labels)
+clt_status clt_dataset_gather(const clt_dataset *ds, const int64_t *idx, int64_t first, int64_t n,
+                              const clt_augment *aug, float *spare, float *images, int32_t *labels)
 {
     float lut[256];
     if (ds->u8) clt_unit_table(lut);
     size_t sample = clt_dataset_sample_size(ds), plane = (size_t)ds->height * (size_t)ds->width;
+    uint8_t *bytes = NULL;
+    if (ds->files && !(bytes = malloc(sample))) return clt_fail(CLT_ERR_NO_MEMORY, "a sample's %zu bytes", sample);
     int augment = aug && (aug->pad > 0 || aug->flip);
-    for (int64_t k = 0; k < n; k++) {
+    clt_status s = CLT_OK;
+    for (int64_t k = 0; k < n && s == CLT_OK; k++) {
         int64_t src = idx ? idx[k] : first + k;
         float *to = images + (size_t)k * sample;
-        if (augment) {
-            convert(ds, lut, src, sample, spare);
-            clt_augment_sample(aug, src, ds->channels, ds->height, ds->width, spare, to);
-        } else {
-            convert(ds, lut, src, sample, to);
-        }
+        s = convert(ds, lut, src, sample, bytes, augment ? spare : to);
+        if (s != CLT_OK) break;
+        if (augment) clt_augment_sample(aug, src, ds->channels, ds->height, ds->width, spare, to);
         for (int c = 0; ds->norm && c < ds->channels; c++) {
             float mean = ds->norm[c], std = ds->norm[ds->channels + c], *p = to + (size_t)c * plane;
             for (size_t i = 0; i < plane; i++) p[i] = (p[i] - mean) / std;
         }
         if (labels) labels[k] = ds->labels[src];
     }
+    free(bytes);
+    return s;
 }
 
 static clt_status check_images(const clt_idx *im, const char *path)
@@ -169,6 +205,7 @@ void clt_dataset_destroy(clt_dataset *ds)
 {
     if (!ds) return;
     clt_aligned_free(ds->pixels);
+    clt_image_files_destroy(ds->files);
     free(ds->norm);
     for (int i = 0; i < ds->n_class_names; i++) free(ds->class_names[i]);
     free(ds->class_names);
@@ -193,8 +230,8 @@ clt_status clt_dataset_read(const clt_dataset *ds, int64_t first, int64_t n, flo
     if (first < 0 || n < 0 || first > ds->n || n > ds->n - first)
         return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_read: samples %lld..%lld of a dataset of %lld",
                         (long long)first, (long long)first + (long long)n - 1, (long long)ds->n);
-    if (images) clt_dataset_gather(ds, NULL, first, n, NULL, NULL, images, labels);
-    else memcpy(labels, ds->labels + first, (size_t)n * sizeof(int32_t));
+    if (images) return clt_dataset_gather(ds, NULL, first, n, NULL, NULL, images, labels);
+    memcpy(labels, ds->labels + first, (size_t)n * sizeof(int32_t));
     return CLT_OK;
 }
 

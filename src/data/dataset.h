@@ -11,7 +11,8 @@ struct clt_dataset {
     int64_t n;
     int channels, height, width, classes;
     int u8;          /* 1: pixels are uint8_t (read as x/255); 0: float */
-    void *pixels;    /* n x channels x height x width, NCHW */
+    void *pixels;    /* n x channels x height x width, NCHW; NULL when files */
+    struct clt_image_files *files; /* NULL, or the image files each sample is decoded from when read (u8) */
     int32_t *labels; /* n, each in 0 .. classes-1 */
     float *norm;     /* NULL, or per channel: mean[channels] then std[channels] (clt_dataset_set_normalization) */
     char **class_names; /* NULL, or n_class_names names (image folders) */
@@ -23,6 +24,13 @@ struct clt_dataset {
  * the shape and class count must be valid (> 0, checked by the callers). */
 clt_status clt_dataset_alloc(int64_t n, int channels, int height, int width, int classes, int u8,
                              clt_dataset **out);
+/* The same with no pixels: a lazy image folder's, whose samples `files`
+ * gives (taken over, destroyed here on failure). */
+clt_status clt_dataset_alloc_files(int64_t n, int channels, int height, int width, int classes,
+                                   struct clt_image_files *files, clt_dataset **out);
+/* Sample i's bytes of an 8-bit dataset: a pointer into its pixels, or the
+ * sample decoded from its file into scratch (room for one sample). */
+clt_status clt_dataset_sample_bytes(const clt_dataset *ds, int64_t i, uint8_t *scratch, const uint8_t **out);
 /* x/255 for every byte value, as float32: a table keeps the division
  * exact (as PyTorch's ToTensor has it) at the cost of a lookup. */
 void clt_unit_table(float lut[256]);
@@ -31,8 +39,9 @@ size_t clt_dataset_sample_size(const clt_dataset *ds);
 /* Samples idx[0..n) (idx NULL: first, first+1, ...) as floats, NCHW, into
  * images (n x sample floats): x/255 for bytes, then augmented where aug is
  * not NULL (training batches; spare: room for one sample), then normalised
- * where the dataset says; labels into labels where not NULL. */
-void clt_dataset_gather(const clt_dataset *ds, const int64_t *idx, int64_t first, int64_t n, const clt_augment *aug,
+ * where the dataset says; labels into labels where not NULL. Fails only
+ * for a lazy dataset whose file cannot be decoded (the detail names it). */
+clt_status clt_dataset_gather(const clt_dataset *ds, const int64_t *idx, int64_t first, int64_t n, const clt_augment *aug,
                         float *spare, float *images, int32_t *labels);
 
 /* clt_dataset_from_memory with `op` leading every error's detail (a file

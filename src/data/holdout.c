@@ -6,17 +6,25 @@
 
 #include "core/error.h"
 #include "data/dataset.h"
+#include "data/image_files.h"
 #include "data/shuffle.h"
 
 /* The samples of ds marked (or not) in `held`, in order, as a dataset with
  * ds's class names. */
 static clt_status take(const clt_dataset *ds, const uint8_t *held, int want, int64_t n, clt_dataset **out)
 {
-    CLT_TRY(clt_dataset_alloc(n, ds->channels, ds->height, ds->width, ds->classes, ds->u8, out));
+    if (ds->files) { /* a lazy folder's part: its files */
+        clt_image_files *files;
+        CLT_TRY(clt_image_files_subset(ds->files, held, want, n, &files));
+        CLT_TRY(clt_dataset_alloc_files(n, ds->channels, ds->height, ds->width, ds->classes, files, out));
+    } else {
+        CLT_TRY(clt_dataset_alloc(n, ds->channels, ds->height, ds->width, ds->classes, ds->u8, out));
+    }
     size_t bytes = clt_dataset_sample_size(ds) * (ds->u8 ? 1 : sizeof(float));
     for (int64_t i = 0, k = 0; i < ds->n; i++) {
         if (held[i] != want) continue;
-        memcpy((uint8_t *)(*out)->pixels + (size_t)k * bytes, (const uint8_t *)ds->pixels + (size_t)i * bytes, bytes);
+        if (!ds->files)
+            memcpy((uint8_t *)(*out)->pixels + (size_t)k * bytes, (const uint8_t *)ds->pixels + (size_t)i * bytes, bytes);
         (*out)->labels[k++] = ds->labels[i];
     }
     if (ds->n_class_names) {

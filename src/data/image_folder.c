@@ -1,24 +1,28 @@
 /* Image folders as torchvision's ImageFolder reads them: ROOT/<class>/...
  * with .png, .jpg and .jpeg files (any depth, symbolic links followed),
  * class index = place of the class name in sorted order, files in sorted
- * order. Every image is decoded here, once, into the dataset's bytes:
- * channel count unified (grey copied into RGB, RGB to grey by ITU-R 601
- * luma as Pillow computes it), sizes equal or made so (--image-size:
- * shorter side to S, bilinear, then the centre S x S). */
+ * order. Each file is read once here: decoded into the dataset's bytes
+ * (eager), or, for a folder whose images would not fit in memory (the
+ * decoding mode's rule, image_files.h), its header alone, the dataset
+ * keeping the file list and decoding batch by batch (lazy). Either way the
+ * same rule (image_files.c) unifies channels and sizes. */
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/dataset.h"
-#include "data/image_decode.h"
+#include "data/image_files.h"
 
 #define MAX_DEPTH 32
-#define MAX_IMAGE_BYTES ((size_t)1 << 30)
+#define HEAD_BYTES ((size_t)64 << 10)
 
 typedef struct file_list {
     char **paths;
@@ -159,115 +163,137 @@ static clt_status walk(const char *dir, int32_t label, file_list *l)
     return s;
 }
 
-/* Bilinear sample of channel c at (x, y) in source pixel units, edges clamped. */
-static uint8_t bilinear(const clt_image *im, int c, double x, double y)
+/* Up to `cap` first bytes of a file: enough for its header as a rule
+ * (*whole set when that is the file). */
+static clt_status read_head(const char *path, size_t cap, unsigned char *buf, size_t *n, int *whole)
 {
-    if (x < 0) x = 0;
-    if (y < 0) y = 0;
-    if (x > im->width - 1) x = im->width - 1;
-    if (y > im->height - 1) y = im->height - 1;
-    int x0 = (int)x, y0 = (int)y, x1 = x0 + 1 < im->width ? x0 + 1 : x0, y1 = y0 + 1 < im->height ? y0 + 1 : y0;
-    double fx = x - x0, fy = y - y0;
-    const uint8_t *p = im->pixels;
-    int ch = im->channels, w = im->width;
-    double top = p[(y0 * w + x0) * ch + c] * (1 - fx) + p[(y0 * w + x1) * ch + c] * fx;
-    double bottom = p[(y1 * w + x0) * ch + c] * (1 - fx) + p[(y1 * w + x1) * ch + c] * fx;
-    double v = top * (1 - fy) + bottom * fy;
-    return (uint8_t)(v + 0.5);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO put in its place must not block */
+    if (fd < 0) return clt_fail(errno == ENOENT ? CLT_ERR_NOT_FOUND : CLT_ERR_IO, "%s: %s", path, strerror(errno));
+    size_t got = 0;
+    ssize_t r = 1;
+    while (got < cap && (r = read(fd, buf + got, cap - got)) > 0) got += (size_t)r;
+    int err = errno;
+    close(fd);
+    if (r < 0) return clt_fail(CLT_ERR_IO, "%s: %s", path, strerror(err));
+    *n = got, *whole = got < cap;
+    return CLT_OK;
 }
 
-/* Where an image's pixels come from: the image itself, or (size > 0) its
- * shorter side resized to size (the longer one as int(size * long /
- * short)) and the centre size x size taken. Worked out once per image. */
-typedef struct sampling {
-    int size, left, top;
-    double sx, sy;
-} sampling;
-
-static sampling sampling_of(const clt_image *im, int size)
+/* The image's size and channels from its header: its first 64 KiB, or the
+ * whole file where metadata pushes the header further. */
+static clt_status header_of(const char *path, unsigned char *head, int *w, int *h, int *c)
 {
-    sampling g = {size, 0, 0, 1, 1};
-    if (size <= 0) return g;
-    int short_w = im->width <= im->height;
-    int64_t rw = short_w ? size : (int64_t)size * im->width / im->height;
-    int64_t rh = short_w ? (int64_t)size * im->height / im->width : size;
-    g.left = (int)((rw - size + 1) / 2), g.top = (int)((rh - size + 1) / 2);
-    g.sx = (double)im->width / (double)rw, g.sy = (double)im->height / (double)rh;
-    return g;
-}
-
-/* Channel c of the image's pixel (x, y) as sampled. */
-static uint8_t sample_at(const clt_image *im, const sampling *g, int c, int x, int y)
-{
-    if (g->size <= 0) return im->pixels[((size_t)y * (size_t)im->width + (size_t)x) * (size_t)im->channels + (size_t)c];
-    return bilinear(im, c, (x + g->left + 0.5) * g->sx - 0.5, (y + g->top + 0.5) * g->sy - 0.5);
-}
-
-/* Pixel (x, y) channel c as the dataset takes it, with `channels`
- * channels: grey copied into R, G and B; RGB made grey by Pillow's luma. */
-static uint8_t pixel(const clt_image *im, const sampling *g, int channels, int c, int x, int y)
-{
-    if (channels == im->channels) return sample_at(im, g, c, x, y);
-    if (im->channels == 1) return sample_at(im, g, 0, x, y);
-    uint8_t r = sample_at(im, g, 0, x, y), gr = sample_at(im, g, 1, x, y), b = sample_at(im, g, 2, x, y);
-    return (uint8_t)((r * 19595 + gr * 38470 + b * 7471 + 0x8000) >> 16);
-}
-
-static clt_status decode_file(const char *path, clt_image *im)
-{
+    size_t n = 0;
+    int whole = 0;
+    CLT_TRY(read_head(path, HEAD_BYTES, head, &n, &whole));
+    if (clt_image_header(head, n, path, w, h, c) == CLT_OK) return CLT_OK;
+    if (whole) return clt_image_header(head, n, path, w, h, c); /* sets the detail again */
     unsigned char *data;
-    size_t n;
-    CLT_TRY(clt_read_file(path, MAX_IMAGE_BYTES, &data, &n));
-    clt_status s = clt_image_decode(data, n, path, im);
+    CLT_TRY(clt_read_file(path, CLT_MAX_IMAGE_FILE, &data, &n));
+    clt_status s = clt_image_header(data, n, path, w, h, c);
     free(data);
     return s;
 }
 
-/* Every listed image into one dataset of `classes`: the headers first
- * (channel count, sizes), then each image decoded into its place. */
-static clt_status build(const file_list *l, int classes, int channels, int size, clt_dataset **out)
+static clt_status mixed_sizes(const file_list *l, int w, int h, int64_t i, int iw, int ih)
 {
+    return clt_fail(CLT_ERR_FORMAT, "images of different sizes: %s is %dx%d, %s is %dx%d (give an image size to "
+                    "resize them: --image-size S)", l->paths[0], w, h, l->paths[i], iw, ih);
+}
+
+/* A lazy dataset: the list and each image's header (sizes equal or made
+ * so, the most channels any image has), read once; no pixel decoded. */
+static clt_status build_lazy(file_list *l, int classes, int channels, int size, clt_dataset **out)
+{
+    unsigned char *head = malloc(HEAD_BYTES);
+    if (!head) return clt_fail(CLT_ERR_NO_MEMORY, "image header buffer");
     int c = 0, h = 0, w = 0;
-    for (int64_t i = 0; i < l->n; i++) {
-        unsigned char *data;
-        size_t n;
+    clt_status s = CLT_OK;
+    for (int64_t i = 0; i < l->n && s == CLT_OK; i++) {
         int iw, ih, ic;
-        CLT_TRY(clt_read_file(l->paths[i], MAX_IMAGE_BYTES, &data, &n));
-        clt_status s = clt_image_header(data, n, l->paths[i], &iw, &ih, &ic);
-        free(data);
-        CLT_TRY(s);
+        s = header_of(l->paths[i], head, &iw, &ih, &ic);
+        if (s != CLT_OK) break;
         if (ic > c) c = ic;
         if (i == 0) w = iw, h = ih;
-        else if (!size && (iw != w || ih != h))
-            return clt_fail(CLT_ERR_FORMAT, "images of different sizes: %s is %dx%d, %s is %dx%d (give an image size "
-                            "to resize them: --image-size S)", l->paths[0], w, h, l->paths[i], iw, ih);
+        else if (!size && (iw != w || ih != h)) s = mixed_sizes(l, w, h, i, iw, ih);
     }
-    if (channels) c = channels;
-    if (size) w = h = size;
-    clt_dataset *ds;
-    CLT_TRY(clt_dataset_alloc(l->n, c, h, w, classes, 1, &ds));
-    size_t plane = (size_t)h * (size_t)w;
-    for (int64_t i = 0; i < l->n; i++) {
+    free(head);
+    CLT_TRY(s);
+    clt_image_files *f = calloc(1, sizeof *f);
+    if (!f) return clt_fail(CLT_ERR_NO_MEMORY, "image list");
+    f->channels = channels ? channels : c, f->height = size ? size : h, f->width = size ? size : w, f->size = size;
+    s = clt_dataset_alloc_files(l->n, f->channels, f->height, f->width, classes, f, out);
+    if (s != CLT_OK) return s; /* f freed */
+    f->paths = l->paths, f->n = l->n; /* the dataset owns the paths now */
+    l->paths = NULL, l->n = 0;
+    memcpy((*out)->labels, l->labels, (size_t)f->n * sizeof *l->labels);
+    return CLT_OK;
+}
+
+/* Samples 0..done of a one-channel dataset made three-channel (grey copied
+ * into R, G and B, as the rule takes a grey image into RGB): a colour
+ * image came after grey ones. */
+static clt_status widen(clt_dataset **ds, int64_t done)
+{
+    clt_dataset *old = *ds, *rgb;
+    CLT_TRY(clt_dataset_alloc(old->n, 3, old->height, old->width, old->classes, 1, &rgb));
+    size_t plane = (size_t)old->height * (size_t)old->width;
+    for (int64_t i = 0; i < done; i++)
+        for (int c = 0; c < 3; c++)
+            memcpy((uint8_t *)rgb->pixels + ((size_t)i * 3 + (size_t)c) * plane, (uint8_t *)old->pixels + (size_t)i * plane,
+                   plane);
+    memcpy(rgb->labels, old->labels, (size_t)done * sizeof *old->labels);
+    clt_dataset_destroy(old);
+    *ds = rgb;
+    return CLT_OK;
+}
+
+/* Every image decoded into its place, each file read once: the first one
+ * fixes the size (unless size), a colour image after grey ones widens
+ * those (unless channels). */
+static clt_status build_eager(const file_list *l, int classes, int channels, int size, clt_dataset **out)
+{
+    clt_dataset *ds = NULL;
+    clt_status s = CLT_OK;
+    for (int64_t i = 0; i < l->n && s == CLT_OK; i++) {
         clt_image im;
-        clt_status s = decode_file(l->paths[i], &im);
-        if (s == CLT_OK && !size && (im.width != w || im.height != h))
-            s = clt_fail(CLT_ERR_FORMAT, "%s: %dx%d now, %dx%d a moment ago (changed while read)", l->paths[i],
-                         im.width, im.height, w, h);
-        if (s != CLT_OK) {
-            free(im.pixels);
-            clt_dataset_destroy(ds);
-            return s;
+        s = clt_image_decode_file(l->paths[i], &im);
+        if (s == CLT_OK && !ds)
+            s = clt_dataset_alloc(l->n, channels ? channels : im.channels, size ? size : im.height,
+                                  size ? size : im.width, classes, 1, &ds);
+        if (s == CLT_OK && !size && (im.width != ds->width || im.height != ds->height))
+            s = mixed_sizes(l, ds->width, ds->height, i, im.width, im.height);
+        if (s == CLT_OK && !channels && im.channels > ds->channels) s = widen(&ds, i);
+        if (s == CLT_OK) {
+            size_t sample = clt_dataset_sample_size(ds);
+            clt_image_to_chw(&im, size, ds->channels, ds->height, ds->width, (uint8_t *)ds->pixels + (size_t)i * sample);
+            ds->labels[i] = l->labels[i];
         }
-        uint8_t *to = (uint8_t *)ds->pixels + (size_t)i * plane * (size_t)c;
-        sampling g = sampling_of(&im, size);
-        for (int ch = 0; ch < c; ch++)
-            for (int y = 0; y < h; y++)
-                for (int x = 0; x < w; x++) to[(size_t)ch * plane + (size_t)y * (size_t)w + (size_t)x] = pixel(&im, &g, c, ch, x, y);
-        ds->labels[i] = l->labels[i];
         free(im.pixels);
+    }
+    if (s != CLT_OK) {
+        clt_dataset_destroy(ds);
+        return s;
     }
     *out = ds;
     return CLT_OK;
+}
+
+/* Eager, or lazy where the decoded images would not fit (the decoding
+ * mode's rule): the size from the first image's header unless given, the
+ * channels at most 3. */
+static clt_status build(file_list *l, int classes, int channels, int size, int mode, clt_dataset **out)
+{
+    int w = size, h = size, c = channels ? channels : 3, first_c;
+    if (!size && mode == CLT_DECODE_AUTO) {
+        unsigned char *head = malloc(HEAD_BYTES);
+        if (!head) return clt_fail(CLT_ERR_NO_MEMORY, "image header buffer");
+        clt_status s = header_of(l->paths[0], head, &w, &h, &first_c);
+        free(head);
+        CLT_TRY(s);
+    }
+    int lazy = clt_image_lazy(mode, (uint64_t)l->n * (uint64_t)c * (uint64_t)h * (uint64_t)w);
+    return lazy ? build_lazy(l, classes, channels, size, out) : build_eager(l, classes, channels, size, out);
 }
 
 static void free_list(file_list *l)
@@ -287,6 +313,8 @@ clt_status clt_image_folder_dataset(const char *root, int channels, int size, in
     if (channels != 0 && channels != 1 && channels != 3)
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: %d channels (1 or 3)", root, channels);
     if (size < 0 || size > 65535) return clt_fail(CLT_ERR_INVALID_ARG, "%s: image size %d", root, size);
+    int mode;
+    CLT_TRY(clt_image_decode_mode(&mode));
     int n_names;
     char **names = names_in(root, &n_names);
     if (!names) return CLT_ERR_IO;
@@ -314,7 +342,7 @@ clt_status clt_image_folder_dataset(const char *root, int channels, int size, in
         for (int64_t i = limit; i < l.n; i++) free(l.paths[i]);
         l.n = limit;
     }
-    if (s == CLT_OK) s = build(&l, n_classes, channels, size, out);
+    if (s == CLT_OK) s = build(&l, n_classes, channels, size, mode, out);
     if (s == CLT_OK) {
         (*out)->class_names = classes, (*out)->n_class_names = n_classes;
         (*out)->skipped_files = l.skipped;

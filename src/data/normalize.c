@@ -28,33 +28,65 @@ clt_status clt_dataset_set_normalization(clt_dataset *ds, const float *mean, con
     return CLT_OK;
 }
 
-/* Value p of channel c of sample i as read (x/255 for bytes). */
-static double value_at(const clt_dataset *ds, const float *lut, int64_t i, int c, size_t p)
+/* Float data: two passes in double, the mean, then the deviations. */
+static void float_stats(const clt_dataset *ds, double *mean, double *std)
+{
+    size_t plane = (size_t)ds->height * (size_t)ds->width, sample = clt_dataset_sample_size(ds);
+    double count = (double)ds->n * (double)plane;
+    const float *px = ds->pixels;
+    for (int c = 0; c < ds->channels; c++) {
+        double sum = 0, dev = 0;
+        for (int64_t i = 0; i < ds->n; i++)
+            for (size_t p = 0; p < plane; p++) sum += px[(size_t)i * sample + (size_t)c * plane + p];
+        mean[c] = sum / count;
+        for (int64_t i = 0; i < ds->n; i++)
+            for (size_t p = 0; p < plane; p++) {
+                double d = px[(size_t)i * sample + (size_t)c * plane + p] - mean[c];
+                dev += d * d;
+            }
+        std[c] = sqrt(dev / count);
+    }
+}
+
+/* 8-bit data: each channel's count of every byte value, exact, from one
+ * pass over the samples (one decode of each file for a lazy dataset);
+ * the moments then come from 256 values a channel. */
+static clt_status byte_stats(const clt_dataset *ds, double *mean, double *std)
 {
     size_t plane = (size_t)ds->height * (size_t)ds->width;
-    size_t at = (size_t)i * clt_dataset_sample_size(ds) + (size_t)c * plane + p;
-    return ds->u8 ? lut[((const uint8_t *)ds->pixels)[at]] : ((const float *)ds->pixels)[at];
+    uint64_t *hist = calloc((size_t)ds->channels * 256, sizeof *hist);
+    uint8_t *scratch = ds->files ? malloc(clt_dataset_sample_size(ds)) : NULL;
+    if (!hist || (ds->files && !scratch)) {
+        free(hist), free(scratch);
+        return clt_fail(CLT_ERR_NO_MEMORY, "clt_dataset_channel_stats: %d channels", ds->channels);
+    }
+    clt_status s = CLT_OK;
+    for (int64_t i = 0; i < ds->n && s == CLT_OK; i++) {
+        const uint8_t *b;
+        s = clt_dataset_sample_bytes(ds, i, scratch, &b);
+        for (int c = 0; s == CLT_OK && c < ds->channels; c++)
+            for (size_t p = 0; p < plane; p++) hist[(size_t)c * 256 + b[(size_t)c * plane + p]]++;
+    }
+    float lut[256];
+    clt_unit_table(lut);
+    double count = (double)ds->n * (double)plane;
+    for (int c = 0; s == CLT_OK && c < ds->channels; c++) {
+        const uint64_t *h = hist + (size_t)c * 256;
+        double sum = 0, dev = 0;
+        for (int v = 0; v < 256; v++) sum += (double)h[v] * lut[v];
+        mean[c] = sum / count;
+        for (int v = 0; v < 256; v++) dev += (double)h[v] * (lut[v] - mean[c]) * (lut[v] - mean[c]);
+        std[c] = sqrt(dev / count);
+    }
+    free(hist), free(scratch);
+    return s;
 }
 
 clt_status clt_dataset_channel_stats(const clt_dataset *ds, double *mean, double *std)
 {
     if (!ds || !mean || !std) return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_channel_stats: NULL argument");
-    size_t plane = (size_t)ds->height * (size_t)ds->width;
-    double count = (double)ds->n * (double)plane;
-    float lut[256];
-    clt_unit_table(lut);
-    for (int c = 0; c < ds->channels; c++) { /* two passes in double: the mean, then the deviations */
-        double sum = 0, dev = 0;
-        for (int64_t i = 0; i < ds->n; i++)
-            for (size_t p = 0; p < plane; p++) sum += value_at(ds, lut, i, c, p);
-        mean[c] = sum / count;
-        for (int64_t i = 0; i < ds->n; i++)
-            for (size_t p = 0; p < plane; p++) {
-                double d = value_at(ds, lut, i, c, p) - mean[c];
-                dev += d * d;
-            }
-        std[c] = sqrt(dev / count);
-    }
+    if (ds->u8) return byte_stats(ds, mean, std);
+    float_stats(ds, mean, std);
     return CLT_OK;
 }
 

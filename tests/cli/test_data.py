@@ -165,6 +165,41 @@ if Image:
     r = cltrain('train', '--data', folder, '--channels', 1, '--epochs', 1, '--json', *COMMON)
     check(r.returncode == 0, f'--channels 1 builds a 1-channel net: {r.stderr}')
 
+    # PNGs and JPEGs decoded batch by batch (lazy) train bit for bit as decoded at load (eager), with
+    # a held-out part, auto normalisation and augmentation; two lazy devices as one; eval --resume.
+    mix = os.path.join(tmp, 'mix')
+    for i in range(120):
+        cls = os.path.join(mix, ('red', 'green', 'blue')[labels[i]])
+        os.makedirs(cls, exist_ok=True)
+        Image.fromarray(images[i], 'RGB').save(os.path.join(cls, f'{i}.{"png" if i % 2 else "jpg"}'))
+    run = ['--data', mix, '--val-split', '0.25', '--normalize', 'auto', '--augment', 'crop:2,flip', *COMMON]
+    ran = {}
+    for mode in ('eager', 'lazy'):
+        out = os.path.join(tmp, f'mix-{mode}.npz')
+        r = cltrain('train', *run, '--epochs', 2, '--export-npz', out, '--save', out + '.ck', '--json',
+                    env={'CLTRAIN_DATA_DECODE': mode})
+        check(r.returncode == 0, f'{mode} folder: {r.stderr}')
+        kept = [{k: e[k] for k in ('loss', 'train_acc', 'test_acc')} for e in epochs(r)]  # not the timings
+        ran[mode] = (open(out, 'rb').read() if r.returncode == 0 else mode, kept)
+    check(ran['eager'] == ran['lazy'], 'a lazy folder trains bit for bit as an eager one')
+    two = [x if x != '0' else '0,1' for x in run]
+    r = cltrain('train', *two, '--epochs', 2, '--json', env={'CLTRAIN_DATA_DECODE': 'lazy'})
+    l1, l2 = ran['lazy'][1], epochs(r)
+    check(r.returncode == 0 and l1 and l2 and abs(l1[-1]['loss'] - l2[-1]['loss']) <= 1e-4 * max(1, abs(l1[-1]['loss'])),
+          f'lazy, 1 device vs 2: {l1[-1:]} {l2[-1:]} {r.stderr}')
+    r = cltrain('eval', '--resume', os.path.join(tmp, 'mix-lazy.npz.ck'), '--json', '--devices', 0,
+                env={'CLTRAIN_DATA_DECODE': 'lazy'})
+    check(r.returncode == 0 and l1 and abs(json.loads(r.stdout)['test_acc'] - l1[-1]['test_acc']) < 1e-9,
+          f'eval --resume of a lazy folder: the held-out part as the run saw it: {r.stdout} {r.stderr}')
+    # a PNG cut after its header passes a lazy load; its batch stops the run naming it
+    cut = os.path.join(mix, 'red', sorted(os.listdir(os.path.join(mix, 'red')))[0])
+    open(cut, 'r+b').truncate(60)
+    r = cltrain('train', *run, '--epochs', 1, env={'CLTRAIN_DATA_DECODE': 'lazy'})
+    check(r.returncode == 1 and cut in r.stderr and 'PNG' in r.stderr and 'Traceback' not in r.stderr,
+          f'a file spoilt for a lazy run: {r.returncode} {r.stderr}')
+    r = cltrain('train', *run, '--epochs', 1, env={'CLTRAIN_DATA_DECODE': 'never'})
+    check(r.returncode != 0 and 'CLTRAIN_DATA_DECODE=never' in r.stderr, f'a bad decoding mode: {r.stderr}')
+
 # Refusals.
 r = cltrain('train', '--data', train_npz, '--normalize', '0.5:0.2', *COMMON)
 check(r.returncode == 2 and '--normalize 0.5:0.2' in r.stderr and '3 channel' in r.stderr, f'--normalize count: {r.stderr}')

@@ -90,5 +90,7 @@ def colour_task(np, n, seed):
 
 
 def runner(exe):
-    """A function running exe with arguments, capturing its output as text."""
-    return lambda *args: subprocess.run([exe, *map(str, args)], capture_output=True, text=True, timeout=300)
+    """A function running exe with arguments (env: variables to add),
+    capturing its output as text."""
+    return lambda *args, env=None: subprocess.run([exe, *map(str, args)], capture_output=True, text=True, timeout=300,
+                                                  env=dict(os.environ, **env) if env else None)

@@ -5,6 +5,10 @@
  *        norm=auto | norm=M0,M1,..:S0,S1,..  (stats and normalisation)
  *        aug=PAD,FLIP,SEED,EPOCH  (one batch of every sample in order
  *        through a batcher with that augmentation, and each draw)
+ *        prefetch  (that batcher fills the batch on its own thread)
+ *        spoil=PATH, remove=PATH  (after the load: that file cut to its
+ *        first 40 bytes, or removed; a lazy folder then fails to read,
+ *        and after a failed batch the next call's result is printed)
  * Prints {"n", "shape", "classes", "labels", "bits"} (bits: every float's
  * uint32 pattern, NCHW; plus "mean"/"std" with norm=auto, "draws" with
  * aug=, "names" and "skipped" for an image folder), or {"none": true} for a missing test split; exit 1 with the error
@@ -13,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cltrain.h"
 #include "data/augment.h"
@@ -47,7 +52,7 @@ int main(int argc, char **argv)
     int c, h, w;
     clt_dataset_shape(ds, &c, &h, &w);
     clt_augment aug = {0, 0, 0, 0};
-    int augment = 0;
+    int augment = 0, prefetch = 0;
     double mean[64], std[64];
     int stats = 0;
     for (int i = 6; i < argc; i++) {
@@ -65,7 +70,10 @@ int main(int argc, char **argv)
             clt_dataset_destroy(strcmp(part, "held") ? held : kept);
         } else if (!strcmp(argv[i], "norm=auto") && c <= 64) {
             float m[64], sd[64];
-            if (clt_dataset_channel_stats(ds, mean, std) != CLT_OK) return 1;
+            if (clt_dataset_channel_stats(ds, mean, std) != CLT_OK) {
+                fprintf(stderr, "%s\n", clt_last_error());
+                return 1;
+            }
             for (int k = 0; k < c; k++) m[k] = (float)mean[k], sd[k] = (float)std[k];
             if (clt_dataset_set_normalization(ds, m, sd) != CLT_OK) return 1;
             stats = 1;
@@ -81,6 +89,12 @@ int main(int argc, char **argv)
         } else if (sscanf(argv[i], "aug=%d,%d,%llu,%lld", &aug.pad, &aug.flip, &seed, (long long *)&aug.epoch) == 4) {
             aug.seed = seed;
             augment = 1;
+        } else if (!strcmp(argv[i], "prefetch")) {
+            prefetch = 1;
+        } else if ((!strncmp(argv[i], "spoil=", 6) && truncate(argv[i] + 6, 40) != 0) ||
+                   (!strncmp(argv[i], "remove=", 7) && remove(argv[i] + 7) != 0)) {
+            perror(argv[i]);
+            return 1;
         }
     }
     int64_t n = clt_dataset_size(ds);
@@ -91,19 +105,25 @@ int main(int argc, char **argv)
     if (augment) { /* through a batcher: the training path */
         clt_batcher_config bc;
         clt_batcher_config_default(&bc);
-        bc.batch_size = (int)n, bc.shuffle = 0, bc.prefetch = 0, bc.seed = aug.seed;
+        bc.batch_size = (int)n, bc.shuffle = 0, bc.prefetch = prefetch, bc.seed = aug.seed;
         bc.augment_pad = aug.pad, bc.augment_flip = aug.flip;
-        clt_batcher *b;
+        clt_batcher *b = NULL;
         clt_batch batch;
         if (clt_batcher_create(ds, &bc, &b) != CLT_OK || clt_batcher_seek(b, aug.epoch, 0) != CLT_OK ||
             clt_batcher_next(b, &batch) != CLT_OK || batch.count != n) {
             fprintf(stderr, "%s\n", clt_last_error());
+            if (b) { /* a failed batch counts as taken: the end mark comes next */
+                clt_status then = clt_batcher_next(b, &batch);
+                fprintf(stderr, "then: %s %d\n", clt_status_name(then), batch.count);
+            }
+            clt_batcher_destroy(b);
             return 1;
         }
         memcpy(im, batch.images, values * sizeof(float));
         memcpy(lb, batch.labels, (size_t)n * sizeof(int32_t));
         clt_batcher_destroy(b);
     } else if (clt_dataset_read(ds, 0, n, im, lb) != CLT_OK) {
+        fprintf(stderr, "%s\n", clt_last_error());
         return 1;
     }
     printf("{\"n\": %" PRId64 ", \"shape\": [%d, %d, %d], \"classes\": %d, ", n, c, h, w, clt_dataset_classes(ds));

@@ -3,7 +3,10 @@
 file order (torchvision's sorted(os.walk)), links, skipped files, and
 pixels of RGB, grey, alpha, palette and 16-bit PNGs and of JPEGs; the
 channel rule both ways; --image-size against a NumPy reference of the
-stated bilinear rule; train/val splits; every refusal.
+stated bilinear rule; train/val splits; every refusal. Folders decoded lazily (CLTRAIN_DATA_DECODE=lazy, as
+meson's data-images-lazy runs this) give the same bytes as eager ones in
+every read (batches, statistics, held-out parts), and a file that goes
+bad after a lazy load fails the read naming it.
 Usage: test_images.py DATASET_DUMP. Exits 77 without numpy or Pillow."""
 import os
 import subprocess
@@ -24,8 +27,12 @@ import json  # noqa: E402
 DUMP = os.path.abspath(sys.argv[1])
 
 
-def dump(*args):
-    r = subprocess.run([DUMP, *map(str, args)], capture_output=True, text=True, timeout=120)
+LAZY = os.environ.get('CLTRAIN_DATA_DECODE') == 'lazy'
+
+
+def dump(*args, mode=None):
+    env = dict(os.environ, CLTRAIN_DATA_DECODE=mode) if mode else None
+    r = subprocess.run([DUMP, *map(str, args)], capture_output=True, text=True, timeout=120, env=env)
     return r.returncode, (json.loads(r.stdout) if r.returncode == 0 else r.stderr.strip())
 
 
@@ -186,6 +193,42 @@ check(rc == 1 and os.path.join(bad, 'a') in got and 'holds no .png' in got, f'em
 raw = os.path.join(tmp, 'MNIST')
 os.makedirs(os.path.join(raw, 'raw'))
 open(os.path.join(raw, 'raw', 'train-images-idx3-ubyte.gz'), 'wb').write(b'')
+# Eager and lazy decoding give the same bytes, whatever reads them.
+for args in ((root, 'train'), (root, 'train', 'auto', 'fine', 'one', 'norm=auto', 'aug=2,1,5,1', 'prefetch'),
+             (root, 'train', 'auto', 'fine', 'one', 'channels=1', 'holdout=0.4,7,held'),
+             (root, 'train', 'auto', 'fine', 'one', 'holdout=0.4,7,kept', 'norm=auto'),
+             (mixed, 'train', 'auto', 'fine', 'one', 'size=5')):
+    e, l_ = dump(*args, mode='eager'), dump(*args, mode='lazy')
+    check(e[0] == 0 and e == l_, f'eager and lazy differ for {args[1:]}: {str(e)[:200]} {str(l_)[:200]}')
+rc, got = dump(mixed, 'train', mode='sometimes')
+check(rc == 1 and 'CLTRAIN_DATA_DECODE=sometimes' in got, f'a bad decoding mode: {got}')
+# auto statistics of a folder against NumPy's
+rc, got = dump(root, 'train', 'auto', 'fine', 'one', 'norm=auto')
+if check(rc == 0, f'norm=auto: {got}'):
+    every = np.stack([expected[p] for p, _ in order]).astype(np.float32) / np.float32(255)
+    want_mean = every.astype(np.float64).mean(axis=(0, 2, 3))
+    want_std = every.astype(np.float64).std(axis=(0, 2, 3))
+    check(np.allclose(got['mean'], want_mean, rtol=1e-12, atol=0) and np.allclose(got['std'], want_std, rtol=1e-12, atol=0),
+          f'folder statistics {got["mean"]} {got["std"]} against NumPy {want_mean} {want_std}')
+
+# A file that goes bad after the load: a lazy folder's batch fails naming it
+# (through the prefetch thread); an eager one holds its pixels already.
+for how, says in (('spoil', 'PNG'), ('remove', 'No such file')):
+    gone = os.path.join(tmp, 'gone-' + how)
+    for c in ('x', 'y'):
+        os.makedirs(os.path.join(gone, c))
+        for i in range(3):
+            Image.fromarray(rng.integers(0, 256, (4, 4, 3), dtype=np.uint8), 'RGB').save(os.path.join(gone, c, f'{i}.png'))
+    victim = os.path.join(gone, 'y', '1.png')
+    rc, got = dump(gone, 'train', 'auto', 'fine', 'one', f'{how}={victim}', 'aug=0,1,1,0', 'prefetch')
+    if LAZY:
+        check(rc == 1 and victim in got and says in got and 'then: CLT_OK 0' in got, f'{how} after a lazy load: {got}')
+    else:
+        check(rc == 0, f'{how} after an eager load: {got}')
+    if how == 'spoil':
+        rc, got = dump(gone, 'train', mode='lazy')
+        check(rc == 1 and victim in got, f'a lazy read of a spoilt file: {got}')
+
 rc, got = dump(raw, 'train')
 check(rc == 1 and 'not found' in got and 'train-images-idx3-ubyte' in got, f'subfolders without images: {got}')
 rc, got = dump(raw, 'test')
