@@ -106,17 +106,32 @@ static clt_status decode_png(const uint8_t *data, size_t size, const char *name,
 
 /* ---- JPEG ---- */
 
+/* Scans a progressive JPEG may have. Each scan passes over the whole
+ * image again, so a small file of thousands of tiny scans takes minutes:
+ * libjpeg-turbo's documentation (and its TurboJPEG API, by this same
+ * figure) caps them through the progress monitor. */
+#define MAX_SCANS 500
+
 typedef struct jpeg_fail {
     struct jpeg_error_mgr mgr;
     jmp_buf jump;
     char why[JMSG_LENGTH_MAX];
-    int truncated;
+    int truncated, too_many_scans;
 } jpeg_fail;
 
 static void jpeg_exit(j_common_ptr c)
 {
     jpeg_fail *f = (jpeg_fail *)c->err;
     f->mgr.format_message(c, f->why);
+    longjmp(f->jump, 1);
+}
+
+/* Called as libjpeg absorbs input, scan after scan. */
+static void jpeg_scan_cap(j_common_ptr c)
+{
+    if (!c->is_decompressor || ((j_decompress_ptr)c)->input_scan_number <= MAX_SCANS) return;
+    jpeg_fail *f = (jpeg_fail *)c->err;
+    f->too_many_scans = 1;
     longjmp(f->jump, 1);
 }
 
@@ -137,13 +152,18 @@ static clt_status decode_jpeg(const uint8_t *data, size_t size, const char *name
     f.mgr.error_exit = jpeg_exit;
     f.mgr.emit_message = jpeg_quiet;
     f.why[0] = 0;
-    f.truncated = 0;
+    f.truncated = f.too_many_scans = 0;
+    struct jpeg_progress_mgr progress = {.progress_monitor = jpeg_scan_cap};
     if (setjmp(f.jump)) {
         free(pixels);
         jpeg_destroy_decompress(&d);
+        if (f.too_many_scans)
+            return clt_fail(CLT_ERR_FORMAT, "%s: a progressive JPEG of more than %d scans: refused (a decompression "
+                            "bomb's mark; re-save it as a baseline JPEG)", name, MAX_SCANS);
         return clt_fail(CLT_ERR_FORMAT, "%s: not a valid JPEG: %s", name, f.why);
     }
     jpeg_create_decompress(&d);
+    d.progress = &progress;
     jpeg_mem_src(&d, data, (unsigned long)size);
     jpeg_read_header(&d, TRUE);
     if (d.jpeg_color_space == JCS_CMYK || d.jpeg_color_space == JCS_YCCK) {

@@ -3,7 +3,8 @@
 file order (torchvision's sorted(os.walk)), links, skipped files, and
 pixels of RGB, grey, alpha, palette and 16-bit PNGs and of JPEGs; the
 channel rule both ways; --image-size against a NumPy reference of the
-stated bilinear rule; train/val splits; every refusal. Folders decoded lazily (CLTRAIN_DATA_DECODE=lazy, as
+stated bilinear rule; train/val splits; progressive JPEGs and the scan
+cap; every refusal. Folders decoded lazily (CLTRAIN_DATA_DECODE=lazy, as
 meson's data-images-lazy runs this) give the same bytes as eager ones in
 every read (batches, statistics, held-out parts), and a file that goes
 bad after a lazy load fails the read naming it.
@@ -193,14 +194,31 @@ check(rc == 1 and os.path.join(bad, 'a') in got and 'holds no .png' in got, f'em
 raw = os.path.join(tmp, 'MNIST')
 os.makedirs(os.path.join(raw, 'raw'))
 open(os.path.join(raw, 'raw', 'train-images-idx3-ubyte.gz'), 'wb').write(b'')
+# Progressive JPEGs decode as Pillow decodes them; one of more than 500 scans
+# (each scan passes over the image again: a decompression bomb) is refused.
+prog = os.path.join(tmp, 'prog')
+os.makedirs(os.path.join(prog, 'a'))
+pj = os.path.join(prog, 'a', 'p.jpg')
+Image.fromarray(rng.integers(0, 256, (16, 16, 3), dtype=np.uint8), 'RGB').save(pj, progressive=True)
+pdata = open(pj, 'rb').read()
+check(pdata.count(b'\xff\xda') > 1, 'Pillow wrote a progressive (multi-scan) JPEG')
+rc, got = dump(prog, 'train')
+check(rc == 0 and np.array_equal(pixels(got)[0], rgb(Image.open(pj))), f'progressive JPEG against Pillow: {got}')
+last_scan = pdata.rindex(b'\xff\xda')
+bombs = os.path.join(tmp, 'bombs')
+os.makedirs(os.path.join(bombs, 'a'))
+open(os.path.join(bombs, 'a', 'bomb.jpg'), 'wb').write(pdata[:-2] + pdata[last_scan:-2] * 600 + pdata[-2:])
+rc, got = dump(bombs, 'train')  # the last scan 600 times more
+check(rc == 1 and 'bomb.jpg' in got and 'more than 500 scans' in got, f'a JPEG of 610 scans: {got}')
+
 # Eager and lazy decoding give the same bytes, whatever reads them.
 for args in ((root, 'train'), (root, 'train', 'auto', 'fine', 'one', 'norm=auto', 'aug=2,1,5,1', 'prefetch'),
              (root, 'train', 'auto', 'fine', 'one', 'channels=1', 'holdout=0.4,7,held'),
              (root, 'train', 'auto', 'fine', 'one', 'holdout=0.4,7,kept', 'norm=auto'),
-             (mixed, 'train', 'auto', 'fine', 'one', 'size=5')):
+             (mixed, 'train', 'auto', 'fine', 'one', 'size=5'), (prog, 'train')):
     e, l_ = dump(*args, mode='eager'), dump(*args, mode='lazy')
     check(e[0] == 0 and e == l_, f'eager and lazy differ for {args[1:]}: {str(e)[:200]} {str(l_)[:200]}')
-rc, got = dump(mixed, 'train', mode='sometimes')
+rc, got = dump(prog, 'train', mode='sometimes')
 check(rc == 1 and 'CLTRAIN_DATA_DECODE=sometimes' in got, f'a bad decoding mode: {got}')
 # auto statistics of a folder against NumPy's
 rc, got = dump(root, 'train', 'auto', 'fine', 'one', 'norm=auto')
