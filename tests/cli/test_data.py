@@ -162,6 +162,25 @@ if Image:
     lines = r.stdout.splitlines()
     check(r.returncode == 0 and len(lines) == 4 and all(x.split(',')[2] in ('blue', 'green', 'red') for x in lines[1:]),
           f'predict names the classes: {r.stdout} {r.stderr}')
+    # image files named on the command line: as the folder predicts them
+    files = sorted(os.path.join(folder, 'val', c, f) for c in ('blue', 'green', 'red')
+                   for f in os.listdir(os.path.join(folder, 'val', c)))[:3]
+    r = cltrain('predict', '--init-from', named, *files)
+    got = [x.split(',') for x in r.stdout.splitlines()]
+    check(r.returncode == 0 and got[0][0] == 'file' and [g[0] for g in got[1:]] == files
+          and all(g[1] == os.path.basename(os.path.dirname(g[0])) for g in got[1:]), f'predict FILE...: {r.stdout} {r.stderr}')
+    r2 = cltrain('predict', '--init-from', named, '--data', folder, '--limit-test', 3)
+    check([g[1:] for g in got[1:]] == [x.split(',')[2:] for x in r2.stdout.splitlines()[1:]],
+          f'files predict as the folder does: {r.stdout} {r2.stdout}')
+    big = os.path.join(tmp, 'big.png')
+    Image.fromarray(np.repeat(np.repeat(images[0], 2, axis=0), 2, axis=1), 'RGB').save(big)
+    r = cltrain('predict', '--init-from', named, big)
+    check(r.returncode == 1 and 'big.png is 16x16' in r.stderr and '8x8' in r.stderr and '--image-size' in r.stderr,
+          f'another size refused naming both: {r.stderr}')
+    r = cltrain('predict', '--init-from', named, '--image-size', 8, big)
+    check(r.returncode == 0 and r.stdout.splitlines()[1].split(',')[1] == ('red', 'green', 'blue')[labels[0]], f'--image-size resizes: {r.stdout} {r.stderr}')
+    r = cltrain('predict', '--init-from', named, '--data', folder, big)
+    check(r.returncode == 2 and '--data' in r.stderr, f'files and --data: {r.stderr}')
     r = cltrain('train', '--data', folder, '--channels', 1, '--epochs', 1, '--json', *COMMON)
     check(r.returncode == 0, f'--channels 1 builds a 1-channel net: {r.stderr}')
 

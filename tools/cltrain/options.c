@@ -366,7 +366,9 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
         }
         if (rc) return rc;
     }
-    if (optind < argc) return usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
+    if (optind < argc && !o->files_ok) return usage_error(prog, "unexpected argument \"%s\"", argv[optind]);
+    o->files = argv + optind;
+    o->n_files = argc - optind;
     if (o->init_from && o->resume) return usage_error(prog, "--init-from and --resume exclude each other");
     if (o->split == CLT_SPLIT_WEIGHTS) {
         int n = o->n_devices;

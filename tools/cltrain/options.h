@@ -41,6 +41,9 @@ typedef struct cli_options {
     int again;              /* tune: measure again what the cache keeps */
     int64_t top;            /* predict: classes shown per sample */
     const char *output;     /* predict: the CSV file (NULL: standard output) */
+    int files_ok;           /* not an option: the command takes file arguments after the options */
+    char **files;           /* those arguments (cli_parse) */
+    int n_files;
     const char *log_csv;
     const char *plot;
     const char *trace; /* Chrome trace-event JSON of the steps */
