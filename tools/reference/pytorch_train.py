@@ -5,6 +5,10 @@ after each epoch) and prints cltrain's --json epoch lines: the side-by-side
 reference for accuracy and speed figures. Needs torch and numpy.
 
   tools/reference/pytorch_train.py --model resnet18 --batch-size 128 --lr 0.1 --epochs 2 --seed 0
+
+--data also takes an .npz of x_train, y_train, x_test, y_test (uint8 images,
+NHWC when the last axis is 1, 3 or 4, else NCHW), as `cltrain train --data`
+does: colour data such as CIFAR-10's shapes.
 """
 import argparse
 import json
@@ -13,6 +17,7 @@ import sys
 import time
 
 try:
+    import numpy as np
     import torch
     import torch.nn as nn
 except ImportError:
@@ -24,7 +29,7 @@ from torch_twins import BUILTINS, idx  # noqa: E402
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument('--model', choices=sorted(BUILTINS), default='lenet')
 ap.add_argument('--data', default=os.environ.get('CLTRAIN_DATA', '/usr/share/datasets/fashion-mnist'),
-                help='directory of Fashion-MNIST IDX files')
+                help='directory of Fashion-MNIST IDX files, or an .npz of x_train, y_train, x_test, y_test')
 ap.add_argument('--batch-size', type=int, default=256)
 ap.add_argument('--lr', type=float, default=0.2)
 ap.add_argument('--epochs', type=int, default=10)
@@ -47,7 +52,22 @@ except (RuntimeError, AssertionError) as e:
 torch.backends.cudnn.allow_tf32 = not a.fp32
 torch.manual_seed(a.seed)
 torch.set_num_threads(a.threads)
-net = BUILTINS[a.model]()
+
+
+def load_npz(path):
+    """(x_train, y_train, x_test, y_test) from an .npz, images as float NCHW x/255."""
+    with np.load(path) as z:
+        out = []
+        for split in ('train', 'test'):
+            x = z[f'x_{split}']
+            x = x[..., None] if x.ndim == 3 else x.transpose(0, 3, 1, 2) if x.shape[-1] in (1, 3, 4) else x
+            out += [torch.tensor(x, dtype=torch.float32).div(255), torch.tensor(z[f'y_{split}'], dtype=torch.long)]
+    return out
+
+
+npz = load_npz(a.data) if a.data.endswith('.npz') else None
+channels, classes = (npz[0].shape[1], int(npz[1].max()) + 1) if npz else (1, 10)
+net = BUILTINS[a.model](channels, classes)
 xavier = (a.init or ('xavier' if a.model == 'resnet18' else 'normal')) == 'xavier'
 for m in net.modules():  # cltrain's schemes: weights Xavier-uniform or N(0, 0.01^2), biases 0
     if isinstance(m, (nn.Conv2d, nn.Linear)):
@@ -65,7 +85,10 @@ def load(split, limit):
     return torch.tensor(x, dtype=torch.float32).div(255).unsqueeze(1), torch.tensor(y, dtype=torch.long)
 
 
-(xtr, ytr), (xte, yte) = load('train', a.limit_train), load('t10k', a.limit_test)
+if npz:
+    xtr, ytr, xte, yte = npz[0][:a.limit_train], npz[1][:a.limit_train], npz[2][:a.limit_test], npz[3][:a.limit_test]
+else:
+    (xtr, ytr), (xte, yte) = load('train', a.limit_train), load('t10k', a.limit_test)
 net, xtr, ytr, xte, yte = net.to(dev), xtr.to(dev), ytr.to(dev), xte.to(dev), yte.to(dev)
 opt = torch.optim.SGD(net.parameters(), lr=a.lr)
 loss_fn = nn.CrossEntropyLoss()

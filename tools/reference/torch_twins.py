@@ -41,24 +41,24 @@ class GapFlat(nn.Module):
 class ResNet18(nn.Module):
     """cltrain's `resnet18`: stem.*, stageS.B.*, head.1.*."""
 
-    def __init__(self):
+    def __init__(self, channels=1, classes=10):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(1, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU())
+        self.stem = nn.Sequential(nn.Conv2d(channels, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU())
         cin = 64
         for i, c in enumerate((64, 128, 256, 512)):
             s = 1 if i == 0 else 2
             setattr(self, f'stage{i + 1}', nn.Sequential(Residual(cin, c, s), Residual(c, c, 1)))
             cin = c
-        self.head = nn.Sequential(GapFlat(), nn.Linear(512, 10))
+        self.head = nn.Sequential(GapFlat(), nn.Linear(512, classes))
 
     def forward(self, x):
         return self.head(self.stage4(self.stage3(self.stage2(self.stage1(self.stem(x))))))
 
 
-def lenet():
-    """cltrain's `lenet` (names 0.weight ... 9.bias)."""
-    return nn.Sequential(nn.Conv2d(1, 20, 3), nn.ReLU(), nn.AvgPool2d(2), nn.Conv2d(20, 50, 5), nn.ReLU(),
-                         nn.AvgPool2d(2), nn.Flatten(), nn.Linear(800, 128), nn.ReLU(), nn.Linear(128, 10))
+def lenet(channels=1, classes=10):
+    """cltrain's `lenet` (names 0.weight ... 9.bias), for 28x28 inputs."""
+    return nn.Sequential(nn.Conv2d(channels, 20, 3), nn.ReLU(), nn.AvgPool2d(2), nn.Conv2d(20, 50, 5), nn.ReLU(),
+                         nn.AvgPool2d(2), nn.Flatten(), nn.Linear(800, 128), nn.ReLU(), nn.Linear(128, classes))
 
 
 BUILTINS = {'lenet': lenet, 'resnet18': ResNet18}
