@@ -7,9 +7,8 @@
 
 #include "core/atomic_file.h"
 #include "data/image_files.h"
-#include "options.h"
+#include "netfile.h"
 #include "outputs.h"
-#include "runmeta.h"
 
 static const cli_accept predict_options[] = {
     {O_INIT_FROM, "the net: a file cltrain wrote (--export-npz), which names its model, or\nparameters alone with --model"},
@@ -27,63 +26,6 @@ static const cli_accept predict_options[] = {
     {O_OUTPUT, NULL},
     {O_END, NULL},
 };
-
-/* The samples: the test split, else the source's only one. */
-static int load_samples(const cli_options *o, clt_dataset **out)
-{
-    clt_load_options opt;
-    clt_load_options_default(&opt);
-    opt.layout = (clt_layout)o->layout;
-    opt.coarse = o->coarse;
-    opt.limit = o->limit_test;
-    opt.any_split = 1;
-    opt.image_size = (int)o->image_size;
-    opt.channels = (int)o->channels;
-    if (clt_dataset_load_with(o->data, CLT_SUBSET_TEST, &opt, out) == CLT_OK && *out) return 0;
-    fprintf(stderr, "cltrain: --data %s: %s\n", o->data, *out ? clt_last_error() : "no samples found there");
-    return 1;
-}
-
-/* The net on dev: from its own file, or --model over parameters alone,
- * built for the samples' shape. */
-static int open_net(const cli_options *o, clt_device *dev, const clt_dataset *ds, clt_net **net)
-{
-    const char *path = o->resume ? o->resume : o->init_from, *opt = o->resume ? "--resume" : "--init-from";
-    char *spec = NULL;
-    if (run_meta_file_spec(path, opt, &spec)) return 1;
-    int named = spec != NULL;
-    free(spec);
-    if (named && !CLI_GIVEN(o, O_MODEL)) {
-        if (clt_net_open(path, dev, net) == CLT_OK) return 0;
-        fprintf(stderr, "cltrain: %s: %s\n", opt, clt_last_error());
-        return 1;
-    }
-    if (o->resume) {
-        fprintf(stderr, "cltrain: --model does not apply with --resume: the checkpoint names its model\n");
-        return 2;
-    }
-    if (!CLI_GIVEN(o, O_MODEL)) {
-        fprintf(stderr, "cltrain: --init-from %s holds parameters alone (no model spec): name the model with --model\n",
-                path);
-        return 2;
-    }
-    if (!ds) {
-        fprintf(stderr, "cltrain: --model over parameters alone takes its input shape from --data; image files need "
-                "a net file that names its model (--export-npz writes one)\n");
-        return 2;
-    }
-    int c, h, w;
-    clt_dataset_shape(ds, &c, &h, &w);
-    char sized[1024];
-    const char *model = cli_model_for_classes(o->model, clt_dataset_classes(ds), sized, sizeof sized);
-    if (clt_net_create(dev, model, c, h, w, net) != CLT_OK) {
-        fprintf(stderr, "cltrain: --model %.200s: %s\n", o->model, clt_last_error());
-        return 2;
-    }
-    if (clt_net_load_npz(*net, path) == CLT_OK) return 0;
-    fprintf(stderr, "cltrain: --init-from: %s\n", clt_last_error());
-    return 1;
-}
 
 /* The samples fit the net. */
 static int check_shape(const clt_net *net, const clt_dataset *ds, const cli_options *o)
@@ -277,17 +219,12 @@ int cli_predict(int argc, char **argv)
     }
     cli_outputs held = {.n = 0};
     if (cli_check_outputs(&o, &held)) return 1;
-    int devs[CLT_MAX_DEVICES], n_devs = 0;
     clt_dataset *ds = NULL;
     clt_device *dev = NULL;
     clt_net *net = NULL;
-    if ((rc = cli_resolve_devices(&o, devs, &n_devs)) || (!o.n_files && (rc = load_samples(&o, &ds)))) goto done;
-    if (clt_device_open(devs[0], &dev) != CLT_OK) {
-        fprintf(stderr, "cltrain: device %d: %s\n", devs[0], clt_last_error());
-        rc = 1;
+    if ((rc = cli_open_device(&o, &dev)) || (!o.n_files && (rc = cli_load_samples(&o, &ds)))) goto done;
+    if ((rc = cli_open_net(&o, dev, o.n_files ? NULL : &ds, &net)) || (ds && (rc = check_shape(net, ds, &o))))
         goto done;
-    }
-    if ((rc = open_net(&o, dev, ds, &net)) || (ds && (rc = check_shape(net, ds, &o)))) goto done;
     if (o.top > clt_net_classes(net)) {
         fprintf(stderr, "cltrain: --top %lld: the net has %d classes\n", (long long)o.top, clt_net_classes(net));
         rc = 2;
