@@ -744,6 +744,29 @@ CLT_API clt_status clt_net_predict(clt_net *net, const void *inputs, clt_pixel_t
  * index first), into top (k ints); 1 <= k <= classes. */
 CLT_API clt_status clt_top_k(const float *scores, int classes, int k, int *top);
 
+/* Writes the net's inference graph as an ONNX model (ONNX Runtime,
+ * TensorRT, OpenVINO read it): opset 17, IR version 8, one float32 input
+ * "input" of shape (N, C, H, W) with a symbolic batch dimension "N" (the
+ * pixels as clt_net_predict takes float32: x/255 for 8-bit images), one
+ * output "logits" (N, classes), the class scores before softmax. Where the net
+ * carries an input normalisation it comes first, as Sub and Div nodes with
+ * per-channel constants of shape (1, C, 1, 1) ("input_mean",
+ * "input_std"), not folded into the first layer, so the graph computes
+ * what cltrain computes. The layers follow the spec, whatever fusion runs
+ * on the device: Conv, BatchNormalization (running statistics), Relu,
+ * Sigmoid, Tanh, MaxPool, AveragePool (floor mode, no padding),
+ * GlobalAveragePool and Flatten (gap), Flatten, Gemm (transB = 1), Add
+ * (residual blocks), dropout as Identity. Parameters are initializers
+ * under their state_dict names, read from the device. Metadata
+ * (metadata_props): "cltrain_version", "cltrain_spec" (the expanded spec)
+ * and, where the net has class names, "class_names" (a JSON list);
+ * producer_name "cltrain". Written atomically as clt_net_save_npz.
+ * Refused before any work: a net beyond ONNX's 2 GiB, an output path that
+ * is not a regular file or lacks its directory, and, in a build without
+ * protobuf-c, any net (CLT_ERR_UNSUPPORTED, "built without protobuf-c").
+ * Uses the net's device as clt_net_param_get does (one thread per net). */
+CLT_API clt_status clt_net_export_onnx(const clt_net *net, const char *path);
+
 /* ------------------------------------------------------------------ */
 /* Batch iterator                                                      */
 /* ------------------------------------------------------------------ */

@@ -19,6 +19,7 @@ static void usage(FILE *f)
             "  train    train a model on a dataset across devices (cltrain train --help)\n"
             "  eval     test loss, accuracy and confusion matrix of saved parameters (cltrain eval --help)\n"
             "  predict  each sample's most likely classes from a trained net (cltrain predict --help)\n"
+            "  export   a trained net as an ONNX model (cltrain export --help)\n"
             "  bench    bench train: samples/s and scaling over devices; bench ops: every op's\n"
             "           time and fraction of the device's measured peak (cltrain bench --help)\n"
             "  tune     measure the convolution kernels' configurations ahead of training\n"
@@ -72,6 +73,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "train")) return flushed(cli_train(argc - 1, argv + 1, &world));
     if (!strcmp(cmd, "eval")) return flushed(cli_eval(argc - 1, argv + 1));
     if (!strcmp(cmd, "predict")) return flushed(cli_predict(argc - 1, argv + 1));
+    if (!strcmp(cmd, "export")) return flushed(cli_export(argc - 1, argv + 1));
     if (!strcmp(cmd, "bench")) return flushed(cli_bench(argc - 1, argv + 1, &world));
     if (!strcmp(cmd, "tune")) return flushed(cli_tune(argc - 1, argv + 1));
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
@@ -82,6 +84,6 @@ int main(int argc, char **argv)
         printf("cltrain %s\n", clt_version(NULL, NULL, NULL));
         return flushed(0);
     }
-    fprintf(stderr, "cltrain: unknown command \"%s\" (train, eval, bench, tune; see cltrain --help)\n", cmd);
+    fprintf(stderr, "cltrain: unknown command \"%s\" (train, eval, predict, export, bench, tune; see cltrain --help)\n", cmd);
     return 2;
 }

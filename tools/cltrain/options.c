@@ -85,6 +85,7 @@ static const cli_row rows[] = {
     {O_EXPORT, "export-npz", "FILE.npz", "write the parameters at the end (numpy.load reads them)"},
     {O_SAVE, "save", "FILE", "checkpoint at each epoch end, at the end, and on Ctrl-C"},
     {O_RESUME, "resume", "FILE", "continue a checkpointed run exactly where it stopped"},
+    {O_ONNX, "onnx", "FILE.onnx", "write the net's inference graph as an ONNX model (opset 17)"},
     {O_SYNC_BN, "sync-bn", NULL, "batch norm over the whole batch across devices (default: per device)"},
     {O_JSON, "json", NULL, "one JSON object per epoch on stdout instead of the text line"},
     {O_QUIET, "quiet", NULL, "no progress bar and no per-epoch line"},
@@ -112,7 +113,7 @@ const char *cli_option_name(enum cli_opt opt)
 
 /* Options only the commands whose accept list names them take (train,
  * which passes none, takes every other option). */
-static int listed_only(enum cli_opt opt) { return opt == O_AGAIN || opt == O_TOP || opt == O_OUTPUT; }
+static int listed_only(enum cli_opt opt) { return opt == O_AGAIN || opt == O_TOP || opt == O_OUTPUT || opt == O_ONNX; }
 
 /* Whether the command takes the option; *help (if not NULL) gets the text
  * to show for it. */
@@ -336,6 +337,7 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
         case O_EXPORT: o->export_npz = optarg; break;
         case O_SAVE: o->save = optarg; break;
         case O_RESUME: o->resume = optarg; break;
+        case O_ONNX: o->onnx = optarg; break;
         case O_SYNC_BN: o->sync_bn = 1; break;
         case O_OPTIM:
             if (clt_optim_named(optarg) < 0) rc = usage_error(prog, "--optimizer: \"%s\" is not sgd, adam or adamw", optarg);

@@ -13,7 +13,7 @@ enum cli_opt {
     O_LTRAIN, O_LTEST, O_NOSHUF, O_DROP, O_JSON, O_QUIET, O_CSV, O_PLOT, O_INIT_FROM, O_EXPORT, O_SAVE, O_RESUME,
     O_SYNC_BN, O_OPTIM, O_NESTEROV, O_BETAS, O_EPS, O_CLIP, O_SCHED, O_LR_STEP, O_MILESTONES, O_GAMMA, O_LR_MIN,
     O_WARM_STEPS, O_WARM_EPOCHS, O_SCALE_LR, O_SMOOTH, O_TRACE, O_TENSORBOARD, O_AGAIN, O_TEST_DATA, O_LAYOUT, O_LABEL, O_NORMALIZE,
-    O_AUGMENT, O_VAL_SPLIT, O_IMAGE_SIZE, O_CHANNELS, O_TOP, O_OUTPUT, O_END
+    O_AUGMENT, O_VAL_SPLIT, O_IMAGE_SIZE, O_CHANNELS, O_TOP, O_OUTPUT, O_ONNX, O_END
 };
 #define CLI_GIVEN(o, opt) ((o)->given[(opt) - O_MODEL])
 
@@ -49,6 +49,7 @@ typedef struct cli_options {
     const char *trace; /* Chrome trace-event JSON of the steps */
     const char *tensorboard; /* the run directory of TensorBoard event files */
     const char *init_from, *export_npz, *save, *resume;
+    const char *onnx;       /* export: the ONNX model to write */
     int sync_bn;
     run_learning learn;     /* optimizer, clipping, schedule (cli_check_learning) */
     void *mpi_comm;         /* not an option: the run's MPI_Comm under mpirun (world.h) */
@@ -117,6 +118,8 @@ struct cli_world;
 int cli_train(int argc, char **argv, const struct cli_world *world);
 int cli_eval(int argc, char **argv);
 int cli_predict(int argc, char **argv);
+/* cltrain export (export.c). */
+int cli_export(int argc, char **argv);
 int cli_bench(int argc, char **argv, const struct cli_world *world);
 /* cltrain bench ops (bench_ops.c); argv[0] is "ops". */
 int cli_bench_ops(int argc, char **argv);

@@ -146,6 +146,7 @@ int cli_check_outputs(const cli_options *o, cli_outputs *held)
                         {.opt = "--trace", .path = o->trace, .output = 1},
                         {.opt = "--log-csv", .path = o->log_csv, .output = 1},
                         {.opt = "--output", .path = o->output, .output = 1},
+                        {.opt = "--onnx", .path = o->onnx, .output = 1},
                         {.opt = "--resume", .path = o->resume},
                         {.opt = "--init-from", .path = o->init_from}};
     enum { N = sizeof all / sizeof all[0] };

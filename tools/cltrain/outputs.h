@@ -10,7 +10,7 @@
 
 /* The outputs a run holds: one run writes a file at a time. */
 typedef struct cli_outputs {
-    clt_file_lock locks[6];
+    clt_file_lock locks[7];
     int n;
 } cli_outputs;
 
