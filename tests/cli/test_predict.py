@@ -104,6 +104,10 @@ r = cltrain('predict', '--init-from', export, '--data', data, '--top', 4)
 check(r.returncode == 2 and '3 classes' in r.stderr, f'--top 4 of 3 classes: {r.stderr}')
 r = cltrain('predict', '--data', data)
 check(r.returncode == 2 and '--init-from' in r.stderr, f'predict needs a net: {r.stderr}')
+r = cltrain('predict', '--init-from', os.path.join(tmp, 'missing.npz'), '--data', data)
+check(r.returncode == 1 and 'missing.npz' in r.stderr, f'an unknown file is named: {r.returncode} {r.stderr}')
+r = cltrain('predict', '--init-from', export, '--data', data, '--output', tmp)
+check(r.returncode == 1 and '--output' in r.stderr and tmp in r.stderr, f'an output that is a directory: {r.stderr}')
 
 # A checkpoint is not a net's parameters alone: --init-from of one is refused.
 r = cltrain('train', '--data', data, '--init-from', ck, '--epochs', 1, *COMMON)
