@@ -34,6 +34,16 @@ CLT_API clt_status clt_icd_loader_info(char *name, size_t name_cap, char *versio
  * Truncated to cap; "" when nothing is known. */
 CLT_API clt_status clt_no_device_reason(char *why, size_t cap);
 
+/* 1 where the device may run TF32 tensor-core convolutions: its probe at
+ * open passed (NVIDIA's OpenCL, compute capability 8.0 or more, the PTX
+ * program built, and its product matched the host's TF32 product); 0
+ * otherwise, and for NULL. The reason for a 0 goes to the log hook once,
+ * at debug level, when clt_device_set_log installs one. */
+CLT_API int clt_device_tf32(const clt_device *dev);
+/* NVIDIA's compute capability as major * 10 + minor (90 for an H100); 0
+ * where the device does not report one (other vendors), and for NULL. */
+CLT_API int clt_device_compute_capability(const clt_device *dev);
+
 /* Program cache counters of a device handle. */
 typedef struct clt_program_stats {
     int built;        /* compiled from source */

@@ -19,7 +19,8 @@
  * matrix, summed later in a fixed order.
  *
  * Build-time: PASS; the tile TM x TN x TK; RM x RN results per work-item (4
- * or 8 each); and, on GPUs, the geometry GC GH GW GCO GK GS GPAD GOH GOW
+ * or 8 each); TC 1 or 2 for TF32 tensor-core products (prelude.h: mma on
+ * NVIDIA, or its OpenCL C twin) in place of the fp32 FMAs; and, on GPUs, the geometry GC GH GW GCO GK GS GPAD GOH GOW
  * and backward-data's phase GPY GPX (conv_implicit.c says when), so that
  * the index arithmetic divides by constants (a phase's extents as
  * run-time divisors cost every gathered element several integer
@@ -58,6 +59,10 @@
 #define GPX gv.sa
 #endif
 
+#ifndef TC
+#define TC 0
+#endif
+
 #define LX (TN / RN)
 #define LY (TM / RM)
 #define NT (LX * LY)
@@ -69,9 +74,32 @@
 #endif
 #define KK (GK * GK)
 #define P (GOH * GOW)
-/* Local rows padded by 4 floats: a column's stores land on 2 banks at most. */
+/* Local rows padded by 4 floats: a column's stores land on 2 banks at most.
+ * TC: by 8, so that a fragment's 32 reads (8 columns of 4 rows) fall on 32
+ * banks (conv_implicit.c's cfg_fits counts the same). */
+#if TC
+#define AS (TM + 8)
+#define BS (TN + 8)
+#else
 #define AS (TM + 4)
 #define BS (TN + 4)
+#endif
+
+/* TC: a work-group's warps (32 items each) cover the tile as a grid of WGM
+ * warps along M; a warp holds MI x NI products of 16 x 8 (prelude.h's
+ * mma), RM x RN results per item as the fp32 tiles. */
+#if TC
+#define MI (RM / 2)
+#define NI (RN / 2)
+#define WGM (TM / (16 * MI))
+#if TK % 8 || LY % 8 || LX % 4
+#error "conv_implicit: a TC tile needs TK a multiple of 8, TM/RM of 8 and TN/RN of 4"
+#endif
+/* operands go to local memory rounded once, as cvt.rna would each fragment */
+#define TO_LOCAL(v) tf32_round(v)
+#else
+#define TO_LOCAL(v) (v)
+#endif
 
 #if PASS == 0
 #define MDIM GCO
@@ -215,6 +243,25 @@ INLINE void fetch_tiles(float *pa, float *pb, __global const float *a, __global 
  * work-group dimension of `items` items: runs of 4. */
 #define SPREAD(e, pos, items) (((e) / 4) * (items) * 4 + (pos) * 4 + (e) % 4)
 
+/* Result (m, n) into out (kernel arguments below): the bias and ReLU of the
+ * forward, the phase's pixel of backward-data, the slice's partial matrix
+ * of backward-weights. */
+INLINE void store_result(__global float *out, __global const float *aux, int flags, int m, int n, int ndim, float v,
+                         phase f, int slice, ulong out_off, int16 gv)
+{
+    if (m >= MDIM || n >= ndim) return;
+#if PASS == 0
+    if (flags & 1) v += aux[m];
+    out[((n / P) * GCO + m) * P + n % P] = (flags & 2) ? RELU_FWD(v) : v;
+#elif PASS == 1
+    int img, pa, pb;
+    phase_pixel(f, n, &img, &pa, &pb);
+    out[((img * GC + m) * GH + f.y0 + GS * pa) * GW + f.x0 + GS * pb] = v;
+#else
+    out[out_off + ((size_t)slice * MDIM + m) * NDIM + n] = v;
+#endif
+}
+
 /* gv: the geometry (above); nimg images; kslice: K per slice (PASS 2, a
  * multiple of TK; else unused);
  * a, b: the operands' tensors; aux: the bias (PASS 0, flags bit 0) or a
@@ -246,9 +293,21 @@ __kernel __attribute__((reqd_work_group_size(LX, LY, 1))) void conv_implicit(
     int ndim = nimg * P;
 #endif
     int relu = (flags >> 1) & 1;
+#if PASS != 2
+    int slice = 0;
+#endif
+#if TC
+    int lane = lid % 32, wm0 = (lid / 32) % WGM * 16 * MI, wn0 = (lid / 32) / WGM * 8 * NI;
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+        for (int j = 0; j < NI; j++)
+            for (int r = 0; r < 4; r++) acc[i][j][r] = 0.0f;
+#else
     float acc[RM][RN];
     for (int i = 0; i < RM; i++)
         for (int j = 0; j < RN; j++) acc[i][j] = 0.0f;
+#endif
 
     /* The next tiles are loaded into registers while this one computes
      * (the loads' latency hides behind the FMAs) and stored to local
@@ -256,10 +315,20 @@ __kernel __attribute__((reqd_work_group_size(LX, LY, 1))) void conv_implicit(
     float pa[NA], pb[NB];
     fetch_tiles(pa, pb, a, b, aux, relu, lid, m0, n0, kbeg, kend, ndim, f, gv);
     for (int k0 = kbeg; k0 < kend; k0 += TK) {
-        for (int i = 0; i < NA; i++) As[A_K(lid + i * NT) * AS + A_M(lid + i * NT)] = pa[i];
-        for (int i = 0; i < NB; i++) Bs[B_K(lid + i * NT) * BS + B_N(lid + i * NT)] = pb[i];
+        for (int i = 0; i < NA; i++) As[A_K(lid + i * NT) * AS + A_M(lid + i * NT)] = TO_LOCAL(pa[i]);
+        for (int i = 0; i < NB; i++) Bs[B_K(lid + i * NT) * BS + B_N(lid + i * NT)] = TO_LOCAL(pb[i]);
         barrier(CLK_LOCAL_MEM_FENCE);
         if (k0 + TK < kend) fetch_tiles(pa, pb, a, b, aux, relu, lid, m0, n0, k0 + TK, kend, ndim, f, gv);
+#if TC
+#pragma unroll
+        for (int kk = 0; kk < TK; kk += 8) {
+            uint fa[MI][TF32_FA], fb[NI][TF32_FB];
+            for (int i = 0; i < MI; i++) tf32_frag_a(&As[kk * AS + wm0 + 16 * i], AS, lane, fa[i]);
+            for (int j = 0; j < NI; j++) tf32_frag_b(&Bs[kk * BS + wn0 + 8 * j], BS, lane, fb[j]);
+            for (int i = 0; i < MI; i++)
+                for (int j = 0; j < NI; j++) tf32_mma(acc[i][j], fa[i], fb[j]);
+        }
+#else
         for (int kk = 0; kk < TK; kk++) {
             float ar[RM], br[RN];
             for (int i = 0; i < RM; i += 4) unpack4(vload4(0, &As[kk * AS + SPREAD(i, ty, LY)]), ar + i);
@@ -267,26 +336,22 @@ __kernel __attribute__((reqd_work_group_size(LX, LY, 1))) void conv_implicit(
             for (int i = 0; i < RM; i++)
                 for (int j = 0; j < RN; j++) acc[i][j] = mad(ar[i], br[j], acc[i][j]);
         }
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 
-    for (int i = 0; i < RM; i++) {
-        int m = m0 + SPREAD(i, ty, LY);
-        if (m >= MDIM) continue;
-        for (int j = 0; j < RN; j++) {
-            int n = n0 + SPREAD(j, tx, LX);
-            if (n >= ndim) continue;
-            float v = acc[i][j];
-#if PASS == 0
-            if (flags & 1) v += aux[m];
-            out[((n / P) * GCO + m) * P + n % P] = (flags & 2) ? RELU_FWD(v) : v;
-#elif PASS == 1
-            int img, pa, pb;
-            phase_pixel(f, n, &img, &pa, &pb);
-            out[((img * GC + m) * GH + f.y0 + GS * pa) * GW + f.x0 + GS * pb] = v;
+#if TC
+    /* c0..c3 of a product: rows g, g + 8, columns 2t, 2t + 1 (prelude.h) */
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+        for (int j = 0; j < NI; j++)
+            for (int r = 0; r < 4; r++)
+                store_result(out, aux, flags, m0 + wm0 + 16 * i + lane / 4 + 8 * (r >> 1),
+                             n0 + wn0 + 8 * j + 2 * (lane % 4) + (r & 1), ndim, acc[i][j][r], f, slice, out_off, gv);
 #else
-            out[out_off + ((size_t)slice * MDIM + m) * NDIM + n] = v;
+    for (int i = 0; i < RM; i++)
+        for (int j = 0; j < RN; j++)
+            store_result(out, aux, flags, m0 + SPREAD(i, ty, LY), n0 + SPREAD(j, tx, LX), ndim, acc[i][j], f, slice,
+                         out_off, gv);
 #endif
-        }
-    }
 }

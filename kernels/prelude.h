@@ -197,3 +197,94 @@ INLINE int lanes_phase(int H, int W, int h, int w)
     int base = (h & 1) ? r0 * W + ((w & 1) ? r1 * c0 : 0) : ((w & 1) ? r0 * c0 : 0);
     return base + (h >> 1) * ((w & 1) ? c1 : c0) + (w >> 1);
 }
+
+/* TF32 tensor-core products (-DTC; conv_implicit.cl, tf32_probe.cl):
+ * operands rounded to TF32 as cvt.rna does (nearest, ties away from zero,
+ * 10 mantissa bits; src/runtime/tf32.c is the host's twin), products of
+ * 16x8 by 8x8 accumulated in fp32. TC 1 issues PTX mma.sync m16n8k8
+ * (sm_80 and later) through inline assembly, which only NVIDIA's OpenCL
+ * compiler passes through: the host builds TC 1 only on a device whose
+ * probe (runtime/tf32_probe.c) found it NVIDIA with compute capability 8.0
+ * or more, and the probe's product checks the fragment layout below
+ * before any convolution may use it. TC 2 computes the same in OpenCL C
+ * (any device; the tests' path on PoCL): same tiles, same rounding, so the
+ * tile mapping is tested where there is no tensor core.
+ *
+ * Fragments come from local tiles stored k-major (element (m, k) of A at
+ * sa[k * lda + m], (k, n) of B at sb[k * ldb + n]), already rounded. A
+ * lane (0..31 of a warp) with g = lane / 4, t = lane % 4 holds, as PTX's
+ * m16n8k8 .tf32 layout says: A rows g, g + 8 at k t, t + 4 (a0..a3); B k
+ * t, t + 4 at column g (b0, b1); C rows g, g + 8 at columns 2t, 2t + 1
+ * (c0..c3). TC 2's "fragments" are the whole rows and columns its lane's
+ * C needs (16 floats each). */
+#if defined(TC) && TC == 1
+/* NVIDIA's compiler defines its extensions' macros (the probe requires
+ * cl_nv_device_attribute_query); clang's NVPTX target (tools/ptx/check)
+ * __NVPTX__. Elsewhere the PTX would not assemble: refuse it here. */
+#if !defined(__NVPTX__) && !defined(cl_nv_device_attribute_query) && !defined(cl_nv_pragma_unroll)
+#error "TC=1 (PTX mma) needs NVIDIA's OpenCL compiler"
+#endif
+#define TF32_FA 4
+#define TF32_FB 2
+INLINE float tf32_round(float x)
+{
+    uint r;
+    __asm__ volatile("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return as_float(r);
+}
+INLINE void tf32_frag_a(__local const float *sa, int lda, int lane, uint *a)
+{
+    int g = lane >> 2, t = lane & 3;
+    a[0] = as_uint(sa[t * lda + g]);
+    a[1] = as_uint(sa[t * lda + g + 8]);
+    a[2] = as_uint(sa[(t + 4) * lda + g]);
+    a[3] = as_uint(sa[(t + 4) * lda + g + 8]);
+}
+INLINE void tf32_frag_b(__local const float *sb, int ldb, int lane, uint *b)
+{
+    int g = lane >> 2, t = lane & 3;
+    b[0] = as_uint(sb[t * ldb + g]);
+    b[1] = as_uint(sb[(t + 4) * ldb + g]);
+}
+INLINE void tf32_mma(float *c, const uint *a, const uint *b)
+{
+    __asm__ volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#elif defined(TC) && TC == 2
+#define TF32_FA 16
+#define TF32_FB 16
+INLINE float tf32_round(float x)
+{
+    uint u = as_uint(x);
+    if ((u & 0x7f800000u) == 0x7f800000u) return x; /* inf and NaN stay */
+    return as_float((u + 0x1000u) & ~0x1fffu);       /* the magnitude's bits: ties away from zero */
+}
+/* a[k], a[8 + k]: rows g and g + 8 at k = 0..7 */
+INLINE void tf32_frag_a(__local const float *sa, int lda, int lane, uint *a)
+{
+    for (int k = 0; k < 8; k++) {
+        a[k] = as_uint(sa[k * lda + (lane >> 2)]);
+        a[8 + k] = as_uint(sa[k * lda + (lane >> 2) + 8]);
+    }
+}
+/* b[k], b[8 + k]: columns 2t and 2t + 1 at k = 0..7 */
+INLINE void tf32_frag_b(__local const float *sb, int ldb, int lane, uint *b)
+{
+    for (int k = 0; k < 8; k++) {
+        b[k] = as_uint(sb[k * ldb + 2 * (lane & 3)]);
+        b[8 + k] = as_uint(sb[k * ldb + 2 * (lane & 3) + 1]);
+    }
+}
+INLINE void tf32_mma(float *c, const uint *a, const uint *b)
+{
+    for (int r = 0; r < 4; r++) {
+        const uint *ar = a + 8 * (r >> 1), *bc = b + 8 * (r & 1);
+        float s = c[r];
+        for (int k = 0; k < 8; k++) s = fma(as_float(ar[k]), as_float(bc[k]), s);
+        c[r] = s;
+    }
+}
+#endif

@@ -78,9 +78,11 @@ typedef struct clt_conv_gemm_params {
 } clt_conv_gemm_params;
 
 /* One pass's tile (the -D parameters of kernels/conv_implicit.cl): tm x tn
- * results per work-group over tk of K per step, rm x rn per work-item. */
+ * results per work-group over tk of K per step, rm x rn per work-item; tc
+ * 1 for TF32 tensor-core products (-DTC: the device's
+ * clt_device_tf32_kernels), 0 for fp32 FMAs. */
 typedef struct clt_conv_implicit_cfg {
-    int tm, tn, rm, rn, tk;
+    int tm, tn, rm, rn, tk, tc;
 } clt_conv_implicit_cfg;
 
 typedef struct clt_conv_implicit_params {
@@ -169,14 +171,17 @@ int clt_conv_direct_use_cb(const clt_device *dev, clt_conv_plan *plan, int cb);
  * block; the tuner times 1 to it): min(co, 3) at vw 16, 1 at vw 8. */
 int clt_conv_direct_max_cb(const clt_conv_plan *plan);
 /* The tiles the tuner times for pass of g on dev (at most max, and never
- * more than CLT_CONV_IMPLICIT_TILES; 0 when implicit cannot run g). */
-#define CLT_CONV_IMPLICIT_TILES 8
+ * more than CLT_CONV_IMPLICIT_TILES; 0 when implicit cannot run g): the
+ * fp32 tiles, then the TF32 ones where the device's settings and probe
+ * allow them (clt_device_tf32_kernels). The rule never picks a TF32 tile:
+ * only the tuner, by timing. */
+#define CLT_CONV_IMPLICIT_TILES 10
 int clt_conv_implicit_candidates(const clt_device *dev, const clt_conv_geom *g, int pass,
                                  clt_conv_implicit_cfg *out, int max);
 /* Runs pass of plan with c (one of the candidates); 0 when c is not one or
  * its work buffer does not fit. */
 int clt_conv_implicit_use(const clt_device *dev, clt_conv_plan *plan, int pass, const clt_conv_implicit_cfg *c);
-/* A tile as text ("64x128x16 r4x8") and back (1: parsed; the caller checks
+/* A tile as text ("64x128x16 r4x8", "... tf32" for tc) and back (1: parsed; the caller checks
  * it is a candidate). */
 void clt_conv_implicit_format(const clt_conv_implicit_cfg *c, char *buf, size_t cap);
 int clt_conv_implicit_parse(const char *text, clt_conv_implicit_cfg *c);

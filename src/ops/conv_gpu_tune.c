@@ -76,7 +76,7 @@ static int candidates(const clt_device *dev, const clt_conv_geom *g, int pass, i
 {
     clt_conv_implicit_cfg t[MAX_CANDIDATES];
     int n = 0, k = clt_conv_implicit_candidates(dev, g, pass, t, MAX_CANDIDATES - 1);
-    if (with_gemm) out[n++] = (choice){1, {0, 0, 0, 0, 0}};
+    if (with_gemm) out[n++] = (choice){.gemm = 1};
     for (int i = 0; i < k; i++) out[n++] = (choice){0, t[i]};
     return n;
 }
@@ -157,8 +157,11 @@ clt_status clt_conv_gpu_tune(clt_device *dev, clt_conv_plan *plan)
         if ((plan->algo[p] != &clt_conv_implicit && plan->algo[p] != &clt_conv_gemm) || plan->gpu_tuned[p]) continue;
         if (!clt_conv_implicit_candidates(dev, g, p, &(clt_conv_implicit_cfg){0}, 1)) continue;
         char key[CLT_TUNE_KEY_MAX], value[CLT_TUNE_VALUE_MAX];
-        snprintf(key, sizeof key, "gpu %s n%d c%d h%d w%d co%d k%d s%d p%d%s", clt_conv_pass_names[p], g->n, g->c,
-                 g->h, g->w, g->co, g->k, g->stride, g->pad, with_gemm ? "" : " implicit");
+        /* TF32 tiles offered (clt_device_tf32_kernels) or not are two
+         * choices kept apart: --precision fp32 never takes a TF32 one */
+        snprintf(key, sizeof key, "gpu %s n%d c%d h%d w%d co%d k%d s%d p%d%s%s", clt_conv_pass_names[p], g->n, g->c,
+                 g->h, g->w, g->co, g->k, g->stride, g->pad, with_gemm ? "" : " implicit",
+                 clt_device_tf32_kernels(dev) ? " tf32" : "");
         choice c;
         clt_conv_plan t = *plan;
         if (clt_tune_lookup(dev, key, value, sizeof value) && parse_choice(value, with_gemm, &c) &&

@@ -67,12 +67,24 @@ static const clt_conv_implicit_cfg tiles[N_TILES] = {
     [TILE_SQUARE] = {64, 64, 4, 4, 16}, [TILE_NARROW] = {32, 64, 4, 4, 16},
 };
 
-_Static_assert(N_TILES <= CLT_CONV_IMPLICIT_TILES, "conv_algo.h promises at most CLT_CONV_IMPLICIT_TILES tiles");
+/* The TF32 tiles (kernels/conv_implicit.cl's TC): the fp32 tiles' shapes
+ * whose warps divide them (TM/RM a multiple of 8, TN/RN of 4, TK of 8),
+ * and the big one with K steps of 32, which halves its barriers; a warp
+ * holds (RM/2) x (RN/2) products of 16x8. Offered to the tuner only, never
+ * by the rule, and only where clt_device_tf32_kernels allows. */
+enum { N_TC_TILES = 5 };
+static const clt_conv_implicit_cfg tc_tiles[N_TC_TILES] = {
+    {128, 128, 8, 8, 16, 1}, {128, 128, 8, 8, 32, 1}, {128, 64, 8, 4, 16, 1}, {64, 128, 4, 8, 16, 1}, {64, 64, 4, 4, 16, 1},
+};
+
+_Static_assert(N_TILES + N_TC_TILES <= CLT_CONV_IMPLICIT_TILES,
+               "conv_algo.h promises at most CLT_CONV_IMPLICIT_TILES tiles");
 
 static int cfg_fits(const clt_device *dev, const clt_conv_implicit_cfg *c)
 {
     int64_t items = (int64_t)(c->tm / c->rm) * (c->tn / c->rn);
-    int64_t local = (int64_t)c->tk * (c->tm + c->tn + 8) * (int64_t)sizeof(float);
+    int pad = c->tc ? 16 : 8; /* the kernel's AS and BS */
+    int64_t local = (int64_t)c->tk * (c->tm + c->tn + pad) * (int64_t)sizeof(float);
     const clt_device_info *in = clt_device_get_info(dev);
     return items <= in->max_work_group_size && local <= in->local_mem_bytes;
 }
@@ -102,7 +114,7 @@ static clt_conv_implicit_cfg pick_cfg(const clt_device *dev, const clt_conv_geom
     order[count++] = TILE_NARROW;
     for (int i = 0; i < count; i++)
         if (cfg_fits(dev, &tiles[order[i]])) return tiles[order[i]];
-    return (clt_conv_implicit_cfg){0, 0, 0, 0, 0};
+    return (clt_conv_implicit_cfg){0};
 }
 
 /* Backward-weights slices of K (clt_conv_k_slices), each a multiple of TK long. */
@@ -147,14 +159,16 @@ int clt_conv_implicit_candidates(const clt_device *dev, const clt_conv_geom *g, 
     if (!fits_int(g)) return 0;
     for (int i = 0; i < N_TILES && n < max; i++)
         if (cfg_fits(dev, &tiles[i])) out[n++] = tiles[i];
+    for (int i = 0; clt_device_tf32_kernels(dev) && i < N_TC_TILES && n < max; i++)
+        if (cfg_fits(dev, &tc_tiles[i])) out[n++] = tc_tiles[i];
     (void)pass;
     return n;
 }
 
 int clt_conv_implicit_use(const clt_device *dev, clt_conv_plan *plan, int pass, const clt_conv_implicit_cfg *c)
 {
-    clt_conv_implicit_cfg cand[N_TILES];
-    int n = clt_conv_implicit_candidates(dev, &plan->g, pass, cand, N_TILES);
+    clt_conv_implicit_cfg cand[CLT_CONV_IMPLICIT_TILES];
+    int n = clt_conv_implicit_candidates(dev, &plan->g, pass, cand, CLT_CONV_IMPLICIT_TILES);
     for (int i = 0; i < n; i++)
         if (!memcmp(&cand[i], c, sizeof *c)) return use_cfg(dev, plan, pass, c);
     return 0;
@@ -173,7 +187,7 @@ static clt_status launch_one(clt_device *dev, const clt_conv_plan *plan, int pas
 {
     const clt_conv_geom *g = &plan->g;
     const clt_conv_implicit_cfg *c = &plan->implicit.cfg[pass];
-    char prog[320], geom[160] = "", phase[48] = "";
+    char prog[320], geom[160] = "", phase[48] = "", tc[16] = "";
     int tapped = (y0 + g->pad) % g->stride < g->k && (x0 + g->pad) % g->stride < g->k;
     int data = pass == CLT_CONV_BWD_DATA;
     if (clt_device_get_info(dev)->type != CLT_DEVICE_CPU && (!data || (g->stride <= 2 && tapped))) {
@@ -181,8 +195,9 @@ static clt_status launch_one(clt_device *dev, const clt_conv_plan *plan, int pas
                  g->c, g->h, g->w, g->co, g->k, g->stride, g->pad, g->oh, g->ow);
         if (data) snprintf(phase, sizeof phase, " -DGPY=%d -DGPX=%d", y0, x0);
     }
-    snprintf(prog, sizeof prog, "conv_implicit -DPASS=%d -DTM=%d -DTN=%d -DTK=%d -DRM=%d -DRN=%d%s%s", pass, c->tm,
-             c->tn, c->tk, c->rm, c->rn, geom, phase);
+    if (c->tc) snprintf(tc, sizeof tc, " -DTC=%d", clt_device_tf32_kernels(dev));
+    snprintf(prog, sizeof prog, "conv_implicit -DPASS=%d -DTM=%d -DTN=%d -DTK=%d -DRM=%d -DRN=%d%s%s%s", pass, c->tm,
+             c->tn, c->tk, c->rm, c->rn, tc, geom, phase);
     cl_int16 gv = {{g->c, g->h, g->w, g->co, g->k, g->stride, g->pad, g->oh, g->ow, y0, x0}};
     size_t lx = (size_t)(c->tn / c->rn), ly = (size_t)(c->tm / c->rm);
     size_t gx = (size_t)((n + c->tn - 1) / c->tn) * lx, gy = (size_t)((m + c->tm - 1) / c->tm) * ly;
@@ -245,15 +260,17 @@ static clt_status implicit_backward(clt_device *dev, const clt_conv_plan *plan, 
 
 void clt_conv_implicit_format(const clt_conv_implicit_cfg *c, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "%dx%dx%d r%dx%d", c->tm, c->tn, c->tk, c->rm, c->rn);
+    snprintf(buf, cap, "%dx%dx%d r%dx%d%s", c->tm, c->tn, c->tk, c->rm, c->rn, c->tc ? " tf32" : "");
 }
 
 int clt_conv_implicit_parse(const char *text, clt_conv_implicit_cfg *c)
 {
     char back[64];
     int used = 0;
-    if (sscanf(text, "%dx%dx%d r%dx%d%n", &c->tm, &c->tn, &c->tk, &c->rm, &c->rn, &used) != 5 || text[used])
-        return 0;
+    memset(c, 0, sizeof *c);
+    if (sscanf(text, "%dx%dx%d r%dx%d%n", &c->tm, &c->tn, &c->tk, &c->rm, &c->rn, &used) != 5) return 0;
+    if (!strcmp(text + used, " tf32")) c->tc = 1;
+    else if (text[used]) return 0;
     clt_conv_implicit_format(c, back, sizeof back);
     return strcmp(back, text) == 0; /* no signs, zeros or spaces of its own */
 }

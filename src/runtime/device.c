@@ -11,6 +11,7 @@
 #include "runtime/discovery.h"
 #include "runtime/gemm.h"
 #include "runtime/kernel_sources.h"
+#include "runtime/tf32_probe.h"
 #include "runtime/tune_cache.h"
 
 void clt_device_log(const clt_device *dev, int level, const char *fmt, ...)
@@ -68,6 +69,7 @@ clt_status clt_device_open(int index, clt_device **out)
         clt_device_destroy(dev);
         return e;
     }
+    clt_tf32_probe(dev);
     *out = dev;
     return CLT_OK;
 }
@@ -107,6 +109,10 @@ void clt_device_set_log(clt_device *dev, clt_log_fn fn, void *user)
     if (!dev) return;
     dev->log = fn;
     dev->log_user = user;
+    if (fn && !dev->tf32 && !dev->tf32_logged) { /* the probe ran before there was a hook */
+        dev->tf32_logged = 1;
+        clt_device_log(dev, 0, "device %d: no TF32: %s", dev->info.index, dev->tf32_why);
+    }
 }
 
 void clt_device_program_stats(const clt_device *dev, clt_program_stats *st)

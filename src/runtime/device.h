@@ -37,7 +37,20 @@ typedef struct clt_device_settings {
     int no_shared_grads;          /* 1 (CLTRAIN_SHARED_GRADS=0): a trainer copies gradients to
                                    * and from host staging even where the device could share
                                    * them (runtime/svm.h) */
+    int tf32;                     /* CLT_TF32_* (CLTRAIN_TF32): TF32 convolutions allowed, off, emulated */
 } clt_device_settings;
+
+/* TF32 tensor cores (runtime/tf32_probe.c; kernels/prelude.h, -DTC):
+ * CLTRAIN_TF32 (settings.tf32) lets a convolution use them where the
+ * device's probe passed (AUTO, the default, as PyTorch's
+ * cudnn.allow_tf32), forbids them (OFF, "0": full fp32, as --precision
+ * fp32), or runs their OpenCL C twin on any device (EMULATE, "emulate":
+ * the tests' path on CPUs, TF32 rounding without tensor cores). */
+enum { CLT_TF32_AUTO, CLT_TF32_OFF, CLT_TF32_EMULATE };
+/* (clt_device_tf32 and clt_device_compute_capability: cltrain_diag.h) */
+/* The -DTC a convolution's TF32 tiles build with under the device's
+ * settings: 1 (PTX mma), 2 (emulated), 0 (none: fp32 only). */
+int clt_device_tf32_kernels(const clt_device *dev);
 
 /* The flag an owner (a trainer) sets to have the device's work end soon:
  * the kernel tuners stop measuring and keep the rule's choices, unstored.
@@ -108,7 +121,7 @@ void clt_cache_store_failed(clt_device *dev, const char *what);
 
 /* The settings the environment gives: the ops' variables
  * (clt_op_settings_from_env), then CLTRAIN_TUNE (0|1|again), CLTRAIN_FUSE
- * (0|1) and CLTRAIN_SHARED_GRADS (0|1); unset or empty: the default. A bad
+ * (0|1), CLTRAIN_SHARED_GRADS (0|1) and CLTRAIN_TF32 (0|1|emulate); unset or empty: the default. A bad
  * value is an error naming the variable and the value. clt_device_open
  * calls it, so the environment is read once per device (settings.c). */
 clt_status clt_device_settings_from_env(clt_device_settings *s);

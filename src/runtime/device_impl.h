@@ -69,6 +69,10 @@ struct clt_device {
     int tune_cut;              /* an interrupt left shapes unmeasured (clt_device_interrupted) */
     char unkept_why[256];      /* why the first of them was not kept */
     const atomic_int *interrupt; /* set by the owner to end work early (clt_device_interrupted); may be NULL */
+    int tf32;                  /* the TF32 probe passed at open (runtime/tf32_probe.c) */
+    int cc_major, cc_minor;    /* NVIDIA's compute capability (0: not NVIDIA's, or not reported) */
+    char tf32_why[512];        /* why the probe said no, logged once by clt_device_set_log */
+    int tf32_logged;
 };
 
 #endif

@@ -43,6 +43,17 @@ static clt_status parse_shared(const char *e, clt_device_settings *s)
                         &s->no_shared_grads);
 }
 
+static clt_status parse_tf32(const char *e, clt_device_settings *s)
+{
+    if (strcmp(e, "emulate") == 0) {
+        s->tf32 = CLT_TF32_EMULATE;
+        return CLT_OK;
+    }
+    return parse_either("CLTRAIN_TF32", e, "0", CLT_TF32_OFF, "1", CLT_TF32_AUTO,
+                        "0 (fp32 convolutions), 1 (TF32 where the device passed its probe) or emulate (tests)",
+                        &s->tf32);
+}
+
 clt_status clt_settings_parse_env(const clt_setting_var *vars, size_t n, clt_device_settings *s)
 {
     for (size_t i = 0; i < n; i++) {
@@ -58,6 +69,7 @@ clt_status clt_device_settings_from_env(clt_device_settings *s)
         {"CLTRAIN_TUNE", parse_tune},
         {"CLTRAIN_FUSE", parse_fuse},
         {"CLTRAIN_SHARED_GRADS", parse_shared},
+        {"CLTRAIN_TF32", parse_tf32},
     };
     memset(s, 0, sizeof *s);
     CLT_TRY(clt_op_settings_from_env(s));
@@ -78,6 +90,9 @@ clt_status clt_device_set_settings(clt_device *dev, const clt_device_settings *s
         return clt_fail(CLT_ERR_INVALID_ARG,
                         "clt_device_set_settings: no_shared_grads %d (CLTRAIN_SHARED_GRADS): expected 0 or 1",
                         s->no_shared_grads);
+    if (s->tf32 < CLT_TF32_AUTO || s->tf32 > CLT_TF32_EMULATE)
+        return clt_fail(CLT_ERR_INVALID_ARG,
+                        "clt_device_set_settings: tf32 %d (CLTRAIN_TF32): expected auto, off or emulate", s->tf32);
     dev->settings = *s;
     dev->settings_version++;
     return CLT_OK;

@@ -666,7 +666,11 @@ static clt_conv_plan *case_plan(clt_device *dev, const int *v, case_data *d, clt
 
 /* Pass p of plan on case d against the reference (the result poisoned
  * with NaN first). */
-static void check_pass(clt_device *dev, const clt_conv_plan *plan, case_data *d, int p, const char *what)
+/* TF32 tiles (operands of 11 significant bits): an error bound of their own. */
+#define TOL_TF32 4e-3
+
+static void check_pass_tol(clt_device *dev, const clt_conv_plan *plan, case_data *d, int p, const char *what,
+                           double tol)
 {
     double e;
     if (p == CLT_CONV_FWD) {
@@ -682,7 +686,12 @@ static void check_pass(clt_device *dev, const clt_conv_plan *plan, case_data *d,
         CHECK_OK(clt_conv_plan_backward(dev, plan, d->tx->buf, d->tw->buf, d->tdy->buf, NULL, NULL, d->tdw->buf, NULL));
         e = tensor_err(d->tdw, d->dw);
     }
-    CHECK(e < TOL, SHAPE_FMT ": error %.3g", SHAPE_ARGS(d, what), e);
+    CHECK(e < tol, SHAPE_FMT ": error %.3g", SHAPE_ARGS(d, what), e);
+}
+
+static void check_pass(clt_device *dev, const clt_conv_plan *plan, case_data *d, int p, const char *what)
+{
+    check_pass_tol(dev, plan, d, p, what, TOL);
 }
 
 /* Every configuration the tuner may pick for a pass (its candidates on
@@ -800,7 +809,7 @@ static void test_implicit_configs(clt_device *dev)
                 char what[64], tile[32];
                 clt_conv_implicit_format(&cand[c], tile, sizeof tile);
                 snprintf(what, sizeof what, "implicit pass %d %s", p, tile);
-                check_pass(dev, plan, &d, p, what);
+                check_pass_tol(dev, plan, &d, p, what, cand[c].tc ? TOL_TF32 : TOL); /* TF32: where the probe passed */
             }
         }
         clt_conv_plan_destroy(plan);
@@ -1049,7 +1058,7 @@ static void test_settings_env(void)
     static const struct {
         const char *name, *value;
         int ok;
-        clt_device_settings want; /* algo, budget, bwdw a x b, tune, no_fuse, no_shared_grads */
+        clt_device_settings want; /* algo, budget, bwdw a x b, tune, no_fuse, no_shared_grads, tf32 */
     } cases[] = {
         {"CLTRAIN_CONV_ALGO", "fast", 0, {0}},
         {"CLTRAIN_CONV_ALGO", "GEMM", 0, {0}},
@@ -1060,19 +1069,23 @@ static void test_settings_env(void)
         {"CLTRAIN_TUNE", "2", 0, {0}},
         {"CLTRAIN_TUNE", "yes", 0, {0}},
         {"CLTRAIN_FUSE", "2", 0, {0}},
-        {"CLTRAIN_CONV_ALGO", "gemm", 1, {CLT_CONV_ALGO_GEMM, 0, 0, 0, CLT_TUNE_AUTO, 0, 0}},
-        {"CLTRAIN_CONV_ALGO", "implicit", 1, {CLT_CONV_ALGO_IMPLICIT, 0, 0, 0, CLT_TUNE_AUTO, 0, 0}},
-        {"CLTRAIN_CONV_BUDGET", "6000", 1, {CLT_CONV_ALGO_AUTO, 6000, 0, 0, CLT_TUNE_AUTO, 0, 0}},
-        {"CLTRAIN_CONV_BWDW", "4x6", 1, {CLT_CONV_ALGO_AUTO, 0, 4, 6, CLT_TUNE_AUTO, 0, 0}},
-        {"CLTRAIN_CONV_ALGO", "", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0}},
-        {"CLTRAIN_TUNE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_OFF, 0, 0}},
-        {"CLTRAIN_TUNE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_ON, 0, 0}},
-        {"CLTRAIN_TUNE", "again", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AGAIN, 0, 0}},
-        {"CLTRAIN_FUSE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 1, 0}},
-        {"CLTRAIN_FUSE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0}},
-        {"CLTRAIN_SHARED_GRADS", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 1}},
-        {"CLTRAIN_SHARED_GRADS", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0}},
+        {"CLTRAIN_CONV_ALGO", "gemm", 1, {CLT_CONV_ALGO_GEMM, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
+        {"CLTRAIN_CONV_ALGO", "implicit", 1, {CLT_CONV_ALGO_IMPLICIT, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
+        {"CLTRAIN_CONV_BUDGET", "6000", 1, {CLT_CONV_ALGO_AUTO, 6000, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
+        {"CLTRAIN_CONV_BWDW", "4x6", 1, {CLT_CONV_ALGO_AUTO, 0, 4, 6, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
+        {"CLTRAIN_CONV_ALGO", "", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
+        {"CLTRAIN_TUNE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_OFF, 0, 0, CLT_TF32_AUTO}},
+        {"CLTRAIN_TUNE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_ON, 0, 0, CLT_TF32_AUTO}},
+        {"CLTRAIN_TUNE", "again", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AGAIN, 0, 0, CLT_TF32_AUTO}},
+        {"CLTRAIN_FUSE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 1, 0, CLT_TF32_AUTO}},
+        {"CLTRAIN_FUSE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
+        {"CLTRAIN_SHARED_GRADS", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 1, CLT_TF32_AUTO}},
+        {"CLTRAIN_SHARED_GRADS", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
         {"CLTRAIN_SHARED_GRADS", "no", 0, {0}},
+        {"CLTRAIN_TF32", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_OFF}},
+        {"CLTRAIN_TF32", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
+        {"CLTRAIN_TF32", "emulate", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_EMULATE}},
+        {"CLTRAIN_TF32", "tf32", 0, {0}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *name = cases[i].name, *value = cases[i].value;
@@ -1093,7 +1106,7 @@ static void test_settings_env(void)
         const clt_device_settings *s = clt_device_get_settings(dev), *w = &cases[i].want;
         CHECK(s->conv_algo == w->conv_algo && s->conv_budget == w->conv_budget &&
                   s->conv_bwdw_a == w->conv_bwdw_a && s->conv_bwdw_b == w->conv_bwdw_b && s->tune == w->tune &&
-                  s->no_fuse == w->no_fuse && s->no_shared_grads == w->no_shared_grads,
+                  s->no_fuse == w->no_fuse && s->no_shared_grads == w->no_shared_grads && s->tf32 == w->tf32,
               "%s=%s did not become the device's setting", name, value);
         clt_device_destroy(dev);
     }

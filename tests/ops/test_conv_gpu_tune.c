@@ -6,7 +6,10 @@
  * a forced implicit, weight gradient in two slices); another device object
  * reads the choices back without timing; a damaged or unknown value is
  * timed again; a forced implicit never keeps gemm, under its own key; a
- * forced gemm and CLTRAIN_TUNE=0 time nothing. */
+ * forced gemm and CLTRAIN_TUNE=0 time nothing. TF32 tiles (in their
+ * OpenCL C twin, CLTRAIN_TF32=emulate) are timed only where allowed, each
+ * computes the reference within TF32's bound and differs from fp32's,
+ * and their choices are kept apart from fp32's. */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
@@ -34,7 +37,7 @@ static void count_log(void *user, int level, const char *msg)
     if (level == 0 && strstr(msg, "tuning device") && !strstr(msg, "skipped")) c->timed++;
 }
 
-static clt_device *open_dev(int algo, int tune, log_count *lc)
+static clt_device *open_dev_tf32(int algo, int tune, int tf32, log_count *lc)
 {
     setenv("CLTRAIN_CACHE_DIR", dir, 1);
     clt_device *dev;
@@ -43,10 +46,18 @@ static clt_device *open_dev(int algo, int tune, log_count *lc)
     clt_device_settings s = *clt_device_get_settings(dev);
     s.conv_algo = algo;
     s.tune = tune;
+    s.tf32 = tf32;
     REQUIRE_OK(clt_device_set_settings(dev, &s));
     memset(lc, 0, sizeof *lc);
     clt_device_set_log(dev, count_log, lc);
     return dev;
+}
+
+/* fp32 only: on a GPU whose TF32 probe passed, a tuned TF32 tile would
+ * miss the fp32 bound these tests hold the tuner's choices to */
+static clt_device *open_dev(int algo, int tune, log_count *lc)
+{
+    return open_dev_tf32(algo, tune, CLT_TF32_OFF, lc);
 }
 
 static clt_conv_geom geom(void)
@@ -110,8 +121,9 @@ static void take(clt_device *dev, cl_mem m, size_t floats, float *to)
     clReleaseMemObject(m);
 }
 
-/* y, dx and dw of plan on fixed x, w and dy against the plain-C reference. */
-static void check_ref(clt_device *dev, const clt_conv_plan *plan, const char *what)
+/* y, dx and dw of plan on fixed x, w and dy against the plain-C reference,
+ * within tol of the largest; returns the largest error over the largest. */
+static double check_ref_tol(clt_device *dev, const clt_conv_plan *plan, const char *what, double tol)
 {
     const clt_conv_geom *g = &plan->g;
     size_t nx = (size_t)g->n * g->c * g->h * g->w, nw = (size_t)g->co * g->c * g->k * g->k;
@@ -135,17 +147,29 @@ static void check_ref(clt_device *dev, const clt_conv_plan *plan, const char *wh
     ref_conv_backward(&r, in, in + nx, in + nx + nw, want + ny, want + ny + nx, NULL);
     static const char *const names[3] = {"y", "dx", "dw"};
     size_t start[4] = {0, ny, ny + nx, all};
+    double rel = 0;
     for (int o = 0; o < 3; o++) {
         double worst = 0, scale = 0;
         for (size_t i = start[o]; i < start[o + 1]; i++) {
             worst = fmax(worst, fabs((double)got[i] - want[i]));
             scale = fmax(scale, fabs((double)want[i]));
         }
-        CHECK(worst <= 1e-4 * scale, "%s: %s differs from the reference by %g (scale %g)", what, names[o], worst,
+        CHECK(worst <= tol * scale, "%s: %s differs from the reference by %g (scale %g)", what, names[o], worst,
               scale);
+        rel = fmax(rel, worst / scale);
     }
     free(in), free(got), free(want), free(zero);
+    return rel;
 }
+
+static void check_ref(clt_device *dev, const clt_conv_plan *plan, const char *what)
+{
+    check_ref_tol(dev, plan, what, 1e-4);
+}
+
+/* TF32 operands carry 11 significant bits (2^-11 relative each): the sums
+ * of this shape stay well within 4e-3 of the largest result. */
+#define TF32_TOL 4e-3
 
 static void test_tune_and_reuse(void)
 {
@@ -223,12 +247,90 @@ static void test_modes(void)
     }
 }
 
+/* Each TF32 tile of dev's candidates that `pick` selects, on every pass
+ * with the geometry built in (as on a GPU), against the reference within
+ * TF32's bound, and further from it than fp32 gets (1e-6 here). */
+static void check_tf32_tiles(clt_device *dev, int (*pick)(const clt_conv_implicit_cfg *c), const char *how)
+{
+    clt_conv_plan *plan = plan_for(dev);
+    clt_conv_implicit_cfg cand[16];
+    const clt_conv_geom g = geom();
+    int n = clt_conv_implicit_candidates(dev, &g, CLT_CONV_FWD, cand, 16);
+    for (int c = 0; c < n; c++) {
+        if (!cand[c].tc || !pick(&cand[c])) continue;
+        char tile[48], what[96];
+        clt_conv_implicit_format(&cand[c], tile, sizeof tile);
+        snprintf(what, sizeof what, "%s %s", how, tile);
+        clt_conv_implicit_cfg back;
+        CHECK(clt_conv_implicit_parse(tile, &back) && !memcmp(&back, &cand[c], sizeof back), "%s: no round trip", tile);
+        int ok = 1;
+        for (int p = 0; p < CLT_CONV_PASSES; p++) {
+            ok &= clt_conv_implicit_use(dev, plan, p, &cand[c]);
+            plan->algo[p] = &clt_conv_implicit;
+        }
+        CHECK(ok, "%s does not fit", what);
+        if (!ok) continue;
+        double e = check_ref_tol(dev, plan, what, TF32_TOL);
+        CHECK(e > 1e-5, "%s: error %g, as fp32's: were the operands rounded?", what, e);
+    }
+    clt_conv_plan_destroy(plan);
+}
+
+/* One tile whose warps hold 4 x 2 products (the kept choice below holds 2 x 2): on
+ * PoCL every TF32 tile is a slow compile, and tools/ptx/check builds them all. */
+static int pick_tall(const clt_conv_implicit_cfg *c) { return c->rm == 8 && c->rn == 4; }
+static int pick_all(const clt_conv_implicit_cfg *c) { return c != NULL; }
+
+static void test_tf32(void)
+{
+    log_count lc;
+    const clt_conv_geom g = geom();
+    clt_device *dev = open_dev_tf32(CLT_CONV_ALGO_IMPLICIT, CLT_TUNE_ON, CLT_TF32_OFF, &lc);
+    int nt = tiles(dev);
+    clt_device_destroy(dev);
+    dev = open_dev_tf32(CLT_CONV_ALGO_IMPLICIT, CLT_TUNE_ON, CLT_TF32_EMULATE, &lc);
+    CHECK(tiles(dev) - nt >= 4, "%d TF32 tiles offered (want at least 4)", tiles(dev) - nt);
+    /* kept TF32 choices, under the key of TF32 allowed: taken without timing */
+    for (int p = 0; p < CLT_CONV_PASSES; p++) {
+        char key[CLT_TUNE_KEY_MAX];
+        snprintf(key, sizeof key, "gpu %s n%d c%d h%d w%d co%d k%d s%d p%d implicit tf32", clt_conv_pass_names[p], g.n,
+                 g.c, g.h, g.w, g.co, g.k, g.stride, g.pad);
+        REQUIRE_OK(clt_tune_store(dev, key, "implicit 64x64x16 r4x4 tf32"));
+    }
+    clt_conv_plan *plan = plan_for(dev);
+    CHECK(lc.timed == 0 && all_tuned(plan, 1), "kept TF32 choices: timed %d", lc.timed);
+    for (int p = 0; p < CLT_CONV_PASSES; p++) CHECK(plan->implicit.cfg[p].tc, "pass %d took no TF32 tile", p);
+    CHECK(check_ref_tol(dev, plan, "the kept TF32 choices", TF32_TOL) > 1e-5, "the TF32 choices did not round");
+    clt_conv_plan_destroy(plan);
+    check_tf32_tiles(dev, pick_tall, "emulated");
+    clt_device_destroy(dev);
+    /* fp32 (CLTRAIN_TF32=0): a TF32 tile kept under fp32's key is refused and
+     * the pass timed again (the other passes keep test_modes' choices) */
+    dev = open_dev_tf32(CLT_CONV_ALGO_IMPLICIT, CLT_TUNE_ON, CLT_TF32_OFF, &lc);
+    char key[CLT_TUNE_KEY_MAX];
+    snprintf(key, sizeof key, "gpu fwd n%d c%d h%d w%d co%d k%d s%d p%d implicit", g.n, g.c, g.h, g.w, g.co, g.k,
+             g.stride, g.pad);
+    REQUIRE_OK(clt_tune_store(dev, key, "implicit 64x64x16 r4x4 tf32"));
+    plan = plan_for(dev);
+    CHECK(lc.timed == nt && !plan->implicit.cfg[CLT_CONV_FWD].tc, "fp32 after a kept TF32 choice: timed %d (want %d)",
+          lc.timed, nt);
+    check_ref(dev, plan, "fp32 again");
+    clt_conv_plan_destroy(plan);
+    clt_device_destroy(dev);
+    /* a device whose probe passed (NVIDIA, sm_80 and later): every tile with PTX mma */
+    dev = open_dev_tf32(CLT_CONV_ALGO_IMPLICIT, CLT_TUNE_OFF, CLT_TF32_AUTO, &lc);
+    if (clt_device_tf32(dev)) check_tf32_tiles(dev, pick_all, "mma");
+    else printf("device 0 offers no TF32: its PTX tiles not run\n");
+    clt_device_destroy(dev);
+}
+
 int main(void)
 {
     test_need_devices(1);
     if (!tmpdir_make(dir, sizeof dir, "clt-gpu-tune")) return 1;
     test_tune_and_reuse();
     test_modes();
+    test_tf32();
     CHECK(tmpdir_remove(dir), "could not remove %s", dir);
     return test_result();
 }

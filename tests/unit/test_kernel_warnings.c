@@ -67,6 +67,12 @@ static const struct {
                       "-DTK=16 -DRM=8 -DRN=4"},
     {"conv_implicit", "-DPASS=1 -DTM=64 -DTN=128 -DTK=16 -DRM=4 -DRN=8"}, /* CPUs: the geometry as an argument */
     {"conv_implicit", "-DPASS=2 -DTM=128 -DTN=128 -DTK=8 -DRM=8 -DRN=8"},
+    /* TF32 tiles in their OpenCL C twin (TC 1, PTX, builds on NVIDIA only: tools/ptx/check) */
+    {"conv_implicit", "-DPASS=0 -DTC=2 -DTM=128 -DTN=64 -DTK=16 -DRM=8 -DRN=4"},
+    {"conv_implicit", "-DPASS=1 -DTC=2 -DGC=3 -DGH=9 -DGW=7 -DGCO=5 -DGK=3 -DGS=2 -DGPAD=1 -DGOH=5 -DGOW=4 -DGPY=1 "
+                      "-DGPX=0 -DTM=64 -DTN=64 -DTK=8 -DRM=4 -DRN=4"},
+    {"conv_implicit", "-DPASS=2 -DTC=2 -DTM=64 -DTN=128 -DTK=16 -DRM=4 -DRN=8"},
+    {"tf32_probe", "-DTC=2"},
 };
 
 int main(void)
