@@ -876,6 +876,16 @@ typedef enum clt_optimizer {
     CLT_OPTIMIZER_ADAMW = 2 /* torch.optim.AdamW: betas, eps, decoupled decay w -= lr * weight_decay * w */
 } clt_optimizer;
 
+/* The arithmetic a trainer's convolutions may use, as PyTorch's
+ * torch.backends.cudnn.allow_tf32. */
+typedef enum clt_precision {
+    CLT_PRECISION_DEFAULT = 0, /* TF32 tensor cores where the device passed its probe at open (NVIDIA,
+                                * compute capability 8.0 and later; clt_device_tf32 in cltrain_diag.h):
+                                * operands rounded to 10 mantissa bits, sums in fp32; else fp32.
+                                * CLTRAIN_TF32=0 in the environment makes it fp32 */
+    CLT_PRECISION_FP32 = 1     /* full fp32 everywhere (--precision fp32) */
+} clt_precision;
+
 typedef struct clt_trainer_config {
     const char *spec;          /* model spec or builtin name */
     int channels, height, width;
@@ -911,14 +921,21 @@ typedef struct clt_trainer_config {
      * same order. A process that fails must end the job (MPI_Abort): the
      * others would wait for it. */
     void *mpi_comm;
-    /* Zero (clt_trainer_config_default sets it). Later versions add fields
-     * here, with 0 as their default, so the struct keeps its size. */
-    unsigned char reserved[64 - sizeof(void *)];
+    /* Fields added after the struct was made lie over its reserved bytes,
+     * 0 their default, so the struct keeps its size. */
+    union {
+        /* Zero past the fields (clt_trainer_config_default sets it). */
+        unsigned char reserved[64 - sizeof(void *)];
+        struct {
+            clt_precision precision; /* convolutions' arithmetic; dense layers stay fp32 */
+        };
+    };
 } clt_trainer_config;
 
 /* Defaults: lenet on 1x28x28, default devices, equal split, SGD with lr
  * 0.2, no momentum or weight decay (Adam's betas 0.9, 0.999, eps 1e-8), no
- * clipping or label smoothing, seed 0, normal init, 25 MB buckets. Always
+ * clipping or label smoothing, seed 0, normal init, 25 MB buckets,
+ * CLT_PRECISION_DEFAULT. Always
  * start from it: clt_trainer_create refuses a config whose reserved bytes
  * are not zero. */
 CLT_API void clt_trainer_config_default(clt_trainer_config *cfg);

@@ -4,7 +4,12 @@
 
 clt_status clt_config_check_reserved(const unsigned char *reserved, size_t n, const char *op)
 {
-    for (size_t i = 0; i < n; i++)
+    return clt_config_check_reserved_from(reserved, 0, n, op);
+}
+
+clt_status clt_config_check_reserved_from(const unsigned char *reserved, size_t from, size_t n, const char *op)
+{
+    for (size_t i = from; i < n; i++)
         if (reserved[i])
             return clt_fail(CLT_ERR_INVALID_ARG,
                             "%s: config.reserved[%zu] is not zero: initialise the config with its "

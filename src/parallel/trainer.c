@@ -1,6 +1,7 @@
 /* The trainer's life cycle: its configuration, the devices and their
  * worker threads, the gradient buckets, and the first failure. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +48,12 @@ static clt_status check_config(const clt_trainer_config *c)
         clt_status s = clt_split_sizes(1, c->n_devices, c->weights, sizes);
         if (s != CLT_OK) return clt_fail_context(s, "trainer");
     }
-    CLT_TRY(clt_config_check_reserved(c->reserved, sizeof c->reserved, "clt_trainer_create"));
+    /* the reserved bytes past the fields laid over them */
+    size_t used = offsetof(clt_trainer_config, precision) + sizeof c->precision - offsetof(clt_trainer_config, reserved);
+    CLT_TRY(clt_config_check_reserved_from(c->reserved, used, sizeof c->reserved, "clt_trainer_create"));
+    if (c->precision != CLT_PRECISION_DEFAULT && c->precision != CLT_PRECISION_FP32)
+        return clt_fail(CLT_ERR_INVALID_ARG, "trainer: precision %d: expected CLT_PRECISION_DEFAULT or CLT_PRECISION_FP32",
+                        (int)c->precision);
     clt_optim_settings os = optim_settings(c);
     CLT_TRY(clt_optim_check(&os, "trainer"));
     if (!isfinite(c->clip_grad_norm) || c->clip_grad_norm < 0)
@@ -109,6 +115,11 @@ static clt_status open_worker(clt_trainer *t, int slot, int device_index)
     clt_device_set_log(w->dev, t->cfg.log, t->cfg.log_user);
     clt_gemm_share_lock(w->dev, &t->gemm_mu);
     clt_device_set_interrupt(w->dev, &t->interrupt);
+    if (t->cfg.precision == CLT_PRECISION_FP32) { /* no TF32 tile offered to the tuner (conv_implicit.c) */
+        clt_device_settings s = *clt_device_get_settings(w->dev);
+        s.tf32 = CLT_TF32_OFF;
+        CLT_TRY(clt_device_set_settings(w->dev, &s));
+    }
     /* The programs every net uses and CLBlast's (whose compile cache is
      * not thread-safe) built here, one device at a time, before any worker
      * thread runs; the others are built in the workers at first use, each

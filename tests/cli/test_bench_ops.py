@@ -32,6 +32,7 @@ for args, word in [(['--batch-size', '0'], '--batch-size'),
                    (['--devices', '99'], 'device 99'),
                    (['--bogus'], '--bogus'),
                    (['--repeat'], '--repeat'),
+                   (['--precision', 'bf16'], '--precision'),
                    (['extra'], 'extra')]:
     rc, out, err = run('bench', 'ops', *args)
     check(rc == 2 and word in err and len(err.strip().splitlines()) == 1,
@@ -42,7 +43,8 @@ check(rc == 0 and '--repeat' in out and '--model' in out and '--json' in out, 'b
 rc, out, err = run('bench', '--help')
 check(rc == 0 and 'bench ops' in out and 'bench train' in out, 'bench --help names both subcommands')
 
-rc, out, err = run('bench', 'ops', '--model', 'lenet', '--batch-size', '8', '--repeat', '1', '--json')
+rc, out, err = run('bench', 'ops', '--model', 'lenet', '--batch-size', '8', '--repeat', '1', '--precision', 'fp32',
+                   '--json')
 if rc != 0 and ('no OpenCL device' in err):
     print('skip: no OpenCL device')
     sys.exit(77)
@@ -59,6 +61,12 @@ if doc is not None:
     for d in devices:
         name = f"device {d.get('index')}"
         check(isinstance(d.get('name'), str) and d['name'], f'{name}: has a name')
+        check(isinstance(d.get('tf32'), bool) and isinstance(d.get('compute_capability'), int),
+              f"{name}: tf32 {d.get('tf32')!r}, compute capability {d.get('compute_capability')!r}")
+        if d.get('type') == 'CPU':
+            check(d.get('tf32') is False, f'{name}: a CPU offers no TF32')
+        kernels = [o.get('kernel') or '' for o in d.get('ops', [])]
+        check(not any('tf32' in k for k in kernels), f'{name}: a TF32 tile under --precision fp32: {kernels}')
         peaks = d.get('peaks', {})
         for key in ('fma_gflop_per_s', 'copy_gb_per_s', 'h2d_pinned_gb_per_s', 'd2h_pinned_gb_per_s',
                     'h2d_unpinned_gb_per_s', 'd2h_unpinned_gb_per_s'):

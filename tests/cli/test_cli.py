@@ -43,6 +43,8 @@ for args, word in [(['train', '--batch-size', '0'], '--batch-size'),
                    (['train', '--model', 'conv:20,flatten,dense:10', '--limit-train', '10'], 'layer 0'),
                    (['train', 'extra'], 'extra'),
                    (['frobnicate'], 'frobnicate'),
+                   (['train', '--precision', 'fp16'], '--precision'),
+                   (['eval', '--init-from', 'x.npz', '--precision', 'half'], '--precision'),
                    (['bench'], 'train')]:
     rc, out, err = run(*args)
     check(rc == 2 and word in err and len(err.strip().splitlines()) == 1, f'{args}: rc {rc}, stderr {err!r}')
@@ -79,9 +81,9 @@ for cmd, refused in [(['eval'], [o for o in TRAIN_ONLY if o != '--seed'] + BENCH
     own = {'eval': ['--model', '--devices', '--split', '--batch-size', '--json', '--init-from', '--resume', '--data',
                     '--test-data', '--layout', '--label', '--normalize', '--val-split', '--seed', '--image-size',
                     '--channels',
-                    '--limit-test'],
+                    '--limit-test', '--precision'],
            'bench train': ['--model', '--devices', '--split', '--batch-size', '--json', '--steps', '--init',
-                           '--trace']}[name]
+                           '--trace', '--precision']}[name]
     check(rc == 0 and listed == {*own, '--help'}, f'{name} --help lists {sorted(listed)}')
     check('default 256' in out and 'default equal' in out, f'{name} --help documents defaults')
 rc, out, err = run('train', '--help')
@@ -100,6 +102,9 @@ for split in ('3,1', 'auto'):
                        '--batch-size', '32', '--steps', '1', '--init', 'xavier', '--json')
     check(rc == 0 and [r['devices'] for r in json.loads(out)['runs']] == [1, 2],
           f'bench train --split {split} with its options: rc {rc} {err!r}')
+rc, out, err = run('bench', 'train', '--model', 'lenet', '--devices', '0', '--batch-size', '32', '--steps', '1',
+                   '--precision', 'fp32', '--json')
+check(rc == 0 and json.loads(out)['runs'], f'bench train --precision fp32: rc {rc} {err!r}')
 
 # output paths are checked before any training (here before the data is even
 # looked at): what is not a regular file is never replaced, links are followed,
@@ -449,6 +454,16 @@ with tempfile.TemporaryDirectory() as tmp:
                     data = head + b'\n' + text
                 zout.writestr(info, data)
 
+    # --precision: recorded, taken back by a resume unless given; a bad value is the file's fault
+    rc, out, err = run('train', '--limit-train', '64', '--limit-test', '16', '--batch-size', '64', '--steps', '2',
+                       '--precision', 'fp32', '--save', P('fp32.ck'), '--quiet')
+    check(rc == 0, f'train --precision fp32: {rc} {err!r}')
+    with zipfile.ZipFile(P('fp32.ck')) as z:
+        meta = z.read('__cltrain__/meta.npy').split(b'\n', 1)[1].decode()
+    check('"precision": "fp32"' in meta, f'--precision fp32 in the run record: {meta[-80:]!r}')
+    rewrite_entry(P('fp32.ck'), P('p16.ck'), '__cltrain__/meta', lambda t: t.replace('"fp32"', '"fp16"'))
+    rc, out, err = run('train', '--resume', P('p16.ck'), '--limit-test', '16', '--steps', '3')
+    check(rc == 1 and 'p16.ck' in err and 'precision' in err, f'a bad recorded precision: {rc} {err!r}')
     rewrite_entry(P('end.ck'), P('v99.ck'), '__cltrain__/meta', lambda t: t.replace('"version": 4', '"version": 99'))
     for cmd in (['train', '--resume', P('v99.ck')], ['eval', '--resume', P('v99.ck')]):
         rc, out, err = run(*cmd, '--limit-test', '16')

@@ -490,8 +490,13 @@ static void config_errors(const int *devs, int k)
     CHECK_FAIL(clt_trainer_create(&cfg, &t), CLT_ERR_INVALID_ARG, "sum to 0");
     CHECK(t == NULL, "a refused config left a trainer");
     clt_trainer_config_default(&cfg);
-    cfg.reserved[3] = 1;
-    CHECK_FAIL(clt_trainer_create(&cfg, &t), CLT_ERR_INVALID_ARG, "reserved[3]");
+    cfg.reserved[sizeof cfg.precision + 3] = 1; /* past the fields laid over it */
+    char want[32];
+    snprintf(want, sizeof want, "reserved[%zu]", sizeof cfg.precision + 3);
+    CHECK_FAIL(clt_trainer_create(&cfg, &t), CLT_ERR_INVALID_ARG, want);
+    clt_trainer_config_default(&cfg);
+    cfg.precision = (clt_precision)7;
+    CHECK_FAIL(clt_trainer_create(&cfg, &t), CLT_ERR_INVALID_ARG, "precision 7");
 }
 
 /* The suite `vendors`: PoCL beside Intel's CPU runtime (two platforms, two

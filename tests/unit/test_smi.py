@@ -47,6 +47,14 @@ for i, d in enumerate(devices):
     for na in ('temperature.gpu', 'utilization.gpu', 'power.draw'):
         check(d.get(na, None) is None, f'{na} must not be invented')
 check('icd_loader' in doc and 'cltrain_version' in doc, 'JSON header fields')
+# TF32: what opening the device (its probe) tells; a CPU has none
+for i, d in enumerate(devices):
+    check(d.get('tf32') in ('Yes', 'No'), f'JSON device {i}: tf32 {d.get("tf32")!r}')
+    if d['type'] == 'CPU':
+        check(d['tf32'] == 'No' and d.get('compute_cap') is None, f'JSON device {i}: a CPU with TF32 or a compute capability')
+rc, out, err = run('--query-gpu=index,tf32,compute_cap', '--format=csv,noheader')
+rows = [l.split(', ') for l in out.splitlines()]
+check(rc == 0 and len(rows) == n and all(r[1] in ('Yes', 'No') for r in rows), f'--query-gpu tf32: {rc} {out!r} {err!r}')
 
 # -L: one line per device
 rc, out, err = run('-L')

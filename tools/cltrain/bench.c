@@ -27,6 +27,7 @@ int cli_bench_run(const cli_options *o, const int *devs, int k, const float *ima
     cfg.weights = o->weights; /* the first k */
     cfg.lr = 0.01f;
     cfg.init = cli_init_for(o, o->model);
+    cfg.precision = (clt_precision)o->precision;
     cfg.mpi_comm = comm;
     cfg.log = cli_log;
     cfg.log_user = cli_log_user();
@@ -111,6 +112,7 @@ static const cli_accept bench_options[] = {
     {O_INIT, NULL},
     {O_JSON, "one JSON object on stdout instead of the table"},
     {O_TRACE, "a trace of the timed steps on all k devices (Chrome trace-event JSON)"},
+    {O_PRECISION, NULL},
     {O_END, NULL},
 };
 

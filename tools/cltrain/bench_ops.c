@@ -155,6 +155,15 @@ static int bench_one_device(int index, bench_device *d, const bench_opts *o)
     d->opened = 1;
     clt_device_set_log(dev, cli_log, cli_log_user());
     d->info = *clt_device_get_info(dev);
+    d->tf32 = clt_device_tf32(dev);
+    d->compute_capability = clt_device_compute_capability(dev);
+    clt_device_settings s = *clt_device_get_settings(dev);
+    if (o->fp32) s.tf32 = CLT_TF32_OFF; /* the tuner offers no TF32 tile (ops/conv_implicit.c) */
+    if (clt_device_set_settings(dev, &s) != CLT_OK) {
+        fprintf(stderr, "cltrain: bench ops: device %d: %s\n", index, clt_last_error());
+        clt_device_destroy(dev);
+        return 1;
+    }
     int rc = 0;
     progress(o, "device %d: measuring peaks", index);
     if (bench_peaks_measure(dev, &d->peaks) == CLT_OK) {
@@ -180,7 +189,7 @@ static int bench_one_device(int index, bench_device *d, const bench_opts *o)
 static void help(void)
 {
     printf("Usage: cltrain bench ops [--devices LIST|all] [--model lenet|resnet18|all] [--batch-size N]\n"
-           "                         [--repeat N] [--json]\n\n"
+           "                         [--repeat N] [--precision tf32|fp32] [--json]\n\n"
            "Times every op of LeNet and ResNet-18 (28x28 inputs) at its real shapes on each device:\n"
            "convolution forward, backward-data and backward-weights, pooling, ReLU, batch norm, the\n"
            "residual add, dense, softmax cross-entropy and the SGD step. Compute ops are reported\n"
@@ -193,18 +202,20 @@ static void help(void)
            "  --model NAME         lenet, resnet18 or all (default all)\n"
            "  --batch-size N       samples per call (default 256; 32 for resnet18 on CPU devices)\n"
            "  --repeat N           timed calls per op after a warm-up (default: as many as fit in ~0.2 s, 3..200)\n"
+           "  --precision P        tf32 (default): convolutions may run TF32 tiles where the device passed its\n"
+           "                       TF32 probe (the tuner times them beside the fp32 ones); fp32: fp32 only\n"
            "  --json               one JSON object on stdout instead of the tables\n"
            "  -h, --help           this help\n");
 }
 
 static int parse(bench_opts *o, int argc, char **argv)
 {
-    enum { OPS_DEVICES = 256, OPS_MODEL, OPS_BATCH, OPS_REPEAT, OPS_JSON };
+    enum { OPS_DEVICES = 256, OPS_MODEL, OPS_BATCH, OPS_REPEAT, OPS_JSON, OPS_PRECISION };
     static const struct option longs[] = {
         {"devices", required_argument, NULL, OPS_DEVICES}, {"model", required_argument, NULL, OPS_MODEL},
         {"batch-size", required_argument, NULL, OPS_BATCH}, {"repeat", required_argument, NULL, OPS_REPEAT},
-        {"json", no_argument, NULL, OPS_JSON},             {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"json", no_argument, NULL, OPS_JSON},             {"precision", required_argument, NULL, OPS_PRECISION},
+        {"help", no_argument, NULL, 'h'},                  {NULL, 0, NULL, 0}};
     const char *prog = "cltrain";
     memset(o, 0, sizeof *o);
     o->model_mask = (1 << BENCH_N_MODELS) - 1;
@@ -230,6 +241,11 @@ static int parse(bench_opts *o, int argc, char **argv)
         case OPS_BATCH: rc = arg_int(prog, "--batch-size", optarg, 1, 1 << 16, &o->batch); break;
         case OPS_REPEAT: rc = arg_int(prog, "--repeat", optarg, 1, 100000, &o->repeat); break;
         case OPS_JSON: o->json = 1; break;
+        case OPS_PRECISION:
+            if (strcmp(optarg, "tf32") && strcmp(optarg, "fp32"))
+                rc = usage_error(prog, "--precision: \"%s\" is not tf32 or fp32", optarg);
+            o->fp32 = !strcmp(optarg, "fp32");
+            break;
         case 'h': help(); return -1;
         case ':': return usage_error(prog, "option %s needs a value", argv[optind - 1]);
         default: return usage_error(prog, "unknown option \"%s\" for cltrain bench ops", argv[optind - 1]);

@@ -65,6 +65,8 @@ typedef struct bench_device {
     int n_rows, cap_rows;
     int batch[BENCH_N_MODELS];
     int64_t params[BENCH_N_MODELS];
+    int tf32;               /* the device passed its TF32 probe (clt_device_tf32) */
+    int compute_capability; /* NVIDIA's, major * 10 + minor; 0: none reported */
 } bench_device;
 
 typedef struct bench_opts {
@@ -72,6 +74,7 @@ typedef struct bench_opts {
     int model_mask;
     int64_t batch, repeat;
     int json;
+    int fp32; /* --precision fp32: no TF32 convolutions */
     int tty; /* progress lines on stderr */
 } bench_opts;
 

@@ -52,6 +52,10 @@ static void print_peaks_text(const bench_device *d)
     const bench_peaks *p = &d->peaks;
     printf("device %d: %s (%s, %s, %d compute units, %d MHz)\n", d->index, d->info.name, d->info.platform,
            type_name(d->info.type), d->info.compute_units, d->info.max_clock_mhz);
+    if (d->compute_capability)
+        printf("TF32 tensor cores: %s (compute capability %d.%d)\n", d->tf32 ? "yes" : "no", d->compute_capability / 10,
+               d->compute_capability % 10);
+    else printf("TF32 tensor cores: %s\n", d->tf32 ? "yes" : "no");
     printf("peaks (FMA and copy: the best of %d measurements, before and after the ops):\n", p->samples);
     printf("       FMA %.1f GFLOP/s (%s)\n", p->fma_gflops, p->fma_variant[0] ? p->fma_variant : "-");
     printf("       copy %.2f GB/s read+write (%s, 2 x %zu MiB)\n", p->copy_gbps,
@@ -100,8 +104,10 @@ void bench_report_json(const bench_device *res, int n, const bench_opts *o)
         json_string(stdout, d->info.name);
         printf(", \"platform\": ");
         json_string(stdout, d->info.platform);
-        printf(", \"type\": \"%s\", \"compute_units\": %d, \"max_clock_mhz\": %d, ", type_name(d->info.type),
-               d->info.compute_units, d->info.max_clock_mhz);
+        printf(", \"type\": \"%s\", \"compute_units\": %d, \"max_clock_mhz\": %d, \"tf32\": %s, "
+               "\"compute_capability\": %d, ",
+               type_name(d->info.type), d->info.compute_units, d->info.max_clock_mhz, d->tf32 ? "true" : "false",
+               d->compute_capability);
         if (d->error[0]) {
             printf("\"error\": ");
             json_string(stdout, d->error);

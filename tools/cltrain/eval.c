@@ -31,6 +31,7 @@ static const cli_accept eval_options[] = {
     {O_BATCH, "samples per forward pass on each device (default 256)"},
     {O_LTEST, NULL},
     {O_JSON, "one JSON object on stdout instead of the text line"},
+    {O_PRECISION, NULL},
     {O_END, NULL},
 };
 
@@ -145,6 +146,7 @@ int cli_eval(int argc, char **argv)
     if (o.resume && !CLI_GIVEN(&o, O_LAYOUT)) o.layout = meta.layout;
     if (o.resume && !CLI_GIVEN(&o, O_LABEL)) o.coarse = meta.coarse;
     if (o.resume && !CLI_GIVEN(&o, O_NORMALIZE) && meta.normalize && meta.normalize[0]) o.normalize = meta.normalize;
+    if (o.resume && !CLI_GIVEN(&o, O_PRECISION)) o.precision = meta.precision;
     int devs[CLT_MAX_DEVICES], n_devs = 0;
     clt_dataset *test = NULL;
     clt_trainer *t = NULL;

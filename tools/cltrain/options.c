@@ -87,6 +87,9 @@ static const cli_row rows[] = {
     {O_RESUME, "resume", "FILE", "continue a checkpointed run exactly where it stopped"},
     {O_ONNX, "onnx", "FILE.onnx", "write the net's inference graph as an ONNX model (opset 17)"},
     {O_SYNC_BN, "sync-bn", NULL, "batch norm over the whole batch across devices (default: per device)"},
+    {O_PRECISION, "precision", "tf32|fp32", "convolutions: tf32 on NVIDIA GPUs' tensor cores where the device passed\n"
+                                            "its probe, as PyTorch's default, else fp32; fp32: full fp32 always\n"
+                                            "(default tf32; dense layers are fp32 either way)"},
     {O_JSON, "json", NULL, "one JSON object per epoch on stdout instead of the text line"},
     {O_QUIET, "quiet", NULL, "no progress bar and no per-epoch line"},
     {O_AGAIN, "again", NULL, "measure again the shapes the cache already keeps, replacing their choices"},
@@ -339,6 +342,11 @@ int cli_parse(cli_options *o, const char *cmd, const cli_accept *accepts, int ar
         case O_RESUME: o->resume = optarg; break;
         case O_ONNX: o->onnx = optarg; break;
         case O_SYNC_BN: o->sync_bn = 1; break;
+        case O_PRECISION:
+            if (!strcmp(optarg, "tf32") || !strcmp(optarg, "fp32"))
+                o->precision = !strcmp(optarg, "fp32") ? CLT_PRECISION_FP32 : CLT_PRECISION_DEFAULT;
+            else rc = usage_error(prog, "--precision: \"%s\" is not tf32 or fp32", optarg);
+            break;
         case O_OPTIM:
             if (clt_optim_named(optarg) < 0) rc = usage_error(prog, "--optimizer: \"%s\" is not sgd, adam or adamw", optarg);
             else o->learn.optimizer = (clt_optimizer)clt_optim_named(optarg);

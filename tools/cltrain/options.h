@@ -13,7 +13,7 @@ enum cli_opt {
     O_LTRAIN, O_LTEST, O_NOSHUF, O_DROP, O_JSON, O_QUIET, O_CSV, O_PLOT, O_INIT_FROM, O_EXPORT, O_SAVE, O_RESUME,
     O_SYNC_BN, O_OPTIM, O_NESTEROV, O_BETAS, O_EPS, O_CLIP, O_SCHED, O_LR_STEP, O_MILESTONES, O_GAMMA, O_LR_MIN,
     O_WARM_STEPS, O_WARM_EPOCHS, O_SCALE_LR, O_SMOOTH, O_TRACE, O_TENSORBOARD, O_AGAIN, O_TEST_DATA, O_LAYOUT, O_LABEL, O_NORMALIZE,
-    O_AUGMENT, O_VAL_SPLIT, O_IMAGE_SIZE, O_CHANNELS, O_TOP, O_OUTPUT, O_ONNX, O_END
+    O_AUGMENT, O_VAL_SPLIT, O_IMAGE_SIZE, O_CHANNELS, O_TOP, O_OUTPUT, O_ONNX, O_PRECISION, O_END
 };
 #define CLI_GIVEN(o, opt) ((o)->given[(opt) - O_MODEL])
 
@@ -51,6 +51,7 @@ typedef struct cli_options {
     const char *init_from, *export_npz, *save, *resume;
     const char *onnx;       /* export: the ONNX model to write */
     int sync_bn;
+    int precision;          /* clt_precision (--precision) */
     run_learning learn;     /* optimizer, clipping, schedule (cli_check_learning) */
     void *mpi_comm;         /* not an option: the run's MPI_Comm under mpirun (world.h) */
     int rank;               /* not an option: this process's rank (0 alone); notices come from 0 */

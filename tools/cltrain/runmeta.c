@@ -122,7 +122,7 @@ char *run_meta_format(const run_meta *m)
     json_string(f, m->test_data ? m->test_data : "");
     fputs(", \"data\": ", f);
     json_string(f, m->data ? m->data : "");
-    fputc('}', f);
+    fprintf(f, ", \"precision\": \"%s\"}", m->precision == CLT_PRECISION_FP32 ? "fp32" : "tf32");
     if (fclose(f) != 0) {
         free(text);
         return NULL;
@@ -318,5 +318,12 @@ int run_meta_parse(const char *text, const char *path, run_meta *m)
     if (version >= 4 && (option_int(text, path, "image_size", &m->image_size) ||
                          option_int(text, path, "channels", &m->channels)))
         return 1;
+    if (value_of(text, "precision")) {
+        char *p = string_of(text, "precision");
+        int ok = p && (!strcmp(p, "tf32") || !strcmp(p, "fp32"));
+        m->precision = ok && !strcmp(p, "fp32") ? CLT_PRECISION_FP32 : CLT_PRECISION_DEFAULT;
+        free(p);
+        if (!ok) return bad(path, "precision");
+    }
     return 0;
 }

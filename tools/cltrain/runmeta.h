@@ -43,6 +43,9 @@ typedef struct run_meta {
     char *augment;       /* "" or NULL: none; else as --augment takes it; owned as data */
     double val_split;    /* 0: none */
     int64_t image_size, channels; /* image folders; 0: none, the most */
+    /* "precision" ("tf32" or "fp32"; --precision), where the record has it:
+     * an older reader ignores it, and a record without it reads as tf32 */
+    int precision;       /* clt_precision */
 } run_meta;
 
 /* The run record version this cltrain writes; it reads this one and older. */

@@ -87,6 +87,7 @@ int cli_make_trainer(const cli_options *o, const char *model, const char *model_
     cfg.seed = (uint64_t)o->seed;
     cfg.init = cli_init_for(o, model);
     cfg.sync_bn = o->sync_bn;
+    cfg.precision = (clt_precision)o->precision;
     cfg.mpi_comm = o->mpi_comm;
     cfg.log = cli_log;
     cfg.log_user = cli_log_user();
@@ -171,6 +172,7 @@ static int apply_resume(cli_options *o, const char *path, run_meta *m, char **mo
     o->val_split = m->val_split;
     if (!CLI_GIVEN(o, O_IMAGE_SIZE)) o->image_size = m->image_size;
     if (!CLI_GIVEN(o, O_CHANNELS)) o->channels = m->channels;
+    if (!CLI_GIVEN(o, O_PRECISION)) o->precision = m->precision;
     /* the optimizer and schedule options the command line does not set:
      * the checkpoint's */
     run_learning *l = &o->learn;
@@ -309,7 +311,7 @@ static int save_state(run *r, int64_t epoch, int64_t batch)
     run_meta m = {epoch, batch, r->steps, o->seed, o->batch_size, o->limit_train, o->shuffle, o->drop_last,
                   o->lr, o->momentum, o->weight_decay, (char *)o->data,
                   o->steps ? 0 : o->epochs, o->steps, o->learn, (char *)o->test_data, o->layout, o->coarse,
-                  (char *)o->normalize, augment, o->val_split, o->image_size, o->channels};
+                  (char *)o->normalize, augment, o->val_split, o->image_size, o->channels, o->precision};
     char *text = run_meta_format(&m);
     if (!text) {
         fprintf(stderr, "cltrain: --save %s: out of memory\n", o->save);

@@ -25,6 +25,8 @@ static const cli_accept tune_options[] = {
     {O_BATCH, "the training batch over all devices; each tunes for its equal share (default 256)"},
     {O_INIT, NULL},
     {O_AGAIN, NULL},
+    {O_PRECISION, "the choices of tf32 runs (default; TF32 tiles timed where the device passed its\n"
+                  "probe) or of fp32 runs: kept apart, tune each precision you train with"},
     {O_END, NULL},
 };
 
@@ -49,6 +51,7 @@ static int tune_device(const cli_options *o, int d, int share, const float *imag
     cfg.devices = &d;
     cfg.n_devices = 1;
     cfg.init = cli_init_for(o, o->model);
+    cfg.precision = (clt_precision)o->precision;
     cfg.log = count_and_print;
     cfg.log_user = &tl;
     double t0 = clt_now();

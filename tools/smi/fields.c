@@ -21,6 +21,8 @@ const smi_field smi_fields[] = {
     {"clocks.max", "MHz", FIELD_INT, "maximum clock"},
     {"pci.bus_id", NULL, FIELD_STR, "PCI bus id (N/A unless an extension reports it)"},
     {"uuid", NULL, FIELD_STR, "device UUID (N/A unless cl_khr_device_uuid)"},
+    {"compute_cap", NULL, FIELD_PROBE, "NVIDIA's compute capability, 9.0 for an H100 (N/A elsewhere; opens the device)"},
+    {"tf32", NULL, FIELD_PROBE, "Yes where the device passed its TF32 tensor-core probe (opens the device)"},
     /* nvidia-smi fields OpenCL cannot know: accepted so that scripts
      * written for nvidia-smi run, and always [N/A] as nvidia-smi prints an
      * unsupported field. */
@@ -86,6 +88,20 @@ static int put_num(int64_t v, int64_t div, const char *unit, int with_unit, char
     else
         snprintf(buf, cap, "%" PRId64, v / div);
     return 1;
+}
+
+int smi_field_needs_probe(int f) { return f >= 0 && f < smi_field_count && smi_fields[f].kind == FIELD_PROBE; }
+
+int smi_probe_value(int f, const smi_probe *p, char *buf, size_t cap)
+{
+    const char *n = smi_fields[f].name;
+    if (p->known && !strcmp(n, "tf32")) return put_str(p->tf32 ? "Yes" : "No", buf, cap);
+    if (p->known && !strcmp(n, "compute_cap") && p->compute_capability) {
+        snprintf(buf, cap, "%d.%d", p->compute_capability / 10, p->compute_capability % 10);
+        return 1;
+    }
+    snprintf(buf, cap, "[N/A]");
+    return 0;
 }
 
 int smi_field_value(int f, const clt_device_info *d, int with_unit, char *buf, size_t cap)

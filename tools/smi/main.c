@@ -194,7 +194,25 @@ static void csv_cell(const char *s)
     }
 }
 
-static void print_csv(const options *o, const clt_device_info *devs, int n)
+/* Field f of device d (p: what opening it told). */
+static int value(int f, const clt_device_info *d, const smi_probe *p, int with_unit, char *buf, size_t cap)
+{
+    return smi_field_needs_probe(f) ? smi_probe_value(f, p, buf, cap) : smi_field_value(f, d, with_unit, buf, cap);
+}
+
+/* Opens each device whose probe fields are asked for (the TF32 probe runs
+ * at open); a device that does not open stays unknown: [N/A]. */
+static void probe_devices(const clt_device_info *devs, smi_probe *probes, int n)
+{
+    for (int i = 0; i < n; i++) {
+        clt_device *dev = NULL;
+        if (clt_device_open(devs[i].index, &dev) != CLT_OK) continue;
+        probes[i] = (smi_probe){1, clt_device_tf32(dev), clt_device_compute_capability(dev)};
+        clt_device_destroy(dev);
+    }
+}
+
+static void print_csv(const options *o, const clt_device_info *devs, const smi_probe *probes, int n)
 {
     char buf[512];
     if (o->csv_header) {
@@ -213,7 +231,7 @@ static void print_csv(const options *o, const clt_device_info *devs, int n)
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < o->n_fields; j++) {
             if (j) fputs(", ", stdout);
-            smi_field_value(o->fields[j], &devs[i], o->csv_units, buf, sizeof buf);
+            value(o->fields[j], &devs[i], &probes[i], o->csv_units, buf, sizeof buf);
             csv_cell(buf);
         }
         putchar('\n');
@@ -230,7 +248,8 @@ static void print_list(const clt_device_info *devs, int n)
     }
 }
 
-static void print_json(const clt_device_info *devs, int n, const char *loader, const char *loader_ver)
+static void print_json(const clt_device_info *devs, const smi_probe *probes, int n, const char *loader,
+                       const char *loader_ver)
 {
     char buf[512];
     printf("{\"cltrain_version\": ");
@@ -243,12 +262,12 @@ static void print_json(const clt_device_info *devs, int n, const char *loader, c
     for (int i = 0; i < n; i++) {
         printf("%s\n  {", i ? "," : "");
         for (int f = 0; f < smi_field_count; f++) {
-            int known = smi_field_value(f, &devs[i], 0, buf, sizeof buf);
+            int known = value(f, &devs[i], &probes[i], 0, buf, sizeof buf);
             printf("%s", f ? ", " : "");
             json_string(stdout, smi_fields[f].name);
             printf(": ");
             if (!known) printf("null");
-            else if (smi_fields[f].kind == FIELD_STR) json_string(stdout, buf);
+            else if (smi_fields[f].kind == FIELD_STR || smi_fields[f].kind == FIELD_PROBE) json_string(stdout, buf);
             else printf("%s", buf);
         }
         printf("}");
@@ -372,8 +391,10 @@ static int report(const options *o)
         }
     }
     clt_device_info *devs = calloc((size_t)(n ? n : 1), sizeof *devs);
-    if (!devs) {
+    smi_probe *probes = calloc((size_t)(n ? n : 1), sizeof *probes);
+    if (!devs || !probes) {
         fprintf(stderr, "cltrain-smi: out of memory\n");
+        free(devs), free(probes);
         return 1;
     }
     int m = 0;
@@ -383,11 +404,14 @@ static int report(const options *o)
         if (!want) continue;
         if (clt_device_query(i, &devs[m]) != CLT_OK) {
             fprintf(stderr, "cltrain-smi: %s\n", clt_last_error());
-            free(devs);
+            free(devs), free(probes);
             return 1;
         }
         m++;
     }
+    int probe = o->mode == OUT_JSON;
+    for (int j = 0; o->mode == OUT_CSV && j < o->n_fields; j++) probe |= smi_field_needs_probe(o->fields[j]);
+    if (probe) probe_devices(devs, probes, m);
     char loader[128], loader_ver[128];
     int rc = 0;
     clt_icd_loader_info(loader, sizeof loader, loader_ver, sizeof loader_ver);
@@ -401,11 +425,11 @@ static int report(const options *o)
         switch (o->mode) {
         case OUT_TABLE: rc = print_table(devs, m, loader, loader_ver); break;
         case OUT_LIST: print_list(devs, m); break;
-        case OUT_CSV: print_csv(o, devs, m); break;
-        case OUT_JSON: print_json(devs, m, loader, loader_ver); break;
+        case OUT_CSV: print_csv(o, devs, probes, m); break;
+        case OUT_JSON: print_json(devs, probes, m, loader, loader_ver); break;
         }
     }
-    free(devs);
+    free(devs), free(probes);
     /* a listing lost to a full disk or a closed pipe is a failure (a loop
      * ends with it) */
     errno = 0;
