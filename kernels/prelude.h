@@ -224,12 +224,19 @@ INLINE int lanes_phase(int H, int W, int h, int w)
 #if !defined(__NVPTX__) && !defined(cl_nv_device_attribute_query) && !defined(cl_nv_pragma_unroll)
 #error "TC=1 (PTX mma) needs NVIDIA's OpenCL compiler"
 #endif
+/* NVIDIA's OpenCL compiler takes inline PTX as asm (as hashcat's and
+ * KataGo's kernels write it); clang's OpenCL mode knows only __asm__ */
+#ifdef __NVPTX__
+#define PTX_ASM __asm__
+#else
+#define PTX_ASM asm
+#endif
 #define TF32_FA 4
 #define TF32_FB 2
 INLINE float tf32_round(float x)
 {
     uint r;
-    __asm__ volatile("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    PTX_ASM volatile("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
     return as_float(r);
 }
 INLINE void tf32_frag_a(__local const float *sa, int lda, int lane, uint *a)
@@ -248,7 +255,7 @@ INLINE void tf32_frag_b(__local const float *sb, int ldb, int lane, uint *b)
 }
 INLINE void tf32_mma(float *c, const uint *a, const uint *b)
 {
-    __asm__ volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+    PTX_ASM volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
                      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
                      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
