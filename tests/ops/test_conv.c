@@ -1087,6 +1087,9 @@ static void test_settings_env(void)
         {"CLTRAIN_TF32", "emulate", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_EMULATE}},
         {"CLTRAIN_TF32", "tf32", 0, {0}},
     };
+    /* each case sets one variable over the defaults: none from outside
+     * (tools/gpu/check runs the suite under CLTRAIN_TF32=0) */
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) unsetenv(cases[i].name);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *name = cases[i].name, *value = cases[i].value;
         setenv(name, value, 1);
