@@ -301,7 +301,9 @@ __kernel __attribute__((reqd_work_group_size(LX, LY, 1))) void conv_implicit(
     float acc[MI][NI][4];
 #pragma unroll
     for (int i = 0; i < MI; i++)
+#pragma unroll
         for (int j = 0; j < NI; j++)
+#pragma unroll
             for (int r = 0; r < 4; r++) acc[i][j][r] = 0.0f;
 #else
     float acc[RM][RN];
@@ -323,9 +325,13 @@ __kernel __attribute__((reqd_work_group_size(LX, LY, 1))) void conv_implicit(
 #pragma unroll
         for (int kk = 0; kk < TK; kk += 8) {
             uint fa[MI][TF32_FA], fb[NI][TF32_FB];
+#pragma unroll
             for (int i = 0; i < MI; i++) tf32_frag_a(&As[kk * AS + wm0 + 16 * i], AS, lane, fa[i]);
+#pragma unroll
             for (int j = 0; j < NI; j++) tf32_frag_b(&Bs[kk * BS + wn0 + 8 * j], BS, lane, fb[j]);
+#pragma unroll
             for (int i = 0; i < MI; i++)
+#pragma unroll
                 for (int j = 0; j < NI; j++) tf32_mma(acc[i][j], fa[i], fb[j]);
         }
 #else
@@ -344,7 +350,9 @@ __kernel __attribute__((reqd_work_group_size(LX, LY, 1))) void conv_implicit(
     /* c0..c3 of a product: rows g, g + 8, columns 2t, 2t + 1 (prelude.h) */
 #pragma unroll
     for (int i = 0; i < MI; i++)
+#pragma unroll
         for (int j = 0; j < NI; j++)
+#pragma unroll
             for (int r = 0; r < 4; r++)
                 store_result(out, aux, flags, m0 + wm0 + 16 * i + lane / 4 + 8 * (r >> 1),
                              n0 + wn0 + 8 * j + 2 * (lane % 4) + (r & 1), ndim, acc[i][j][r], f, slice, out_off, gv);
