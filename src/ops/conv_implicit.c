@@ -74,7 +74,8 @@ static const clt_conv_implicit_cfg tiles[N_TILES] = {
  * by the rule, and only where clt_device_tf32_kernels allows. */
 enum { N_TC_TILES = 5 };
 static const clt_conv_implicit_cfg tc_tiles[N_TC_TILES] = {
-    {128, 128, 8, 8, 16, 1}, {128, 128, 8, 8, 32, 1}, {128, 64, 8, 4, 16, 1}, {64, 128, 4, 8, 16, 1}, {64, 64, 4, 4, 16, 1},
+    {128, 128, 8, 8, 16, 1}, {128, 128, 8, 8, 32, 1}, {128, 64, 8, 4, 16, 1},
+    {64, 128, 4, 8, 16, 1},  {64, 64, 4, 4, 16, 1},
 };
 
 _Static_assert(N_TILES + N_TC_TILES <= CLT_CONV_IMPLICIT_TILES,

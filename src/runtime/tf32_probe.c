@@ -21,28 +21,29 @@
 #define CC_MAJOR_NV 0x4000
 #define CC_MINOR_NV 0x4001
 
-enum { PM = 16, PN = 8, PK = 8 };
-
-/* The probe's operands: values whose TF32 rounding is a tie (1 + 2^-11
- * times powers of two, of both signs, which cvt.rna moves away from zero
- * and round-to-even or truncation would not), values just below and
- * above a tie, and a spread of magnitudes, so that a device not rounding
- * as cvt.rna does, or a fragment in the wrong place, gives another
- * product. */
-static void probe_operands(float *a, float *b)
+/* The probe's operands: ties of TF32 rounding (1 + 2^-11 and kin, of
+ * both signs), values just below and above them, scaled by small
+ * integers and halved or doubled, plus steps of 2^-9: on these the
+ * products of operands truncated, rounded to even or not rounded at all
+ * each miss the host's TF32 product on nearly every element
+ * (tests/unit/test_tf32.c checks it), and so does a fragment in the
+ * wrong place. */
+void clt_tf32_probe_operands(float *a, float *b)
 {
     static const float ties[] = {1.0f + 0x1p-11f, -(1.0f + 0x1p-11f), 1.0f + 0x1p-11f - 0x1p-23f,
                                  1.0f + 0x3p-11f, -(1.0f + 0x5p-11f), 0.75f + 0x3p-13f};
-    for (int i = 0; i < PM * PK; i++)
+    for (int i = 0; i < CLT_TF32_PROBE_M * CLT_TF32_PROBE_K; i++)
         a[i] = ties[i % 6] * (float)(1 + i % 7) * ((i / 7) % 2 ? 0.5f : 2.0f) + (float)(i % 11) * 0x1p-9f;
-    for (int i = 0; i < PK * PN; i++) b[i] = ties[(i * 5) % 6] * (float)(1 + (i * 3) % 5) - (float)(i % 4) * 0.125f;
+    for (int i = 0; i < CLT_TF32_PROBE_K * CLT_TF32_PROBE_N; i++)
+        b[i] = ties[(i * 5) % 6] * (float)(1 + (i * 3) % 5) - (float)(i % 4) * 0.125f;
 }
 
 clt_status clt_tf32_probe_run(clt_device *dev, int tc, int *ok)
 {
+    enum { PM = CLT_TF32_PROBE_M, PN = CLT_TF32_PROBE_N, PK = CLT_TF32_PROBE_K };
     float a[PM * PK], b[PK * PN], c[PM * PN];
     double ref[PM * PN];
-    probe_operands(a, b);
+    clt_tf32_probe_operands(a, b);
     *ok = 0;
     char prog[32];
     snprintf(prog, sizeof prog, "tf32_probe -DTC=%d", tc);

@@ -73,6 +73,46 @@ static void test_product(void)
     CHECK(!clt_tf32_matches(2, 2, 3, a, b, c, got), "an fp32 product must not match the TF32 one");
 }
 
+/* Other roundings of the operands (magnitude bits, as tf32.c's). */
+static float round_trunc(float x) { return from_bits(bits(x) & ~0x1fffu); }
+static float round_even(float x)
+{
+    uint32_t u = bits(x);
+    return from_bits((u + 0xfffu + ((u >> 13) & 1)) & ~0x1fffu);
+}
+static float round_none(float x) { return x; }
+
+/* The probe's operands tell cvt.rna from the roundings a device might do
+ * instead: their products miss the host's on most elements. */
+static void test_probe_operands(void)
+{
+    enum { M = CLT_TF32_PROBE_M, N = CLT_TF32_PROBE_N, K = CLT_TF32_PROBE_K };
+    float a[M * K], b[K * N], ra[M * K], rb[K * N];
+    double ref[M * N], alt[M * N];
+    clt_tf32_probe_operands(a, b);
+    clt_tf32_product(M, N, K, a, b, ref);
+    static float (*const other[3])(float) = {round_trunc, round_even, round_none};
+    static const char *const names[3] = {"truncated", "rounded to even", "unrounded"};
+    for (int r = 0; r < 3; r++) {
+        for (int i = 0; i < M * K; i++) ra[i] = other[r](a[i]);
+        for (int i = 0; i < K * N; i++) rb[i] = other[r](b[i]);
+        for (int i = 0; i < M * N; i++) {
+            double s = 0;
+            for (int t = 0; t < K; t++) s += (double)ra[i / N * K + t] * rb[t * N + i % N];
+            alt[i] = s;
+        }
+        int missed = 0;
+        for (int i = 0; i < M * N; i++) {
+            /* element i alone: the 1 x 1 product of its row and column */
+            float row[K], col[K], got = (float)alt[i];
+            for (int t = 0; t < K; t++) row[t] = a[i / N * K + t], col[t] = b[t * N + i % N];
+            missed += !clt_tf32_matches(1, 1, K, row, col, &ref[i], &got);
+        }
+        CHECK(missed > M * N * 3 / 4, "%s operands match the TF32 product on %d of %d elements", names[r],
+              M * N - missed, M * N);
+    }
+}
+
 static void test_probe(void)
 {
     int count = 0;
@@ -113,6 +153,7 @@ int main(void)
 {
     test_round();
     test_product();
+    test_probe_operands();
     test_probe();
     return test_result();
 }

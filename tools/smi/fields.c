@@ -21,7 +21,8 @@ const smi_field smi_fields[] = {
     {"clocks.max", "MHz", FIELD_INT, "maximum clock"},
     {"pci.bus_id", NULL, FIELD_STR, "PCI bus id (N/A unless an extension reports it)"},
     {"uuid", NULL, FIELD_STR, "device UUID (N/A unless cl_khr_device_uuid)"},
-    {"compute_cap", NULL, FIELD_PROBE, "NVIDIA's compute capability, 9.0 for an H100 (N/A elsewhere; opens the device)"},
+    {"compute_cap", NULL, FIELD_PROBE,
+     "NVIDIA's compute capability, 9.0 for an H100 (N/A elsewhere; opens the device)"},
     {"tf32", NULL, FIELD_PROBE, "Yes where the device passed its TF32 tensor-core probe (opens the device)"},
     /* nvidia-smi fields OpenCL cannot know: accepted so that scripts
      * written for nvidia-smi run, and always [N/A] as nvidia-smi prints an
