@@ -2,7 +2,7 @@
  * backward-weights for the LeNet and ResNet-18 (28x28) shapes, for each
  * algorithm (the device settings' lanes / implicit / gemm), on one device.
  *
- *   bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|implicit|gemm|both|all]
+ *   bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|implicit|gemm|winograd|both|all]
  *              [--pass fwd|bwd-data|bwd-weights]... [--peak GFLOPS] [--split]
  *              [--shape n,c,h,w,co,k,s,p]...
  *
@@ -123,9 +123,10 @@ static void bench(clt_device *dev, const shape *sh, const char *algo, int iters,
                   double peak, int split)
 {
     clt_device_settings set = *clt_device_get_settings(dev);
-    set.conv_algo = strcmp(algo, "lanes") == 0 ? CLT_CONV_ALGO_LANES
-                    : strcmp(algo, "gemm") == 0 ? CLT_CONV_ALGO_GEMM
-                                                : CLT_CONV_ALGO_IMPLICIT;
+    set.conv_algo = strcmp(algo, "lanes") == 0      ? CLT_CONV_ALGO_LANES
+                    : strcmp(algo, "gemm") == 0     ? CLT_CONV_ALGO_GEMM
+                    : strcmp(algo, "winograd") == 0 ? CLT_CONV_ALGO_WINOGRAD
+                                                    : CLT_CONV_ALGO_IMPLICIT;
     TRY(clt_device_set_settings(dev, &set));
     int oh = (sh->h + 2 * sh->p - sh->k) / sh->s + 1, ow = (sh->w + 2 * sh->p - sh->k) / sh->s + 1;
     int64_t xs[4] = {sh->n, sh->c, sh->h, sh->w}, ws[4] = {sh->co, sh->c, sh->k, sh->k};
@@ -214,7 +215,7 @@ int main(int argc, char **argv)
             ncustom++;
         } else {
             fprintf(stderr,
-                    "usage: bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|implicit|gemm|both|all] "
+                    "usage: bench_conv [--device I] [--batch N] [--iters K] [--algo lanes|implicit|gemm|winograd|both|all] "
                     "[--pass fwd|bwd-data|bwd-weights]... [--peak GFLOPS] [--split] "
                     "[--shape n,c,h,w,co,k,s,p]...\n");
             return 2;
@@ -222,9 +223,10 @@ int main(int argc, char **argv)
     }
     if (iters < 1) iters = 1;
     if (!passes) passes = (1u << PASSES) - 1;
-    if (strcmp(algo, "lanes") && strcmp(algo, "implicit") && strcmp(algo, "gemm") && strcmp(algo, "both") &&
-        strcmp(algo, "all")) {
-        fprintf(stderr, "--algo wants lanes, implicit, gemm, both (lanes and gemm) or all, not \"%s\"\n", algo);
+    if (strcmp(algo, "lanes") && strcmp(algo, "implicit") && strcmp(algo, "gemm") && strcmp(algo, "winograd") &&
+        strcmp(algo, "both") && strcmp(algo, "all")) {
+        fprintf(stderr, "--algo wants lanes, implicit, gemm, winograd, both (lanes and gemm) or all, not \"%s\"\n",
+                algo);
         return 2;
     }
     clt_device *dev;
@@ -242,6 +244,7 @@ int main(int argc, char **argv)
         if (both || !strcmp(algo, "lanes")) bench(dev, &sh, "lanes", iters, passes, peak, split);
         if (all || !strcmp(algo, "implicit")) bench(dev, &sh, "implicit", iters, passes, peak, split);
         if (both || !strcmp(algo, "gemm")) bench(dev, &sh, "gemm", iters, passes, peak, split);
+        if (all || !strcmp(algo, "winograd")) bench(dev, &sh, "winograd", iters, passes, peak, split);
     }
     clt_device_destroy(dev);
     return 0;

@@ -196,13 +196,20 @@ int clt_conv_fuses_pool(const clt_device *dev, const clt_conv_geom *g, int kind,
     return 0;
 }
 
+/* The algorithm that runs pass with epi: the one a tuner replaced, where
+ * a pooling is fused and that one pools. */
+static const clt_conv_algo *pass_algo(const clt_conv_plan *plan, int pass, const clt_epilogue *epi)
+{
+    return epi && epi->pool && plan->pool_algo[pass] ? plan->pool_algo[pass] : plan->algo[pass];
+}
+
 /* A fused pooling runs where clt_conv_fuses_pool says the layer fuses it,
  * in the algorithm of the pass, which must pool (one may have given way to
  * another where its work buffer exceeds a budget set since). */
 static clt_status check_pooled(const clt_conv_plan *plan, int pass, const clt_epilogue *epi, const char *op)
 {
     if (!epi || !epi->pool) return CLT_OK;
-    const clt_conv_algo *a = plan->algo[pass];
+    const clt_conv_algo *a = pass_algo(plan, pass, epi);
     if (a && a->pools && a->pools(&plan->g, epi->pool)) return CLT_OK;
     static const char *const passes[CLT_CONV_PASSES] = {"forward", "backward-data", "backward-weights"};
     return clt_fail(CLT_ERR_INTERNAL,
@@ -216,7 +223,7 @@ clt_status clt_conv_plan_forward(clt_device *dev, const clt_conv_plan *plan, cl_
 {
     CLT_TRY(check_plan(dev, plan, "conv2d forward"));
     if (!x || !w || !y) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d forward: x, w or y is NULL");
-    const clt_conv_algo *a = plan->algo[CLT_CONV_FWD];
+    const clt_conv_algo *a = pass_algo(plan, CLT_CONV_FWD, epi);
     if (!a) return clt_fail(CLT_ERR_INVALID_ARG, "conv2d forward: the plan does not cover the forward");
     CLT_TRY(check_pooled(plan, CLT_CONV_FWD, epi, "conv2d forward"));
     CLT_TRY(clt_epi_check(epi, 0, "conv2d forward"));
@@ -231,8 +238,8 @@ clt_status clt_conv_plan_backward(clt_device *dev, const clt_conv_plan *plan, cl
     CLT_TRY(clt_epi_check(epi, 1, "conv2d backward"));
     if ((dw && !x) || (dx && !w))
         return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: dw needs x and dx needs w");
-    const clt_conv_algo *data = dx ? plan->algo[CLT_CONV_BWD_DATA] : NULL;
-    const clt_conv_algo *weights = dw ? plan->algo[CLT_CONV_BWD_WEIGHTS] : NULL;
+    const clt_conv_algo *data = dx ? pass_algo(plan, CLT_CONV_BWD_DATA, epi) : NULL;
+    const clt_conv_algo *weights = dw ? pass_algo(plan, CLT_CONV_BWD_WEIGHTS, epi) : NULL;
     if ((dx && !data) || (dw && !weights))
         return clt_fail(CLT_ERR_INVALID_ARG, "conv2d backward: the plan does not cover %s",
                         dx && !data ? "backward-data" : "backward-weights");

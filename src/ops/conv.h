@@ -5,7 +5,7 @@
  * gives gradient SUMS over the batch and overwrites dx, dw, db.
  *
  * A plan holds, for one geometry on one device, the algorithm each pass
- * runs (conv_algo.h: direct, lanes, implicit or gemm) and that algorithm's
+ * runs (conv_algo.h: direct, lanes, implicit, gemm or winograd) and that algorithm's
  * block sizes and chunking. Callers that run the same shape again (a layer) keep a plan;
  * the *_raw calls plan per call. */
 #ifndef CLT_OPS_CONV_H
@@ -28,8 +28,9 @@ typedef struct clt_conv_plan clt_conv_plan;
 
 /* The algorithm the settings force (clt_device_settings' conv_algo, from
  * CLTRAIN_CONV_ALGO: ops/conv_algos.c); AUTO: lanes on CPU devices,
- * implicit and gemm elsewhere. */
-enum { CLT_CONV_ALGO_AUTO, CLT_CONV_ALGO_LANES, CLT_CONV_ALGO_GEMM, CLT_CONV_ALGO_IMPLICIT };
+ * implicit and gemm elsewhere; WINOGRAD: winograd where it runs the shape
+ * (3x3, stride 1), AUTO's choice elsewhere. */
+enum { CLT_CONV_ALGO_AUTO, CLT_CONV_ALGO_LANES, CLT_CONV_ALGO_GEMM, CLT_CONV_ALGO_IMPLICIT, CLT_CONV_ALGO_WINOGRAD };
 
 /* Fills oh/ow and checks the geometry (error names the sizes). */
 clt_status clt_conv_geom_init(clt_conv_geom *g, int n, int c, int h, int w, int co, int k,
@@ -59,7 +60,7 @@ clt_status clt_conv_plan_ensure_passes(clt_device *dev, const clt_conv_geom *g, 
 clt_status clt_conv_plan_ensure(clt_device *dev, const clt_conv_geom *g, clt_conv_plan **plan);
 void clt_conv_plan_destroy(clt_conv_plan *plan);
 /* The name of the algorithm that runs pass `pass` (CLT_CONV_FWD...):
- * "direct", "lanes", "implicit" or "gemm"; NULL for an unplanned pass. */
+ * "direct", "lanes", "implicit", "gemm" or "winograd"; NULL for an unplanned pass. */
 const char *clt_conv_plan_algo(const clt_conv_plan *plan, int pass);
 /* The algorithm and how it runs the pass (its kernel configuration, and
  * whether a tuner chose it: "lanes vw8 rm6 nv2 tuned"), into buf; "" for

@@ -7,6 +7,9 @@
  *  implicit (conv_implicit.c) GPUs: tiled products gathering their
  *          operands from the NCHW tensors (no im2col).
  *  gemm    (conv_gemm.c) GPUs and accelerators: im2col + CLBlast SGEMM.
+ *  winograd (conv_winograd.c) 3x3 stride-1 layers by minimal filtering,
+ *          on any device: only where its tuner measured it faster, or
+ *          forced (CLTRAIN_CONV_ALGO=winograd; then offered first).
  *
  * conv.c plans through the table alone, naming no algorithm: for the
  * forward, then for the two backward passes, it offers the passes still
@@ -91,6 +94,19 @@ typedef struct clt_conv_implicit_params {
     size_t part_elems;  /* floats of the slices' partial matrices (0 with one slice) */
 } clt_conv_implicit_params;
 
+/* One pass's Winograd configuration: wm outputs per tile side (2:
+ * F(2x2,3x3), 4: F(4x4,3x3)), and chunks of 16 images (the lanes) at cp
+ * tile positions, as many as keep a chunk's transformed tensors within
+ * kib KiB (at least one). */
+typedef struct clt_conv_winograd_cfg {
+    int wm, cp, kib;
+} clt_conv_winograd_cfg;
+
+typedef struct clt_conv_winograd_params {
+    clt_conv_winograd_cfg cfg[CLT_CONV_PASSES]; /* per pass; wm 0 for passes not planned */
+    int tuned[CLT_CONV_PASSES];                 /* cfg came from its tuner (measured or cached) */
+} clt_conv_winograd_params;
+
 typedef struct clt_conv_algo clt_conv_algo;
 
 struct clt_conv_plan {
@@ -103,7 +119,12 @@ struct clt_conv_plan {
     clt_conv_direct_params direct;
     clt_conv_gemm_params gemm;
     clt_conv_implicit_params implicit;
+    clt_conv_winograd_params winograd;
     int gpu_tuned[CLT_CONV_PASSES]; /* the pass's algorithm and tile came from the GPU tuner */
+    /* Where a tuner gave the pass to an algorithm that does not pool, the
+     * one it replaced where that one pools g: it runs the pass when a
+     * pooling is fused (a net decides that at creation, by the rule). */
+    const clt_conv_algo *pool_algo[CLT_CONV_PASSES];
 };
 
 struct clt_conv_algo {
@@ -143,15 +164,34 @@ struct clt_conv_algo {
 };
 
 /* Every algorithm, in the order their tuners run. */
-#define CLT_CONV_ALGOS 4
+#define CLT_CONV_ALGOS 5
 extern const clt_conv_algo *const clt_conv_algos[CLT_CONV_ALGOS];
 /* The algorithms dev offers passes to, in turn (conv_algos.c): direct,
  * lanes, gemm on a device that runs lanes (clt_conv_uses_lanes);
- * implicit, gemm elsewhere; gemm alone where the settings force it.
+ * implicit, gemm elsewhere; gemm alone where the settings force it;
+ * winograd before the device's own where they force it.
  * Returns the count. */
 size_t clt_conv_offered(const clt_device *dev, const clt_conv_algo *const **order);
 
-extern const clt_conv_algo clt_conv_direct, clt_conv_lanes, clt_conv_implicit, clt_conv_gemm;
+extern const clt_conv_algo clt_conv_direct, clt_conv_lanes, clt_conv_implicit, clt_conv_gemm, clt_conv_winograd;
+
+/* Winograd's configuration where CLTRAIN_CONV_ALGO=winograd forces it
+ * untuned: F(2x2,3x3) (the tighter error bound), chunks of 4 MiB. */
+#define CLT_CONV_WINOGRAD_RULE_WM 2
+#define CLT_CONV_WINOGRAD_RULE_KIB 4096
+/* Gives pass of plan to winograd with tiles wm and chunks of kib KiB; 0,
+ * the plan unchanged, where it cannot run the shape or its work buffer
+ * does not fit. */
+int clt_conv_winograd_use(const clt_device *dev, clt_conv_plan *plan, int pass, int wm, int kib);
+/* A configuration as text ("f2 ck4096"). */
+void clt_conv_winograd_format(const clt_conv_winograd_cfg *c, char *buf, size_t cap);
+/* Its tuner (conv_winograd_tune.c), which runs after the others: each
+ * pass that winograd could run, planned with lanes, implicit or gemm
+ * (algorithm auto) or with winograd (forced), takes the choice kept for
+ * the device and shape, else the fastest of that plan as tuned and
+ * winograd's configurations, timed and kept (CLTRAIN_TUNE as for the
+ * others: off, the rule's choice, never winograd unless forced). */
+clt_status clt_conv_winograd_tune(clt_device *dev, clt_conv_plan *plan);
 
 /* The direct kernels' tuner (conv_direct_tune.c): whether the forward's
  * program knows the kernel size, and the weight gradient's block of output
@@ -200,6 +240,14 @@ clt_status clt_conv_pass_bufs_make(clt_device *dev, const clt_conv_geom *g, int 
 void clt_conv_pass_bufs_free(clt_conv_pass_bufs *b);
 /* Enqueues one run of pass as plan has it on those tensors. */
 clt_status clt_conv_run_pass(clt_device *dev, const clt_conv_plan *plan, int pass, const clt_conv_pass_bufs *b);
+/* Times pass of each plan t[i] whose ok[i] on zeros of the real shape
+ * (conv_time.c; at most CLT_CONV_TIMED_MAX), logging each as names[i];
+ * one that fails to build or run is logged and dropped (ok[i] = 0), a
+ * lost device ends it. *best: the fastest, -1 where none ran, the tensors
+ * did not fit or an interrupt cut it short. */
+#define CLT_CONV_TIMED_MAX 12
+clt_status clt_conv_time_plans(clt_device *dev, int pass, const clt_conv_plan *t, int *ok, const char *const *names,
+                               int n, int *best);
 
 /* Shared by the algorithms (conv_common.c). */
 static inline size_t clt_conv_round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }

@@ -1,5 +1,6 @@
 /* The convolution's algorithms as a list, and the settings that choose
- * among them: CLTRAIN_CONV_ALGO (the algorithm a device runs),
+ * among them: CLTRAIN_CONV_ALGO (the algorithm a device runs; winograd
+ * for the shapes it runs, the device's own choice for the rest),
  * CLTRAIN_CONV_BUDGET (its work buffer's limit) and CLTRAIN_CONV_BWDW (a
  * forced lanes backward-weights block). conv.c plans and dispatches through
  * the list and its entries (conv_algo.h) without naming an algorithm.
@@ -40,7 +41,8 @@ static int bwdw_known(int a, int b)
 static const struct {
     const char *name;
     int algo;
-} algo_names[] = {{"lanes", CLT_CONV_ALGO_LANES}, {"implicit", CLT_CONV_ALGO_IMPLICIT}, {"gemm", CLT_CONV_ALGO_GEMM}};
+} algo_names[] = {{"lanes", CLT_CONV_ALGO_LANES}, {"implicit", CLT_CONV_ALGO_IMPLICIT}, {"gemm", CLT_CONV_ALGO_GEMM},
+                  {"winograd", CLT_CONV_ALGO_WINOGRAD}};
 
 static clt_status parse_algo(const char *e, clt_device_settings *s)
 {
@@ -49,7 +51,7 @@ static clt_status parse_algo(const char *e, clt_device_settings *s)
             s->conv_algo = algo_names[i].algo;
             return CLT_OK;
         }
-    return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_ALGO=\"%s\": expected lanes, implicit or gemm", e);
+    return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_ALGO=\"%s\": expected lanes, implicit, gemm or winograd", e);
 }
 
 static clt_status parse_budget(const char *e, clt_device_settings *s)
@@ -91,8 +93,9 @@ clt_status clt_op_settings_from_env(clt_device_settings *s)
 
 clt_status clt_op_settings_check(const clt_device_settings *s, const char *op)
 {
-    if (s->conv_algo < CLT_CONV_ALGO_AUTO || s->conv_algo > CLT_CONV_ALGO_IMPLICIT)
-        return clt_fail(CLT_ERR_INVALID_ARG, "%s: conv_algo %d (CLTRAIN_CONV_ALGO): expected auto, lanes, implicit or gemm",
+    if (s->conv_algo < CLT_CONV_ALGO_AUTO || s->conv_algo > CLT_CONV_ALGO_WINOGRAD)
+        return clt_fail(CLT_ERR_INVALID_ARG,
+                        "%s: conv_algo %d (CLTRAIN_CONV_ALGO): expected auto, lanes, implicit, gemm or winograd",
                         op, s->conv_algo);
     char want[160];
     if ((s->conv_bwdw_a || s->conv_bwdw_b) && !bwdw_known(s->conv_bwdw_a, s->conv_bwdw_b))
@@ -105,25 +108,28 @@ clt_status clt_conv_uses_lanes(const clt_device *dev, int *yes)
 {
     if (!dev || !yes) return clt_fail(CLT_ERR_INVALID_ARG, "clt_conv_uses_lanes: NULL argument");
     int algo = clt_device_get_settings(dev)->conv_algo;
-    if (algo == CLT_CONV_ALGO_AUTO)
+    if (algo == CLT_CONV_ALGO_AUTO || algo == CLT_CONV_ALGO_WINOGRAD) /* winograd: AUTO's for other shapes */
         algo = clt_device_get_info(dev)->type == CLT_DEVICE_CPU ? CLT_CONV_ALGO_LANES : CLT_CONV_ALGO_IMPLICIT;
     *yes = algo == CLT_CONV_ALGO_LANES;
     return CLT_OK;
 }
 
+/* winograd's tuner last: it times the others' tuned choices */
 const clt_conv_algo *const clt_conv_algos[CLT_CONV_ALGOS] = {&clt_conv_lanes, &clt_conv_direct, &clt_conv_implicit,
-                                                            &clt_conv_gemm};
+                                                            &clt_conv_gemm, &clt_conv_winograd};
 
 size_t clt_conv_offered(const clt_device *dev, const clt_conv_algo *const **order)
 {
-    static const clt_conv_algo *const lanes_order[] = {&clt_conv_direct, &clt_conv_lanes, &clt_conv_gemm};
-    static const clt_conv_algo *const gpu_order[] = {&clt_conv_implicit, &clt_conv_gemm};
+    /* forced winograd: first, then the device's own order (skipping it) */
+    static const clt_conv_algo *const lanes_order[] = {&clt_conv_winograd, &clt_conv_direct, &clt_conv_lanes,
+                                                       &clt_conv_gemm};
+    static const clt_conv_algo *const gpu_order[] = {&clt_conv_winograd, &clt_conv_implicit, &clt_conv_gemm};
     static const clt_conv_algo *const gemm_order[] = {&clt_conv_gemm};
-    int lanes = 0;
+    int lanes = 0, algo = clt_device_get_settings(dev)->conv_algo, skip = algo != CLT_CONV_ALGO_WINOGRAD;
     clt_conv_uses_lanes(dev, &lanes);
-    *order = gpu_order;
-    size_t n = sizeof gpu_order / sizeof *gpu_order;
-    if (lanes) *order = lanes_order, n = sizeof lanes_order / sizeof *lanes_order;
-    else if (clt_device_get_settings(dev)->conv_algo == CLT_CONV_ALGO_GEMM) *order = gemm_order, n = 1;
+    *order = gpu_order + skip;
+    size_t n = sizeof gpu_order / sizeof *gpu_order - (size_t)skip;
+    if (lanes) *order = lanes_order + skip, n = sizeof lanes_order / sizeof *lanes_order - (size_t)skip;
+    else if (algo == CLT_CONV_ALGO_GEMM) *order = gemm_order, n = 1;
     return n;
 }

@@ -8,15 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/clock.h"
 #include "ops/conv_algo.h"
 #include "runtime/launch.h"
 #include "runtime/tune_cache.h"
 
 #define MAX_CANDIDATES (1 + CLT_CONV_IMPLICIT_TILES) /* gemm and every tile */
-#define ROUNDS 3
-#define RUNS 3 /* back to back per timing: GPU passes are short */
-
 
 /* A candidate: gemm, or implicit with a tile. */
 typedef struct choice {
@@ -58,19 +54,6 @@ static int parse_choice(const char *v, int with_gemm, choice *c)
     return !strncmp(v, "implicit ", 9) && clt_conv_implicit_parse(v + 9, &c->cfg);
 }
 
-/* Seconds of RUNS runs of pass with t (first: one untimed run before, which builds its programs). */
-static clt_status time_choice(clt_device *dev, const clt_conv_plan *t, int pass, const clt_conv_pass_bufs *b, int first,
-                              double *seconds)
-{
-    if (first) CLT_TRY(clt_conv_run_pass(dev, t, pass, b));
-    CLT_TRY(clt_device_finish(dev));
-    double t0 = clt_now();
-    for (int i = 0; i < RUNS; i++) CLT_TRY(clt_conv_run_pass(dev, t, pass, b));
-    CLT_TRY(clt_device_finish(dev));
-    *seconds = (clt_now() - t0) / RUNS;
-    return CLT_OK;
-}
-
 /* The candidates for pass: gemm first (when with_gemm), then implicit's tiles. */
 static int candidates(const clt_device *dev, const clt_conv_geom *g, int pass, int with_gemm, choice *out)
 {
@@ -81,65 +64,22 @@ static int candidates(const clt_device *dev, const clt_conv_geom *g, int pass, i
     return n;
 }
 
-/* The fastest candidate that runs, into *best (0 when none did): the best
- * of ROUNDS timings each, in rounds over the candidates, so that a burst of
- * other work slows one timing of each rather than every timing of one. A
- * candidate that fails to build or run is logged and dropped; a lost
- * device ends the tuning. */
+/* The fastest candidate that runs, into *best (*found 0 when none did). */
 static clt_status measure(clt_device *dev, const clt_conv_plan *plan, int pass, int with_gemm, choice *best,
                           int *found)
 {
     choice cand[MAX_CANDIDATES];
     clt_conv_plan t[MAX_CANDIDATES];
-    double best_s[MAX_CANDIDATES];
-    int ok[MAX_CANDIDATES], n = candidates(dev, &plan->g, pass, with_gemm, cand);
+    char names[MAX_CANDIDATES][CLT_TUNE_VALUE_MAX];
+    const char *name[MAX_CANDIDATES];
+    int ok[MAX_CANDIDATES], n = candidates(dev, &plan->g, pass, with_gemm, cand), at = -1;
     for (int i = 0; i < n; i++) {
         t[i] = *plan;
         ok[i] = apply(dev, &t[i], pass, &cand[i]);
+        format_choice(&cand[i], names[i], sizeof names[i]);
+        name[i] = names[i];
     }
-    clt_conv_pass_bufs b;
-    size_t scratch_before = clt_device_scratch_size(dev);
-    clt_status s = clt_conv_pass_bufs_make(dev, &plan->g, pass, &b);
-    if (s != CLT_OK) {
-        /* no room for a second set of tensors: the rule's choice stays */
-        clt_device_log(dev, 0, "tuning device %d: %s not timed: %s", clt_device_get_info(dev)->index,
-                       clt_conv_pass_names[pass], clt_last_error());
-        clt_clear_error();
-        *found = 0;
-        return CLT_OK;
-    }
-    for (int r = 0; r < ROUNDS && s != CLT_ERR_DEVICE_LOST && !clt_device_interrupted(dev); r++) {
-        for (int i = 0; i < n && !clt_device_interrupted(dev); i++) {
-            if (!ok[i]) continue;
-            double secs = 0;
-            s = time_choice(dev, &t[i], pass, &b, r == 0, &secs);
-            if (s == CLT_ERR_DEVICE_LOST) break;
-            if (s == CLT_OK && (r == 0 || secs < best_s[i])) best_s[i] = secs;
-            if (s == CLT_OK && r < ROUNDS - 1) continue;
-            char name[CLT_TUNE_VALUE_MAX];
-            format_choice(&cand[i], name, sizeof name);
-            if (s != CLT_OK) {
-                clt_device_log(dev, 0, "tuning device %d: %s %s skipped: %s", clt_device_get_info(dev)->index,
-                               clt_conv_pass_names[pass], name, clt_last_error());
-                clt_clear_error();
-                ok[i] = 0;
-                s = CLT_OK;
-            } else {
-                clt_device_log(dev, 0, "tuning device %d: %s %s: %.3f ms", clt_device_get_info(dev)->index,
-                               clt_conv_pass_names[pass], name, best_s[i] * 1e3);
-            }
-        }
-    }
-    clt_conv_pass_bufs_free(&b);
-    if (s == CLT_ERR_DEVICE_LOST) return s;
-    /* gemm's timing grew the scratch buffer (its im2col matrix): give the
-     * memory back; the algorithm that runs grows it again if it needs it */
-    if (clt_device_scratch_size(dev) > scratch_before) clt_device_scratch_release(dev);
-    *found = 0;
-    if (clt_device_interrupted(dev)) return CLT_OK; /* cut short: no choice */
-    int at = -1;
-    for (int i = 0; i < n; i++)
-        if (ok[i] && (at < 0 || best_s[i] < best_s[at])) at = i;
+    CLT_TRY(clt_conv_time_plans(dev, pass, t, ok, name, n, &at));
     *found = at >= 0;
     if (at >= 0) *best = cand[at];
     return CLT_OK;
@@ -151,7 +91,7 @@ clt_status clt_conv_gpu_tune(clt_device *dev, clt_conv_plan *plan)
     CLT_TRY(clt_conv_uses_lanes(dev, &lanes));
     /* AUTO: with a cache to keep the result; a forced gemm has nothing to choose */
     if (lanes || algo == CLT_CONV_ALGO_GEMM || !clt_tune_wanted(dev, 0)) return CLT_OK;
-    int with_gemm = algo == CLT_CONV_ALGO_AUTO;
+    int with_gemm = algo == CLT_CONV_ALGO_AUTO || algo == CLT_CONV_ALGO_WINOGRAD; /* winograd: AUTO elsewhere */
     const clt_conv_geom *g = &plan->g;
     for (int p = 0; p < CLT_CONV_PASSES; p++) {
         if ((plan->algo[p] != &clt_conv_implicit && plan->algo[p] != &clt_conv_gemm) || plan->gpu_tuned[p]) continue;

@@ -210,7 +210,7 @@ clt_status clt_conv_lanes_tune(clt_device *dev, clt_conv_plan *plan)
     clt_conv_lanes_params *lp = &plan->lanes;
     unsigned mask = 0;
     for (int p = 0; p < CLT_CONV_PASSES; p++)
-        if (plan->algo[p] == &clt_conv_lanes) mask |= CLT_CONV_PASS(p);
+        if (plan->algo[p] == &clt_conv_lanes || plan->pool_algo[p] == &clt_conv_lanes) mask |= CLT_CONV_PASS(p);
     for (int p = 0; p < CLT_CONV_PASSES; p++) {
         if (!(mask & CLT_CONV_PASS(p)) || lp->tuned[p]) continue;
         /* CLTRAIN_CONV_BWDW forces the backward-weights block: nothing to measure. */

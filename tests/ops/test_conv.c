@@ -35,17 +35,21 @@
 #define TOL 1e-4
 
 static uint64_t rng = 0xc0417e57ull;
-static const char *const algos[] = {"lanes", "gemm", "implicit"};
+/* winograd: forced, where it runs the shape (3x3, stride 1; lanes' or
+ * implicit's choice elsewhere); test_conv_winograd.c has its variants */
+static const char *const algos[] = {"lanes", "gemm", "implicit", "winograd"};
 #define N_ALGOS (int)(sizeof algos / sizeof *algos)
+#define N_PLAN_ALGOS 3 /* those test_plan names as the plan's choice for every shape */
 
 /* Settings of dev with one field changed (the tests pass settings, not
  * the environment, which is read once when a device opens). */
 static void set_algo(clt_device *dev, const char *a)
 {
     clt_device_settings s = *clt_device_get_settings(dev);
-    s.conv_algo = strcmp(a, "lanes") == 0 ? CLT_CONV_ALGO_LANES
-                  : strcmp(a, "gemm") == 0 ? CLT_CONV_ALGO_GEMM
-                                           : CLT_CONV_ALGO_IMPLICIT;
+    s.conv_algo = strcmp(a, "lanes") == 0      ? CLT_CONV_ALGO_LANES
+                  : strcmp(a, "gemm") == 0     ? CLT_CONV_ALGO_GEMM
+                  : strcmp(a, "winograd") == 0 ? CLT_CONV_ALGO_WINOGRAD
+                                               : CLT_CONV_ALGO_IMPLICIT;
     REQUIRE_OK(clt_device_set_settings(dev, &s));
 }
 
@@ -564,7 +568,7 @@ static void test_plan(clt_device *dev, clt_device *dev1)
     static const int shapes[3][8] = {
         {8, 1, 28, 28, 20, 3, 1, 0}, {8, 20, 13, 13, 50, 5, 1, 0}, {8, 16, 14, 14, 32, 1, 2, 0}};
     clt_conv_plan *plan = NULL;
-    for (int a = 0; a < N_ALGOS; a++) {
+    for (int a = 0; a < N_PLAN_ALGOS; a++) {
         set_algo(dev, algos[a]);
         for (int i = 0; i < 3; i++) {
             const int *v = shapes[i];
@@ -592,7 +596,7 @@ static void test_plan(clt_device *dev, clt_device *dev1)
     REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
     CHECK(plan == kept && strcmp(clt_conv_plan_algo(plan, CLT_CONV_FWD), "lanes") == 0,
           "the plan was not kept");
-    for (int a = 0; a < N_ALGOS; a++) {
+    for (int a = 0; a < N_PLAN_ALGOS; a++) {
         set_algo(dev, algos[a]);
         REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
         CHECK(strcmp(clt_conv_plan_algo(plan, CLT_CONV_BWD_DATA), algos[a]) == 0,
@@ -609,7 +613,7 @@ static void test_plan(clt_device *dev, clt_device *dev1)
     /* Passes are planned where first needed: the forward alone, then
      * backward-weights alone (a first layer's backward), then backward-data
      * into the same plan. */
-    for (int a = 0; a < N_ALGOS; a++) {
+    for (int a = 0; a < N_PLAN_ALGOS; a++) {
         set_algo(dev, algos[a]);
         clt_conv_plan *lazy = NULL;
         REQUIRE_OK(clt_conv_plan_ensure_passes(dev, &g, CLT_CONV_PASS(CLT_CONV_FWD), &lazy));
@@ -1130,6 +1134,8 @@ static void run_fd(const op_env *e)
         test_fd_device(e->dev, algos[a], 1, 0);
         test_fd_device(e->dev, algos[a], 2, 1);
     }
+    test_fd_device(e->dev, "winograd", 1, 0);
+    test_fd_device(e->dev, "winograd", 1, 1);
 }
 
 static void run_deterministic(const op_env *e) { test_deterministic(e->dev); }

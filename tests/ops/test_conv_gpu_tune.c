@@ -26,15 +26,20 @@
 
 static char dir[256];
 
+/* timed: the GPU tuner's timings; wino: the winograd tuner's, which runs
+ * after it on this 3x3 stride-1 shape (its tests: test_conv_winograd.c) */
 typedef struct log_count {
-    int notices, timed;
+    int notices, timed, wino;
 } log_count;
 
 static void count_log(void *user, int level, const char *msg)
 {
     log_count *c = user;
     if (level == 1 && strstr(msg, "tuning the convolution kernels")) c->notices++;
-    if (level == 0 && strstr(msg, "tuning device") && !strstr(msg, "skipped")) c->timed++;
+    if (level == 0 && strstr(msg, "tuning device") && !strstr(msg, "skipped")) {
+        if (strstr(msg, "winograd")) c->wino++;
+        else c->timed++;
+    }
 }
 
 static clt_device *open_dev_tf32(int algo, int tune, int tf32, log_count *lc)
@@ -181,6 +186,8 @@ static void test_tune_and_reuse(void)
     int nt = tiles(dev);
     CHECK(nt >= 5 && lc.notices == 1 && lc.timed == 3 * (1 + nt), "notices %d, timed %d (want 1, %d)", lc.notices,
           lc.timed, 3 * (1 + nt));
+    /* the tuned choice and F(2x2) and F(4x4) in three chunk sizes, per pass */
+    CHECK(lc.wino == 3 * 7, "winograd's tuner timed %d (want 21)", lc.wino);
     char desc[128];
     clt_conv_plan_describe(tuned, CLT_CONV_BWD_WEIGHTS, desc, sizeof desc);
     CHECK(strstr(desc, " tuned") != NULL, "describe: %s", desc);
@@ -191,8 +198,8 @@ static void test_tune_and_reuse(void)
     /* Another device object: the choices from the file, nothing timed. */
     dev = open_dev(CLT_CONV_ALGO_AUTO, CLT_TUNE_AUTO, &lc);
     clt_conv_plan *again = plan_for(dev);
-    CHECK(all_tuned(again, 1) && same_choices(tuned, again) && lc.timed == 0 && lc.notices == 0,
-          "the kept choices were timed again (%d)", lc.timed);
+    CHECK(all_tuned(again, 1) && same_choices(tuned, again) && lc.timed == 0 && lc.wino == 0 && lc.notices == 0,
+          "the kept choices were timed again (%d, %d)", lc.timed, lc.wino);
     clt_conv_plan_destroy(again);
 
     /* A damaged value: timed again, and a valid one kept. */

@@ -70,6 +70,14 @@ void bench_case_shape(const clt_op_case *c, char *buf, size_t cap)
     }
 }
 
+double bench_case_own_flop(const clt_op_case *c, const char *kernel)
+{
+    int m;
+    if (c->kind != CLT_OP_CONV || sscanf(kernel, "winograd f%d", &m) != 1 || m < 1) return 0;
+    double tiles = (double)((c->oh + m - 1) / m) * ((c->ow + m - 1) / m);
+    return 2.0 * c->n * tiles * (m + 2) * (m + 2) * (double)c->c * c->co;
+}
+
 void bench_case_work(const clt_device *dev, const clt_op_case *c, int pass, double *flop, double *bytes)
 {
     double n = c->n, in = (double)c->n * c->c * c->h * c->w;

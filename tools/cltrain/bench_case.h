@@ -15,6 +15,10 @@ void bench_case_shape(const clt_op_case *c, char *buf, size_t cap);
 /* Work of one call of pass `pass` on dev: FLOPs for compute ops, else
  * bytes that must move (one of them is 0). */
 void bench_case_work(const clt_device *dev, const clt_op_case *c, int pass, double *flop, double *bytes);
+/* The FLOPs of the products of a convolution pass that `kernel` (its
+ * description) says runs winograd F(m x m, 3x3): (m + 2)^2 per tile and
+ * channel pair, x 2; 0 for any other algorithm. */
+double bench_case_own_flop(const clt_op_case *c, const char *kernel);
 
 /* Buffers for the case on dev, filled with uniform values. */
 clt_status bench_case_create(clt_device *dev, const clt_op_case *c, bench_case **out);

@@ -108,6 +108,7 @@ static int bench_op(clt_device *dev, bench_device *d, const bench_model *m, cons
             r->ms = 1e3 * sec;
             bench_case_kernel(bc, p, r->kernel, sizeof r->kernel);
             bench_case_work(dev, c, p, &r->flop, &r->bytes);
+            r->own_flop = bench_case_own_flop(c, r->kernel);
         }
     }
     bench_case_destroy(bc);

@@ -53,6 +53,7 @@ typedef struct bench_row {
     char kernel[48]; /* conv and dense: the algorithm and its configuration */
     int batch, calls;
     double ms, flop, bytes; /* per call; flop > 0 for compute ops */
+    double own_flop;        /* winograd: the algorithm's own multiply-adds x 2 (flop counts every tap); else 0 */
     char error[320];
 } bench_row;
 

@@ -34,8 +34,12 @@ static void print_row_text(const bench_row *r, const bench_peaks *p)
     else snprintf(rate, sizeof rate, "%9.2f GB/s   ", r->bytes * per_s * 1e-9);
     if (isfinite(f)) snprintf(pct, sizeof pct, "%6.1f%%", 100 * f);
     else snprintf(pct, sizeof pct, "%7s", "-");
-    char tail[400];
-    snprintf(tail, sizeof tail, "%s%s%s", r->kernel, r->kernel[0] && r->note ? "; " : "", r->note ? r->note : "");
+    char tail[400], own[64] = "";
+    if (r->own_flop > 0) /* the rate in the algorithm's own multiplies beside the direct-equivalent one */
+        snprintf(own, sizeof own, "; own %.1f GFLOP/s %.1f%%", r->own_flop * per_s * 1e-9,
+                 p->fma_gflops > 0 ? 100 * r->own_flop * per_s * 1e-9 / p->fma_gflops : NAN);
+    snprintf(tail, sizeof tail, "%s%s%s%s", r->kernel, own, (r->kernel[0] || own[0]) && r->note ? "; " : "",
+             r->note ? r->note : "");
     if (tail[0])
         printf("%-10s %-17s %-32s %10.3f %s %s %-4s  %s\n", r->op, r->pass, r->shape, r->ms, rate, pct,
                r->flop > 0 ? "fma" : "copy", tail);
@@ -155,6 +159,7 @@ void bench_report_json(const bench_device *res, int n, const bench_opts *o)
             json_num("flop", r->flop > 0 ? r->flop : NAN, 1);
             json_num("bytes", r->flop > 0 ? NAN : r->bytes, 1);
             json_num("gflop_per_s", r->flop > 0 && !r->error[0] ? r->flop * per_s * 1e-9 : NAN, 1);
+            json_num("own_gflop_per_s", r->own_flop > 0 && !r->error[0] ? r->own_flop * per_s * 1e-9 : NAN, 1);
             json_num("gb_per_s", r->flop > 0 || r->error[0] ? NAN : r->bytes * per_s * 1e-9, 1);
             printf("\"peak\": \"%s\", ", r->flop > 0 ? "fma" : "copy");
             json_num("fraction_of_peak", frac_of(r, p), r->kernel[0] || r->note || r->error[0]);

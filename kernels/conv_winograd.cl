@@ -1,0 +1,315 @@
+/* The "winograd" algorithm's kernels (src/ops/conv_winograd.c): 3x3
+ * stride-1 convolutions by minimal filtering F(WM x WM, 3x3) (Lavin and
+ * Gray, 2015). A tile of WM x WM outputs reads an A x A input patch
+ * (A = WM + 2); in the transform domain the convolution is E = A*A
+ * independent products over the channels, M[e] = U[e] V[e], so a tile
+ * costs E multiplies per channel pair instead of 9*WM*WM. Per pass:
+ *
+ * forward / backward-data (a forward of dy with the flipped, transposed
+ * filter): U = G g G^T (conv_winograd_filter), V = B^T d B
+ * (conv_winograd_input), the products (conv_winograd_product) and
+ * Y = A^T M A (conv_winograd_output, with bias and ReLU);
+ * backward-weights, the adjoint of the forward's tile arithmetic: V of x,
+ * D = A dY A^T of dy (conv_winograd_dy), dU[e] = D[e] V[e]^T summed over
+ * tiles (conv_winograd_wprod), dw = G^T dU G (conv_winograd_filter_grad).
+ *
+ * Tiles are the vector lanes, the lanes idea: tile t of a chunk is image
+ * g0 + t % 16 at tile position p0 + t / 16 (16 images per position, zeros
+ * past the batch), so every transform works on float16 vectors whose
+ * lanes share their bounds and arithmetic. V and D are blocked by BW tiles
+ * ([e][tile block][channel][BW]) so the
+ * products' channel loops walk memory contiguously; so is U (RP:
+ * the output channels padded to RM, zeros beyond) blocked by RM channels,
+ * [e][RP/RM][K][RM], M [e][RP][TP]. The
+ * products are the lanes kernels' rank-1 update with the tiles as the
+ * vector lanes (CPU devices). Built with -DWM (2 or 4), and -DRM -DNV
+ * (forward product) or -DWA -DWB (weight product). */
+#ifndef WM
+#define WM 2
+#endif
+#define A (WM + 2)
+#define E (A * A)
+#define VW 16
+
+#if WM == 2
+__constant float BT[A][A] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+__constant float G[A][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
+__constant float AT[WM][A] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+#elif WM == 4
+__constant float BT[A][A] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                             {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+__constant float G[A][3] = {{1.0f / 4, 0, 0},
+                            {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                            {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                            {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                            {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                            {0, 0, 1}};
+__constant float AT[WM][A] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+#else
+#error "WM must be 2 or 4"
+#endif
+
+/* The matrices by (row, column), plain and transposed, for the products below. */
+#define BT_(i, k) BT[i][k]
+#define BTT(i, k) BT[k][i]
+#define AT_(i, k) AT[i][k]
+#define ATT(i, k) AT[k][i]
+#define G_(i, k) G[i][k]
+#define GT_(i, k) G[k][i]
+/* The transforms' small products with a constant matrix m (an accessor
+ * above), k ascending, the zero coefficients skipped (they fold away once
+ * unrolled): LEFT: out[i][j] = sum over k < n of m(i, k) in[k][j]; RIGHT:
+ * out[i][j] = sum over k < n of in[i][k] m(k, j); i < rows, j < cols. */
+#define LEFT(T, out, m, in, rows, n, cols)                                                         \
+    _Pragma("unroll") for (int i_ = 0; i_ < (rows); i_++)                                          \
+        _Pragma("unroll") for (int j_ = 0; j_ < (cols); j_++)                                      \
+    {                                                                                              \
+        T a_ = 0.0f;                                                                               \
+        _Pragma("unroll") for (int k_ = 0; k_ < (n); k_++) if (m(i_, k_) != 0.0f) a_ += m(i_, k_) * in[k_][j_]; \
+        out[i_][j_] = a_;                                                                          \
+    }
+#define RIGHT(T, out, in, m, rows, n, cols)                                                        \
+    _Pragma("unroll") for (int i_ = 0; i_ < (rows); i_++)                                          \
+        _Pragma("unroll") for (int j_ = 0; j_ < (cols); j_++)                                      \
+    {                                                                                              \
+        T a_ = 0.0f;                                                                               \
+        _Pragma("unroll") for (int k_ = 0; k_ < (n); k_++) if (m(k_, j_) != 0.0f) a_ += in[i_][k_] * m(k_, j_); \
+        out[i_][j_] = a_;                                                                          \
+    }
+
+#define LN 16 /* images per tile position: the lanes */
+
+/* Where tile position pos lies: first row and column. */
+INLINE void tile_at(int pos, int TW, int *ty, int *tx)
+{
+    *ty = pos / TW * WM;
+    *tx = pos % TW * WM;
+}
+
+/* A chunk's tile t, channel ch, element e of a blocked layout. */
+INLINE size_t blocked(int e, int t, int ch, int TB, int K, int BW)
+{
+    return (((size_t)e * TB + t / BW) * K + ch) * BW + t % BW;
+}
+
+/* Element (y, x) of a plane of nl images (LN lanes; base: the first,
+ * stride floats apart), zero outside the plane and past nl, through the
+ * ReLU's derivative where relu (ym: the forward's output). The reads are
+ * clamped into the tensor and the zeros selected after, so the lanes' 16
+ * loads carry no branches. */
+INLINE float16 lanes_at(__global const float *p, __global const float *ym, int relu, size_t base, size_t stride, int y,
+                        int x, int H, int W, int nl)
+{
+    int in = nl > 0 && y >= 0 && y < H && x >= 0 && x < W, last = max(nl, 1) - 1;
+    size_t at = base + (size_t)clamp(y, 0, H - 1) * W + clamp(x, 0, W - 1);
+    float v[LN];
+#pragma unroll
+    for (int l = 0; l < LN; l++) v[l] = p[at + min(l, last) * stride];
+    int16 keep = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) < (int16)(in ? nl : 0);
+    if (relu) {
+#pragma unroll
+        for (int l = 0; l < LN; l++) v[l] = ym[at + min(l, last) * stride] > 0.0f ? v[l] : 0.0f;
+    }
+    return select((float16)0.0f, vload16(0, v), keep);
+}
+
+#ifdef RM
+/* U[e][r / RM][k][r % RM] = (G g G^T)[e] for output channel r and input
+ * channel k: g = w[r][k] (flip 0), or for backward-data the flipped
+ * w[k][r] (w is K x R x 3 x 3 then); zeros for the padded rows r >= R.
+ * Global: (K, RP). */
+__kernel void conv_winograd_filter(int R, int K, int RP, int flip, __global const float *w, __global float *u,
+                                   ulong u_off)
+{
+    int k = get_global_id(0), r = get_global_id(1);
+    if (k >= K || r >= RP) return;
+    float g[3][3], t[A][3], o[A][A];
+#pragma unroll
+    for (int i = 0; i < 3; i++)
+#pragma unroll
+        for (int j = 0; j < 3; j++)
+            g[i][j] = r >= R ? 0.0f
+                      : flip ? w[((size_t)k * R + r) * 9 + (2 - i) * 3 + (2 - j)]
+                             : w[((size_t)r * K + k) * 9 + i * 3 + j];
+    LEFT(float, t, G_, g, A, 3, 3)
+    RIGHT(float, o, t, GT_, A, 3, A)
+#pragma unroll
+    for (int e = 0; e < E; e++) u[u_off + (((size_t)e * (RP / RM) + r / RM) * K + k) * RM + r % RM] = o[e / A][e % A];
+}
+#endif
+
+/* DEFINE_TILE_TRANSFORM(NAME, P, LM, RM_) defines NAME: (LM d RM_) of the
+ * P x P patch at each tile of K channels of an H x W input with padding
+ * PAD (zeros outside, through the ReLU's derivative where relu), for the
+ * N-image batch's images from g0 at positions p0 to p0 + cp, blocked; the
+ * positions after those fill their blocks with zeros. Global:
+ * (TB*BW/LN, K). */
+#define DEFINE_TILE_TRANSFORM(NAME, P, LM, RM_)                                                    \
+    __kernel void NAME(int K, int H, int W, int PAD, int TW, int N, int g0, int p0, int cp, int TB, int BW, \
+                       __global const float *x, int relu, __global const float *ym, __global float *v, ulong v_off) \
+    {                                                                                              \
+        int q = get_global_id(0), ch = get_global_id(1);                                           \
+        if (q >= TB * BW / LN || ch >= K) return;                                                  \
+        int ty, tx, nl = q < cp ? min(LN, N - g0) : 0;                                             \
+        tile_at(p0 + q, TW, &ty, &tx);                                                             \
+        size_t plane = (size_t)H * W, base = ((size_t)g0 * K + ch) * plane;                       \
+        float16 d[P][P], s[A][P], o[A][A];                                                         \
+        _Pragma("unroll") for (int i = 0; i < (P); i++)                                            \
+            _Pragma("unroll") for (int j = 0; j < (P); j++)                                        \
+                d[i][j] = lanes_at(x, ym, relu, base, K * plane, ty - PAD + i, tx - PAD + j, H, W, nl); \
+        LEFT(float16, s, LM, d, A, P, P)                                                           \
+        RIGHT(float16, o, s, RM_, A, P, A)                                                         \
+        _Pragma("unroll") for (int e = 0; e < E; e++)                                              \
+            vstore16(o[e / A][e % A], 0, v + v_off + blocked(e, q * LN, ch, TB, K, BW));           \
+    }
+
+/* V = B^T d B of each tile's A x A input patch. */
+DEFINE_TILE_TRANSFORM(conv_winograd_input, A, BT_, BTT)
+
+/* y = A^T M A + bias for each of the chunk's tiles and output channel r
+ * < R (ReLU where relu), the outputs inside OH x OW and the batch's N
+ * images only. Global: (cp, R). */
+__kernel void conv_winograd_output(int R, int RP, int OH, int OW, int TW, int N, int g0, int p0, int cp, int TP,
+                                   __global const float *m, ulong m_off, __global const float *bias, int has_bias,
+                                   int relu, __global float *y)
+{
+    int q = get_global_id(0), r = get_global_id(1);
+    if (q >= cp || r >= R) return;
+    float16 mm[A][A], s[WM][A], o[WM][WM];
+    m += m_off + (size_t)r * TP + (size_t)q * LN;
+#pragma unroll
+    for (int e = 0; e < E; e++) mm[e / A][e % A] = vload16(0, m + (size_t)e * RP * TP);
+    LEFT(float16, s, AT_, mm, WM, A, A)
+    RIGHT(float16, o, s, ATT, WM, A, WM)
+    int ty, tx, nl = min(LN, N - g0);
+    tile_at(p0 + q, TW, &ty, &tx);
+    float b = has_bias ? bias[r] : 0.0f;
+    size_t plane = (size_t)OH * OW;
+    __global float *out = y + ((size_t)g0 * R + r) * plane;
+#pragma unroll
+    for (int i = 0; i < WM; i++)
+#pragma unroll
+        for (int j = 0; j < WM; j++) {
+            float16 a = o[i][j] + b;
+            if (relu) a = RELU_FWD(a);
+            float f[LN];
+            vstore16(a, 0, f);
+            size_t at = (size_t)(ty + i) * OW + tx + j;
+            if (ty + i >= OH || tx + j >= OW) continue;
+            if (nl == LN) {
+#pragma unroll
+                for (int l = 0; l < LN; l++) out[l * R * plane + at] = f[l];
+            } else {
+                for (int l = 0; l < nl; l++) out[l * R * plane + at] = f[l];
+            }
+        }
+}
+
+#ifdef RM
+/* M[e][r][t] = sum over k of U[e][k][r] V[e][k][t]: a block of RM output
+ * channels x NV vectors of tiles per work-item (BW = NV*VW), rank-1
+ * updates over the K channels. Global: (E * RP/RM, TB): a work-group's
+ * items share their tiles' V (in cache), each with its own weights. */
+__kernel void conv_winograd_product(int K, int RP, int TB, __global const float *u, ulong u_off,
+                                    __global const float *v, ulong v_off, __global float *m, ulong m_off)
+{
+    int rb = get_global_id(0), tb = get_global_id(1), blocks = RP / RM;
+    if (tb >= TB || rb >= E * blocks) return;
+    int e = rb / blocks, r0 = rb % blocks * RM;
+    __global const float *ap = u + u_off + (size_t)rb * K * RM;
+    __global const float *bp = v + v_off + ((size_t)e * TB + tb) * K * (NV * VW);
+    float16 acc[NV][RM];
+#pragma unroll
+    for (int q = 0; q < NV; q++)
+#pragma unroll
+        for (int r = 0; r < RM; r++) acc[q][r] = 0.0f;
+    for (int k = 0; k < K; k++) {
+        float16 b[NV];
+#pragma unroll
+        for (int q = 0; q < NV; q++) b[q] = vload16(q, bp);
+#pragma unroll
+        for (int r = 0; r < RM; r++) {
+            float16 a = (float16)(ap[r]);
+#pragma unroll
+            for (int q = 0; q < NV; q++) acc[q][r] = fma(a, b[q], acc[q][r]);
+        }
+        bp += NV * VW;
+        ap += RM;
+    }
+    size_t TP = (size_t)TB * NV * VW;
+    __global float *out = m + m_off + ((size_t)e * RP + r0) * TP + (size_t)tb * NV * VW;
+#pragma unroll
+    for (int r = 0; r < RM; r++)
+#pragma unroll
+        for (int q = 0; q < NV; q++) vstore16(acc[q][r], q, out + r * TP);
+}
+#endif
+
+#ifdef WA
+/* D = A dY A^T of each tile's WM x WM block of dy (PAD 0), blocked like V. */
+DEFINE_TILE_TRANSFORM(conv_winograd_dy, WM, ATT, AT_)
+
+/* dw[r][k] = G^T dU[r][k] G: the 3x3 filter gradient from the transform
+ * domain's (dU is [e][R][K]). Global: (K, R). */
+__kernel void conv_winograd_filter_grad(int R, int K, __global const float *du, ulong du_off, __global float *dw)
+{
+    int k = get_global_id(0), r = get_global_id(1);
+    if (k >= K || r >= R) return;
+    float d[A][A], s[3][A], o[3][3];
+    du += du_off + (size_t)r * K + k;
+#pragma unroll
+    for (int e = 0; e < E; e++) d[e / A][e % A] = du[(size_t)e * R * K];
+    LEFT(float, s, GT_, d, 3, A, A)
+    RIGHT(float, o, s, G_, 3, A, 3)
+#pragma unroll
+    for (int e = 0; e < 9; e++) dw[((size_t)r * K + k) * 9 + e] = o[e / 3][e % 3];
+}
+
+/* dU[e][r][k] (+= where acc) sum over the chunk's tiles of D[e][r][t]
+ * V[e][k][t]: a block of WA x WB channel pairs per work-item, BW tiles
+ * (BW/VW vectors) per step, the lanes summed in a fixed order at the end.
+ * Global: (ceil(K/WB), E * ceil(R/WA)). */
+__kernel void conv_winograd_wprod(int R, int K, int TB, int BW, int acc, __global const float *dd, ulong d_off,
+                                  __global const float *v, ulong v_off, __global float *du, ulong du_off)
+{
+    int kb = get_global_id(0), rb = get_global_id(1), rblocks = (R + WA - 1) / WA;
+    if (kb * WB >= K || rb >= E * rblocks) return;
+    int e = rb / rblocks, r0 = rb % rblocks * WA, k0 = kb * WB;
+    int rr[WA], kk[WB];
+#pragma unroll
+    for (int a = 0; a < WA; a++) rr[a] = min(r0 + a, R - 1); /* rows past the end repeat the last, unstored */
+#pragma unroll
+    for (int b = 0; b < WB; b++) kk[b] = min(k0 + b, K - 1);
+    float16 s[WA][WB];
+#pragma unroll
+    for (int a = 0; a < WA; a++)
+#pragma unroll
+        for (int b = 0; b < WB; b++) s[a][b] = 0.0f;
+    __global const float *dp = dd + d_off + (size_t)e * TB * R * BW, *vp = v + v_off + (size_t)e * TB * K * BW;
+    for (int tb = 0; tb < TB; tb++) {
+        for (int q = 0; q < BW; q += VW) {
+            float16 x[WB];
+#pragma unroll
+            for (int b = 0; b < WB; b++) x[b] = vload16(0, vp + (size_t)kk[b] * BW + q);
+#pragma unroll
+            for (int a = 0; a < WA; a++) {
+                float16 y = vload16(0, dp + (size_t)rr[a] * BW + q);
+#pragma unroll
+                for (int b = 0; b < WB; b++) s[a][b] = fma(y, x[b], s[a][b]);
+            }
+        }
+        dp += (size_t)R * BW;
+        vp += (size_t)K * BW;
+    }
+    du += du_off + (size_t)e * R * K;
+#pragma unroll
+    for (int a = 0; a < WA; a++)
+#pragma unroll
+        for (int b = 0; b < WB; b++) {
+            if (r0 + a >= R || k0 + b >= K) continue;
+            size_t at = (size_t)(r0 + a) * K + k0 + b;
+            float sum = lane_sum16(s[a][b]);
+            du[at] = acc ? du[at] + sum : sum;
+        }
+}
+#endif

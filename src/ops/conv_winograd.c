@@ -1,0 +1,245 @@
+/* The "winograd" convolution: 3x3 stride-1 layers by minimal filtering
+ * F(2x2,3x3) or F(4x4,3x3) (kernels/conv_winograd.cl): 16 or 36
+ * multiplies per tile of 4 or 16 outputs and channel pair instead of 36
+ * or 144, at the cost of the transforms and some accuracy (the bounds:
+ * docs/ARCHITECTURE.md, numerics). The backward-data is the same forward
+ * run on dy with the flipped, transposed filter and padding 2 - pad; the
+ * backward-weights the adjoint of the forward's tile arithmetic. The batch
+ * runs in chunks of images whose transformed tensors stay near the cache
+ * (the tuner picks the chunk). Never chosen by rule: CLTRAIN_CONV_ALGO=
+ * winograd forces it, else its tuner (conv_winograd_tune.c) gives it the
+ * passes where it measured faster than the tuned choice. */
+#include <stdio.h>
+
+#include "ops/conv_algo.h"
+#include "runtime/launch.h"
+
+#define LANES 16     /* images per tile position (kernels/conv_winograd.cl, LN) */
+#define PRODUCT_RM 8 /* forward product: output channels x vectors of 16 tiles per work-item */
+#define PRODUCT_NV 2
+#define BLOCK_TILES (PRODUCT_NV * LANES) /* BW: tiles per block of the transformed layouts */
+#define WPROD_WA 4                       /* weight product: channel pairs per work-item */
+#define WPROD_WB 4
+#define GROUP_X 8 /* work-groups along dimension 0 */
+
+/* One convolution as the forward kernels see it: the forward itself, or
+ * the backward-data (dy in, dx out). */
+typedef struct fwd_shape {
+    int n, k, h, w; /* input: images, channels, size */
+    int r, oh, ow;  /* output channels and size */
+    int pad;
+} fwd_shape;
+
+static fwd_shape shape_of(const clt_conv_geom *g, int pass)
+{
+    if (pass == CLT_CONV_BWD_DATA) return (fwd_shape){g->n, g->co, g->oh, g->ow, g->c, g->h, g->w, 2 - g->pad};
+    return (fwd_shape){g->n, g->c, g->h, g->w, g->co, g->oh, g->ow, g->pad};
+}
+
+/* A pass's sizes: tile columns and positions of an image, and the floats
+ * of U (or dU) and of a chunk's V and M (or D) at cp positions. */
+typedef struct chunk_sizes {
+    int tw, positions;
+    size_t u, v, m;
+} chunk_sizes;
+
+static size_t align(size_t v) { return clt_conv_round_up(v, CLT_CONV_ALIGN_FLOATS); }
+
+static int tile_blocks(int cp) { return (cp * LANES + BLOCK_TILES - 1) / BLOCK_TILES; }
+
+static chunk_sizes sizes(const clt_conv_geom *g, int pass, int wm, int cp)
+{
+    fwd_shape f = shape_of(g, pass);
+    chunk_sizes s;
+    size_t e = (size_t)(wm + 2) * (wm + 2), tp = (size_t)tile_blocks(cp) * BLOCK_TILES;
+    s.tw = (f.ow + wm - 1) / wm;
+    s.positions = (f.oh + wm - 1) / wm * s.tw;
+    /* backward-weights: V of x (c channels), D of dy (co); else U, V of the input, M */
+    size_t in = pass == CLT_CONV_BWD_WEIGHTS ? (size_t)g->c : (size_t)f.k;
+    size_t out = pass == CLT_CONV_BWD_WEIGHTS ? (size_t)g->co : clt_conv_round_up((size_t)f.r, PRODUCT_RM);
+    s.u = align(e * in * out);
+    s.v = align(e * in * tp);
+    s.m = align(e * out * tp);
+    return s;
+}
+
+static unsigned winograd_supports(const clt_conv_geom *g, unsigned open)
+{
+    /* backward-data pads dy by 2 - pad */
+    return g->k == 3 && g->stride == 1 && g->pad <= 2 ? open : 0;
+}
+
+int clt_conv_winograd_use(const clt_device *dev, clt_conv_plan *plan, int pass, int wm, int kib)
+{
+    const clt_conv_geom *g = &plan->g;
+    if ((wm != 2 && wm != 4) || kib < 1 || !winograd_supports(g, CLT_CONV_PASS(pass))) return 0;
+    chunk_sizes two = sizes(g, pass, wm, 2); /* one block of positions */
+    size_t per_block = (two.v + two.m) * sizeof(float), target = (size_t)kib << 10;
+    int cp = 2 * (int)(target / per_block);
+    if (cp < 2) cp = 2;
+    if (cp > two.positions) cp = two.positions;
+    chunk_sizes s = sizes(g, pass, wm, cp);
+    if (!clt_conv_fits(dev, (s.u + s.v + s.m) * sizeof(float))) return 0;
+    plan->winograd.cfg[pass] = (clt_conv_winograd_cfg){wm, cp, kib};
+    plan->winograd.tuned[pass] = 0;
+    plan->algo[pass] = &clt_conv_winograd;
+    return 1;
+}
+
+static int winograd_plan(const clt_device *dev, clt_conv_plan *plan, unsigned passes)
+{
+    clt_conv_plan t = *plan;
+    for (int p = 0; p < CLT_CONV_PASSES; p++)
+        if ((passes & CLT_CONV_PASS(p)) &&
+            !clt_conv_winograd_use(dev, &t, p, CLT_CONV_WINOGRAD_RULE_WM, CLT_CONV_WINOGRAD_RULE_KIB))
+            return 0;
+    *plan = t;
+    return 1;
+}
+
+static void program(const clt_conv_winograd_cfg *c, int pass, char *spec, size_t cap)
+{
+    if (pass == CLT_CONV_BWD_WEIGHTS)
+        snprintf(spec, cap, "conv_winograd -DWM=%d -DWA=%d -DWB=%d", c->wm, WPROD_WA, WPROD_WB);
+    else
+        snprintf(spec, cap, "conv_winograd -DWM=%d -DRM=%d -DNV=%d", c->wm, PRODUCT_RM, PRODUCT_NV);
+}
+
+/* One chunk: 16 images from g0, tile positions p0 to p0 + cp, in tb blocks. */
+typedef struct chunk {
+    int g0, p0, cp, tb;
+} chunk;
+
+/* The chunks in order (images, then positions): 0 after the last. */
+static int next_chunk(const fwd_shape *f, const chunk_sizes *s, int cp, chunk *c, int first)
+{
+    if (first) c->g0 = c->p0 = 0;
+    else if ((c->p0 += cp) >= s->positions && (c->p0 = 0, (c->g0 += LANES) >= f->n))
+        return 0;
+    c->cp = s->positions - c->p0 < cp ? s->positions - c->p0 : cp;
+    c->tb = tile_blocks(c->cp);
+    return 1;
+}
+
+/* A transform of a chunk's tiles (kernels/conv_winograd.cl's
+ * DEFINE_TILE_TRANSFORM): V of an input of k channels, h x w, or D of dy
+ * (pad 0), at off. */
+static clt_status tile_transform(clt_device *dev, const char *spec, const char *kernel, int k, int h, int w, int pad,
+                                 int n, const chunk_sizes *s, const chunk *c, cl_mem in, int relu, cl_mem ym,
+                                 cl_mem scratch, cl_ulong off)
+{
+    int bw = BLOCK_TILES;
+    return clt_launch_2d(dev, spec, kernel, (size_t)c->tb * bw / LANES, (size_t)k, clt_conv_group_x(dev, GROUP_X), 1,
+                         CLT_ARGS(CLT_ARG(k), CLT_ARG(h), CLT_ARG(w), CLT_ARG(pad), CLT_ARG(s->tw), CLT_ARG(n),
+                                  CLT_ARG(c->g0), CLT_ARG(c->p0), CLT_ARG(c->cp), CLT_ARG(c->tb), CLT_ARG(bw),
+                                  CLT_ARG(in), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(scratch), CLT_ARG(off)));
+}
+
+/* The forward of pass's shape (the layer's forward, or its backward-data):
+ * out = conv(in, w) + b, ReLU where relu_out; in read through the ReLU's
+ * derivative (ym) where relu_in. */
+static clt_status run_forward(clt_device *dev, const clt_conv_plan *plan, int pass, cl_mem in, int relu_in,
+                              cl_mem ym, cl_mem w, cl_mem b, int relu_out, cl_mem out)
+{
+    const clt_conv_winograd_cfg *c = &plan->winograd.cfg[pass];
+    fwd_shape f = shape_of(&plan->g, pass);
+    chunk_sizes s = sizes(&plan->g, pass, c->wm, c->cp);
+    char spec[64];
+    program(c, pass, spec, sizeof spec);
+    cl_mem scratch;
+    CLT_TRY(clt_device_scratch(dev, (s.u + s.v + s.m) * sizeof(float), &scratch));
+    cl_ulong u_off = 0, v_off = s.u, m_off = s.u + s.v;
+    int rp = (int)clt_conv_round_up((size_t)f.r, PRODUCT_RM), flip = pass == CLT_CONV_BWD_DATA;
+    int e = (c->wm + 2) * (c->wm + 2), has_bias = b != NULL;
+    cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
+    CLT_TRY(clt_launch_2d(dev, spec, "conv_winograd_filter", (size_t)f.k, (size_t)rp, 0, 0,
+                          CLT_ARGS(CLT_ARG(f.r), CLT_ARG(f.k), CLT_ARG(rp), CLT_ARG(flip), CLT_ARG(w),
+                                   CLT_ARG(scratch), CLT_ARG(u_off))));
+    chunk k;
+    for (int more = next_chunk(&f, &s, c->cp, &k, 1); more; more = next_chunk(&f, &s, c->cp, &k, 0)) {
+        int tp = k.tb * BLOCK_TILES;
+        CLT_TRY(tile_transform(dev, spec, "conv_winograd_input", f.k, f.h, f.w, f.pad, f.n, &s, &k, in, relu_in, ym,
+                               scratch, v_off));
+        CLT_TRY(clt_launch_2d(dev, spec, "conv_winograd_product", (size_t)e * (rp / PRODUCT_RM), (size_t)k.tb,
+                              clt_conv_group_x(dev, GROUP_X), 1,
+                              CLT_ARGS(CLT_ARG(f.k), CLT_ARG(rp), CLT_ARG(k.tb), CLT_ARG(scratch), CLT_ARG(u_off),
+                                       CLT_ARG(scratch), CLT_ARG(v_off), CLT_ARG(scratch), CLT_ARG(m_off))));
+        CLT_TRY(clt_launch_2d(dev, spec, "conv_winograd_output", (size_t)k.cp, (size_t)f.r,
+                              clt_conv_group_x(dev, GROUP_X), 1,
+                              CLT_ARGS(CLT_ARG(f.r), CLT_ARG(rp), CLT_ARG(f.oh), CLT_ARG(f.ow), CLT_ARG(s.tw),
+                                       CLT_ARG(f.n), CLT_ARG(k.g0), CLT_ARG(k.p0), CLT_ARG(k.cp), CLT_ARG(tp),
+                                       CLT_ARG(scratch), CLT_ARG(m_off), CLT_ARG(bias), CLT_ARG(has_bias),
+                                       CLT_ARG(relu_out), CLT_ARG(out))));
+    }
+    return CLT_OK;
+}
+
+static clt_status winograd_forward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w, cl_mem b,
+                                   const clt_epilogue *epi, cl_mem y)
+{
+    return run_forward(dev, plan, CLT_CONV_FWD, x, 0, x, w, b, clt_epi_relu(epi), y);
+}
+
+/* dw: per chunk, V of x and D of dy, their products added to dU in chunk
+ * order; then dw = G^T dU G. */
+static clt_status run_weights(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem dy, int relu, cl_mem ym,
+                              cl_mem dw)
+{
+    const clt_conv_geom *g = &plan->g;
+    const clt_conv_winograd_cfg *c = &plan->winograd.cfg[CLT_CONV_BWD_WEIGHTS];
+    fwd_shape f = shape_of(g, CLT_CONV_FWD);
+    chunk_sizes s = sizes(g, CLT_CONV_BWD_WEIGHTS, c->wm, c->cp);
+    char spec[64];
+    program(c, CLT_CONV_BWD_WEIGHTS, spec, sizeof spec);
+    cl_mem scratch;
+    CLT_TRY(clt_device_scratch(dev, (s.u + s.v + s.m) * sizeof(float), &scratch));
+    cl_ulong u_off = 0, v_off = s.u, d_off = s.u + s.v;
+    int e = (c->wm + 2) * (c->wm + 2), bw = BLOCK_TILES, no_relu = 0, acc = 0;
+    size_t kb = (size_t)(g->c + WPROD_WB - 1) / WPROD_WB, rb = (size_t)(g->co + WPROD_WA - 1) / WPROD_WA;
+    chunk k;
+    for (int more = next_chunk(&f, &s, c->cp, &k, 1); more; more = next_chunk(&f, &s, c->cp, &k, 0), acc = 1) {
+        CLT_TRY(tile_transform(dev, spec, "conv_winograd_input", g->c, g->h, g->w, g->pad, g->n, &s, &k, x, no_relu, x,
+                               scratch, v_off));
+        CLT_TRY(tile_transform(dev, spec, "conv_winograd_dy", g->co, g->oh, g->ow, 0, g->n, &s, &k, dy, relu, ym, scratch,
+                               d_off));
+        CLT_TRY(clt_launch_2d(dev, spec, "conv_winograd_wprod", kb, (size_t)e * rb, clt_conv_group_x(dev, GROUP_X), 1,
+                              CLT_ARGS(CLT_ARG(g->co), CLT_ARG(g->c), CLT_ARG(k.tb), CLT_ARG(bw), CLT_ARG(acc),
+                                       CLT_ARG(scratch), CLT_ARG(d_off), CLT_ARG(scratch), CLT_ARG(v_off),
+                                       CLT_ARG(scratch), CLT_ARG(u_off))));
+    }
+    return clt_launch_2d(dev, spec, "conv_winograd_filter_grad", (size_t)g->c, (size_t)g->co, 0, 0,
+                         CLT_ARGS(CLT_ARG(g->co), CLT_ARG(g->c), CLT_ARG(scratch), CLT_ARG(u_off), CLT_ARG(dw)));
+}
+
+static clt_status winograd_backward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w, cl_mem dy,
+                                    const clt_epilogue *epi, cl_mem dx, cl_mem dw, cl_mem db)
+{
+    if (db) CLT_TRY(clt_conv_bias_grad(dev, &plan->g, dy, epi, db));
+    int relu = clt_epi_relu(epi);
+    cl_mem ym = clt_epi_mask(epi, dy);
+    if (dw) CLT_TRY(run_weights(dev, plan, x, dy, relu, ym, dw));
+    if (dx) CLT_TRY(run_forward(dev, plan, CLT_CONV_BWD_DATA, dy, relu, ym, w, NULL, 0, dx));
+    return CLT_OK;
+}
+
+void clt_conv_winograd_format(const clt_conv_winograd_cfg *c, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "f%d ck%d", c->wm, c->kib);
+}
+
+static void winograd_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)
+{
+    char c[32];
+    clt_conv_winograd_format(&plan->winograd.cfg[pass], c, sizeof c);
+    snprintf(buf, cap, "%s cp%d%s", c, plan->winograd.cfg[pass].cp, plan->winograd.tuned[pass] ? " tuned" : "");
+}
+
+const clt_conv_algo clt_conv_winograd = {
+    .name = "winograd",
+    .supports = winograd_supports,
+    .plan = winograd_plan,
+    .forward = winograd_forward,
+    .backward = winograd_backward,
+    .describe = winograd_describe,
+    .tune = clt_conv_winograd_tune,
+};
