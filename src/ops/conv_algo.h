@@ -176,9 +176,11 @@ size_t clt_conv_offered(const clt_device *dev, const clt_conv_algo *const **orde
 extern const clt_conv_algo clt_conv_direct, clt_conv_lanes, clt_conv_implicit, clt_conv_gemm, clt_conv_winograd;
 
 /* Winograd's configuration where CLTRAIN_CONV_ALGO=winograd forces it
- * untuned: F(2x2,3x3) (the tighter error bound), chunks of 4 MiB. */
+ * untuned: F(2x2,3x3) (the tighter error bound), chunks of 4 MiB, the
+ * weight gradient's of 16 (each of its chunks also reads and writes dU). */
 #define CLT_CONV_WINOGRAD_RULE_WM 2
 #define CLT_CONV_WINOGRAD_RULE_KIB 4096
+#define CLT_CONV_WINOGRAD_RULE_KIB_BWDW 16384
 /* Gives pass of plan to winograd with tiles wm and chunks of kib KiB; 0,
  * the plan unchanged, where it cannot run the shape or its work buffer
  * does not fit. */

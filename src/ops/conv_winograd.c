@@ -91,7 +91,9 @@ static int winograd_plan(const clt_device *dev, clt_conv_plan *plan, unsigned pa
     clt_conv_plan t = *plan;
     for (int p = 0; p < CLT_CONV_PASSES; p++)
         if ((passes & CLT_CONV_PASS(p)) &&
-            !clt_conv_winograd_use(dev, &t, p, CLT_CONV_WINOGRAD_RULE_WM, CLT_CONV_WINOGRAD_RULE_KIB))
+            !clt_conv_winograd_use(dev, &t, p, CLT_CONV_WINOGRAD_RULE_WM,
+                                   p == CLT_CONV_BWD_WEIGHTS ? CLT_CONV_WINOGRAD_RULE_KIB_BWDW
+                                                             : CLT_CONV_WINOGRAD_RULE_KIB))
             return 0;
     *plan = t;
     return 1;

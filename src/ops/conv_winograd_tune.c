@@ -3,7 +3,8 @@
  * GPUs (implicit, gemm) alike, and a device runs it only where it measured
  * faster. Its candidates: F(2x2,3x3) and F(4x4,3x3), each in chunks of
  * 1, 4 and 16 MiB of transformed tensors (near the cache, or fewer and
- * longer products). The key leaves out the batch, as the lanes tuner's: the
+ * longer products); the weight gradient's 4, 16 and 64 MiB (each chunk
+ * also reads and writes the whole transformed gradient dU). The key leaves out the batch, as the lanes tuner's: the
  * last, shorter batch of an epoch and the evaluation batches reuse the
  * training batch's choice. */
 #include <stdio.h>
@@ -13,9 +14,10 @@
 #include "runtime/tune_cache.h"
 
 static const int tiles[] = {2, 4};
-static const int chunk_kib[] = {1024, CLT_CONV_WINOGRAD_RULE_KIB, 16384};
+static const int chunk_kibs[2][3] = {{1024, CLT_CONV_WINOGRAD_RULE_KIB, 16384},
+                                     {4096, CLT_CONV_WINOGRAD_RULE_KIB_BWDW, 65536}};
 #define N_TILES (int)(sizeof tiles / sizeof *tiles)
-#define N_CHUNKS (int)(sizeof chunk_kib / sizeof *chunk_kib)
+#define N_CHUNKS (int)(sizeof chunk_kibs[0] / sizeof *chunk_kibs[0])
 #define MAX_CANDIDATES (1 + N_TILES * N_CHUNKS) /* the tuned choice, then winograd's */
 _Static_assert(MAX_CANDIDATES <= CLT_CONV_TIMED_MAX, "candidates timed together");
 
@@ -28,6 +30,7 @@ static const char keep[] = "keep";
 static int candidates(const clt_device *dev, const clt_conv_plan *plan, int pass, int forced, clt_conv_plan *t,
                       int *ok, char values[][CLT_TUNE_VALUE_MAX], char shown[][CLT_TUNE_VALUE_MAX])
 {
+    const int *chunk_kib = chunk_kibs[pass == CLT_CONV_BWD_WEIGHTS];
     int n = 0;
     if (!forced) {
         t[n] = *plan;
@@ -51,6 +54,7 @@ static int candidates(const clt_device *dev, const clt_conv_plan *plan, int pass
 static int apply(const clt_device *dev, clt_conv_plan *plan, int pass, int forced, const char *value)
 {
     if (!strcmp(value, keep)) return !forced;
+    const int *chunk_kib = chunk_kibs[pass == CLT_CONV_BWD_WEIGHTS];
     int wm, kib;
     char tail;
     if (sscanf(value, "f%d ck%d%c", &wm, &kib, &tail) != 2) return 0;
