@@ -16,7 +16,9 @@
  * Tiles are the vector lanes, the lanes idea: tile t of a chunk is image
  * g0 + t % 16 at tile position p0 + t / 16 (16 images per position, zeros
  * past the batch), so every transform works on float16 vectors whose
- * lanes share their bounds and arithmetic. V and D are blocked by BW tiles
+ * lanes share their bounds and arithmetic; each group of 16 images is
+ * first interleaved (conv_winograd_interleave), so that a tile's pixel is
+ * one vector load. V and D are blocked by BW tiles
  * ([e][tile block][channel][BW]) so the
  * products' channel loops walk memory contiguously; so is U (RP:
  * the output channels padded to RM, zeros beyond) blocked by RM channels,
@@ -92,25 +94,49 @@ INLINE size_t blocked(int e, int t, int ch, int TB, int K, int BW)
     return (((size_t)e * TB + t / BW) * K + ch) * BW + t % BW;
 }
 
-/* Element (y, x) of a plane of nl images (LN lanes; base: the first,
- * stride floats apart), zero outside the plane and past nl, through the
- * ReLU's derivative where relu (ym: the forward's output). The reads are
- * clamped into the tensor and the zeros selected after, so the lanes' 16
- * loads carry no branches. */
-INLINE float16 lanes_at(__global const float *p, __global const float *ym, int relu, size_t base, size_t stride, int y,
-                        int x, int H, int W, int nl)
+DEFINE_TRANSPOSE(transpose16, float16, LN, 4)
+
+/* np (at most LN) floats from p + at, zeros after them. */
+INLINE float16 row16(__global const float *p, size_t at, int np)
 {
-    int in = nl > 0 && y >= 0 && y < H && x >= 0 && x < W, last = max(nl, 1) - 1;
-    size_t at = base + (size_t)clamp(y, 0, H - 1) * W + clamp(x, 0, W - 1);
+    if (np == LN) return vload16(0, p + at);
     float v[LN];
+    for (int q = 0; q < LN; q++) v[q] = q < np ? p[at + q] : 0.0f;
+    return vload16(0, v);
+}
+
+/* xt[(ch*H*W + p) * LN + l] = x[g0 + l][ch][p] for the K channels of an
+ * image group (zeros past the batch's N images; through the ReLU's
+ * derivative where relu, ym: the forward's output), 16 pixels per
+ * work-item, transposed in registers: the transforms then read a tile's
+ * 16 images as one vector. Global: (ceil(HW / LN), K). */
+__kernel void conv_winograd_interleave(int K, int HW, int N, int g0, __global const float *x, int relu,
+                                       __global const float *ym, __global float *xt, ulong xt_off)
+{
+    int pb = get_global_id(0), ch = get_global_id(1), p0 = pb * LN;
+    if (p0 >= HW || ch >= K) return;
+    int nl = min(LN, N - g0), np = min(LN, HW - p0);
+    float16 r[LN];
 #pragma unroll
-    for (int l = 0; l < LN; l++) v[l] = p[at + min(l, last) * stride];
-    int16 keep = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) < (int16)(in ? nl : 0);
-    if (relu) {
-#pragma unroll
-        for (int l = 0; l < LN; l++) v[l] = ym[at + min(l, last) * stride] > 0.0f ? v[l] : 0.0f;
+    for (int l = 0; l < LN; l++) {
+        size_t at = ((size_t)(g0 + min(l, nl - 1)) * K + ch) * HW + p0;
+        float16 a = row16(x, at, np);
+        if (relu) a = select((float16)0.0f, a, isgreater(row16(ym, at, np), (float16)0.0f));
+        r[l] = l < nl ? a : (float16)0.0f;
     }
-    return select((float16)0.0f, vload16(0, v), keep);
+    transpose16(r);
+    xt += xt_off + ((size_t)ch * HW + p0) * LN;
+#pragma unroll
+    for (int q = 0; q < LN; q++)
+        if (q < np) vstore16(r[q], q, xt);
+}
+
+/* Element (y, x) of a channel's interleaved plane (H x W, LN images per
+ * pixel), zero outside it or where !in. */
+INLINE float16 lanes_at(__global const float *xt, size_t base, int y, int x, int H, int W, int in)
+{
+    in = in && y >= 0 && y < H && x >= 0 && x < W;
+    return in ? vload16(0, xt + base + ((size_t)y * W + x) * LN) : (float16)0.0f;
 }
 
 #ifdef RM
@@ -140,23 +166,22 @@ __kernel void conv_winograd_filter(int R, int K, int RP, int flip, __global cons
 
 /* DEFINE_TILE_TRANSFORM(NAME, P, LM, RM_) defines NAME: (LM d RM_) of the
  * P x P patch at each tile of K channels of an H x W input with padding
- * PAD (zeros outside, through the ReLU's derivative where relu), for the
- * N-image batch's images from g0 at positions p0 to p0 + cp, blocked; the
- * positions after those fill their blocks with zeros. Global:
- * (TB*BW/LN, K). */
+ * PAD (zeros outside), read interleaved (conv_winograd_interleave) at
+ * xt_off, at the chunk's positions p0 to p0 + cp, blocked; the positions
+ * after those fill their blocks with zeros. Global: (TB*BW/LN, K). */
 #define DEFINE_TILE_TRANSFORM(NAME, P, LM, RM_)                                                    \
-    __kernel void NAME(int K, int H, int W, int PAD, int TW, int N, int g0, int p0, int cp, int TB, int BW, \
-                       __global const float *x, int relu, __global const float *ym, __global float *v, ulong v_off) \
+    __kernel void NAME(int K, int H, int W, int PAD, int TW, int p0, int cp, int TB, int BW,       \
+                       __global const float *xt, ulong xt_off, __global float *v, ulong v_off)     \
     {                                                                                              \
         int q = get_global_id(0), ch = get_global_id(1);                                           \
         if (q >= TB * BW / LN || ch >= K) return;                                                  \
-        int ty, tx, nl = q < cp ? min(LN, N - g0) : 0;                                             \
+        int ty, tx;                                                                                \
         tile_at(p0 + q, TW, &ty, &tx);                                                             \
-        size_t plane = (size_t)H * W, base = ((size_t)g0 * K + ch) * plane;                       \
+        size_t base = xt_off + (size_t)ch * H * W * LN;                                            \
         float16 d[P][P], s[A][P], o[A][A];                                                         \
         _Pragma("unroll") for (int i = 0; i < (P); i++)                                            \
             _Pragma("unroll") for (int j = 0; j < (P); j++)                                        \
-                d[i][j] = lanes_at(x, ym, relu, base, K * plane, ty - PAD + i, tx - PAD + j, H, W, nl); \
+                d[i][j] = lanes_at(xt, base, ty - PAD + i, tx - PAD + j, H, W, q < cp);            \
         LEFT(float16, s, LM, d, A, P, P)                                                           \
         RIGHT(float16, o, s, RM_, A, P, A)                                                         \
         _Pragma("unroll") for (int e = 0; e < E; e++)                                              \
@@ -167,11 +192,12 @@ __kernel void conv_winograd_filter(int R, int K, int RP, int flip, __global cons
 DEFINE_TILE_TRANSFORM(conv_winograd_input, A, BT_, BTT)
 
 /* y = A^T M A + bias for each of the chunk's tiles and output channel r
- * < R (ReLU where relu), the outputs inside OH x OW and the batch's N
- * images only. Global: (cp, R). */
-__kernel void conv_winograd_output(int R, int RP, int OH, int OW, int TW, int N, int g0, int p0, int cp, int TP,
+ * < R (ReLU where relu), the outputs inside OH x OW only, interleaved
+ * like the input (conv_winograd_deinterleave puts them in place). Global:
+ * (cp, R). */
+__kernel void conv_winograd_output(int R, int RP, int OH, int OW, int TW, int p0, int cp, int TP,
                                    __global const float *m, ulong m_off, __global const float *bias, int has_bias,
-                                   int relu, __global float *y)
+                                   int relu, __global float *yt, ulong yt_off)
 {
     int q = get_global_id(0), r = get_global_id(1);
     if (q >= cp || r >= R) return;
@@ -181,28 +207,44 @@ __kernel void conv_winograd_output(int R, int RP, int OH, int OW, int TW, int N,
     for (int e = 0; e < E; e++) mm[e / A][e % A] = vload16(0, m + (size_t)e * RP * TP);
     LEFT(float16, s, AT_, mm, WM, A, A)
     RIGHT(float16, o, s, ATT, WM, A, WM)
-    int ty, tx, nl = min(LN, N - g0);
+    int ty, tx;
     tile_at(p0 + q, TW, &ty, &tx);
     float b = has_bias ? bias[r] : 0.0f;
-    size_t plane = (size_t)OH * OW;
-    __global float *out = y + ((size_t)g0 * R + r) * plane;
+    yt += yt_off + (size_t)r * OH * OW * LN;
 #pragma unroll
     for (int i = 0; i < WM; i++)
 #pragma unroll
         for (int j = 0; j < WM; j++) {
             float16 a = o[i][j] + b;
             if (relu) a = RELU_FWD(a);
-            float f[LN];
-            vstore16(a, 0, f);
-            size_t at = (size_t)(ty + i) * OW + tx + j;
-            if (ty + i >= OH || tx + j >= OW) continue;
-            if (nl == LN) {
-#pragma unroll
-                for (int l = 0; l < LN; l++) out[l * R * plane + at] = f[l];
-            } else {
-                for (int l = 0; l < nl; l++) out[l * R * plane + at] = f[l];
-            }
+            if (ty + i < OH && tx + j < OW) vstore16(a, 0, yt + ((size_t)(ty + i) * OW + tx + j) * LN);
         }
+}
+
+/* y[g0 + l][ch][p] = yt[(ch*HW + p) * LN + l] for the image group's
+ * images in the batch (N): conv_winograd_interleave's inverse. Global:
+ * (ceil(HW / LN), K). */
+__kernel void conv_winograd_deinterleave(int K, int HW, int N, int g0, __global const float *yt, ulong yt_off,
+                                         __global float *y)
+{
+    int pb = get_global_id(0), ch = get_global_id(1), p0 = pb * LN;
+    if (p0 >= HW || ch >= K) return;
+    int nl = min(LN, N - g0), np = min(LN, HW - p0);
+    float16 r[LN];
+    yt += yt_off + ((size_t)ch * HW + p0) * LN;
+#pragma unroll
+    for (int q = 0; q < LN; q++) r[q] = q < np ? vload16(q, yt) : (float16)0.0f;
+    transpose16(r);
+    for (int l = 0; l < nl; l++) {
+        __global float *out = y + ((size_t)(g0 + l) * K + ch) * HW + p0;
+        if (np == LN) {
+            vstore16(r[l], 0, out);
+        } else {
+            float v[LN];
+            vstore16(r[l], 0, v);
+            for (int q = 0; q < np; q++) out[q] = v[q];
+        }
+    }
 }
 
 #ifdef RM

@@ -8,8 +8,9 @@
  *          operands from the NCHW tensors (no im2col).
  *  gemm    (conv_gemm.c) GPUs and accelerators: im2col + CLBlast SGEMM.
  *  winograd (conv_winograd.c) 3x3 stride-1 layers by minimal filtering,
- *          on any device: only where its tuner measured it faster, or
- *          forced (CLTRAIN_CONV_ALGO=winograd; then offered first).
+ *          on any device: forced (CLTRAIN_CONV_ALGO=winograd; then
+ *          offered first), or where its tuner, asked to
+ *          (CLTRAIN_CONV_WINOGRAD), measured it faster.
  *
  * conv.c plans through the table alone, naming no algorithm: for the
  * forward, then for the two backward passes, it offers the passes still
@@ -189,7 +190,8 @@ int clt_conv_winograd_use(const clt_device *dev, clt_conv_plan *plan, int pass, 
 void clt_conv_winograd_format(const clt_conv_winograd_cfg *c, char *buf, size_t cap);
 /* Its tuner (conv_winograd_tune.c), which runs after the others: each
  * pass that winograd could run, planned with lanes, implicit or gemm
- * (algorithm auto) or with winograd (forced), takes the choice kept for
+ * (algorithm auto, where CLTRAIN_CONV_WINOGRAD asks) or with winograd
+ * (forced), takes the choice kept for
  * the device and shape, else the fastest of that plan as tuned and
  * winograd's configurations, timed and kept (CLTRAIN_TUNE as for the
  * others: off, the rule's choice, never winograd unless forced). */

@@ -1,8 +1,9 @@
 /* The convolution's algorithms as a list, and the settings that choose
  * among them: CLTRAIN_CONV_ALGO (the algorithm a device runs; winograd
  * for the shapes it runs, the device's own choice for the rest),
- * CLTRAIN_CONV_BUDGET (its work buffer's limit) and CLTRAIN_CONV_BWDW (a
- * forced lanes backward-weights block). conv.c plans and dispatches through
+ * CLTRAIN_CONV_BUDGET (its work buffer's limit), CLTRAIN_CONV_BWDW (a
+ * forced lanes backward-weights block) and CLTRAIN_CONV_WINOGRAD (what
+ * winograd's tuner may offer where it is not forced). conv.c plans and dispatches through
  * the list and its entries (conv_algo.h) without naming an algorithm.
  * runtime/ keeps the settings' values in clt_device_settings without
  * knowing what they mean, and calls clt_op_settings_from_env and
@@ -81,12 +82,21 @@ static clt_status parse_bwdw(const char *e, clt_device_settings *s)
     return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_BWDW=\"%s\": %s", e, bwdw_expected(want, sizeof want));
 }
 
+static clt_status parse_winograd(const char *e, clt_device_settings *s)
+{
+    if (strcmp(e, "0") && strcmp(e, "2") && strcmp(e, "4"))
+        return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_WINOGRAD=\"%s\": expected 0, 2 or 4", e);
+    s->conv_winograd = e[0] - '0';
+    return CLT_OK;
+}
+
 clt_status clt_op_settings_from_env(clt_device_settings *s)
 {
     static const clt_setting_var vars[] = {
         {"CLTRAIN_CONV_ALGO", parse_algo},
         {"CLTRAIN_CONV_BUDGET", parse_budget},
         {"CLTRAIN_CONV_BWDW", parse_bwdw},
+        {"CLTRAIN_CONV_WINOGRAD", parse_winograd},
     };
     return clt_settings_parse_env(vars, sizeof vars / sizeof vars[0], s);
 }
@@ -97,6 +107,9 @@ clt_status clt_op_settings_check(const clt_device_settings *s, const char *op)
         return clt_fail(CLT_ERR_INVALID_ARG,
                         "%s: conv_algo %d (CLTRAIN_CONV_ALGO): expected auto, lanes, implicit, gemm or winograd",
                         op, s->conv_algo);
+    if (s->conv_winograd != 0 && s->conv_winograd != 2 && s->conv_winograd != 4)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: conv_winograd %d (CLTRAIN_CONV_WINOGRAD): expected 0, 2 or 4", op,
+                        s->conv_winograd);
     char want[160];
     if ((s->conv_bwdw_a || s->conv_bwdw_b) && !bwdw_known(s->conv_bwdw_a, s->conv_bwdw_b))
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: backward-weights block %dx%d (CLTRAIN_CONV_BWDW): %s", op,

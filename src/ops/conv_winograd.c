@@ -5,10 +5,13 @@
  * docs/ARCHITECTURE.md, numerics). The backward-data is the same forward
  * run on dy with the flipped, transposed filter and padding 2 - pad; the
  * backward-weights the adjoint of the forward's tile arithmetic. The batch
- * runs in chunks of images whose transformed tensors stay near the cache
+ * runs in groups of 16 images, the vector lanes: a group's input (and dy,
+ * and the output) interleaved once, so a tile's pixel is one vector, then
+ * chunks of tile positions whose transformed tensors stay near the cache
  * (the tuner picks the chunk). Never chosen by rule: CLTRAIN_CONV_ALGO=
- * winograd forces it, else its tuner (conv_winograd_tune.c) gives it the
- * passes where it measured faster than the tuned choice. */
+ * winograd forces it, else its tuner (conv_winograd_tune.c), where
+ * CLTRAIN_CONV_WINOGRAD asks, gives it the passes where it measured
+ * faster than the tuned choice. */
 #include <stdio.h>
 
 #include "ops/conv_algo.h"
@@ -37,10 +40,11 @@ static fwd_shape shape_of(const clt_conv_geom *g, int pass)
 }
 
 /* A pass's sizes: tile columns and positions of an image, and the floats
- * of U (or dU) and of a chunk's V and M (or D) at cp positions. */
+ * of U (or dU), of a chunk's V and M (or D) at cp positions, and of an
+ * image group's interleaved input and output (dy: the weight gradient). */
 typedef struct chunk_sizes {
     int tw, positions;
-    size_t u, v, m;
+    size_t u, v, m, xt, dyt;
 } chunk_sizes;
 
 static size_t align(size_t v) { return clt_conv_round_up(v, CLT_CONV_ALIGN_FLOATS); }
@@ -60,8 +64,14 @@ static chunk_sizes sizes(const clt_conv_geom *g, int pass, int wm, int cp)
     s.u = align(e * in * out);
     s.v = align(e * in * tp);
     s.m = align(e * out * tp);
+    s.xt = align(in * (size_t)f.h * f.w * LANES);
+    /* backward-weights: dy interleaved; else the output before it goes in place */
+    s.dyt = align((pass == CLT_CONV_BWD_WEIGHTS ? out : (size_t)f.r) * (size_t)f.oh * f.ow * LANES);
     return s;
 }
+
+/* The work buffer: U, V, M, then the interleaved input, and dy or the output. */
+static size_t scratch_floats(const chunk_sizes *s) { return s->u + s->v + s->m + s->xt + s->dyt; }
 
 static unsigned winograd_supports(const clt_conv_geom *g, unsigned open)
 {
@@ -79,7 +89,7 @@ int clt_conv_winograd_use(const clt_device *dev, clt_conv_plan *plan, int pass, 
     if (cp < 2) cp = 2;
     if (cp > two.positions) cp = two.positions;
     chunk_sizes s = sizes(g, pass, wm, cp);
-    if (!clt_conv_fits(dev, (s.u + s.v + s.m) * sizeof(float))) return 0;
+    if (!clt_conv_fits(dev, scratch_floats(&s) * sizeof(float))) return 0;
     plan->winograd.cfg[pass] = (clt_conv_winograd_cfg){wm, cp, kib};
     plan->winograd.tuned[pass] = 0;
     plan->algo[pass] = &clt_conv_winograd;
@@ -123,18 +133,28 @@ static int next_chunk(const fwd_shape *f, const chunk_sizes *s, int cp, chunk *c
     return 1;
 }
 
+/* An image group's k channels of hw pixels from in (through the ReLU's
+ * derivative where relu), interleaved at off. */
+static clt_status interleave(clt_device *dev, const char *spec, int k, int hw, int n, int g0, cl_mem in, int relu,
+                             cl_mem ym, cl_mem scratch, cl_ulong off)
+{
+    return clt_launch_2d(dev, spec, "conv_winograd_interleave", (size_t)(hw + LANES - 1) / LANES, (size_t)k,
+                         clt_conv_group_x(dev, GROUP_X), 1,
+                         CLT_ARGS(CLT_ARG(k), CLT_ARG(hw), CLT_ARG(n), CLT_ARG(g0), CLT_ARG(in), CLT_ARG(relu),
+                                  CLT_ARG(ym), CLT_ARG(scratch), CLT_ARG(off)));
+}
+
 /* A transform of a chunk's tiles (kernels/conv_winograd.cl's
- * DEFINE_TILE_TRANSFORM): V of an input of k channels, h x w, or D of dy
- * (pad 0), at off. */
+ * DEFINE_TILE_TRANSFORM): V of an interleaved input of k channels, h x w,
+ * at in_off, or D of dy (pad 0), at off. */
 static clt_status tile_transform(clt_device *dev, const char *spec, const char *kernel, int k, int h, int w, int pad,
-                                 int n, const chunk_sizes *s, const chunk *c, cl_mem in, int relu, cl_mem ym,
-                                 cl_mem scratch, cl_ulong off)
+                                 const chunk_sizes *s, const chunk *c, cl_mem scratch, cl_ulong in_off, cl_ulong off)
 {
     int bw = BLOCK_TILES;
     return clt_launch_2d(dev, spec, kernel, (size_t)c->tb * bw / LANES, (size_t)k, clt_conv_group_x(dev, GROUP_X), 1,
-                         CLT_ARGS(CLT_ARG(k), CLT_ARG(h), CLT_ARG(w), CLT_ARG(pad), CLT_ARG(s->tw), CLT_ARG(n),
-                                  CLT_ARG(c->g0), CLT_ARG(c->p0), CLT_ARG(c->cp), CLT_ARG(c->tb), CLT_ARG(bw),
-                                  CLT_ARG(in), CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(scratch), CLT_ARG(off)));
+                         CLT_ARGS(CLT_ARG(k), CLT_ARG(h), CLT_ARG(w), CLT_ARG(pad), CLT_ARG(s->tw), CLT_ARG(c->p0),
+                                  CLT_ARG(c->cp), CLT_ARG(c->tb), CLT_ARG(bw), CLT_ARG(scratch), CLT_ARG(in_off),
+                                  CLT_ARG(scratch), CLT_ARG(off)));
 }
 
 /* The forward of pass's shape (the layer's forward, or its backward-data):
@@ -149,8 +169,8 @@ static clt_status run_forward(clt_device *dev, const clt_conv_plan *plan, int pa
     char spec[64];
     program(c, pass, spec, sizeof spec);
     cl_mem scratch;
-    CLT_TRY(clt_device_scratch(dev, (s.u + s.v + s.m) * sizeof(float), &scratch));
-    cl_ulong u_off = 0, v_off = s.u, m_off = s.u + s.v;
+    CLT_TRY(clt_device_scratch(dev, scratch_floats(&s) * sizeof(float), &scratch));
+    cl_ulong u_off = 0, v_off = s.u, m_off = s.u + s.v, xt_off = m_off + s.m, yt_off = xt_off + s.xt;
     int rp = (int)clt_conv_round_up((size_t)f.r, PRODUCT_RM), flip = pass == CLT_CONV_BWD_DATA;
     int e = (c->wm + 2) * (c->wm + 2), has_bias = b != NULL;
     cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
@@ -160,8 +180,8 @@ static clt_status run_forward(clt_device *dev, const clt_conv_plan *plan, int pa
     chunk k;
     for (int more = next_chunk(&f, &s, c->cp, &k, 1); more; more = next_chunk(&f, &s, c->cp, &k, 0)) {
         int tp = k.tb * BLOCK_TILES;
-        CLT_TRY(tile_transform(dev, spec, "conv_winograd_input", f.k, f.h, f.w, f.pad, f.n, &s, &k, in, relu_in, ym,
-                               scratch, v_off));
+        if (k.p0 == 0) CLT_TRY(interleave(dev, spec, f.k, f.h * f.w, f.n, k.g0, in, relu_in, ym, scratch, xt_off));
+        CLT_TRY(tile_transform(dev, spec, "conv_winograd_input", f.k, f.h, f.w, f.pad, &s, &k, scratch, xt_off, v_off));
         CLT_TRY(clt_launch_2d(dev, spec, "conv_winograd_product", (size_t)e * (rp / PRODUCT_RM), (size_t)k.tb,
                               clt_conv_group_x(dev, GROUP_X), 1,
                               CLT_ARGS(CLT_ARG(f.k), CLT_ARG(rp), CLT_ARG(k.tb), CLT_ARG(scratch), CLT_ARG(u_off),
@@ -169,9 +189,16 @@ static clt_status run_forward(clt_device *dev, const clt_conv_plan *plan, int pa
         CLT_TRY(clt_launch_2d(dev, spec, "conv_winograd_output", (size_t)k.cp, (size_t)f.r,
                               clt_conv_group_x(dev, GROUP_X), 1,
                               CLT_ARGS(CLT_ARG(f.r), CLT_ARG(rp), CLT_ARG(f.oh), CLT_ARG(f.ow), CLT_ARG(s.tw),
-                                       CLT_ARG(f.n), CLT_ARG(k.g0), CLT_ARG(k.p0), CLT_ARG(k.cp), CLT_ARG(tp),
-                                       CLT_ARG(scratch), CLT_ARG(m_off), CLT_ARG(bias), CLT_ARG(has_bias),
-                                       CLT_ARG(relu_out), CLT_ARG(out))));
+                                       CLT_ARG(k.p0), CLT_ARG(k.cp), CLT_ARG(tp), CLT_ARG(scratch), CLT_ARG(m_off),
+                                       CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu_out), CLT_ARG(scratch),
+                                       CLT_ARG(yt_off))));
+        if (k.p0 + k.cp < s.positions) continue;
+        /* the group's last chunk: its outputs in place */
+        int hw = f.oh * f.ow;
+        CLT_TRY(clt_launch_2d(dev, spec, "conv_winograd_deinterleave", (size_t)(hw + LANES - 1) / LANES, (size_t)f.r,
+                              clt_conv_group_x(dev, GROUP_X), 1,
+                              CLT_ARGS(CLT_ARG(f.r), CLT_ARG(hw), CLT_ARG(f.n), CLT_ARG(k.g0), CLT_ARG(scratch),
+                                       CLT_ARG(yt_off), CLT_ARG(out))));
     }
     return CLT_OK;
 }
@@ -194,16 +221,18 @@ static clt_status run_weights(clt_device *dev, const clt_conv_plan *plan, cl_mem
     char spec[64];
     program(c, CLT_CONV_BWD_WEIGHTS, spec, sizeof spec);
     cl_mem scratch;
-    CLT_TRY(clt_device_scratch(dev, (s.u + s.v + s.m) * sizeof(float), &scratch));
-    cl_ulong u_off = 0, v_off = s.u, d_off = s.u + s.v;
+    CLT_TRY(clt_device_scratch(dev, scratch_floats(&s) * sizeof(float), &scratch));
+    cl_ulong u_off = 0, v_off = s.u, d_off = s.u + s.v, xt_off = d_off + s.m, dyt_off = xt_off + s.xt;
     int e = (c->wm + 2) * (c->wm + 2), bw = BLOCK_TILES, no_relu = 0, acc = 0;
     size_t kb = (size_t)(g->c + WPROD_WB - 1) / WPROD_WB, rb = (size_t)(g->co + WPROD_WA - 1) / WPROD_WA;
     chunk k;
     for (int more = next_chunk(&f, &s, c->cp, &k, 1); more; more = next_chunk(&f, &s, c->cp, &k, 0), acc = 1) {
-        CLT_TRY(tile_transform(dev, spec, "conv_winograd_input", g->c, g->h, g->w, g->pad, g->n, &s, &k, x, no_relu, x,
-                               scratch, v_off));
-        CLT_TRY(tile_transform(dev, spec, "conv_winograd_dy", g->co, g->oh, g->ow, 0, g->n, &s, &k, dy, relu, ym, scratch,
-                               d_off));
+        if (k.p0 == 0) {
+            CLT_TRY(interleave(dev, spec, g->c, g->h * g->w, g->n, k.g0, x, no_relu, x, scratch, xt_off));
+            CLT_TRY(interleave(dev, spec, g->co, g->oh * g->ow, g->n, k.g0, dy, relu, ym, scratch, dyt_off));
+        }
+        CLT_TRY(tile_transform(dev, spec, "conv_winograd_input", g->c, g->h, g->w, g->pad, &s, &k, scratch, xt_off, v_off));
+        CLT_TRY(tile_transform(dev, spec, "conv_winograd_dy", g->co, g->oh, g->ow, 0, &s, &k, scratch, dyt_off, d_off));
         CLT_TRY(clt_launch_2d(dev, spec, "conv_winograd_wprod", kb, (size_t)e * rb, clt_conv_group_x(dev, GROUP_X), 1,
                               CLT_ARGS(CLT_ARG(g->co), CLT_ARG(g->c), CLT_ARG(k.tb), CLT_ARG(bw), CLT_ARG(acc),
                                        CLT_ARG(scratch), CLT_ARG(d_off), CLT_ARG(scratch), CLT_ARG(v_off),

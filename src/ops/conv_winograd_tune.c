@@ -1,7 +1,12 @@
 /* The winograd tuner (conv_algo.h): it runs after the other tuners, so
  * winograd competes with their measured choices, on CPU devices (lanes) and
  * GPUs (implicit, gemm) alike, and a device runs it only where it measured
- * faster. Its candidates: F(2x2,3x3) and F(4x4,3x3), each in chunks of
+ * faster. Not forced, it offers winograd only where the settings ask
+ * (CLTRAIN_CONV_WINOGRAD=2 or 4): timed a pass at a time, ResNet-18's
+ * passes ran faster on winograd, its training step slower (bench/README.md).
+ * Its candidates: F(2x2,3x3), and F(4x4,3x3) where the settings allow it
+ * (CLTRAIN_CONV_WINOGRAD=4: its rounding, about 2e-5 of the result, took
+ * ResNet-18 past test_pytorch.py's bar on two devices), each in chunks of
  * 1, 4 and 16 MiB of transformed tensors (near the cache, or fewer and
  * longer products); the weight gradient's 4, 16 and 64 MiB (each chunk
  * also reads and writes the whole transformed gradient dU). The key leaves out the batch, as the lanes tuner's: the
@@ -16,9 +21,10 @@
 static const int tiles[] = {2, 4};
 static const int chunk_kibs[2][3] = {{1024, CLT_CONV_WINOGRAD_RULE_KIB, 16384},
                                      {4096, CLT_CONV_WINOGRAD_RULE_KIB_BWDW, 65536}};
-#define N_TILES (int)(sizeof tiles / sizeof *tiles)
+/* The tile sizes dev's settings let the tuner time: F(2x2), and F(4x4) where allowed. */
+static int n_tiles(const clt_device *dev) { return clt_device_get_settings(dev)->conv_winograd == 4 ? 2 : 1; }
 #define N_CHUNKS (int)(sizeof chunk_kibs[0] / sizeof *chunk_kibs[0])
-#define MAX_CANDIDATES (1 + N_TILES * N_CHUNKS) /* the tuned choice, then winograd's */
+#define MAX_CANDIDATES (1 + 2 * N_CHUNKS) /* the tuned choice, then winograd's */
 _Static_assert(MAX_CANDIDATES <= CLT_CONV_TIMED_MAX, "candidates timed together");
 
 /* "keep" (the plan as the other tuners left it) or winograd's configuration. */
@@ -38,7 +44,7 @@ static int candidates(const clt_device *dev, const clt_conv_plan *plan, int pass
         snprintf(values[n], CLT_TUNE_VALUE_MAX, "%s", keep);
         snprintf(shown[n++], CLT_TUNE_VALUE_MAX, "%s (not winograd)", plan->algo[pass]->name);
     }
-    for (int i = 0; i < N_TILES; i++)
+    for (int i = 0; i < n_tiles(dev); i++)
         for (int j = 0; j < N_CHUNKS; j++) {
             t[n] = *plan;
             ok[n] = clt_conv_winograd_use(dev, &t[n], pass, tiles[i], chunk_kib[j]);
@@ -58,7 +64,7 @@ static int apply(const clt_device *dev, clt_conv_plan *plan, int pass, int force
     int wm, kib;
     char tail;
     if (sscanf(value, "f%d ck%d%c", &wm, &kib, &tail) != 2) return 0;
-    for (int i = 0; i < N_TILES; i++)
+    for (int i = 0; i < n_tiles(dev); i++)
         for (int j = 0; j < N_CHUNKS; j++)
             if (tiles[i] == wm && chunk_kib[j] == kib) {
                 const clt_conv_algo *was = plan->algo[pass];
@@ -86,14 +92,17 @@ static int eligible(const clt_conv_plan *plan, int pass, int forced)
 
 clt_status clt_conv_winograd_tune(clt_device *dev, clt_conv_plan *plan)
 {
-    int algo = clt_device_get_settings(dev)->conv_algo, forced = algo == CLT_CONV_ALGO_WINOGRAD;
-    if ((algo != CLT_CONV_ALGO_AUTO && !forced) || !clt_tune_wanted(dev, 0)) return CLT_OK;
+    const clt_device_settings *set = clt_device_get_settings(dev);
+    int algo = set->conv_algo, forced = algo == CLT_CONV_ALGO_WINOGRAD;
+    int offered = forced || (algo == CLT_CONV_ALGO_AUTO && set->conv_winograd);
+    if (!offered || !clt_tune_wanted(dev, 0)) return CLT_OK;
     const clt_conv_geom *g = &plan->g;
     for (int p = 0; p < CLT_CONV_PASSES; p++) {
         if (!eligible(plan, p, forced)) continue;
         char key[CLT_TUNE_KEY_MAX], value[CLT_TUNE_VALUE_MAX];
-        snprintf(key, sizeof key, "winograd %s c%d h%d w%d co%d p%d%s", clt_conv_pass_names[p], g->c, g->h, g->w,
-                 g->co, g->pad, forced ? " forced" : "");
+        /* forced and F(4x4) choose among other candidates: keys of their own */
+        snprintf(key, sizeof key, "winograd %s c%d h%d w%d co%d p%d%s%s", clt_conv_pass_names[p], g->c, g->h, g->w,
+                 g->co, g->pad, forced ? " forced" : "", n_tiles(dev) > 1 ? " f4" : "");
         if (clt_tune_lookup(dev, key, value, sizeof value) && apply(dev, plan, p, forced, value)) {
             plan->winograd.tuned[p] = 1;
             continue;

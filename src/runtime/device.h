@@ -38,6 +38,9 @@ typedef struct clt_device_settings {
                                    * and from host staging even where the device could share
                                    * them (runtime/svm.h) */
     int tf32;                     /* CLT_TF32_* (CLTRAIN_TF32): TF32 convolutions allowed, off, emulated */
+    int conv_winograd;            /* CLTRAIN_CONV_WINOGRAD: the tiles winograd's tuner may time
+                                   * against the tuned choice (ops/conv_algo.h): 0 none, 2
+                                   * F(2x2,3x3), 4 F(2x2) and F(4x4,3x3) */
 } clt_device_settings;
 
 /* TF32 tensor cores (runtime/tf32_probe.c; kernels/prelude.h, -DTC):

@@ -1062,7 +1062,7 @@ static void test_settings_env(void)
     static const struct {
         const char *name, *value;
         int ok;
-        clt_device_settings want; /* algo, budget, bwdw a x b, tune, no_fuse, no_shared_grads, tf32 */
+        clt_device_settings want; /* algo, budget, bwdw a x b, tune, no_fuse, no_shared_grads, tf32, winograd */
     } cases[] = {
         {"CLTRAIN_CONV_ALGO", "fast", 0, {0}},
         {"CLTRAIN_CONV_ALGO", "GEMM", 0, {0}},
@@ -1073,23 +1073,26 @@ static void test_settings_env(void)
         {"CLTRAIN_TUNE", "2", 0, {0}},
         {"CLTRAIN_TUNE", "yes", 0, {0}},
         {"CLTRAIN_FUSE", "2", 0, {0}},
-        {"CLTRAIN_CONV_ALGO", "gemm", 1, {CLT_CONV_ALGO_GEMM, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
-        {"CLTRAIN_CONV_ALGO", "implicit", 1, {CLT_CONV_ALGO_IMPLICIT, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
-        {"CLTRAIN_CONV_BUDGET", "6000", 1, {CLT_CONV_ALGO_AUTO, 6000, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
-        {"CLTRAIN_CONV_BWDW", "4x6", 1, {CLT_CONV_ALGO_AUTO, 0, 4, 6, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
-        {"CLTRAIN_CONV_ALGO", "", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
-        {"CLTRAIN_TUNE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_OFF, 0, 0, CLT_TF32_AUTO}},
-        {"CLTRAIN_TUNE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_ON, 0, 0, CLT_TF32_AUTO}},
-        {"CLTRAIN_TUNE", "again", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AGAIN, 0, 0, CLT_TF32_AUTO}},
-        {"CLTRAIN_FUSE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 1, 0, CLT_TF32_AUTO}},
-        {"CLTRAIN_FUSE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
-        {"CLTRAIN_SHARED_GRADS", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 1, CLT_TF32_AUTO}},
-        {"CLTRAIN_SHARED_GRADS", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
+        {"CLTRAIN_CONV_ALGO", "gemm", 1, {CLT_CONV_ALGO_GEMM, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, 0}},
+        {"CLTRAIN_CONV_ALGO", "implicit", 1, {CLT_CONV_ALGO_IMPLICIT, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, 0}},
+        {"CLTRAIN_CONV_BUDGET", "6000", 1, {CLT_CONV_ALGO_AUTO, 6000, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, 0}},
+        {"CLTRAIN_CONV_BWDW", "4x6", 1, {CLT_CONV_ALGO_AUTO, 0, 4, 6, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, 0}},
+        {"CLTRAIN_CONV_ALGO", "", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, 0}},
+        {"CLTRAIN_TUNE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_OFF, 0, 0, CLT_TF32_AUTO, 0}},
+        {"CLTRAIN_TUNE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_ON, 0, 0, CLT_TF32_AUTO, 0}},
+        {"CLTRAIN_TUNE", "again", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AGAIN, 0, 0, CLT_TF32_AUTO, 0}},
+        {"CLTRAIN_FUSE", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 1, 0, CLT_TF32_AUTO, 0}},
+        {"CLTRAIN_FUSE", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, 0}},
+        {"CLTRAIN_SHARED_GRADS", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 1, CLT_TF32_AUTO, 0}},
+        {"CLTRAIN_SHARED_GRADS", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, 0}},
         {"CLTRAIN_SHARED_GRADS", "no", 0, {0}},
-        {"CLTRAIN_TF32", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_OFF}},
-        {"CLTRAIN_TF32", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO}},
-        {"CLTRAIN_TF32", "emulate", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_EMULATE}},
+        {"CLTRAIN_TF32", "0", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_OFF, 0}},
+        {"CLTRAIN_TF32", "1", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, 0}},
+        {"CLTRAIN_TF32", "emulate", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_EMULATE, 0}},
         {"CLTRAIN_TF32", "tf32", 0, {0}},
+        {"CLTRAIN_CONV_ALGO", "winograd", 1, {CLT_CONV_ALGO_WINOGRAD, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, 0}},
+        {"CLTRAIN_CONV_WINOGRAD", "4", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, 4}},
+        {"CLTRAIN_CONV_WINOGRAD", "1", 0, {0}},
     };
     /* each case sets one variable over the defaults: none from outside
      * (tools/gpu/check runs the suite under CLTRAIN_TF32=0) */

@@ -314,25 +314,27 @@ static void test_forced(clt_device *dev)
     REQUIRE_OK(clt_device_set_settings(dev, &s));
 }
 
-/* The tuner (CLTRAIN_TUNE on): a 3x3 stride-1 pass runs winograd or the
- * algorithm it was planned with, as measured, and is right either way; a
- * second plan takes the kept choice; tuning off keeps the rule (never
- * winograd); forced, it chooses among winograd's configurations. */
+/* The tuner (CLTRAIN_TUNE on): asked to (CLTRAIN_CONV_WINOGRAD=2), a 3x3
+ * stride-1 pass runs winograd or the algorithm it was planned with, as
+ * measured, and is right either way; a second plan takes the kept choice;
+ * tuning off keeps the rule, and so does a tuner not asked to offer it
+ * (never winograd); forced, it chooses among winograd's configurations,
+ * F(2x2) only unless the settings allow F(4x4) (CLTRAIN_CONV_WINOGRAD=4). */
 static void test_tuner(clt_device *dev)
 {
     wcase c;
     wcase_make(dev, &c, 4, 16, 12, 12, 16, 1);
     clt_conv_geom g;
     REQUIRE_OK(clt_conv_geom_init(&g, c.r.n, c.r.c, c.r.h, c.r.w, c.r.co, 3, 1, c.r.p));
-    static const int modes[][2] = {{CLT_CONV_ALGO_AUTO, CLT_TUNE_ON},
-                                   {CLT_CONV_ALGO_AUTO, CLT_TUNE_ON},
-                                   {CLT_CONV_ALGO_AUTO, CLT_TUNE_OFF},
-                                   {CLT_CONV_ALGO_WINOGRAD, CLT_TUNE_ON}};
+    static const int modes[][3] = {{CLT_CONV_ALGO_AUTO, CLT_TUNE_ON, 2},     {CLT_CONV_ALGO_AUTO, CLT_TUNE_ON, 2},
+                                   {CLT_CONV_ALGO_AUTO, CLT_TUNE_OFF, 2},    {CLT_CONV_ALGO_WINOGRAD, CLT_TUNE_ON, 0},
+                                   {CLT_CONV_ALGO_WINOGRAD, CLT_TUNE_ON, 4}, {CLT_CONV_ALGO_AUTO, CLT_TUNE_ON, 0}};
     const char *first[CLT_CONV_PASSES] = {0};
     for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
         clt_device_settings s = *clt_device_get_settings(dev);
         s.conv_algo = modes[m][0];
         s.tune = modes[m][1];
+        s.conv_winograd = modes[m][2];
         REQUIRE_OK(clt_device_set_settings(dev, &s));
         clt_conv_plan *plan = NULL;
         REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
@@ -344,8 +346,9 @@ static void test_tuner(clt_device *dev)
             printf("mode %zu %s: %s\n", m, clt_conv_pass_names[p], how);
             if (m == 0) first[p] = a;
             if (m == 1) CHECK(!strcmp(a, first[p]), "%s: the kept choice %s, then %s", clt_conv_pass_names[p], first[p], a);
-            if (m == 2) CHECK(!wino, "%s: winograd with tuning off", clt_conv_pass_names[p]);
-            if (m == 3) CHECK(wino && strstr(how, "tuned"), "%s forced: %s", clt_conv_pass_names[p], how);
+            if (m == 2 || m == 5) CHECK(!wino, "%s: winograd in mode %zu", clt_conv_pass_names[p], m);
+            if (m == 3 || m == 4) CHECK(wino && strstr(how, "tuned"), "%s forced: %s", clt_conv_pass_names[p], how);
+            if (m == 3) CHECK(strstr(how, "f2 ") != NULL, "%s: F(4x4) without the setting: %s", clt_conv_pass_names[p], how);
             if (modes[m][1] == CLT_TUNE_ON && wino) CHECK(strstr(how, "tuned") != NULL, "%s: %s", clt_conv_pass_names[p], how);
         }
         CHECK_OK(clt_conv_plan_forward(dev, plan, c.tx->buf, c.tw->buf, c.tb->buf, NULL, c.ty->buf));
@@ -361,6 +364,7 @@ static void test_tuner(clt_device *dev)
     clt_device_settings s = *clt_device_get_settings(dev);
     s.conv_algo = CLT_CONV_ALGO_AUTO;
     s.tune = CLT_TUNE_AUTO;
+    s.conv_winograd = 0;
     REQUIRE_OK(clt_device_set_settings(dev, &s));
     wcase_free(&c);
 }
