@@ -565,6 +565,9 @@ CLT_API clt_status clt_dataset_read(const clt_dataset *ds, int64_t first, int64_
 CLT_API const char *clt_dataset_class_name(const clt_dataset *ds, int label);
 /* Files an image folder held that are not .png, .jpg or .jpeg. */
 CLT_API int64_t clt_dataset_skipped_files(const clt_dataset *ds);
+/* 1 where the dataset decodes its image files as samples are read (an image
+ * folder too large for memory, or CLTRAIN_DATA_DECODE=lazy), else 0. */
+CLT_API int clt_dataset_decodes_files(const clt_dataset *ds);
 /* All labels, N int32 class indices. Owned by the dataset. */
 CLT_API const int32_t *clt_dataset_labels(const clt_dataset *ds);
 

@@ -242,4 +242,6 @@ const char *clt_dataset_class_name(const clt_dataset *ds, int label)
 
 int64_t clt_dataset_skipped_files(const clt_dataset *ds) { return ds ? ds->skipped_files : 0; }
 
+int clt_dataset_decodes_files(const clt_dataset *ds) { return ds && ds->files; }
+
 const int32_t *clt_dataset_labels(const clt_dataset *ds) { return ds ? ds->labels : NULL; }

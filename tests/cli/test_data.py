@@ -198,6 +198,8 @@ if Image:
         r = cltrain('train', *run, '--epochs', 2, '--export-npz', out, '--save', out + '.ck', '--json',
                     env={'CLTRAIN_DATA_DECODE': mode})
         check(r.returncode == 0, f'{mode} folder: {r.stderr}')
+        said = r.stderr.count('decoded batch by batch as they are read')
+        check(said == (mode == 'lazy'), f'{mode} folder: said lazy decoding {said} time(s): {r.stderr}')
         kept = [{k: e[k] for k in ('loss', 'train_acc', 'test_acc')} for e in epochs(r)]  # not the timings
         ran[mode] = (open(out, 'rb').read() if r.returncode == 0 else mode, kept)
     check(ran['eager'] == ran['lazy'], 'a lazy folder trains bit for bit as an eager one')

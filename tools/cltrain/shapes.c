@@ -37,6 +37,10 @@ static int load(const cli_options *o, const char *source, clt_subset subset, int
         if (skipped && o->rank == 0)
             fprintf(stderr, "cltrain: %s %s: %lld file(s) that are not .png, .jpg or .jpeg skipped\n", option, source,
                     (long long)skipped);
+        if (*out && clt_dataset_decodes_files(*out) && o->rank == 0)
+            fprintf(stderr, "cltrain: %s %s: %lld images decoded batch by batch as they are read (too many to hold "
+                    "decoded; CLTRAIN_DATA_DECODE=eager holds them)\n", option, source,
+                    (long long)clt_dataset_size(*out));
         return 0;
     }
     fprintf(stderr, "cltrain: %s: %s\n", option, clt_last_error());
