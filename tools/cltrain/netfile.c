@@ -8,16 +8,9 @@
 
 int cli_load_samples(const cli_options *o, clt_dataset **out)
 {
-    clt_load_options opt;
-    clt_load_options_default(&opt);
-    opt.layout = (clt_layout)o->layout;
-    opt.coarse = o->coarse;
-    opt.limit = o->limit_test;
-    opt.any_split = 1;
-    opt.image_size = (int)o->image_size;
-    opt.channels = (int)o->channels;
-    if (clt_dataset_load_with(o->data, CLT_SUBSET_TEST, &opt, out) == CLT_OK && *out) return 0;
-    fprintf(stderr, "cltrain: --data %s: %s\n", o->data, *out ? clt_last_error() : "no samples found there");
+    if (cli_load_split(o, o->data, CLT_SUBSET_TEST, 1, o->limit_test, "--data", out)) return 1;
+    if (*out) return 0;
+    fprintf(stderr, "cltrain: --data %s: no samples found there\n", o->data);
     return 1;
 }
 

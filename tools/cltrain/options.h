@@ -110,6 +110,11 @@ int cli_check_shapes(const cli_options *o, const clt_dataset *train, const clt_d
  * classes: its spec with the last layer's 10 outputs made `classes` (into
  * buf); the model itself for 10 classes, a spec, or a full buf. */
 const char *cli_model_for_classes(const char *model, int classes, char *buf, size_t cap);
+/* One split of a source with the run's options (*out NULL: the source has
+ * none), saying what a folder skipped and whether it decodes batch by
+ * batch; 0, or 1 after a message naming `option`. */
+int cli_load_split(const cli_options *o, const char *source, clt_subset subset, int any_split, int64_t limit,
+                   const char *option, clt_dataset **out);
 /* Gives the net (replica 0 of a trainer: what its files keep) the data's
  * normalisation and class names; 0, or 1 after a message. */
 int cli_describe_net(clt_net *net, const clt_dataset *ds);

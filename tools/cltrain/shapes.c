@@ -20,8 +20,7 @@ int cli_check_shapes(const cli_options *o, const clt_dataset *train, const clt_d
     return 1;
 }
 
-/* One split of a source with the run's options (NULL: the source has none). */
-static int load(const cli_options *o, const char *source, clt_subset subset, int any_split, int64_t limit,
+int cli_load_split(const cli_options *o, const char *source, clt_subset subset, int any_split, int64_t limit,
                 const char *option, clt_dataset **out)
 {
     clt_load_options opt;
@@ -92,7 +91,7 @@ int cli_load_run_data(const cli_options *o, clt_dataset **train, clt_dataset **t
         fprintf(stderr, "cltrain: --val-split and --test-data: evaluate on one of them\n");
         return 2;
     }
-    if (train) rc = load(o, o->data, CLT_SUBSET_TRAIN, 0, o->limit_train, "--data", train);
+    if (train) rc = cli_load_split(o, o->data, CLT_SUBSET_TRAIN, 0, o->limit_train, "--data", train);
     if (!rc && o->val_split > 0) {
         clt_dataset *kept, *held;
         if (clt_dataset_holdout(*train, o->val_split, (uint64_t)o->seed, &kept, &held) != CLT_OK) {
@@ -104,7 +103,7 @@ int cli_load_run_data(const cli_options *o, clt_dataset **train, clt_dataset **t
         }
     } else if (!rc) {
         const char *source = o->test_data ? o->test_data : o->data;
-        rc = load(o, source, CLT_SUBSET_TEST, o->test_data != NULL, o->limit_test,
+        rc = cli_load_split(o, source, CLT_SUBSET_TEST, o->test_data != NULL, o->limit_test,
                   o->test_data ? "--test-data" : "--data", test);
         if (!rc && o->test_data && !*test) {
             fprintf(stderr, "cltrain: --test-data %s: no samples found there\n", o->test_data);
