@@ -34,6 +34,10 @@ clt_status clt_dataset_sample_bytes(const clt_dataset *ds, int64_t i, uint8_t *s
 /* x/255 for every byte value, as float32: a table keeps the division
  * exact (as PyTorch's ToTensor has it) at the cost of a lookup. */
 void clt_unit_table(float lut[256]);
+/* A normalisation as datasets and nets keep it: `channels` means, then
+ * `channels` stds, each finite, std > 0 (CLT_ERR_INVALID_ARG naming op and
+ * the channel otherwise); both NULL: *out NULL, none. */
+clt_status clt_norm_make(int channels, const float *mean, const float *std, const char *op, float **out);
 /* Floats per sample. */
 size_t clt_dataset_sample_size(const clt_dataset *ds);
 /* Samples idx[0..n) (idx NULL: first, first+1, ...) as floats, NCHW, into

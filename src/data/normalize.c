@@ -7,22 +7,28 @@
 #include "core/error.h"
 #include "data/dataset.h"
 
+clt_status clt_norm_make(int channels, const float *mean, const float *std, const char *op, float **out)
+{
+    *out = NULL;
+    if (!mean != !std) return clt_fail(CLT_ERR_INVALID_ARG, "%s: mean and std are both set or both NULL", op);
+    for (int c = 0; mean && c < channels; c++)
+        if (!isfinite(mean[c]) || !isfinite(std[c]) || !(std[c] > 0))
+            return clt_fail(CLT_ERR_INVALID_ARG, "%s: channel %d: mean %g, std %g (finite, std > 0)", op, c,
+                            (double)mean[c], (double)std[c]);
+    if (!mean) return CLT_OK;
+    float *norm = malloc(2 * (size_t)channels * sizeof *norm);
+    if (!norm) return clt_fail(CLT_ERR_NO_MEMORY, "%s: normalisation of %d channels", op, channels);
+    memcpy(norm, mean, (size_t)channels * sizeof *norm);
+    memcpy(norm + channels, std, (size_t)channels * sizeof *norm);
+    *out = norm;
+    return CLT_OK;
+}
+
 clt_status clt_dataset_set_normalization(clt_dataset *ds, const float *mean, const float *std)
 {
     if (!ds) return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_set_normalization: dataset is NULL");
-    if (!mean != !std)
-        return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_set_normalization: mean and std are both set or both NULL");
-    for (int c = 0; mean && c < ds->channels; c++)
-        if (!isfinite(mean[c]) || !isfinite(std[c]) || !(std[c] > 0))
-            return clt_fail(CLT_ERR_INVALID_ARG, "clt_dataset_set_normalization: channel %d: mean %g, std %g (finite, "
-                            "std > 0)", c, (double)mean[c], (double)std[c]);
-    float *norm = NULL;
-    if (mean) {
-        norm = malloc(2 * (size_t)ds->channels * sizeof *norm);
-        if (!norm) return clt_fail(CLT_ERR_NO_MEMORY, "normalisation of %d channels", ds->channels);
-        memcpy(norm, mean, (size_t)ds->channels * sizeof *norm);
-        memcpy(norm + ds->channels, std, (size_t)ds->channels * sizeof *norm);
-    }
+    float *norm;
+    CLT_TRY(clt_norm_make(ds->channels, mean, std, "clt_dataset_set_normalization", &norm));
     free(ds->norm);
     ds->norm = norm;
     return CLT_OK;

@@ -2,12 +2,12 @@
  * that carry it, with the spec and input shape, in the net's files. */
 #include "nn/net_info.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "data/dataset.h"
 #include "io/npz.h"
 #include "nn/net_impl.h"
 
@@ -25,27 +25,11 @@ void clt_net_info_free(clt_net *net)
     net->class_names = NULL;
 }
 
-/* mean and std: `channels` finite values each, std > 0; into one array. */
-static clt_status make_norm(int channels, const float *mean, const float *std, const char *op, float **out)
-{
-    *out = NULL;
-    if (!mean != !std) return clt_fail(CLT_ERR_INVALID_ARG, "%s: mean and std are both set or both NULL", op);
-    if (!mean) return CLT_OK;
-    for (int c = 0; c < channels; c++)
-        if (!isfinite(mean[c]) || !isfinite(std[c]) || !(std[c] > 0))
-            return clt_fail(CLT_ERR_INVALID_ARG, "%s: channel %d: mean %g, std %g (finite, std > 0)", op, c,
-                            (double)mean[c], (double)std[c]);
-    CLT_TRY(clt_calloc((void **)out, 2 * (size_t)channels, sizeof **out, "normalisation"));
-    memcpy(*out, mean, (size_t)channels * sizeof **out);
-    memcpy(*out + channels, std, (size_t)channels * sizeof **out);
-    return CLT_OK;
-}
-
 clt_status clt_net_set_normalization(clt_net *net, const float *mean, const float *std)
 {
     if (!net) return clt_fail(CLT_ERR_INVALID_ARG, "clt_net_set_normalization: net is NULL");
     float *norm;
-    CLT_TRY(make_norm(net->model.in.d[0], mean, std, "clt_net_set_normalization", &norm));
+    CLT_TRY(clt_norm_make(net->model.in.d[0], mean, std, "clt_net_set_normalization", &norm));
     free(net->norm);
     net->norm = norm;
     return CLT_OK;
@@ -132,6 +116,15 @@ clt_status clt_net_info_copy(clt_net *to, const clt_net *from)
     return clt_net_set_class_names(to, (const char *const *)from->class_names);
 }
 
+clt_status clt_net_info_filter(void *ctx, const char *path, const clt_npz_entry *e, int *skip)
+{
+    (void)ctx;
+    *skip = !clt_net_info_key(e->name);
+    if (*skip || e->nbytes <= CLT_NET_INFO_MAX) return CLT_OK;
+    return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" holds %zu bytes, more than a net's file gives it (%d)", path,
+                    e->name, e->nbytes, CLT_NET_INFO_MAX);
+}
+
 int clt_net_info_key(const char *name)
 {
     static const char *const keys[] = {CLT_KEY_SPEC, CLT_KEY_INPUT, CLT_KEY_NORMALIZE, CLT_KEY_CLASSES,
@@ -213,7 +206,7 @@ clt_status clt_net_info_load(const clt_npz *z, clt_net *net, int apply)
     if (e && (e->is_bytes || e->ndim != 2 || e->shape[0] != 2 || e->shape[1] != c))
         return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" is not float32 of shape (2, %d): means and stds of the "
                         "net's %d input channels", path, CLT_KEY_NORMALIZE, c, c);
-    if (e && make_norm(c, e->data, e->data + c, "normalisation", &norm) != CLT_OK)
+    if (e && clt_norm_make(c, e->data, e->data + c, "normalisation", &norm) != CLT_OK)
         return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\": %s", path, CLT_KEY_NORMALIZE, clt_last_error());
     const clt_npz_entry *k = clt_npz_get(z, CLT_KEY_CLASSES);
     clt_status s = k ? read_names(k, net->model.classes, path, &names) : CLT_OK;

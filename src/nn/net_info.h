@@ -22,6 +22,11 @@ clt_status clt_net_info_add(clt_npz_writer *w, const clt_net *net);
 /* Whether `name` is one of the keys above (a file's own entries, not
  * parameters). */
 int clt_net_info_key(const char *name);
+/* A filter (io/npz.h) keeping the keys above, each at most
+ * CLT_NET_INFO_MAX bytes (CLT_ERR_FORMAT naming the entry otherwise), and
+ * skipping every other entry. */
+#define CLT_NET_INFO_MAX (1 << 20)
+clt_status clt_net_info_filter(void *ctx, const char *path, const clt_npz_entry *e, int *skip);
 /* Checks the normalisation and class names an archive holds against the
  * net (shape, finite values, one name per class) and sets them on the net
  * when `apply` (the file's absence of either leaves the net's as it is). */

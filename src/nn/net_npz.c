@@ -266,10 +266,9 @@ clt_status clt_net_npz_filter(void *ctx, const char *path, const clt_npz_entry *
 {
     int found;
     CLT_TRY(clt_net_npz_check_entry(ctx, 0, "", path, e, &found));
-    *skip = !found && !clt_net_info_key(e->name);
-    if (*skip || found || e->nbytes <= CLT_NET_INFO_MAX) return CLT_OK;
-    return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" holds %zu bytes, more than a net's file gives it (%d)", path,
-                    e->name, e->nbytes, CLT_NET_INFO_MAX);
+    if (!found) return clt_net_info_filter(NULL, path, e, skip);
+    *skip = 0;
+    return CLT_OK;
 }
 
 clt_status clt_net_load_npz(clt_net *net, const char *path)

@@ -33,10 +33,9 @@ clt_status clt_net_npz_check_entry(const clt_net *net, int which, const char *pr
 int clt_net_npz_is_param(const clt_net *net, int which, const char *prefix, const char *name);
 
 /* The filter (io/npz.h) reading a net's file (ctx: the net): its
- * parameters, checked from their headers, and its own keys (net_info.h),
- * at most CLT_NET_INFO_MAX bytes each; every other entry stays compressed,
- * so a hostile file costs no more memory than the net's parameters. */
-#define CLT_NET_INFO_MAX (1 << 20)
+ * parameters, checked from their headers, and its own keys
+ * (clt_net_info_filter); every other entry stays compressed, so a hostile
+ * file costs no more memory than the net's parameters. */
 clt_status clt_net_npz_filter(void *ctx, const char *path, const clt_npz_entry *e, int *skip);
 
 /* Writes the prefix + name arrays to the device and waits for the writes.

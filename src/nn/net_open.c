@@ -10,22 +10,13 @@
 #include "nn/net_info.h"
 #include "nn/net_npz.h"
 
-/* The first read keeps the file's own keys alone: the net they describe
- * is made before its parameters are read and checked against it. */
-static clt_status info_only(void *ctx, const char *path, const clt_npz_entry *e, int *skip)
-{
-    (void)ctx;
-    *skip = !clt_net_info_key(e->name);
-    if (*skip || e->nbytes <= CLT_NET_INFO_MAX) return CLT_OK;
-    return clt_fail(CLT_ERR_FORMAT, "%s: entry \"%s\" holds %zu bytes, more than a net's file gives it (%d)", path,
-                    e->name, e->nbytes, CLT_NET_INFO_MAX);
-}
-
 /* The spec and input shape the file names. */
 static clt_status read_model(const char *path, char **spec, int shape[3])
 {
     clt_npz *z;
-    CLT_TRY(clt_npz_read_filtered(path, info_only, NULL, &z));
+    /* the file's own keys alone: the net they describe is made before its
+     * parameters are read and checked against it */
+    CLT_TRY(clt_npz_read_filtered(path, clt_net_info_filter, NULL, &z));
     const clt_npz_entry *s = clt_npz_get(z, CLT_KEY_SPEC), *in = clt_npz_get(z, CLT_KEY_INPUT);
     clt_status st = CLT_OK;
     if (!s || !in)

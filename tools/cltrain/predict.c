@@ -62,9 +62,19 @@ static void put_class(FILE *f, const clt_net *net, int k)
     else fprintf(f, "%d", k);
 }
 
-/* The rest of a line: the k best classes and their probabilities. */
-static void put_top(FILE *f, const clt_net *net, const float *row, const int *top, int k)
+/* The header line: the first columns, then class_j,prob_j for j = 1..k. */
+static void put_header(FILE *f, const char *first, int k)
 {
+    fputs(first, f);
+    for (int j = 1; j <= k; j++) fprintf(f, ",class_%d,prob_%d", j, j);
+    fputc('\n', f);
+}
+
+/* The rest of a line: the row's k best classes (into top) and their
+ * probabilities. */
+static void put_top(FILE *f, const clt_net *net, const float *row, int *top, int k)
+{
+    clt_top_k(row, clt_net_classes(net), k, top);
     for (int j = 0; j < k; j++) {
         fputc(',', f);
         put_class(f, net, top[j]);
@@ -85,9 +95,7 @@ static int predict_all(const cli_options *o, clt_net *net, const clt_dataset *ds
     int *top = malloc((size_t)k * sizeof *top);
     int rc = x && p && labels && top ? 0 : 1;
     if (rc) fprintf(stderr, "cltrain: predict: out of memory for %lld samples a pass\n", (long long)chunk);
-    fputs("sample,label", f);
-    for (int j = 1; !rc && j <= k; j++) fprintf(f, ",class_%d,prob_%d", j, j);
-    fputc('\n', f);
+    if (!rc) put_header(f, "sample,label", k);
     *hits = 0;
     for (int64_t at = 0; !rc && at < n; at += chunk) {
         int m = (int)(n - at < chunk ? n - at : chunk);
@@ -99,12 +107,10 @@ static int predict_all(const cli_options *o, clt_net *net, const clt_dataset *ds
             break;
         }
         for (int i = 0; i < m; i++) {
-            const float *row = p + (size_t)i * (size_t)classes;
-            clt_top_k(row, classes, k, top);
-            *hits += top[0] == labels[i];
             fprintf(f, "%lld,", (long long)(at + i));
             put_class(f, net, labels[i]);
-            put_top(f, net, row, top, k);
+            put_top(f, net, p + (size_t)i * (size_t)classes, top, k);
+            *hits += top[0] == labels[i];
         }
     }
     free(x);
@@ -150,9 +156,7 @@ static int predict_files(const cli_options *o, clt_net *net, FILE *f)
     int *top = malloc((size_t)k * sizeof *top);
     int rc = x && p && top ? 0 : 1;
     if (rc) fprintf(stderr, "cltrain: predict: out of memory for %lld images a pass\n", (long long)chunk);
-    fputs("file", f);
-    for (int j = 1; !rc && j <= k; j++) fprintf(f, ",class_%d,prob_%d", j, j);
-    fputc('\n', f);
+    if (!rc) put_header(f, "file", k);
     for (int64_t at = 0; !rc && at < o->n_files; at += chunk) {
         int m = (int)(o->n_files - at < chunk ? o->n_files - at : chunk);
         for (int i = 0; !rc && i < m; i++) rc = read_image(o, net, o->files[at + i], x + (size_t)i * sample);
@@ -161,10 +165,8 @@ static int predict_files(const cli_options *o, clt_net *net, FILE *f)
             rc = 1;
         }
         for (int i = 0; !rc && i < m; i++) {
-            const float *row = p + (size_t)i * (size_t)classes;
-            clt_top_k(row, classes, k, top);
             csv_field(f, o->files[at + i]);
-            put_top(f, net, row, top, k);
+            put_top(f, net, p + (size_t)i * (size_t)classes, top, k);
         }
     }
     free(x);
