@@ -24,8 +24,10 @@
  * the output channels padded to RM, zeros beyond) blocked by RM channels,
  * [e][RP/RM][K][RM], M [e][RP][TP]. The
  * products are the lanes kernels' rank-1 update with the tiles as the
- * vector lanes (CPU devices). Built with -DWM (2 or 4), and -DRM -DNV
- * (forward product) or -DWA -DWB (weight product). */
+ * vector lanes (CPU devices). On CPU devices the forward can instead run
+ * fused (conv_winograd_fused): V and M of a few tile positions in local
+ * memory, never written out. Built with -DWM (2 or 4), and -DRM -DNV
+ * (forward product, fused) or -DWA -DWB (weight product). */
 #ifndef WM
 #define WM 2
 #endif
@@ -191,6 +193,23 @@ __kernel void conv_winograd_filter(int R, int K, int RP, int flip, __global cons
 /* V = B^T d B of each tile's A x A input patch. */
 DEFINE_TILE_TRANSFORM(conv_winograd_input, A, BT_, BTT)
 
+/* y = A^T m A + b at the tile (ty, tx) of channel plane yt (interleaved,
+ * OH x OW), ReLU where relu, the outputs inside the plane only. */
+INLINE void output_tile(float16 mm[A][A], int ty, int tx, int OH, int OW, float b, int relu, __global float *yt)
+{
+    float16 s[WM][A], o[WM][WM];
+    LEFT(float16, s, AT_, mm, WM, A, A)
+    RIGHT(float16, o, s, ATT, WM, A, WM)
+#pragma unroll
+    for (int i = 0; i < WM; i++)
+#pragma unroll
+        for (int j = 0; j < WM; j++) {
+            float16 a = o[i][j] + b;
+            if (relu) a = RELU_FWD(a);
+            if (ty + i < OH && tx + j < OW) vstore16(a, 0, yt + ((size_t)(ty + i) * OW + tx + j) * LN);
+        }
+}
+
 /* y = A^T M A + bias for each of the chunk's tiles and output channel r
  * < R (ReLU where relu), the outputs inside OH x OW only, interleaved
  * like the input (conv_winograd_deinterleave puts them in place). Global:
@@ -201,24 +220,13 @@ __kernel void conv_winograd_output(int R, int RP, int OH, int OW, int TW, int p0
 {
     int q = get_global_id(0), r = get_global_id(1);
     if (q >= cp || r >= R) return;
-    float16 mm[A][A], s[WM][A], o[WM][WM];
+    float16 mm[A][A];
     m += m_off + (size_t)r * TP + (size_t)q * LN;
 #pragma unroll
     for (int e = 0; e < E; e++) mm[e / A][e % A] = vload16(0, m + (size_t)e * RP * TP);
-    LEFT(float16, s, AT_, mm, WM, A, A)
-    RIGHT(float16, o, s, ATT, WM, A, WM)
     int ty, tx;
     tile_at(p0 + q, TW, &ty, &tx);
-    float b = has_bias ? bias[r] : 0.0f;
-    yt += yt_off + (size_t)r * OH * OW * LN;
-#pragma unroll
-    for (int i = 0; i < WM; i++)
-#pragma unroll
-        for (int j = 0; j < WM; j++) {
-            float16 a = o[i][j] + b;
-            if (relu) a = RELU_FWD(a);
-            if (ty + i < OH && tx + j < OW) vstore16(a, 0, yt + ((size_t)(ty + i) * OW + tx + j) * LN);
-        }
+    output_tile(mm, ty, tx, OH, OW, has_bias ? bias[r] : 0.0f, relu, yt + yt_off + (size_t)r * OH * OW * LN);
 }
 
 /* y[g0 + l][ch][p] = yt[(ch*HW + p) * LN + l] for the image group's
@@ -248,6 +256,24 @@ __kernel void conv_winograd_deinterleave(int K, int HW, int N, int g0, __global 
 }
 
 #ifdef RM
+/* acc[q][r] = sum over k < K of ap[k*RM + r] bp[k*NV*VW + q*VW ...]: the
+ * products' rank-1 updates, RM weights broadcast against NV vectors of
+ * tiles per channel (ap and bp advance past them). */
+#define RANK1_UPDATES(acc, ap, bp, K)                                                              \
+    _Pragma("unroll") for (int q_ = 0; q_ < NV; q_++)                                              \
+        _Pragma("unroll") for (int r_ = 0; r_ < RM; r_++) acc[q_][r_] = 0.0f;                      \
+    for (int k_ = 0; k_ < (K); k_++) {                                                             \
+        float16 b_[NV];                                                                            \
+        _Pragma("unroll") for (int q_ = 0; q_ < NV; q_++) b_[q_] = vload16(q_, bp);                \
+        _Pragma("unroll") for (int r_ = 0; r_ < RM; r_++)                                          \
+        {                                                                                          \
+            float16 a_ = (float16)(ap[r_]);                                                        \
+            _Pragma("unroll") for (int q_ = 0; q_ < NV; q_++) acc[q_][r_] = fma(a_, b_[q_], acc[q_][r_]); \
+        }                                                                                          \
+        bp += NV * VW;                                                                             \
+        ap += RM;                                                                                  \
+    }
+
 /* M[e][r][t] = sum over k of U[e][k][r] V[e][k][t]: a block of RM output
  * channels x NV vectors of tiles per work-item (BW = NV*VW), rank-1
  * updates over the K channels. Global: (E * RP/RM, TB): a work-group's
@@ -261,29 +287,70 @@ __kernel void conv_winograd_product(int K, int RP, int TB, __global const float 
     __global const float *ap = u + u_off + (size_t)rb * K * RM;
     __global const float *bp = v + v_off + ((size_t)e * TB + tb) * K * (NV * VW);
     float16 acc[NV][RM];
-#pragma unroll
-    for (int q = 0; q < NV; q++)
-#pragma unroll
-        for (int r = 0; r < RM; r++) acc[q][r] = 0.0f;
-    for (int k = 0; k < K; k++) {
-        float16 b[NV];
-#pragma unroll
-        for (int q = 0; q < NV; q++) b[q] = vload16(q, bp);
-#pragma unroll
-        for (int r = 0; r < RM; r++) {
-            float16 a = (float16)(ap[r]);
-#pragma unroll
-            for (int q = 0; q < NV; q++) acc[q][r] = fma(a, b[q], acc[q][r]);
-        }
-        bp += NV * VW;
-        ap += RM;
-    }
+    RANK1_UPDATES(acc, ap, bp, K)
     size_t TP = (size_t)TB * NV * VW;
     __global float *out = m + m_off + ((size_t)e * RP + r0) * TP + (size_t)tb * NV * VW;
 #pragma unroll
     for (int r = 0; r < RM; r++)
 #pragma unroll
         for (int q = 0; q < NV; q++) vstore16(acc[q][r], q, out + r * TP);
+}
+
+/* The forward in one launch per image group, for CPU devices: a
+ * work-group of one item takes NV tile positions (NV*LN tiles), puts the
+ * input transforms of all K channels in local memory (vl: [e][k][NV*VW]),
+ * then per block of RM output channels the E products (the rank-1 updates
+ * of conv_winograd_product) in ml ([e][RM][NV*VW]) and their output
+ * transforms: V and M stay in the core's cache instead of streaming
+ * through memory between kernels. Global: ceil(positions / NV). */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_winograd_fused(
+    int K, int H, int W, int PAD, int R, int RP, int OH, int OW, int TW, int positions, __global const float *xt,
+    ulong xt_off, __global const float *u, ulong u_off, __global const float *bias, int has_bias, int relu,
+    __global float *yt, ulong yt_off, __local float *vl, __local float *ml)
+{
+    int p0 = get_global_id(0) * NV;
+    if (p0 >= positions) return;
+    int np = min(NV, positions - p0), blocks = RP / RM;
+    for (int ch = 0; ch < K; ch++) {
+        size_t base = xt_off + (size_t)ch * H * W * LN;
+        for (int q = 0; q < NV; q++) {
+            int ty, tx;
+            tile_at(p0 + q, TW, &ty, &tx);
+            float16 d[A][A], s[A][A], o[A][A];
+#pragma unroll
+            for (int i = 0; i < A; i++)
+#pragma unroll
+                for (int j = 0; j < A; j++) d[i][j] = lanes_at(xt, base, ty - PAD + i, tx - PAD + j, H, W, q < np);
+            LEFT(float16, s, BT_, d, A, A, A)
+            RIGHT(float16, o, s, BTT, A, A, A)
+#pragma unroll
+            for (int e = 0; e < E; e++) vstore16(o[e / A][e % A], 0, vl + (((size_t)e * K + ch) * NV + q) * VW);
+        }
+    }
+    for (int rb = 0; rb < blocks; rb++) {
+        for (int e = 0; e < E; e++) {
+            __global const float *ap = u + u_off + ((size_t)e * blocks + rb) * K * RM;
+            __local const float *bp = vl + (size_t)e * K * NV * VW;
+            float16 acc[NV][RM];
+            RANK1_UPDATES(acc, ap, bp, K)
+#pragma unroll
+            for (int r = 0; r < RM; r++)
+#pragma unroll
+                for (int q = 0; q < NV; q++) vstore16(acc[q][r], 0, ml + (((size_t)e * RM + r) * NV + q) * VW);
+        }
+        for (int r = 0; r < RM && rb * RM + r < R; r++) {
+            int ro = rb * RM + r;
+            for (int q = 0; q < np; q++) {
+                float16 mm[A][A];
+#pragma unroll
+                for (int e = 0; e < E; e++) mm[e / A][e % A] = vload16(0, ml + (((size_t)e * RM + r) * NV + q) * VW);
+                int ty, tx;
+                tile_at(p0 + q, TW, &ty, &tx);
+                output_tile(mm, ty, tx, OH, OW, has_bias ? bias[ro] : 0.0f, relu,
+                            yt + yt_off + (size_t)ro * OH * OW * LN);
+            }
+        }
+    }
 }
 #endif
 

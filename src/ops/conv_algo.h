@@ -98,7 +98,7 @@ typedef struct clt_conv_implicit_params {
 /* One pass's Winograd configuration: wm outputs per tile side (2:
  * F(2x2,3x3), 4: F(4x4,3x3)), and chunks of 16 images (the lanes) at cp
  * tile positions, as many as keep a chunk's transformed tensors within
- * kib KiB (at least one). */
+ * kib KiB (at least one), or fused (kib CLT_CONV_WINOGRAD_FUSED, cp 0). */
 typedef struct clt_conv_winograd_cfg {
     int wm, cp, kib;
 } clt_conv_winograd_cfg;
@@ -182,12 +182,18 @@ extern const clt_conv_algo clt_conv_direct, clt_conv_lanes, clt_conv_implicit, c
 #define CLT_CONV_WINOGRAD_RULE_WM 2
 #define CLT_CONV_WINOGRAD_RULE_KIB 4096
 #define CLT_CONV_WINOGRAD_RULE_KIB_BWDW 16384
-/* Gives pass of plan to winograd with tiles wm and chunks of kib KiB; 0,
- * the plan unchanged, where it cannot run the shape or its work buffer
- * does not fit. */
+/* kib of the fused kernel: no chunks, each work-group's tiles transformed,
+ * multiplied and transformed back in local memory (CPU devices; forward
+ * and backward-data). */
+#define CLT_CONV_WINOGRAD_FUSED 0
+/* Gives pass of plan to winograd with tiles wm and chunks of kib KiB (or
+ * fused); 0, the plan unchanged, where it cannot run the shape or its
+ * work buffer (local memory, fused) does not fit. */
 int clt_conv_winograd_use(const clt_device *dev, clt_conv_plan *plan, int pass, int wm, int kib);
-/* A configuration as text ("f2 ck4096"). */
+/* A configuration as text ("f2 ck4096", "f2 fused"); its inverse, 0 for
+ * text that is none. */
 void clt_conv_winograd_format(const clt_conv_winograd_cfg *c, char *buf, size_t cap);
+int clt_conv_winograd_parse(const char *text, clt_conv_winograd_cfg *c);
 /* Its tuner (conv_winograd_tune.c), which runs after the others: each
  * pass that winograd could run, planned with lanes, implicit or gemm
  * (algorithm auto, where CLTRAIN_CONV_WINOGRAD asks) or with winograd

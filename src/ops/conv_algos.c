@@ -86,7 +86,7 @@ static clt_status parse_winograd(const char *e, clt_device_settings *s)
 {
     if (strcmp(e, "0") && strcmp(e, "2") && strcmp(e, "4"))
         return clt_fail(CLT_ERR_INVALID_ARG, "CLTRAIN_CONV_WINOGRAD=\"%s\": expected 0, 2 or 4", e);
-    s->conv_winograd = e[0] - '0';
+    s->conv_winograd = e[0] == '0' ? CLT_WINOGRAD_NONE : e[0] == '2' ? CLT_WINOGRAD_F2 : CLT_WINOGRAD_F4;
     return CLT_OK;
 }
 
@@ -107,9 +107,9 @@ clt_status clt_op_settings_check(const clt_device_settings *s, const char *op)
         return clt_fail(CLT_ERR_INVALID_ARG,
                         "%s: conv_algo %d (CLTRAIN_CONV_ALGO): expected auto, lanes, implicit, gemm or winograd",
                         op, s->conv_algo);
-    if (s->conv_winograd != 0 && s->conv_winograd != 2 && s->conv_winograd != 4)
-        return clt_fail(CLT_ERR_INVALID_ARG, "%s: conv_winograd %d (CLTRAIN_CONV_WINOGRAD): expected 0, 2 or 4", op,
-                        s->conv_winograd);
+    if (s->conv_winograd < CLT_WINOGRAD_F2 || s->conv_winograd > CLT_WINOGRAD_F4)
+        return clt_fail(CLT_ERR_INVALID_ARG, "%s: conv_winograd %d (CLTRAIN_CONV_WINOGRAD): expected CLT_WINOGRAD_*",
+                        op, s->conv_winograd);
     char want[160];
     if ((s->conv_bwdw_a || s->conv_bwdw_b) && !bwdw_known(s->conv_bwdw_a, s->conv_bwdw_b))
         return clt_fail(CLT_ERR_INVALID_ARG, "%s: backward-weights block %dx%d (CLTRAIN_CONV_BWDW): %s", op,

@@ -8,10 +8,13 @@
  * runs in groups of 16 images, the vector lanes: a group's input (and dy,
  * and the output) interleaved once, so a tile's pixel is one vector, then
  * chunks of tile positions whose transformed tensors stay near the cache
- * (the tuner picks the chunk). Never chosen by rule: CLTRAIN_CONV_ALGO=
- * winograd forces it, else its tuner (conv_winograd_tune.c), where
- * CLTRAIN_CONV_WINOGRAD asks, gives it the passes where it measured
- * faster than the tuned choice. */
+ * (the tuner picks the chunk), or, forward and backward-data on CPU
+ * devices, fused: one kernel per image group whose work-items each
+ * transform, multiply and transform back a few tile positions in local
+ * memory (V and M never reach global memory, the chunks' cost). Never
+ * chosen by rule: CLTRAIN_CONV_ALGO=winograd forces it, else its tuner
+ * (conv_winograd_tune.c) gives it the passes where it measured faster
+ * than the tuned choice. */
 #include <stdio.h>
 
 #include "ops/conv_algo.h"
@@ -49,6 +52,11 @@ typedef struct chunk_sizes {
 
 static size_t align(size_t v) { return clt_conv_round_up(v, CLT_CONV_ALIGN_FLOATS); }
 
+/* cp of the fused kernel (conv_winograd_fused): a chunk is an image
+ * group's every position, V and M live in local memory. */
+#define FUSED_CP 0
+static int fused(int cp) { return cp == FUSED_CP; }
+
 static int tile_blocks(int cp) { return (cp * LANES + BLOCK_TILES - 1) / BLOCK_TILES; }
 
 static chunk_sizes sizes(const clt_conv_geom *g, int pass, int wm, int cp)
@@ -62,8 +70,8 @@ static chunk_sizes sizes(const clt_conv_geom *g, int pass, int wm, int cp)
     size_t in = pass == CLT_CONV_BWD_WEIGHTS ? (size_t)g->c : (size_t)f.k;
     size_t out = pass == CLT_CONV_BWD_WEIGHTS ? (size_t)g->co : clt_conv_round_up((size_t)f.r, PRODUCT_RM);
     s.u = align(e * in * out);
-    s.v = align(e * in * tp);
-    s.m = align(e * out * tp);
+    s.v = fused(cp) ? 0 : align(e * in * tp);
+    s.m = fused(cp) ? 0 : align(e * out * tp);
     s.xt = align(in * (size_t)f.h * f.w * LANES);
     /* backward-weights: dy interleaved; else the output before it goes in place */
     s.dyt = align((pass == CLT_CONV_BWD_WEIGHTS ? out : (size_t)f.r) * (size_t)f.oh * f.ow * LANES);
@@ -79,15 +87,38 @@ static unsigned winograd_supports(const clt_conv_geom *g, unsigned open)
     return g->k == 3 && g->stride == 1 && g->pad <= 2 ? open : 0;
 }
 
+/* Bytes of local memory the fused kernel takes for pass: V of a tile
+ * block's k input channels, M of RM output channels. */
+static size_t fused_local(const clt_conv_geom *g, int pass, int wm)
+{
+    size_t e = (size_t)(wm + 2) * (wm + 2);
+    return e * ((size_t)shape_of(g, pass).k + PRODUCT_RM) * BLOCK_TILES * sizeof(float);
+}
+
+/* Whether dev runs pass fused: a CPU device (a work-group is one item)
+ * whose local memory holds a tile block's V and M; not the weight
+ * gradient, whose sum runs over every tile. */
+static int fused_fits(const clt_device *dev, const clt_conv_geom *g, int pass, int wm)
+{
+    const clt_device_info *in = clt_device_get_info(dev);
+    return pass != CLT_CONV_BWD_WEIGHTS && in->type == CLT_DEVICE_CPU && in->local_mem_bytes > 0 &&
+           fused_local(g, pass, wm) <= (size_t)in->local_mem_bytes;
+}
+
 int clt_conv_winograd_use(const clt_device *dev, clt_conv_plan *plan, int pass, int wm, int kib)
 {
     const clt_conv_geom *g = &plan->g;
-    if ((wm != 2 && wm != 4) || kib < 1 || !winograd_supports(g, CLT_CONV_PASS(pass))) return 0;
-    chunk_sizes two = sizes(g, pass, wm, 2); /* one block of positions */
-    size_t per_block = (two.v + two.m) * sizeof(float), target = (size_t)kib << 10;
-    int cp = 2 * (int)(target / per_block);
-    if (cp < 2) cp = 2;
-    if (cp > two.positions) cp = two.positions;
+    if ((wm != 2 && wm != 4) || kib < 0 || !winograd_supports(g, CLT_CONV_PASS(pass))) return 0;
+    int cp = FUSED_CP;
+    if (kib != CLT_CONV_WINOGRAD_FUSED) {
+        chunk_sizes two = sizes(g, pass, wm, 2); /* one block of positions */
+        size_t per_block = (two.v + two.m) * sizeof(float), target = (size_t)kib << 10;
+        cp = 2 * (int)(target / per_block);
+        if (cp < 2) cp = 2;
+        if (cp > two.positions) cp = two.positions;
+    } else if (!fused_fits(dev, g, pass, wm)) {
+        return 0;
+    }
     chunk_sizes s = sizes(g, pass, wm, cp);
     if (!clt_conv_fits(dev, scratch_floats(&s) * sizeof(float))) return 0;
     plan->winograd.cfg[pass] = (clt_conv_winograd_cfg){wm, cp, kib};
@@ -125,9 +156,11 @@ typedef struct chunk {
 /* The chunks in order (images, then positions): 0 after the last. */
 static int next_chunk(const fwd_shape *f, const chunk_sizes *s, int cp, chunk *c, int first)
 {
+    if (fused(cp)) cp = s->positions;
     if (first) c->g0 = c->p0 = 0;
     else if ((c->p0 += cp) >= s->positions && (c->p0 = 0, (c->g0 += LANES) >= f->n))
         return 0;
+    if (fused(cp)) cp = s->positions;
     c->cp = s->positions - c->p0 < cp ? s->positions - c->p0 : cp;
     c->tb = tile_blocks(c->cp);
     return 1;
@@ -157,6 +190,57 @@ static clt_status tile_transform(clt_device *dev, const char *spec, const char *
                                   CLT_ARG(scratch), CLT_ARG(off)));
 }
 
+/* A forward's state (the layer's forward, or its backward-data): its
+ * kernels' program, sizes, work buffer and offsets in it, the output's
+ * bias and ReLU. */
+typedef struct fwd_run {
+    clt_device *dev;
+    char spec[64];
+    fwd_shape f;
+    chunk_sizes s;
+    cl_mem scratch, bias;
+    cl_ulong u_off, v_off, m_off, xt_off, yt_off;
+    int rp, e, has_bias, relu;
+} fwd_run;
+
+/* One chunk of the interleaved input as three kernels: V of its tiles,
+ * the products, the output transforms. */
+static clt_status split_chunk(fwd_run *r, const chunk *k)
+{
+    const fwd_shape *f = &r->f;
+    int tp = k->tb * BLOCK_TILES;
+    CLT_TRY(tile_transform(r->dev, r->spec, "conv_winograd_input", f->k, f->h, f->w, f->pad, &r->s, k, r->scratch,
+                           r->xt_off, r->v_off));
+    CLT_TRY(clt_launch_2d(r->dev, r->spec, "conv_winograd_product", (size_t)r->e * (r->rp / PRODUCT_RM),
+                          (size_t)k->tb, clt_conv_group_x(r->dev, GROUP_X), 1,
+                          CLT_ARGS(CLT_ARG(f->k), CLT_ARG(r->rp), CLT_ARG(k->tb), CLT_ARG(r->scratch),
+                                   CLT_ARG(r->u_off), CLT_ARG(r->scratch), CLT_ARG(r->v_off), CLT_ARG(r->scratch),
+                                   CLT_ARG(r->m_off))));
+    return clt_launch_2d(r->dev, r->spec, "conv_winograd_output", (size_t)k->cp, (size_t)f->r,
+                         clt_conv_group_x(r->dev, GROUP_X), 1,
+                         CLT_ARGS(CLT_ARG(f->r), CLT_ARG(r->rp), CLT_ARG(f->oh), CLT_ARG(f->ow), CLT_ARG(r->s.tw),
+                                  CLT_ARG(k->p0), CLT_ARG(k->cp), CLT_ARG(tp), CLT_ARG(r->scratch), CLT_ARG(r->m_off),
+                                  CLT_ARG(r->bias), CLT_ARG(r->has_bias), CLT_ARG(r->relu), CLT_ARG(r->scratch),
+                                  CLT_ARG(r->yt_off)));
+}
+
+/* An image group's every tile in one kernel (conv_winograd_fused), its V
+ * and M in local memory. */
+static clt_status fused_group(fwd_run *r)
+{
+    const fwd_shape *f = &r->f;
+    size_t vl = (size_t)r->e * f->k * BLOCK_TILES * sizeof(float);
+    size_t ml = (size_t)r->e * PRODUCT_RM * BLOCK_TILES * sizeof(float);
+    size_t items = (size_t)(r->s.positions + PRODUCT_NV - 1) / PRODUCT_NV;
+    return clt_launch_2d(r->dev, r->spec, "conv_winograd_fused", items, 1, 1, 1,
+                         CLT_ARGS(CLT_ARG(f->k), CLT_ARG(f->h), CLT_ARG(f->w), CLT_ARG(f->pad), CLT_ARG(f->r),
+                                  CLT_ARG(r->rp), CLT_ARG(f->oh), CLT_ARG(f->ow), CLT_ARG(r->s.tw),
+                                  CLT_ARG(r->s.positions), CLT_ARG(r->scratch), CLT_ARG(r->xt_off),
+                                  CLT_ARG(r->scratch), CLT_ARG(r->u_off), CLT_ARG(r->bias), CLT_ARG(r->has_bias),
+                                  CLT_ARG(r->relu), CLT_ARG(r->scratch), CLT_ARG(r->yt_off), CLT_LOCAL(vl),
+                                  CLT_LOCAL(ml)));
+}
+
 /* The forward of pass's shape (the layer's forward, or its backward-data):
  * out = conv(in, w) + b, ReLU where relu_out; in read through the ReLU's
  * derivative (ym) where relu_in. */
@@ -164,41 +248,33 @@ static clt_status run_forward(clt_device *dev, const clt_conv_plan *plan, int pa
                               cl_mem ym, cl_mem w, cl_mem b, int relu_out, cl_mem out)
 {
     const clt_conv_winograd_cfg *c = &plan->winograd.cfg[pass];
-    fwd_shape f = shape_of(&plan->g, pass);
-    chunk_sizes s = sizes(&plan->g, pass, c->wm, c->cp);
-    char spec[64];
-    program(c, pass, spec, sizeof spec);
-    cl_mem scratch;
-    CLT_TRY(clt_device_scratch(dev, scratch_floats(&s) * sizeof(float), &scratch));
-    cl_ulong u_off = 0, v_off = s.u, m_off = s.u + s.v, xt_off = m_off + s.m, yt_off = xt_off + s.xt;
-    int rp = (int)clt_conv_round_up((size_t)f.r, PRODUCT_RM), flip = pass == CLT_CONV_BWD_DATA;
-    int e = (c->wm + 2) * (c->wm + 2), has_bias = b != NULL;
-    cl_mem bias = b ? b : w; /* any valid buffer when there is no bias */
-    CLT_TRY(clt_launch_2d(dev, spec, "conv_winograd_filter", (size_t)f.k, (size_t)rp, 0, 0,
-                          CLT_ARGS(CLT_ARG(f.r), CLT_ARG(f.k), CLT_ARG(rp), CLT_ARG(flip), CLT_ARG(w),
-                                   CLT_ARG(scratch), CLT_ARG(u_off))));
+    fwd_run r = {.dev = dev, .f = shape_of(&plan->g, pass), .bias = b ? b : w /* any buffer without a bias */,
+                 .has_bias = b != NULL, .relu = relu_out, .e = (c->wm + 2) * (c->wm + 2)};
+    const fwd_shape *f = &r.f;
+    r.s = sizes(&plan->g, pass, c->wm, c->cp);
+    r.rp = (int)clt_conv_round_up((size_t)f->r, PRODUCT_RM);
+    program(c, pass, r.spec, sizeof r.spec);
+    CLT_TRY(clt_device_scratch(dev, scratch_floats(&r.s) * sizeof(float), &r.scratch));
+    r.v_off = r.s.u;
+    r.m_off = r.v_off + r.s.v;
+    r.xt_off = r.m_off + r.s.m;
+    r.yt_off = r.xt_off + r.s.xt;
+    int flip = pass == CLT_CONV_BWD_DATA;
+    CLT_TRY(clt_launch_2d(dev, r.spec, "conv_winograd_filter", (size_t)f->k, (size_t)r.rp, 0, 0,
+                          CLT_ARGS(CLT_ARG(f->r), CLT_ARG(f->k), CLT_ARG(r.rp), CLT_ARG(flip), CLT_ARG(w),
+                                   CLT_ARG(r.scratch), CLT_ARG(r.u_off))));
     chunk k;
-    for (int more = next_chunk(&f, &s, c->cp, &k, 1); more; more = next_chunk(&f, &s, c->cp, &k, 0)) {
-        int tp = k.tb * BLOCK_TILES;
-        if (k.p0 == 0) CLT_TRY(interleave(dev, spec, f.k, f.h * f.w, f.n, k.g0, in, relu_in, ym, scratch, xt_off));
-        CLT_TRY(tile_transform(dev, spec, "conv_winograd_input", f.k, f.h, f.w, f.pad, &s, &k, scratch, xt_off, v_off));
-        CLT_TRY(clt_launch_2d(dev, spec, "conv_winograd_product", (size_t)e * (rp / PRODUCT_RM), (size_t)k.tb,
-                              clt_conv_group_x(dev, GROUP_X), 1,
-                              CLT_ARGS(CLT_ARG(f.k), CLT_ARG(rp), CLT_ARG(k.tb), CLT_ARG(scratch), CLT_ARG(u_off),
-                                       CLT_ARG(scratch), CLT_ARG(v_off), CLT_ARG(scratch), CLT_ARG(m_off))));
-        CLT_TRY(clt_launch_2d(dev, spec, "conv_winograd_output", (size_t)k.cp, (size_t)f.r,
-                              clt_conv_group_x(dev, GROUP_X), 1,
-                              CLT_ARGS(CLT_ARG(f.r), CLT_ARG(rp), CLT_ARG(f.oh), CLT_ARG(f.ow), CLT_ARG(s.tw),
-                                       CLT_ARG(k.p0), CLT_ARG(k.cp), CLT_ARG(tp), CLT_ARG(scratch), CLT_ARG(m_off),
-                                       CLT_ARG(bias), CLT_ARG(has_bias), CLT_ARG(relu_out), CLT_ARG(scratch),
-                                       CLT_ARG(yt_off))));
-        if (k.p0 + k.cp < s.positions) continue;
+    for (int more = next_chunk(f, &r.s, c->cp, &k, 1); more; more = next_chunk(f, &r.s, c->cp, &k, 0)) {
+        if (k.p0 == 0)
+            CLT_TRY(interleave(dev, r.spec, f->k, f->h * f->w, f->n, k.g0, in, relu_in, ym, r.scratch, r.xt_off));
+        CLT_TRY(fused(c->cp) ? fused_group(&r) : split_chunk(&r, &k));
+        if (k.p0 + k.cp < r.s.positions) continue;
         /* the group's last chunk: its outputs in place */
-        int hw = f.oh * f.ow;
-        CLT_TRY(clt_launch_2d(dev, spec, "conv_winograd_deinterleave", (size_t)(hw + LANES - 1) / LANES, (size_t)f.r,
-                              clt_conv_group_x(dev, GROUP_X), 1,
-                              CLT_ARGS(CLT_ARG(f.r), CLT_ARG(hw), CLT_ARG(f.n), CLT_ARG(k.g0), CLT_ARG(scratch),
-                                       CLT_ARG(yt_off), CLT_ARG(out))));
+        int hw = f->oh * f->ow;
+        CLT_TRY(clt_launch_2d(dev, r.spec, "conv_winograd_deinterleave", (size_t)(hw + LANES - 1) / LANES,
+                              (size_t)f->r, clt_conv_group_x(dev, GROUP_X), 1,
+                              CLT_ARGS(CLT_ARG(f->r), CLT_ARG(hw), CLT_ARG(f->n), CLT_ARG(k.g0), CLT_ARG(r.scratch),
+                                       CLT_ARG(r.yt_off), CLT_ARG(out))));
     }
     return CLT_OK;
 }
@@ -255,14 +331,24 @@ static clt_status winograd_backward(clt_device *dev, const clt_conv_plan *plan, 
 
 void clt_conv_winograd_format(const clt_conv_winograd_cfg *c, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "f%d ck%d", c->wm, c->kib);
+    if (c->kib == CLT_CONV_WINOGRAD_FUSED) snprintf(buf, cap, "f%d fused", c->wm);
+    else snprintf(buf, cap, "f%d ck%d", c->wm, c->kib);
+}
+
+int clt_conv_winograd_parse(const char *text, clt_conv_winograd_cfg *c)
+{
+    char tail;
+    *c = (clt_conv_winograd_cfg){0};
+    if (sscanf(text, "f%d fuse%c%c", &c->wm, &tail, &tail) == 2 && tail == 'd') return 1;
+    return sscanf(text, "f%d ck%d%c", &c->wm, &c->kib, &tail) == 2 && c->kib > 0;
 }
 
 static void winograd_describe(const clt_conv_plan *plan, int pass, char *buf, size_t cap)
 {
     char c[32];
     clt_conv_winograd_format(&plan->winograd.cfg[pass], c, sizeof c);
-    snprintf(buf, cap, "%s cp%d%s", c, plan->winograd.cfg[pass].cp, plan->winograd.tuned[pass] ? " tuned" : "");
+    int cp = plan->winograd.cfg[pass].cp;
+    snprintf(buf, cap, "%s%s%.0d%s", c, cp ? " cp" : "", cp, plan->winograd.tuned[pass] ? " tuned" : "");
 }
 
 const clt_conv_algo clt_conv_winograd = {

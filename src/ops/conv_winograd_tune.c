@@ -1,15 +1,14 @@
 /* The winograd tuner (conv_algo.h): it runs after the other tuners, so
  * winograd competes with their measured choices, on CPU devices (lanes) and
  * GPUs (implicit, gemm) alike, and a device runs it only where it measured
- * faster. Not forced, it offers winograd only where the settings ask
- * (CLTRAIN_CONV_WINOGRAD=2 or 4): timed a pass at a time, ResNet-18's
- * passes ran faster on winograd, its training step slower (bench/README.md).
- * Its candidates: F(2x2,3x3), and F(4x4,3x3) where the settings allow it
+ * faster (CLTRAIN_CONV_WINOGRAD=0: never, unless forced). Its candidates:
+ * F(2x2,3x3), and F(4x4,3x3) where the settings allow it
  * (CLTRAIN_CONV_WINOGRAD=4: its rounding, about 2e-5 of the result, took
- * ResNet-18 past test_pytorch.py's bar on two devices), each in chunks of
- * 1, 4 and 16 MiB of transformed tensors (near the cache, or fewer and
- * longer products); the weight gradient's 4, 16 and 64 MiB (each chunk
- * also reads and writes the whole transformed gradient dU). The key leaves out the batch, as the lanes tuner's: the
+ * ResNet-18 past test_pytorch.py's bar on two devices), each fused (CPU
+ * devices, forward and backward-data) and in chunks of 1, 4 and 16 MiB of
+ * transformed tensors (near the cache, or fewer and longer products); the
+ * weight gradient's 4, 16 and 64 MiB (each chunk also reads and writes the
+ * whole transformed gradient dU). The key leaves out the batch, as the lanes tuner's: the
  * last, shorter batch of an epoch and the evaluation batches reuse the
  * training batch's choice. */
 #include <stdio.h>
@@ -19,10 +18,16 @@
 #include "runtime/tune_cache.h"
 
 static const int tiles[] = {2, 4};
-static const int chunk_kibs[2][3] = {{1024, CLT_CONV_WINOGRAD_RULE_KIB, 16384},
-                                     {4096, CLT_CONV_WINOGRAD_RULE_KIB_BWDW, 65536}};
+/* per pass kind (the weight gradient's second): the fused kernel where it
+ * fits, then the chunk sizes */
+static const int chunk_kibs[2][4] = {{CLT_CONV_WINOGRAD_FUSED, 1024, CLT_CONV_WINOGRAD_RULE_KIB, 16384},
+                                     {4096, CLT_CONV_WINOGRAD_RULE_KIB_BWDW, 65536, 0}};
+static const int n_chunks[2] = {4, 3};
 /* The tile sizes dev's settings let the tuner time: F(2x2), and F(4x4) where allowed. */
-static int n_tiles(const clt_device *dev) { return clt_device_get_settings(dev)->conv_winograd == 4 ? 2 : 1; }
+static int n_tiles(const clt_device *dev)
+{
+    return clt_device_get_settings(dev)->conv_winograd == CLT_WINOGRAD_F4 ? 2 : 1;
+}
 #define N_CHUNKS (int)(sizeof chunk_kibs[0] / sizeof *chunk_kibs[0])
 #define MAX_CANDIDATES (1 + 2 * N_CHUNKS) /* the tuned choice, then winograd's */
 _Static_assert(MAX_CANDIDATES <= CLT_CONV_TIMED_MAX, "candidates timed together");
@@ -36,8 +41,8 @@ static const char keep[] = "keep";
 static int candidates(const clt_device *dev, const clt_conv_plan *plan, int pass, int forced, clt_conv_plan *t,
                       int *ok, char values[][CLT_TUNE_VALUE_MAX], char shown[][CLT_TUNE_VALUE_MAX])
 {
-    const int *chunk_kib = chunk_kibs[pass == CLT_CONV_BWD_WEIGHTS];
-    int n = 0;
+    int wg = pass == CLT_CONV_BWD_WEIGHTS, n = 0;
+    const int *chunk_kib = chunk_kibs[wg];
     if (!forced) {
         t[n] = *plan;
         ok[n] = 1;
@@ -45,7 +50,7 @@ static int candidates(const clt_device *dev, const clt_conv_plan *plan, int pass
         snprintf(shown[n++], CLT_TUNE_VALUE_MAX, "%s (not winograd)", plan->algo[pass]->name);
     }
     for (int i = 0; i < n_tiles(dev); i++)
-        for (int j = 0; j < N_CHUNKS; j++) {
+        for (int j = 0; j < n_chunks[wg]; j++) {
             t[n] = *plan;
             ok[n] = clt_conv_winograd_use(dev, &t[n], pass, tiles[i], chunk_kib[j]);
             clt_conv_winograd_format(&(clt_conv_winograd_cfg){tiles[i], 0, chunk_kib[j]}, values[n],
@@ -60,12 +65,14 @@ static int candidates(const clt_device *dev, const clt_conv_plan *plan, int pass
 static int apply(const clt_device *dev, clt_conv_plan *plan, int pass, int forced, const char *value)
 {
     if (!strcmp(value, keep)) return !forced;
-    const int *chunk_kib = chunk_kibs[pass == CLT_CONV_BWD_WEIGHTS];
-    int wm, kib;
-    char tail;
-    if (sscanf(value, "f%d ck%d%c", &wm, &kib, &tail) != 2) return 0;
+    int wg = pass == CLT_CONV_BWD_WEIGHTS, wm, kib;
+    const int *chunk_kib = chunk_kibs[wg];
+    clt_conv_winograd_cfg cfg;
+    if (!clt_conv_winograd_parse(value, &cfg)) return 0;
+    wm = cfg.wm;
+    kib = cfg.kib;
     for (int i = 0; i < n_tiles(dev); i++)
-        for (int j = 0; j < N_CHUNKS; j++)
+        for (int j = 0; j < n_chunks[wg]; j++)
             if (tiles[i] == wm && chunk_kib[j] == kib) {
                 const clt_conv_algo *was = plan->algo[pass];
                 clt_conv_plan t = *plan;
@@ -94,7 +101,7 @@ clt_status clt_conv_winograd_tune(clt_device *dev, clt_conv_plan *plan)
 {
     const clt_device_settings *set = clt_device_get_settings(dev);
     int algo = set->conv_algo, forced = algo == CLT_CONV_ALGO_WINOGRAD;
-    int offered = forced || (algo == CLT_CONV_ALGO_AUTO && set->conv_winograd);
+    int offered = forced || (algo == CLT_CONV_ALGO_AUTO && set->conv_winograd != CLT_WINOGRAD_NONE);
     if (!offered || !clt_tune_wanted(dev, 0)) return CLT_OK;
     const clt_conv_geom *g = &plan->g;
     for (int p = 0; p < CLT_CONV_PASSES; p++) {

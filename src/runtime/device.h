@@ -38,10 +38,14 @@ typedef struct clt_device_settings {
                                    * and from host staging even where the device could share
                                    * them (runtime/svm.h) */
     int tf32;                     /* CLT_TF32_* (CLTRAIN_TF32): TF32 convolutions allowed, off, emulated */
-    int conv_winograd;            /* CLTRAIN_CONV_WINOGRAD: the tiles winograd's tuner may time
-                                   * against the tuned choice (ops/conv_algo.h): 0 none, 2
-                                   * F(2x2,3x3), 4 F(2x2) and F(4x4,3x3) */
+    int conv_winograd;            /* CLT_WINOGRAD_* (CLTRAIN_CONV_WINOGRAD): the tiles winograd's
+                                   * tuner may time against the tuned choice (ops/conv_algo.h) */
 } clt_device_settings;
+
+/* Winograd's tuner offers F(2x2,3x3) (the default, "2"), nothing ("0"), or
+ * F(2x2) and F(4x4,3x3) ("4": its rounding took ResNet-18 past
+ * test_pytorch.py's bar, so only when asked). */
+enum { CLT_WINOGRAD_F2, CLT_WINOGRAD_NONE, CLT_WINOGRAD_F4 };
 
 /* TF32 tensor cores (runtime/tf32_probe.c; kernels/prelude.h, -DTC):
  * CLTRAIN_TF32 (settings.tf32) lets a convolution use them where the

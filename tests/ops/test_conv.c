@@ -1091,7 +1091,12 @@ static void test_settings_env(void)
         {"CLTRAIN_TF32", "emulate", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_EMULATE, 0}},
         {"CLTRAIN_TF32", "tf32", 0, {0}},
         {"CLTRAIN_CONV_ALGO", "winograd", 1, {CLT_CONV_ALGO_WINOGRAD, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, 0}},
-        {"CLTRAIN_CONV_WINOGRAD", "4", 1, {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, 4}},
+        {"CLTRAIN_CONV_WINOGRAD", "4", 1,
+         {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, CLT_WINOGRAD_F4}},
+        {"CLTRAIN_CONV_WINOGRAD", "0", 1,
+         {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, CLT_WINOGRAD_NONE}},
+        {"CLTRAIN_CONV_WINOGRAD", "2", 1,
+         {CLT_CONV_ALGO_AUTO, 0, 0, 0, CLT_TUNE_AUTO, 0, 0, CLT_TF32_AUTO, CLT_WINOGRAD_F2}},
         {"CLTRAIN_CONV_WINOGRAD", "1", 0, {0}},
     };
     /* each case sets one variable over the defaults: none from outside

@@ -96,8 +96,12 @@ static double err64(const clt_tensor *t, const double *ref)
     return e / scale;
 }
 
+static int fused_ran; /* cases the fused kernel took */
+
 /* A plan of the case's geometry with every pass on winograd F(wm x wm)
- * in chunks of kib KiB. */
+ * in chunks of kib KiB; fused, the weight gradient in chunks of two
+ * tile positions (it has no fused kernel), or NULL where the device's
+ * local memory does not hold the fused kernel's (or it is no CPU). */
 static clt_conv_plan *variant_plan(clt_device *dev, const wcase *c, int wm, int kib)
 {
     clt_device_settings s = *clt_device_get_settings(dev);
@@ -107,8 +111,17 @@ static clt_conv_plan *variant_plan(clt_device *dev, const wcase *c, int wm, int 
     REQUIRE_OK(clt_conv_geom_init(&g, c->r.n, c->r.c, c->r.h, c->r.w, c->r.co, 3, 1, c->r.p));
     clt_conv_plan *plan = NULL;
     REQUIRE_OK(clt_conv_plan_ensure(dev, &g, &plan));
-    for (int p = 0; p < CLT_CONV_PASSES; p++)
-        REQUIRE(clt_conv_winograd_use(dev, plan, p, wm, kib), "winograd F(%d) does not take pass %d", wm, p);
+    for (int p = 0; p < CLT_CONV_PASSES; p++) {
+        int fused = kib == CLT_CONV_WINOGRAD_FUSED;
+        if (fused && p == CLT_CONV_BWD_WEIGHTS) {
+            REQUIRE(clt_conv_winograd_use(dev, plan, p, wm, 1), "winograd F(%d) does not take pass %d", wm, p);
+        } else if (!clt_conv_winograd_use(dev, plan, p, wm, kib)) {
+            REQUIRE(fused, "winograd F(%d) ck%d does not take pass %d", wm, kib, p);
+            clt_conv_plan_destroy(plan);
+            return NULL;
+        }
+    }
+    fused_ran += kib == CLT_CONV_WINOGRAD_FUSED;
     return plan;
 }
 
@@ -118,6 +131,7 @@ static clt_conv_plan *variant_plan(clt_device *dev, const wcase *c, int wm, int 
 static void check_variant(clt_device *dev, wcase *c, int wm, int kib)
 {
     clt_conv_plan *plan = variant_plan(dev, c, wm, kib);
+    if (!plan) return;
     CHECK_OK(clt_tensor_fill(c->ty, NAN));
     CHECK_OK(clt_tensor_fill(c->tdx, NAN));
     CHECK_OK(clt_tensor_fill(c->tdw, NAN));
@@ -142,6 +156,7 @@ static void run_variants(clt_device *dev, int n, int ch, int h, int w, int co, i
     for (int wm = 2; wm <= 4; wm += 2) {
         check_variant(dev, &c, wm, CLT_CONV_WINOGRAD_RULE_KIB);
         check_variant(dev, &c, wm, 1); /* two tile positions per chunk */
+        check_variant(dev, &c, wm, CLT_CONV_WINOGRAD_FUSED);
     }
     wcase_free(&c);
 }
@@ -163,12 +178,15 @@ static void test_shapes(clt_device *dev)
         {2, 3, 5, 6, 4, 2},    /* padding 2: backward-data without padding */
         {1, 9, 4, 4, 33, 1},   /* 4x4, 33 outputs: a partial block of 8 */
         {5, 2, 13, 6, 7, 1},   /* several images per chunk */
+        {17, 3, 6, 7, 4, 1},   /* two image groups, the second of one image */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const int *v = cases[i];
         run_variants(dev, v[0], v[1], v[2], v[3], v[4], v[5]);
     }
     report();
+    if (clt_device_get_info(dev)->type == CLT_DEVICE_CPU)
+        CHECK(fused_ran > 0, "the fused kernel took none of the small cases on a CPU device");
 }
 
 /* The 3x3 stride-1 convolutions of the builtin models at batch 2. */
@@ -241,14 +259,16 @@ static void test_fd(clt_device *dev)
     }
 }
 
-/* A fused ReLU: the forward stores relu(y) and the backward reads dy
+/* A fused ReLU (chunked and fused kernels): the forward stores relu(y) and the backward reads dy
  * through its derivative, both bit for bit the separate passes'. */
 static void test_epilogue(clt_device *dev)
 {
     wcase c;
     wcase_make(dev, &c, 2, 5, 7, 9, 6, 1);
-    for (int wm = 2; wm <= 4; wm += 2) {
-        clt_conv_plan *plan = variant_plan(dev, &c, wm, 1);
+    for (int v = 0; v < 4; v++) {
+        int wm = 2 + v / 2 * 2, kib = v % 2 ? CLT_CONV_WINOGRAD_FUSED : 1;
+        clt_conv_plan *plan = variant_plan(dev, &c, wm, kib);
+        if (!plan) continue;
         size_t ny = ref_conv_y_size(&c.r), nx = ref_conv_x_size(&c.r), nw = ref_conv_w_size(&c.r);
         int64_t ys[4] = {c.r.n, c.r.co, c.r.oh, c.r.ow};
         clt_tensor *yr = tensor_of(dev, ys, 4, NULL), *dym = tensor_of(dev, ys, 4, NULL);
@@ -289,6 +309,49 @@ static void test_epilogue(clt_device *dev)
     wcase_free(&c);
 }
 
+/* Fused and chunked kernels do the same arithmetic in the same order:
+ * forward and backward-data bit for bit, with a ReLU on either side. */
+static void test_fused_bits(clt_device *dev)
+{
+    static const int cases[][6] = {{17, 3, 6, 7, 4, 1}, {2, 17, 9, 11, 19, 1}, {3, 9, 5, 6, 10, 2}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const int *v = cases[i];
+        wcase c;
+        wcase_make(dev, &c, v[0], v[1], v[2], v[3], v[4], v[5]);
+        for (int wm = 2; wm <= 4; wm += 2) {
+            clt_conv_plan *chunked = variant_plan(dev, &c, wm, 1);
+            clt_conv_plan *fused = variant_plan(dev, &c, wm, CLT_CONV_WINOGRAD_FUSED);
+            if (!fused) {
+                clt_conv_plan_destroy(chunked);
+                continue;
+            }
+            clt_epilogue relu = {.relu = 1}, masked = {.relu = 1, .y = c.tdy->buf};
+            clt_tensor *out[2][2] = {{c.ty, c.tdx}, {0}};
+            int64_t ys[4] = {c.r.n, c.r.co, c.r.oh, c.r.ow}, xs[4] = {c.r.n, c.r.c, c.r.h, c.r.w};
+            out[1][0] = tensor_of(dev, ys, 4, NULL);
+            out[1][1] = tensor_of(dev, xs, 4, NULL);
+            const clt_conv_plan *plans[2] = {chunked, fused};
+            for (int k = 0; k < 2; k++) {
+                CHECK_OK(clt_conv_plan_forward(dev, plans[k], c.tx->buf, c.tw->buf, c.tb->buf, &relu, out[k][0]->buf));
+                CHECK_OK(clt_conv_plan_backward(dev, plans[k], c.tx->buf, c.tw->buf, c.tdy->buf, &masked,
+                                                out[k][1]->buf, NULL, NULL));
+            }
+            size_t sz[2] = {ref_conv_y_size(&c.r), ref_conv_x_size(&c.r)};
+            for (int t = 0; t < 2; t++) {
+                float *a = ref_conv_alloc(sz[t], sizeof *a), *b = ref_conv_alloc(sz[t], sizeof *b);
+                REQUIRE_OK(clt_tensor_download(out[0][t], a, (int64_t)sz[t]));
+                REQUIRE_OK(clt_tensor_download(out[1][t], b, (int64_t)sz[t]));
+                CHECK(memcmp(a, b, sz[t] * sizeof *a) == 0, "F(%d) n=%d c=%d %dx%d co=%d p=%d: fused %s differs", wm,
+                      v[0], v[1], v[2], v[3], v[4], v[5], t ? "backward-data" : "forward");
+                free(a), free(b);
+            }
+            clt_tensor_destroy(out[1][0]), clt_tensor_destroy(out[1][1]);
+            clt_conv_plan_destroy(chunked), clt_conv_plan_destroy(fused);
+        }
+        wcase_free(&c);
+    }
+}
+
 /* Forced, winograd takes 3x3 stride-1 passes only; the rest go where the
  * device's own order puts them. */
 static void test_forced(clt_device *dev)
@@ -314,11 +377,11 @@ static void test_forced(clt_device *dev)
     REQUIRE_OK(clt_device_set_settings(dev, &s));
 }
 
-/* The tuner (CLTRAIN_TUNE on): asked to (CLTRAIN_CONV_WINOGRAD=2), a 3x3
+/* The tuner (CLTRAIN_TUNE on): offering F(2x2) (the default), a 3x3
  * stride-1 pass runs winograd or the algorithm it was planned with, as
  * measured, and is right either way; a second plan takes the kept choice;
- * tuning off keeps the rule, and so does a tuner not asked to offer it
- * (never winograd); forced, it chooses among winograd's configurations,
+ * tuning off keeps the rule, and so does a tuner told to offer nothing
+ * (CLTRAIN_CONV_WINOGRAD=0: never winograd); forced, it chooses among winograd's configurations,
  * F(2x2) only unless the settings allow F(4x4) (CLTRAIN_CONV_WINOGRAD=4). */
 static void test_tuner(clt_device *dev)
 {
@@ -326,9 +389,12 @@ static void test_tuner(clt_device *dev)
     wcase_make(dev, &c, 4, 16, 12, 12, 16, 1);
     clt_conv_geom g;
     REQUIRE_OK(clt_conv_geom_init(&g, c.r.n, c.r.c, c.r.h, c.r.w, c.r.co, 3, 1, c.r.p));
-    static const int modes[][3] = {{CLT_CONV_ALGO_AUTO, CLT_TUNE_ON, 2},     {CLT_CONV_ALGO_AUTO, CLT_TUNE_ON, 2},
-                                   {CLT_CONV_ALGO_AUTO, CLT_TUNE_OFF, 2},    {CLT_CONV_ALGO_WINOGRAD, CLT_TUNE_ON, 0},
-                                   {CLT_CONV_ALGO_WINOGRAD, CLT_TUNE_ON, 4}, {CLT_CONV_ALGO_AUTO, CLT_TUNE_ON, 0}};
+    static const int modes[][3] = {{CLT_CONV_ALGO_AUTO, CLT_TUNE_ON, CLT_WINOGRAD_F2},
+                                   {CLT_CONV_ALGO_AUTO, CLT_TUNE_ON, CLT_WINOGRAD_F2},
+                                   {CLT_CONV_ALGO_AUTO, CLT_TUNE_OFF, CLT_WINOGRAD_F2},
+                                   {CLT_CONV_ALGO_WINOGRAD, CLT_TUNE_ON, CLT_WINOGRAD_NONE},
+                                   {CLT_CONV_ALGO_WINOGRAD, CLT_TUNE_ON, CLT_WINOGRAD_F4},
+                                   {CLT_CONV_ALGO_AUTO, CLT_TUNE_ON, CLT_WINOGRAD_NONE}};
     const char *first[CLT_CONV_PASSES] = {0};
     for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
         clt_device_settings s = *clt_device_get_settings(dev);
@@ -364,7 +430,7 @@ static void test_tuner(clt_device *dev)
     clt_device_settings s = *clt_device_get_settings(dev);
     s.conv_algo = CLT_CONV_ALGO_AUTO;
     s.tune = CLT_TUNE_AUTO;
-    s.conv_winograd = 0;
+    s.conv_winograd = CLT_WINOGRAD_F2;
     REQUIRE_OK(clt_device_set_settings(dev, &s));
     wcase_free(&c);
 }
@@ -373,11 +439,12 @@ static void run_shapes(const op_env *e) { test_shapes(e->dev); }
 static void run_models(const op_env *e) { test_models(e->dev); }
 static void run_fd(const op_env *e) { test_fd(e->dev); }
 static void run_epilogue(const op_env *e) { test_epilogue(e->dev); }
+static void run_fused_bits(const op_env *e) { test_fused_bits(e->dev); }
 static void run_forced(const op_env *e) { test_forced(e->dev); }
 static void run_tuner(const op_env *e) { test_tuner(e->dev); }
 
 static const op_test tests[] = {
     {"shapes", run_shapes},   {"models", run_models}, {"finite-differences", run_fd},
-    {"epilogue", run_epilogue}, {"forced", run_forced},   {"tuner", run_tuner},
+    {"epilogue", run_epilogue}, {"fused-bits", run_fused_bits}, {"forced", run_forced}, {"tuner", run_tuner},
 };
 OP_HARNESS_MAIN(tests)
