@@ -2,15 +2,16 @@
  * winograd competes with their measured choices, on CPU devices (lanes) and
  * GPUs (implicit, gemm) alike, and a device runs it only where it measured
  * faster (CLTRAIN_CONV_WINOGRAD=0: never, unless forced). Its candidates:
- * F(2x2,3x3), and F(4x4,3x3) where the settings allow it
- * (CLTRAIN_CONV_WINOGRAD=4: its rounding, about 2e-5 of the result, took
- * ResNet-18 past test_pytorch.py's bar on two devices), each fused (CPU
+ * F(2x2,3x3), and F(4x4,3x3) for the weight gradient (its rounding there
+ * stays near 3e-6 of the result) or, where the settings allow it
+ * (CLTRAIN_CONV_WINOGRAD=4), every pass (forward and backward-data about
+ * 2e-5: that took ResNet-18 past test_pytorch.py's bar), each fused (CPU
  * devices, forward and backward-data) and in chunks of 1, 4 and 16 MiB of
  * transformed tensors (near the cache, or fewer and longer products); the
  * weight gradient's 4, 16 and 64 MiB (each chunk also reads and writes the
- * whole transformed gradient dU). The key leaves out the batch, as the lanes tuner's: the
- * last, shorter batch of an epoch and the evaluation batches reuse the
- * training batch's choice. */
+ * whole transformed gradient dU). The key leaves out the batch, as the
+ * lanes tuner's: the last, shorter batch of an epoch and the evaluation
+ * batches reuse the training batch's choice. */
 #include <stdio.h>
 #include <string.h>
 
@@ -23,10 +24,11 @@ static const int tiles[] = {2, 4};
 static const int chunk_kibs[2][4] = {{CLT_CONV_WINOGRAD_FUSED, 1024, CLT_CONV_WINOGRAD_RULE_KIB, 16384},
                                      {4096, CLT_CONV_WINOGRAD_RULE_KIB_BWDW, 65536, 0}};
 static const int n_chunks[2] = {4, 3};
-/* The tile sizes dev's settings let the tuner time: F(2x2), and F(4x4) where allowed. */
-static int n_tiles(const clt_device *dev)
+/* The tile sizes the tuner times for pass: F(2x2), and F(4x4) for the
+ * weight gradient or where dev's settings allow it. */
+static int n_tiles(const clt_device *dev, int pass)
 {
-    return clt_device_get_settings(dev)->conv_winograd == CLT_WINOGRAD_F4 ? 2 : 1;
+    return clt_device_get_settings(dev)->conv_winograd == CLT_WINOGRAD_F4 || pass == CLT_CONV_BWD_WEIGHTS ? 2 : 1;
 }
 #define N_CHUNKS (int)(sizeof chunk_kibs[0] / sizeof *chunk_kibs[0])
 #define MAX_CANDIDATES (1 + 2 * N_CHUNKS) /* the tuned choice, then winograd's */
@@ -49,7 +51,7 @@ static int candidates(const clt_device *dev, const clt_conv_plan *plan, int pass
         snprintf(values[n], CLT_TUNE_VALUE_MAX, "%s", keep);
         snprintf(shown[n++], CLT_TUNE_VALUE_MAX, "%s (not winograd)", plan->algo[pass]->name);
     }
-    for (int i = 0; i < n_tiles(dev); i++)
+    for (int i = 0; i < n_tiles(dev, pass); i++)
         for (int j = 0; j < n_chunks[wg]; j++) {
             t[n] = *plan;
             ok[n] = clt_conv_winograd_use(dev, &t[n], pass, tiles[i], chunk_kib[j]);
@@ -71,7 +73,7 @@ static int apply(const clt_device *dev, clt_conv_plan *plan, int pass, int force
     if (!clt_conv_winograd_parse(value, &cfg)) return 0;
     wm = cfg.wm;
     kib = cfg.kib;
-    for (int i = 0; i < n_tiles(dev); i++)
+    for (int i = 0; i < n_tiles(dev, pass); i++)
         for (int j = 0; j < n_chunks[wg]; j++)
             if (tiles[i] == wm && chunk_kib[j] == kib) {
                 const clt_conv_algo *was = plan->algo[pass];
@@ -109,7 +111,7 @@ clt_status clt_conv_winograd_tune(clt_device *dev, clt_conv_plan *plan)
         char key[CLT_TUNE_KEY_MAX], value[CLT_TUNE_VALUE_MAX];
         /* forced and F(4x4) choose among other candidates: keys of their own */
         snprintf(key, sizeof key, "winograd %s c%d h%d w%d co%d p%d%s%s", clt_conv_pass_names[p], g->c, g->h, g->w,
-                 g->co, g->pad, forced ? " forced" : "", n_tiles(dev) > 1 ? " f4" : "");
+                 g->co, g->pad, forced ? " forced" : "", n_tiles(dev, p) > 1 ? " f4" : "");
         if (clt_tune_lookup(dev, key, value, sizeof value) && apply(dev, plan, p, forced, value)) {
             plan->winograd.tuned[p] = 1;
             continue;

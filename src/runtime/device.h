@@ -42,8 +42,9 @@ typedef struct clt_device_settings {
                                    * tuner may time against the tuned choice (ops/conv_algo.h) */
 } clt_device_settings;
 
-/* Winograd's tuner offers F(2x2,3x3) (the default, "2"), nothing ("0"), or
- * F(2x2) and F(4x4,3x3) ("4": its rounding took ResNet-18 past
+/* Winograd's tuner offers F(2x2,3x3), and F(4x4,3x3) for the weight
+ * gradient (the default, "2"), nothing ("0"), or F(2x2) and F(4x4) for
+ * every pass ("4": F(4x4)'s rounding in the forward took ResNet-18 past
  * test_pytorch.py's bar, so only when asked). */
 enum { CLT_WINOGRAD_F2, CLT_WINOGRAD_NONE, CLT_WINOGRAD_F4 };
 
