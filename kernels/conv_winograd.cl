@@ -166,6 +166,18 @@ __kernel void conv_winograd_filter(int R, int K, int RP, int flip, __global cons
 }
 #endif
 
+/* o = LM d RM_ of the P x P patch d at (ty, tx) of the interleaved plane
+ * at base (H x W, padding PAD, zeros outside it or where !in). */
+#define PATCH_TRANSFORM(o, P, LM, RM_, xt, base, ty, tx, PAD, H, W, in)                           \
+    {                                                                                              \
+        float16 d_[P][P], s_[A][P];                                                                \
+        _Pragma("unroll") for (int i_ = 0; i_ < (P); i_++)                                         \
+            _Pragma("unroll") for (int j_ = 0; j_ < (P); j_++)                                     \
+                d_[i_][j_] = lanes_at(xt, base, (ty) - (PAD) + i_, (tx) - (PAD) + j_, H, W, in);   \
+        LEFT(float16, s_, LM, d_, A, P, P)                                                         \
+        RIGHT(float16, o, s_, RM_, A, P, A)                                                        \
+    }
+
 /* DEFINE_TILE_TRANSFORM(NAME, P, LM, RM_) defines NAME: (LM d RM_) of the
  * P x P patch at each tile of K channels of an H x W input with padding
  * PAD (zeros outside), read interleaved (conv_winograd_interleave) at
@@ -180,12 +192,8 @@ __kernel void conv_winograd_filter(int R, int K, int RP, int flip, __global cons
         int ty, tx;                                                                                \
         tile_at(p0 + q, TW, &ty, &tx);                                                             \
         size_t base = xt_off + (size_t)ch * H * W * LN;                                            \
-        float16 d[P][P], s[A][P], o[A][A];                                                         \
-        _Pragma("unroll") for (int i = 0; i < (P); i++)                                            \
-            _Pragma("unroll") for (int j = 0; j < (P); j++)                                        \
-                d[i][j] = lanes_at(xt, base, ty - PAD + i, tx - PAD + j, H, W, q < cp);            \
-        LEFT(float16, s, LM, d, A, P, P)                                                           \
-        RIGHT(float16, o, s, RM_, A, P, A)                                                         \
+        float16 o[A][A];                                                                           \
+        PATCH_TRANSFORM(o, P, LM, RM_, xt, base, ty, tx, PAD, H, W, q < cp)                        \
         _Pragma("unroll") for (int e = 0; e < E; e++)                                              \
             vstore16(o[e / A][e % A], 0, v + v_off + blocked(e, q * LN, ch, TB, K, BW));           \
     }
@@ -316,13 +324,8 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_winograd_fused
         for (int q = 0; q < NV; q++) {
             int ty, tx;
             tile_at(p0 + q, TW, &ty, &tx);
-            float16 d[A][A], s[A][A], o[A][A];
-#pragma unroll
-            for (int i = 0; i < A; i++)
-#pragma unroll
-                for (int j = 0; j < A; j++) d[i][j] = lanes_at(xt, base, ty - PAD + i, tx - PAD + j, H, W, q < np);
-            LEFT(float16, s, BT_, d, A, A, A)
-            RIGHT(float16, o, s, BTT, A, A, A)
+            float16 o[A][A];
+            PATCH_TRANSFORM(o, A, BT_, BTT, xt, base, ty, tx, PAD, H, W, q < np)
 #pragma unroll
             for (int e = 0; e < E; e++) vstore16(o[e / A][e % A], 0, vl + (((size_t)e * K + ch) * NV + q) * VW);
         }

@@ -87,13 +87,9 @@ static unsigned winograd_supports(const clt_conv_geom *g, unsigned open)
     return g->k == 3 && g->stride == 1 && g->pad <= 2 ? open : 0;
 }
 
-/* Bytes of local memory the fused kernel takes for pass: V of a tile
- * block's k input channels, M of RM output channels. */
-static size_t fused_local(const clt_conv_geom *g, int pass, int wm)
-{
-    size_t e = (size_t)(wm + 2) * (wm + 2);
-    return e * ((size_t)shape_of(g, pass).k + PRODUCT_RM) * BLOCK_TILES * sizeof(float);
-}
+/* Bytes of local memory the fused kernel's tile block takes for the e
+ * elements of ch channels: V (ch = its input channels), M (ch = RM). */
+static size_t fused_local(int e, int ch) { return (size_t)e * ch * BLOCK_TILES * sizeof(float); }
 
 /* Whether dev runs pass fused: a CPU device (a work-group is one item)
  * whose local memory holds a tile block's V and M; not the weight
@@ -101,8 +97,9 @@ static size_t fused_local(const clt_conv_geom *g, int pass, int wm)
 static int fused_fits(const clt_device *dev, const clt_conv_geom *g, int pass, int wm)
 {
     const clt_device_info *in = clt_device_get_info(dev);
+    int e = (wm + 2) * (wm + 2);
     return pass != CLT_CONV_BWD_WEIGHTS && in->type == CLT_DEVICE_CPU && in->local_mem_bytes > 0 &&
-           fused_local(g, pass, wm) <= (size_t)in->local_mem_bytes;
+           fused_local(e, shape_of(g, pass).k) + fused_local(e, PRODUCT_RM) <= (size_t)in->local_mem_bytes;
 }
 
 int clt_conv_winograd_use(const clt_device *dev, clt_conv_plan *plan, int pass, int wm, int kib)
@@ -160,7 +157,6 @@ static int next_chunk(const fwd_shape *f, const chunk_sizes *s, int cp, chunk *c
     if (first) c->g0 = c->p0 = 0;
     else if ((c->p0 += cp) >= s->positions && (c->p0 = 0, (c->g0 += LANES) >= f->n))
         return 0;
-    if (fused(cp)) cp = s->positions;
     c->cp = s->positions - c->p0 < cp ? s->positions - c->p0 : cp;
     c->tb = tile_blocks(c->cp);
     return 1;
@@ -229,8 +225,7 @@ static clt_status split_chunk(fwd_run *r, const chunk *k)
 static clt_status fused_group(fwd_run *r)
 {
     const fwd_shape *f = &r->f;
-    size_t vl = (size_t)r->e * f->k * BLOCK_TILES * sizeof(float);
-    size_t ml = (size_t)r->e * PRODUCT_RM * BLOCK_TILES * sizeof(float);
+    size_t vl = fused_local(r->e, f->k), ml = fused_local(r->e, PRODUCT_RM);
     size_t items = (size_t)(r->s.positions + PRODUCT_NV - 1) / PRODUCT_NV;
     return clt_launch_2d(r->dev, r->spec, "conv_winograd_fused", items, 1, 1, 1,
                          CLT_ARGS(CLT_ARG(f->k), CLT_ARG(f->h), CLT_ARG(f->w), CLT_ARG(f->pad), CLT_ARG(f->r),

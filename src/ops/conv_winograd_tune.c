@@ -67,18 +67,16 @@ static int candidates(const clt_device *dev, const clt_conv_plan *plan, int pass
 static int apply(const clt_device *dev, clt_conv_plan *plan, int pass, int forced, const char *value)
 {
     if (!strcmp(value, keep)) return !forced;
-    int wg = pass == CLT_CONV_BWD_WEIGHTS, wm, kib;
+    int wg = pass == CLT_CONV_BWD_WEIGHTS;
     const int *chunk_kib = chunk_kibs[wg];
-    clt_conv_winograd_cfg cfg;
-    if (!clt_conv_winograd_parse(value, &cfg)) return 0;
-    wm = cfg.wm;
-    kib = cfg.kib;
+    clt_conv_winograd_cfg c;
+    if (!clt_conv_winograd_parse(value, &c)) return 0;
     for (int i = 0; i < n_tiles(dev, pass); i++)
         for (int j = 0; j < n_chunks[wg]; j++)
-            if (tiles[i] == wm && chunk_kib[j] == kib) {
+            if (tiles[i] == c.wm && chunk_kib[j] == c.kib) {
                 const clt_conv_algo *was = plan->algo[pass];
                 clt_conv_plan t = *plan;
-                if (!clt_conv_winograd_use(dev, &t, pass, wm, kib)) return 0;
+                if (!clt_conv_winograd_use(dev, &t, pass, c.wm, c.kib)) return 0;
                 if (was != &clt_conv_winograd && was->pools &&
                     (was->pools(&t.g, CLT_EPI_POOL_MAX) || was->pools(&t.g, CLT_EPI_POOL_AVG)))
                     t.pool_algo[pass] = was;
