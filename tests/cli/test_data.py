@@ -12,13 +12,11 @@ import tempfile
 
 CLTRAIN = sys.argv[1]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
-from checks import COLOUR_NET as NET, COLOUR_OPTIONS as COMMON, check, colour_task, device_count, finish, need_numpy, runner  # noqa: E402
+from checks import COLOUR_NET as NET, COLOUR_OPTIONS as COMMON, check, colour_task, need_device, finish, need_numpy, runner  # noqa: E402
 
 np = need_numpy()
 
-if device_count() < 1:
-    print('skip: no OpenCL device')
-    sys.exit(77)
+need_device()
 
 tmp = tempfile.mkdtemp(prefix='cltrain-data-')
 cltrain = runner(CLTRAIN)

@@ -23,7 +23,7 @@ import zlib
 
 CLTRAIN, NET_LOGITS, PROTOBUF = sys.argv[1], sys.argv[2], sys.argv[3] == 'protobuf'  # meson's feature
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
-from checks import check, device_count, finish, need_modules  # noqa: E402
+from checks import check, need_device, finish, need_modules  # noqa: E402
 
 tmp = tempfile.mkdtemp(prefix='cltrain-onnx-')
 P = lambda name: os.path.join(tmp, name)
@@ -37,9 +37,7 @@ def cltrain(*args, **kw):
     return run(CLTRAIN, *args, **kw)
 
 
-if device_count() < 1:
-    print('skip: no OpenCL device')
-    sys.exit(77)
+need_device()
 FASHION = '/usr/share/datasets/fashion-mnist'
 if not os.path.exists(os.path.join(FASHION, 't10k-images-idx3-ubyte.gz')):
     print(f'skip: Fashion-MNIST is not in {FASHION} (tools/setup installs it)')

@@ -15,14 +15,12 @@ import tempfile
 
 CLTRAIN, SIGAT = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
-from checks import check, device_count, finish  # noqa: E402
+from checks import check, need_device, finish  # noqa: E402
 
 if not os.path.isdir('/usr/share/datasets/fashion-mnist'):
     print('skip: Fashion-MNIST not installed')
     sys.exit(77)
-if device_count() < 1:
-    print('skip: no OpenCL device')
-    sys.exit(77)
+need_device()
 
 tmp = tempfile.mkdtemp()
 help_text = subprocess.run([CLTRAIN, 'train', '--help'], capture_output=True, text=True, timeout=60).stdout

@@ -15,7 +15,7 @@ import tempfile
 CLTRAIN, BUILD = sys.argv[1], sys.argv[2]  # BUILD: 'protobuf' or 'no-protobuf' (meson's feature)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'common'))
-from checks import check, device_count, finish, need_modules  # noqa: E402
+from checks import check, need_device, finish, need_modules  # noqa: E402
 
 
 def run(*args, timeout=600):
@@ -38,9 +38,7 @@ need_modules('tensorboard')
 from tensorboard.backend.event_processing import event_accumulator, event_file_loader  # noqa: E402
 from tensorboard.compat.tensorflow_stub import errors, pywrap_tensorflow  # noqa: E402
 
-if device_count() < 1:
-    print('skip: needs an OpenCL device')
-    sys.exit(77)
+need_device()
 
 EPOCH_TAGS = {'loss/train': 'loss', 'accuracy/train': 'train_acc', 'loss/test': 'test_loss',
               'accuracy/test': 'test_acc', 'lr': 'lr', 'samples_per_s': 'samples_per_s', 'epoch': 'epoch'}

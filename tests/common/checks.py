@@ -33,6 +33,13 @@ def device_count(env=None):
         return 0
 
 
+def need_device():
+    """Exit 77 where cltrain-smi lists no OpenCL device."""
+    if device_count() < 1:
+        print('skip: no OpenCL device')
+        sys.exit(77)
+
+
 def need_numpy():
     """numpy, or exit 77. The python3 meson found may be a separate install
     without it while the system's (python3-numpy) has it: the script then
