@@ -40,15 +40,27 @@ __constant float BT[A][A] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 
 __constant float G[A][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
 __constant float AT[WM][A] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
 #elif WM == 4
-__constant float BT[A][A] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
-                             {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
-__constant float G[A][3] = {{1.0f / 4, 0, 0},
-                            {-1.0f / 6, -1.0f / 6, -1.0f / 6},
-                            {-1.0f / 6, 1.0f / 6, -1.0f / 6},
-                            {1.0f / 24, 1.0f / 12, 1.0f / 6},
-                            {1.0f / 24, -1.0f / 12, 1.0f / 6},
-                            {0, 0, 1}};
-__constant float AT[WM][A] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+/* Interpolation points 0, +-3/2, +-2/3 and infinity, not Lavin's 0, +-1,
+ * +-2: the same zeros (as cheap) and about 3x less rounding in the forward
+ * (Barabasz et al., 2020, measured here: docs/ARCHITECTURE.md); the rows
+ * and columns are scaled so that B^T and A^T are exact binary fractions
+ * near 1, all inexact constants in G (the filter, transformed once). */
+__constant float BT[A][A] = {{9.0f / 8, 0, -97.0f / 32, 0, 9.0f / 8, 0},
+                             {0, -3.0f / 4, -1.0f / 2, 27.0f / 16, 9.0f / 8, 0},
+                             {0, 3.0f / 4, -1.0f / 2, -27.0f / 16, 9.0f / 8, 0},
+                             {0, -9.0f / 8, -27.0f / 16, 1.0f / 2, 3.0f / 4, 0},
+                             {0, 9.0f / 8, -27.0f / 16, -1.0f / 2, 3.0f / 4, 0},
+                             {0, 9.0f / 8, 0, -97.0f / 32, 0, 9.0f / 8}};
+__constant float G[A][3] = {{8.0f / 9, 0, 0},
+                            {64.0f / 585, 32.0f / 195, 16.0f / 65},
+                            {64.0f / 585, -32.0f / 195, 16.0f / 65},
+                            {-64.0f / 65, -128.0f / 195, -256.0f / 585},
+                            {-64.0f / 65, 128.0f / 195, -256.0f / 585},
+                            {0, 0, 8.0f / 9}};
+__constant float AT[WM][A] = {{1, 1, 1, 27.0f / 32, 27.0f / 32, 0},
+                              {0, 3.0f / 2, -3.0f / 2, 9.0f / 16, -9.0f / 16, 0},
+                              {0, 9.0f / 4, 9.0f / 4, 3.0f / 8, 3.0f / 8, 0},
+                              {0, 27.0f / 8, -27.0f / 8, 1.0f / 4, -1.0f / 4, 1}};
 #else
 #error "WM must be 2 or 4"
 #endif
@@ -362,19 +374,25 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_winograd_fused
 DEFINE_TILE_TRANSFORM(conv_winograd_dy, WM, ATT, AT_)
 
 /* dw[r][k] = G^T dU[r][k] G: the 3x3 filter gradient from the transform
- * domain's (dU is [e][R][K]). Global: (K, R). */
+ * domain's (dU is [e][R][K]), 16 channels k per work-item as the vector
+ * lanes (left to the compiler, it kept the work-items scalar for some
+ * matrices G). Global: (ceil(K / 16), R). */
 __kernel void conv_winograd_filter_grad(int R, int K, __global const float *du, ulong du_off, __global float *dw)
 {
-    int k = get_global_id(0), r = get_global_id(1);
-    if (k >= K || r >= R) return;
-    float d[A][A], s[3][A], o[3][3];
-    du += du_off + (size_t)r * K + k;
+    int k0 = get_global_id(0) * LN, r = get_global_id(1);
+    if (k0 >= K || r >= R) return;
+    int nk = min(LN, K - k0);
+    float16 d[A][A], s[3][A], o[3][3];
+    du += du_off + (size_t)r * K + k0;
 #pragma unroll
-    for (int e = 0; e < E; e++) d[e / A][e % A] = du[(size_t)e * R * K];
-    LEFT(float, s, GT_, d, 3, A, A)
-    RIGHT(float, o, s, G_, 3, A, 3)
+    for (int e = 0; e < E; e++) d[e / A][e % A] = row16(du, (size_t)e * R * K, nk);
+    LEFT(float16, s, GT_, d, 3, A, A)
+    RIGHT(float16, o, s, G_, 3, A, 3)
+    float t[9][LN];
 #pragma unroll
-    for (int e = 0; e < 9; e++) dw[((size_t)r * K + k) * 9 + e] = o[e / 3][e % 3];
+    for (int e = 0; e < 9; e++) vstore16(o[e / 3][e % 3], 0, t[e]);
+    dw += ((size_t)r * K + k0) * 9; /* the lanes' 3x3 blocks lie side by side */
+    for (int q = 0; q < nk * 9; q++) dw[q] = t[q % 9][q / 9];
 }
 
 /* dU[e][r][k] (+= where acc) sum over the chunk's tiles of D[e][r][t]

@@ -20,7 +20,7 @@
 #include "ops/conv_algo.h"
 #include "runtime/launch.h"
 
-#define LANES 16     /* images per tile position (kernels/conv_winograd.cl, LN) */
+#define LANES 16     /* images per tile position, channels per filter-gradient item (kernels/conv_winograd.cl, LN) */
 #define PRODUCT_RM 8 /* forward product: output channels x vectors of 16 tiles per work-item */
 #define PRODUCT_NV 2
 #define BLOCK_TILES (PRODUCT_NV * LANES) /* BW: tiles per block of the transformed layouts */
@@ -309,7 +309,7 @@ static clt_status run_weights(clt_device *dev, const clt_conv_plan *plan, cl_mem
                                        CLT_ARG(scratch), CLT_ARG(d_off), CLT_ARG(scratch), CLT_ARG(v_off),
                                        CLT_ARG(scratch), CLT_ARG(u_off))));
     }
-    return clt_launch_2d(dev, spec, "conv_winograd_filter_grad", (size_t)g->c, (size_t)g->co, 0, 0,
+    return clt_launch_2d(dev, spec, "conv_winograd_filter_grad", ((size_t)g->c + LANES - 1) / LANES, (size_t)g->co, 0, 0,
                          CLT_ARGS(CLT_ARG(g->co), CLT_ARG(g->c), CLT_ARG(scratch), CLT_ARG(u_off), CLT_ARG(dw)));
 }
 
