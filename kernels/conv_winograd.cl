@@ -154,27 +154,40 @@ INLINE float16 lanes_at(__global const float *xt, size_t base, int y, int x, int
 }
 
 #ifdef RM
-/* U[e][r / RM][k][r % RM] = (G g G^T)[e] for output channel r and input
- * channel k: g = w[r][k] (flip 0), or for backward-data the flipped
+#if RM != 8
+#error "conv_winograd_filter takes a block of RM = 8 output channels as a float8"
+#endif
+/* U[e][rb][k][l] = (G g G^T)[e] for output channel r = rb*RM + l and
+ * input channel k: g = w[r][k] (flip 0), or for backward-data the flipped
  * w[k][r] (w is K x R x 3 x 3 then); zeros for the padded rows r >= R.
- * Global: (K, RP). */
+ * The block's RM channels are the lanes of a vector, so that each element
+ * is one contiguous store (one scalar item per r was left scalar by
+ * PoCL, its stores RM apart). Global: (K, RP / RM). */
 __kernel void conv_winograd_filter(int R, int K, int RP, int flip, __global const float *w, __global float *u,
                                    ulong u_off)
 {
-    int k = get_global_id(0), r = get_global_id(1);
-    if (k >= K || r >= RP) return;
-    float g[3][3], t[A][3], o[A][A];
+    int k = get_global_id(0), rb = get_global_id(1);
+    if (k >= K || rb >= RP / RM) return;
+    float a[3][3][RM];
+    for (int l = 0; l < RM; l++) {
+        int r = rb * RM + l;
+#pragma unroll
+        for (int i = 0; i < 3; i++)
+#pragma unroll
+            for (int j = 0; j < 3; j++)
+                a[i][j][l] = r >= R ? 0.0f
+                             : flip ? w[((size_t)k * R + r) * 9 + (2 - i) * 3 + (2 - j)]
+                                    : w[((size_t)r * K + k) * 9 + i * 3 + j];
+    }
+    float8 g[3][3], t[A][3], o[A][A];
 #pragma unroll
     for (int i = 0; i < 3; i++)
 #pragma unroll
-        for (int j = 0; j < 3; j++)
-            g[i][j] = r >= R ? 0.0f
-                      : flip ? w[((size_t)k * R + r) * 9 + (2 - i) * 3 + (2 - j)]
-                             : w[((size_t)r * K + k) * 9 + i * 3 + j];
-    LEFT(float, t, G_, g, A, 3, 3)
-    RIGHT(float, o, t, GT_, A, 3, A)
+        for (int j = 0; j < 3; j++) g[i][j] = vload8(0, a[i][j]);
+    LEFT(float8, t, G_, g, A, 3, 3)
+    RIGHT(float8, o, t, GT_, A, 3, A)
 #pragma unroll
-    for (int e = 0; e < E; e++) u[u_off + (((size_t)e * (RP / RM) + r / RM) * K + k) * RM + r % RM] = o[e / A][e % A];
+    for (int e = 0; e < E; e++) vstore8(o[e / A][e % A], 0, u + u_off + (((size_t)e * (RP / RM) + rb) * K + k) * RM);
 }
 #endif
 

@@ -255,7 +255,7 @@ static clt_status run_forward(clt_device *dev, const clt_conv_plan *plan, int pa
     r.xt_off = r.m_off + r.s.m;
     r.yt_off = r.xt_off + r.s.xt;
     int flip = pass == CLT_CONV_BWD_DATA;
-    CLT_TRY(clt_launch_2d(dev, r.spec, "conv_winograd_filter", (size_t)f->k, (size_t)r.rp, 0, 0,
+    CLT_TRY(clt_launch_2d(dev, r.spec, "conv_winograd_filter", (size_t)f->k, (size_t)(r.rp / PRODUCT_RM), 0, 0,
                           CLT_ARGS(CLT_ARG(f->r), CLT_ARG(f->k), CLT_ARG(r.rp), CLT_ARG(flip), CLT_ARG(w),
                                    CLT_ARG(r.scratch), CLT_ARG(r.u_off))));
     chunk k;
