@@ -9,25 +9,29 @@
  * filter): U = G g G^T (conv_winograd_filter), V = B^T d B
  * (conv_winograd_input), the products (conv_winograd_product) and
  * Y = A^T M A (conv_winograd_output, with bias and ReLU);
- * backward-weights, the adjoint of the forward's tile arithmetic: V of x,
- * D = A dY A^T of dy (conv_winograd_dy), dU[e] = D[e] V[e]^T summed over
- * tiles (conv_winograd_wprod), dw = G^T dU G (conv_winograd_filter_grad).
+ * backward-weights, the adjoint of the forward's tile arithmetic: V of x
+ * (conv_winograd_input_nhwc), D = A dY A^T of dy (conv_winograd_dy_nhwc),
+ * dU[e] = D[e] V[e]^T summed over tiles (conv_winograd_wgemm), dw = G^T
+ * dU G (conv_winograd_filter_grad).
  *
- * Tiles are the vector lanes, the lanes idea: tile t of a chunk is image
- * g0 + t % 16 at tile position p0 + t / 16 (16 images per position, zeros
- * past the batch), so every transform works on float16 vectors whose
- * lanes share their bounds and arithmetic; each group of 16 images is
- * first interleaved (conv_winograd_interleave), so that a tile's pixel is
- * one vector load. V and D are blocked by BW tiles
- * ([e][tile block][channel][BW]) so the
- * products' channel loops walk memory contiguously; so is U (RP:
- * the output channels padded to RM, zeros beyond) blocked by RM channels,
- * [e][RP/RM][K][RM], M [e][RP][TP]. The
- * products are the lanes kernels' rank-1 update with the tiles as the
- * vector lanes (CPU devices). On CPU devices the forward can instead run
+ * Forward and backward-data: tiles are the vector lanes, the lanes idea:
+ * tile t of a chunk is image g0 + t % 16 at tile position p0 + t / 16 (16
+ * images per position, zeros past the batch), so every transform works
+ * on float16 vectors whose lanes share their bounds and arithmetic; each
+ * group of 16 images is first interleaved (conv_winograd_interleave), so
+ * that a tile's pixel is one vector load. V is blocked by BW tiles
+ * ([e][tile block][channel][BW]) so the products' channel loops walk
+ * memory contiguously; so is U (RP: the output channels padded to RM,
+ * zeros beyond) blocked by RM channels, [e][RP/RM][K][RM], M [e][RP][TP].
+ * The products are the lanes kernels' rank-1 update with the tiles as
+ * the vector lanes (CPU devices). On CPU devices they can instead run
  * fused (conv_winograd_fused): V and M of a few tile positions in local
- * memory, never written out. Built with -DWM (2 or 4), and -DRM -DNV
- * (forward product, fused) or -DWA -DWB (weight product). */
+ * memory, never written out. The weight gradient sums over the tiles, so
+ * there the channels are the lanes: an image group in NHWC
+ * (conv_winograd_nhwc), V and D [e][tile][channel], and the product's
+ * rank-1 updates run over the tiles with no sum across lanes. Built with
+ * -DWM (2 or 4), and -DRM -DNV (forward product, fused) or -DWR -DWV
+ * (weight product). */
 #ifndef WM
 #define WM 2
 #endif
@@ -145,12 +149,13 @@ __kernel void conv_winograd_interleave(int K, int HW, int N, int g0, __global co
         if (q < np) vstore16(r[q], q, xt);
 }
 
-/* Element (y, x) of a channel's interleaved plane (H x W, LN images per
- * pixel), zero outside it or where !in. */
-INLINE float16 lanes_at(__global const float *xt, size_t base, int y, int x, int H, int W, int in)
+/* Pixel (y, x) of an H x W plane of 16-float vectors ps floats apart (a
+ * channel interleaved: LN images per pixel, ps = LN; or an image in NHWC,
+ * 16 of its channels, ps its channel count), zero outside it or where !in. */
+INLINE float16 lanes_at(__global const float *xt, size_t base, int y, int x, int H, int W, int ps, int in)
 {
     in = in && y >= 0 && y < H && x >= 0 && x < W;
-    return in ? vload16(0, xt + base + ((size_t)y * W + x) * LN) : (float16)0.0f;
+    return in ? vload16(0, xt + base + ((size_t)y * W + x) * ps) : (float16)0.0f;
 }
 
 #ifdef RM
@@ -191,14 +196,15 @@ __kernel void conv_winograd_filter(int R, int K, int RP, int flip, __global cons
 }
 #endif
 
-/* o = LM d RM_ of the P x P patch d at (ty, tx) of the interleaved plane
- * at base (H x W, padding PAD, zeros outside it or where !in). */
-#define PATCH_TRANSFORM(o, P, LM, RM_, xt, base, ty, tx, PAD, H, W, in)                           \
+/* o = LM d RM_ of the P x P patch d at (ty, tx) of the plane at base
+ * (lanes_at: H x W, pixels ps apart, padding PAD, zeros outside it or
+ * where !in). */
+#define PATCH_TRANSFORM(o, P, LM, RM_, xt, base, ty, tx, PAD, H, W, ps, in)                       \
     {                                                                                              \
         float16 d_[P][P], s_[A][P];                                                                \
         _Pragma("unroll") for (int i_ = 0; i_ < (P); i_++)                                         \
             _Pragma("unroll") for (int j_ = 0; j_ < (P); j_++)                                     \
-                d_[i_][j_] = lanes_at(xt, base, (ty) - (PAD) + i_, (tx) - (PAD) + j_, H, W, in);   \
+                d_[i_][j_] = lanes_at(xt, base, (ty) - (PAD) + i_, (tx) - (PAD) + j_, H, W, ps, in); \
         LEFT(float16, s_, LM, d_, A, P, P)                                                         \
         RIGHT(float16, o, s_, RM_, A, P, A)                                                        \
     }
@@ -218,7 +224,7 @@ __kernel void conv_winograd_filter(int R, int K, int RP, int flip, __global cons
         tile_at(p0 + q, TW, &ty, &tx);                                                             \
         size_t base = xt_off + (size_t)ch * H * W * LN;                                            \
         float16 o[A][A];                                                                           \
-        PATCH_TRANSFORM(o, P, LM, RM_, xt, base, ty, tx, PAD, H, W, q < cp)                        \
+        PATCH_TRANSFORM(o, P, LM, RM_, xt, base, ty, tx, PAD, H, W, LN, q < cp)                    \
         _Pragma("unroll") for (int e = 0; e < E; e++)                                              \
             vstore16(o[e / A][e % A], 0, v + v_off + blocked(e, q * LN, ch, TB, K, BW));           \
     }
@@ -288,25 +294,25 @@ __kernel void conv_winograd_deinterleave(int K, int HW, int N, int g0, __global 
     }
 }
 
-#ifdef RM
-/* acc[q][r] = sum over k < K of ap[k*RM + r] bp[k*NV*VW + q*VW ...]: the
- * products' rank-1 updates, RM weights broadcast against NV vectors of
- * tiles per channel (ap and bp advance past them). */
-#define RANK1_UPDATES(acc, ap, bp, K)                                                              \
-    _Pragma("unroll") for (int q_ = 0; q_ < NV; q_++)                                              \
-        _Pragma("unroll") for (int r_ = 0; r_ < RM; r_++) acc[q_][r_] = 0.0f;                      \
-    for (int k_ = 0; k_ < (K); k_++) {                                                             \
-        float16 b_[NV];                                                                            \
-        _Pragma("unroll") for (int q_ = 0; q_ < NV; q_++) b_[q_] = vload16(q_, bp);                \
-        _Pragma("unroll") for (int r_ = 0; r_ < RM; r_++)                                          \
+/* acc[q][r] = sum over k < n of ap[k*as + r] bp[k*bs + q*VW ...], r < NR,
+ * q < NB: rank-1 updates, NR scalars broadcast against NB vectors per step
+ * (ap and bp advance past the n steps). */
+#define RANK1_UPDATES(acc, NR, NB, ap, as, bp, bs, n)                                              \
+    _Pragma("unroll") for (int q_ = 0; q_ < (NB); q_++)                                            \
+        _Pragma("unroll") for (int r_ = 0; r_ < (NR); r_++) acc[q_][r_] = 0.0f;                    \
+    for (int k_ = 0; k_ < (n); k_++) {                                                             \
+        float16 b_[NB];                                                                            \
+        _Pragma("unroll") for (int q_ = 0; q_ < (NB); q_++) b_[q_] = vload16(q_, bp);              \
+        _Pragma("unroll") for (int r_ = 0; r_ < (NR); r_++)                                        \
         {                                                                                          \
             float16 a_ = (float16)(ap[r_]);                                                        \
-            _Pragma("unroll") for (int q_ = 0; q_ < NV; q_++) acc[q_][r_] = fma(a_, b_[q_], acc[q_][r_]); \
+            _Pragma("unroll") for (int q_ = 0; q_ < (NB); q_++) acc[q_][r_] = fma(a_, b_[q_], acc[q_][r_]); \
         }                                                                                          \
-        bp += NV * VW;                                                                             \
-        ap += RM;                                                                                  \
+        bp += (bs);                                                                                \
+        ap += (as);                                                                                \
     }
 
+#ifdef RM
 /* M[e][r][t] = sum over k of U[e][k][r] V[e][k][t]: a block of RM output
  * channels x NV vectors of tiles per work-item (BW = NV*VW), rank-1
  * updates over the K channels. Global: (E * RP/RM, TB): a work-group's
@@ -320,7 +326,7 @@ __kernel void conv_winograd_product(int K, int RP, int TB, __global const float 
     __global const float *ap = u + u_off + (size_t)rb * K * RM;
     __global const float *bp = v + v_off + ((size_t)e * TB + tb) * K * (NV * VW);
     float16 acc[NV][RM];
-    RANK1_UPDATES(acc, ap, bp, K)
+    RANK1_UPDATES(acc, RM, NV, ap, RM, bp, NV * VW, K)
     size_t TP = (size_t)TB * NV * VW;
     __global float *out = m + m_off + ((size_t)e * RP + r0) * TP + (size_t)tb * NV * VW;
 #pragma unroll
@@ -350,7 +356,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_winograd_fused
             int ty, tx;
             tile_at(p0 + q, TW, &ty, &tx);
             float16 o[A][A];
-            PATCH_TRANSFORM(o, A, BT_, BTT, xt, base, ty, tx, PAD, H, W, q < np)
+            PATCH_TRANSFORM(o, A, BT_, BTT, xt, base, ty, tx, PAD, H, W, LN, q < np)
 #pragma unroll
             for (int e = 0; e < E; e++) vstore16(o[e / A][e % A], 0, vl + (((size_t)e * K + ch) * NV + q) * VW);
         }
@@ -360,7 +366,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_winograd_fused
             __global const float *ap = u + u_off + ((size_t)e * blocks + rb) * K * RM;
             __local const float *bp = vl + (size_t)e * K * NV * VW;
             float16 acc[NV][RM];
-            RANK1_UPDATES(acc, ap, bp, K)
+            RANK1_UPDATES(acc, RM, NV, ap, RM, bp, NV * VW, K)
 #pragma unroll
             for (int r = 0; r < RM; r++)
 #pragma unroll
@@ -382,23 +388,74 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv_winograd_fused
 }
 #endif
 
-#ifdef WA
-/* D = A dY A^T of each tile's WM x WM block of dy (PAD 0), blocked like V. */
-DEFINE_TILE_TRANSFORM(conv_winograd_dy, WM, ATT, AT_)
+#ifdef WR
+/* xn[(l*HW + p)*KP + ch] = x[g0 + l][ch][p]: image l of an image group in
+ * NHWC, KP channels (zeros past K; through the ReLU's derivative where
+ * relu, ym: the forward's output), 16 channels of 16 pixels per
+ * work-item, transposed in registers: the weight gradient's transforms
+ * then read 16 channels of a pixel as one vector. Global: (ceil(HW / LN),
+ * KP / LN * nl), nl the group's images. */
+__kernel void conv_winograd_nhwc(int K, int KP, int HW, int g0, int nl, __global const float *x, int relu,
+                                 __global const float *ym, __global float *xn, ulong xn_off)
+{
+    int pb = get_global_id(0), cb = get_global_id(1) % (KP / LN), l = get_global_id(1) / (KP / LN);
+    int p0 = pb * LN, c0 = cb * LN;
+    if (p0 >= HW || l >= nl) return;
+    int np = min(LN, HW - p0);
+    float16 r[LN];
+#pragma unroll
+    for (int c = 0; c < LN; c++) {
+        size_t at = ((size_t)(g0 + l) * K + min(c0 + c, K - 1)) * HW + p0;
+        float16 a = row16(x, at, np);
+        if (relu) a = select((float16)0.0f, a, isgreater(row16(ym, at, np), (float16)0.0f));
+        r[c] = c0 + c < K ? a : (float16)0.0f;
+    }
+    transpose16(r);
+    xn += xn_off + ((size_t)l * HW + p0) * KP + c0;
+#pragma unroll
+    for (int q = 0; q < LN; q++)
+        if (q < np) vstore16(r[q], 0, xn + (size_t)q * KP);
+}
+
+/* DEFINE_CHANNEL_TRANSFORM(NAME, P, LM, RM_) defines NAME: (LM d RM_) of
+ * the P x P patch at each of a chunk's tc tiles, 16 channels a vector: an
+ * image group's input in NHWC (conv_winograd_nhwc: KP channels, H x W,
+ * padding PAD, zeros outside) at xn_off; the chunk's tile t is image t %
+ * nl at position p0 + t / nl; out [e][t][KP] at v_off. Global: (tc, KP /
+ * LN). */
+#define DEFINE_CHANNEL_TRANSFORM(NAME, P, LM, RM_)                                                 \
+    __kernel void NAME(int KP, int H, int W, int PAD, int TW, int p0, int nl, int tc,              \
+                       __global const float *xn, ulong xn_off, __global float *v, ulong v_off)     \
+    {                                                                                              \
+        int t = get_global_id(0), c0 = get_global_id(1) * LN;                                     \
+        if (t >= tc || c0 >= KP) return;                                                           \
+        int ty, tx;                                                                                \
+        tile_at(p0 + t / nl, TW, &ty, &tx);                                                        \
+        size_t base = xn_off + (size_t)(t % nl) * H * W * KP + c0;                                 \
+        float16 o[A][A];                                                                           \
+        PATCH_TRANSFORM(o, P, LM, RM_, xn, base, ty, tx, PAD, H, W, KP, 1)                         \
+        _Pragma("unroll") for (int e = 0; e < E; e++)                                              \
+            vstore16(o[e / A][e % A], 0, v + v_off + ((size_t)e * tc + t) * KP + c0);              \
+    }
+
+/* V = B^T x B of the input's tiles, D = A dY A^T of dy's (WM x WM, PAD 0). */
+DEFINE_CHANNEL_TRANSFORM(conv_winograd_input_nhwc, A, BT_, BTT)
+DEFINE_CHANNEL_TRANSFORM(conv_winograd_dy_nhwc, WM, ATT, AT_)
 
 /* dw[r][k] = G^T dU[r][k] G: the 3x3 filter gradient from the transform
- * domain's (dU is [e][R][K]), 16 channels k per work-item as the vector
+ * domain's (dU is [e][R][KP]), 16 channels k per work-item as the vector
  * lanes (left to the compiler, it kept the work-items scalar for some
  * matrices G). Global: (ceil(K / 16), R). */
-__kernel void conv_winograd_filter_grad(int R, int K, __global const float *du, ulong du_off, __global float *dw)
+__kernel void conv_winograd_filter_grad(int R, int K, int KP, __global const float *du, ulong du_off,
+                                        __global float *dw)
 {
     int k0 = get_global_id(0) * LN, r = get_global_id(1);
     if (k0 >= K || r >= R) return;
     int nk = min(LN, K - k0);
     float16 d[A][A], s[3][A], o[3][3];
-    du += du_off + (size_t)r * K + k0;
+    du += du_off + (size_t)r * KP + k0;
 #pragma unroll
-    for (int e = 0; e < E; e++) d[e / A][e % A] = row16(du, (size_t)e * R * K, nk);
+    for (int e = 0; e < E; e++) d[e / A][e % A] = row16(du, (size_t)e * R * KP, nk);
     LEFT(float16, s, GT_, d, 3, A, A)
     RIGHT(float16, o, s, G_, 3, A, 3)
     float t[9][LN];
@@ -408,51 +465,39 @@ __kernel void conv_winograd_filter_grad(int R, int K, __global const float *du, 
     for (int q = 0; q < nk * 9; q++) dw[q] = t[q % 9][q / 9];
 }
 
-/* dU[e][r][k] (+= where acc) sum over the chunk's tiles of D[e][r][t]
- * V[e][k][t]: a block of WA x WB channel pairs per work-item, BW tiles
- * (BW/VW vectors) per step, the lanes summed in a fixed order at the end.
- * Global: (ceil(K/WB), E * ceil(R/WA)). */
-__kernel void conv_winograd_wprod(int R, int K, int TB, int BW, int acc, __global const float *dd, ulong d_off,
+#define WTS 32 /* tiles per partial sum of the weight product */
+
+/* dU[e][r][k] (+= where acc) = sum over the chunk's tc tiles t of
+ * D[e][t][r] V[e][t][k] (both channel-major, [e][t][RP] and [e][t][KP]):
+ * a block of WR rows r (broadcast) x WV vectors of 16 channels k per
+ * work-item, rank-1 updates over the tiles, summed in runs of WTS that
+ * add up (fewer roundings than one long sum); no sum across lanes. dU is
+ * [e][R][KP]. Global: (KP / (WV*LN), E * RP / WR). */
+__kernel void conv_winograd_wgemm(int R, int RP, int KP, int tc, int acc, __global const float *d, ulong d_off,
                                   __global const float *v, ulong v_off, __global float *du, ulong du_off)
 {
-    int kb = get_global_id(0), rb = get_global_id(1), rblocks = (R + WA - 1) / WA;
-    if (kb * WB >= K || rb >= E * rblocks) return;
-    int e = rb / rblocks, r0 = rb % rblocks * WA, k0 = kb * WB;
-    int rr[WA], kk[WB];
+    int kb = get_global_id(0), rb = get_global_id(1), blocks = RP / WR;
+    if (kb * WV * LN >= KP || rb >= E * blocks) return;
+    int e = rb / blocks, r0 = rb % blocks * WR, k0 = kb * WV * LN;
+    float16 sum[WV][WR], part[WV][WR];
 #pragma unroll
-    for (int a = 0; a < WA; a++) rr[a] = min(r0 + a, R - 1); /* rows past the end repeat the last, unstored */
+    for (int q = 0; q < WV; q++)
 #pragma unroll
-    for (int b = 0; b < WB; b++) kk[b] = min(k0 + b, K - 1);
-    float16 s[WA][WB];
+        for (int r = 0; r < WR; r++) sum[q][r] = 0.0f;
+    for (int t0 = 0; t0 < tc; t0 += WTS) {
+        __global const float *ap = d + d_off + ((size_t)e * tc + t0) * RP + r0;
+        __global const float *bp = v + v_off + ((size_t)e * tc + t0) * KP + k0;
+        RANK1_UPDATES(part, WR, WV, ap, RP, bp, KP, min(WTS, tc - t0))
 #pragma unroll
-    for (int a = 0; a < WA; a++)
+        for (int q = 0; q < WV; q++)
 #pragma unroll
-        for (int b = 0; b < WB; b++) s[a][b] = 0.0f;
-    __global const float *dp = dd + d_off + (size_t)e * TB * R * BW, *vp = v + v_off + (size_t)e * TB * K * BW;
-    for (int tb = 0; tb < TB; tb++) {
-        for (int q = 0; q < BW; q += VW) {
-            float16 x[WB];
-#pragma unroll
-            for (int b = 0; b < WB; b++) x[b] = vload16(0, vp + (size_t)kk[b] * BW + q);
-#pragma unroll
-            for (int a = 0; a < WA; a++) {
-                float16 y = vload16(0, dp + (size_t)rr[a] * BW + q);
-#pragma unroll
-                for (int b = 0; b < WB; b++) s[a][b] = fma(y, x[b], s[a][b]);
-            }
-        }
-        dp += (size_t)R * BW;
-        vp += (size_t)K * BW;
+            for (int r = 0; r < WR; r++) sum[q][r] += part[q][r];
     }
-    du += du_off + (size_t)e * R * K;
+    du += du_off + ((size_t)e * R + r0) * KP + k0;
 #pragma unroll
-    for (int a = 0; a < WA; a++)
+    for (int r = 0; r < WR; r++)
 #pragma unroll
-        for (int b = 0; b < WB; b++) {
-            if (r0 + a >= R || k0 + b >= K) continue;
-            size_t at = (size_t)(r0 + a) * K + k0 + b;
-            float sum = lane_sum16(s[a][b]);
-            du[at] = acc ? du[at] + sum : sum;
-        }
+        for (int q = 0; q < WV; q++)
+            if (r0 + r < R) vstore16(acc ? vload16(q, du + (size_t)r * KP) + sum[q][r] : sum[q][r], q, du + (size_t)r * KP);
 }
 #endif

@@ -5,13 +5,16 @@
  * docs/ARCHITECTURE.md, numerics). The backward-data is the same forward
  * run on dy with the flipped, transposed filter and padding 2 - pad; the
  * backward-weights the adjoint of the forward's tile arithmetic. The batch
- * runs in groups of 16 images, the vector lanes: a group's input (and dy,
- * and the output) interleaved once, so a tile's pixel is one vector, then
- * chunks of tile positions whose transformed tensors stay near the cache
- * (the tuner picks the chunk), or, forward and backward-data on CPU
- * devices, fused: one kernel per image group whose work-items each
- * transform, multiply and transform back a few tile positions in local
- * memory (V and M never reach global memory, the chunks' cost). Never
+ * runs in groups of 16 images, the vector lanes: a group's input (and the
+ * output) interleaved once, so a tile's pixel is one vector, then chunks
+ * of tile positions whose transformed tensors stay near the cache (the
+ * tuner picks the chunk), or, forward and backward-data on CPU devices,
+ * fused: one kernel per image group whose work-items each transform,
+ * multiply and transform back a few tile positions in local memory (V and
+ * M never reach global memory, the chunks' cost). The weight gradient sums
+ * over the tiles, so its lanes are 16 channels instead: x and dy in NHWC,
+ * chunks of one or more image groups (as many as fill the chunk where an
+ * image has few tiles). Never
  * chosen by rule: CLTRAIN_CONV_ALGO=winograd forces it, else its tuner
  * (conv_winograd_tune.c) gives it the passes where it measured faster
  * than the tuned choice. */
@@ -20,12 +23,12 @@
 #include "ops/conv_algo.h"
 #include "runtime/launch.h"
 
-#define LANES 16     /* images per tile position, channels per filter-gradient item (kernels/conv_winograd.cl, LN) */
+#define LANES 16     /* images per tile position; the weight gradient's channels per vector (kernels/conv_winograd.cl, LN) */
 #define PRODUCT_RM 8 /* forward product: output channels x vectors of 16 tiles per work-item */
 #define PRODUCT_NV 2
 #define BLOCK_TILES (PRODUCT_NV * LANES) /* BW: tiles per block of the transformed layouts */
-#define WPROD_WA 4                       /* weight product: channel pairs per work-item */
-#define WPROD_WB 4
+#define WPROD_WR 8                       /* weight product: dy's channels x vectors of 16 of x's per work-item */
+#define WPROD_WV 2
 #define GROUP_X 8 /* work-groups along dimension 0 */
 
 /* One convolution as the forward kernels see it: the forward itself, or
@@ -44,9 +47,11 @@ static fwd_shape shape_of(const clt_conv_geom *g, int pass)
 
 /* A pass's sizes: tile columns and positions of an image, and the floats
  * of U (or dU), of a chunk's V and M (or D) at cp positions, and of an
- * image group's interleaved input and output (dy: the weight gradient). */
+ * image group's interleaved input and output (the weight gradient: x and
+ * dy in NHWC, kp and rp channels). */
 typedef struct chunk_sizes {
     int tw, positions;
+    int kp, rp; /* the weight gradient's channels of x (whole product blocks) and dy (whole vectors) */
     size_t u, v, m, xt, dyt;
 } chunk_sizes;
 
@@ -59,22 +64,32 @@ static int fused(int cp) { return cp == FUSED_CP; }
 
 static int tile_blocks(int cp) { return (cp * LANES + BLOCK_TILES - 1) / BLOCK_TILES; }
 
-static chunk_sizes sizes(const clt_conv_geom *g, int pass, int wm, int cp)
+/* cp positions of ni images (the weight gradient; else LANES) a chunk */
+static chunk_sizes sizes(const clt_conv_geom *g, int pass, int wm, int cp, int ni)
 {
     fwd_shape f = shape_of(g, pass);
     chunk_sizes s;
     size_t e = (size_t)(wm + 2) * (wm + 2), tp = (size_t)tile_blocks(cp) * BLOCK_TILES;
     s.tw = (f.ow + wm - 1) / wm;
     s.positions = (f.oh + wm - 1) / wm * s.tw;
-    /* backward-weights: V of x (c channels), D of dy (co); else U, V of the input, M */
-    size_t in = pass == CLT_CONV_BWD_WEIGHTS ? (size_t)g->c : (size_t)f.k;
-    size_t out = pass == CLT_CONV_BWD_WEIGHTS ? (size_t)g->co : clt_conv_round_up((size_t)f.r, PRODUCT_RM);
-    s.u = align(e * in * out);
-    s.v = fused(cp) ? 0 : align(e * in * tp);
+    s.kp = (int)clt_conv_round_up((size_t)g->c, WPROD_WV * LANES);
+    s.rp = (int)clt_conv_round_up((size_t)g->co, LANES);
+    if (pass == CLT_CONV_BWD_WEIGHTS) { /* dU, V of x, D of dy, x and dy in NHWC */
+        size_t tiles = (size_t)cp * ni;
+        s.u = align(e * g->co * s.kp);
+        s.v = align(e * s.kp * tiles);
+        s.m = align(e * s.rp * tiles);
+        s.xt = align((size_t)s.kp * f.h * f.w * ni);
+        s.dyt = align((size_t)s.rp * f.oh * f.ow * ni);
+        return s;
+    }
+    /* U, V of the input, M, the input interleaved and the output before it goes in place */
+    size_t out = clt_conv_round_up((size_t)f.r, PRODUCT_RM);
+    s.u = align(e * f.k * out);
+    s.v = fused(cp) ? 0 : align(e * f.k * tp);
     s.m = fused(cp) ? 0 : align(e * out * tp);
-    s.xt = align(in * (size_t)f.h * f.w * LANES);
-    /* backward-weights: dy interleaved; else the output before it goes in place */
-    s.dyt = align((pass == CLT_CONV_BWD_WEIGHTS ? out : (size_t)f.r) * (size_t)f.oh * f.ow * LANES);
+    s.xt = align((size_t)f.k * f.h * f.w * LANES);
+    s.dyt = align((size_t)f.r * f.oh * f.ow * LANES);
     return s;
 }
 
@@ -106,19 +121,26 @@ int clt_conv_winograd_use(const clt_device *dev, clt_conv_plan *plan, int pass, 
 {
     const clt_conv_geom *g = &plan->g;
     if ((wm != 2 && wm != 4) || kib < 0 || !winograd_supports(g, CLT_CONV_PASS(pass))) return 0;
-    int cp = FUSED_CP;
+    int cp = FUSED_CP, ni = LANES;
     if (kib != CLT_CONV_WINOGRAD_FUSED) {
-        chunk_sizes two = sizes(g, pass, wm, 2); /* one block of positions */
+        chunk_sizes two = sizes(g, pass, wm, 2, LANES); /* one block of positions */
         size_t per_block = (two.v + two.m) * sizeof(float), target = (size_t)kib << 10;
         cp = 2 * (int)(target / per_block);
         if (cp < 2) cp = 2;
-        if (cp > two.positions) cp = two.positions;
+        if (cp > two.positions) {
+            /* the weight gradient's sum over tiles takes several image
+             * groups a chunk where they fit: few tiles an image (conv10's
+             * one) would leave its products short sums, stored each chunk */
+            int groups = cp / two.positions, batch = (g->n + LANES - 1) / LANES;
+            if (pass == CLT_CONV_BWD_WEIGHTS) ni = LANES * (groups < batch ? groups : batch);
+            cp = two.positions;
+        }
     } else if (!fused_fits(dev, g, pass, wm)) {
         return 0;
     }
-    chunk_sizes s = sizes(g, pass, wm, cp);
+    chunk_sizes s = sizes(g, pass, wm, cp, ni);
     if (!clt_conv_fits(dev, scratch_floats(&s) * sizeof(float))) return 0;
-    plan->winograd.cfg[pass] = (clt_conv_winograd_cfg){wm, cp, kib};
+    plan->winograd.cfg[pass] = (clt_conv_winograd_cfg){wm, cp, kib, ni};
     plan->winograd.tuned[pass] = 0;
     plan->algo[pass] = &clt_conv_winograd;
     return 1;
@@ -140,22 +162,22 @@ static int winograd_plan(const clt_device *dev, clt_conv_plan *plan, unsigned pa
 static void program(const clt_conv_winograd_cfg *c, int pass, char *spec, size_t cap)
 {
     if (pass == CLT_CONV_BWD_WEIGHTS)
-        snprintf(spec, cap, "conv_winograd -DWM=%d -DWA=%d -DWB=%d", c->wm, WPROD_WA, WPROD_WB);
+        snprintf(spec, cap, "conv_winograd -DWM=%d -DWR=%d -DWV=%d", c->wm, WPROD_WR, WPROD_WV);
     else
         snprintf(spec, cap, "conv_winograd -DWM=%d -DRM=%d -DNV=%d", c->wm, PRODUCT_RM, PRODUCT_NV);
 }
 
-/* One chunk: 16 images from g0, tile positions p0 to p0 + cp, in tb blocks. */
+/* One chunk: ni images from g0, tile positions p0 to p0 + cp, in tb blocks. */
 typedef struct chunk {
     int g0, p0, cp, tb;
 } chunk;
 
 /* The chunks in order (images, then positions): 0 after the last. */
-static int next_chunk(const fwd_shape *f, const chunk_sizes *s, int cp, chunk *c, int first)
+static int next_chunk(const fwd_shape *f, const chunk_sizes *s, int cp, int ni, chunk *c, int first)
 {
     if (fused(cp)) cp = s->positions;
     if (first) c->g0 = c->p0 = 0;
-    else if ((c->p0 += cp) >= s->positions && (c->p0 = 0, (c->g0 += LANES) >= f->n))
+    else if ((c->p0 += cp) >= s->positions && (c->p0 = 0, (c->g0 += ni) >= f->n))
         return 0;
     c->cp = s->positions - c->p0 < cp ? s->positions - c->p0 : cp;
     c->tb = tile_blocks(c->cp);
@@ -246,7 +268,7 @@ static clt_status run_forward(clt_device *dev, const clt_conv_plan *plan, int pa
     fwd_run r = {.dev = dev, .f = shape_of(&plan->g, pass), .bias = b ? b : w /* any buffer without a bias */,
                  .has_bias = b != NULL, .relu = relu_out, .e = (c->wm + 2) * (c->wm + 2)};
     const fwd_shape *f = &r.f;
-    r.s = sizes(&plan->g, pass, c->wm, c->cp);
+    r.s = sizes(&plan->g, pass, c->wm, c->cp, LANES);
     r.rp = (int)clt_conv_round_up((size_t)f->r, PRODUCT_RM);
     program(c, pass, r.spec, sizeof r.spec);
     CLT_TRY(clt_device_scratch(dev, scratch_floats(&r.s) * sizeof(float), &r.scratch));
@@ -259,7 +281,8 @@ static clt_status run_forward(clt_device *dev, const clt_conv_plan *plan, int pa
                           CLT_ARGS(CLT_ARG(f->r), CLT_ARG(f->k), CLT_ARG(r.rp), CLT_ARG(flip), CLT_ARG(w),
                                    CLT_ARG(r.scratch), CLT_ARG(r.u_off))));
     chunk k;
-    for (int more = next_chunk(f, &r.s, c->cp, &k, 1); more; more = next_chunk(f, &r.s, c->cp, &k, 0)) {
+    for (int more = next_chunk(f, &r.s, c->cp, LANES, &k, 1); more;
+         more = next_chunk(f, &r.s, c->cp, LANES, &k, 0)) {
         if (k.p0 == 0)
             CLT_TRY(interleave(dev, r.spec, f->k, f->h * f->w, f->n, k.g0, in, relu_in, ym, r.scratch, r.xt_off));
         CLT_TRY(fused(c->cp) ? fused_group(&r) : split_chunk(&r, &k));
@@ -280,37 +303,68 @@ static clt_status winograd_forward(clt_device *dev, const clt_conv_plan *plan, c
     return run_forward(dev, plan, CLT_CONV_FWD, x, 0, x, w, b, clt_epi_relu(epi), y);
 }
 
-/* dw: per chunk, V of x and D of dy, their products added to dU in chunk
- * order; then dw = G^T dU G. */
+/* An image group's k channels of hw pixels from in (through the ReLU's
+ * derivative where relu) in NHWC, kp channels, at off. */
+static clt_status nhwc(clt_device *dev, const char *spec, int k, int kp, int hw, int g0, int nl, cl_mem in, int relu,
+                       cl_mem ym, cl_mem scratch, cl_ulong off)
+{
+    return clt_launch_2d(dev, spec, "conv_winograd_nhwc", (size_t)(hw + LANES - 1) / LANES, (size_t)kp / LANES * nl,
+                         clt_conv_group_x(dev, GROUP_X), 1,
+                         CLT_ARGS(CLT_ARG(k), CLT_ARG(kp), CLT_ARG(hw), CLT_ARG(g0), CLT_ARG(nl), CLT_ARG(in),
+                                  CLT_ARG(relu), CLT_ARG(ym), CLT_ARG(scratch), CLT_ARG(off)));
+}
+
+/* A transform of a chunk's tc tiles (kernels/conv_winograd.cl's
+ * DEFINE_CHANNEL_TRANSFORM) from an image group in NHWC (kp channels, h x
+ * w) at in_off to off. */
+static clt_status channel_transform(clt_device *dev, const char *spec, const char *kernel, int kp, int h, int w,
+                                    int pad, const chunk_sizes *s, const chunk *c, int nl, cl_mem scratch,
+                                    cl_ulong in_off, cl_ulong off)
+{
+    int tc = c->cp * nl;
+    return clt_launch_2d(dev, spec, kernel, (size_t)tc, (size_t)kp / LANES, clt_conv_group_x(dev, GROUP_X), 1,
+                         CLT_ARGS(CLT_ARG(kp), CLT_ARG(h), CLT_ARG(w), CLT_ARG(pad), CLT_ARG(s->tw), CLT_ARG(c->p0),
+                                  CLT_ARG(nl), CLT_ARG(tc), CLT_ARG(scratch), CLT_ARG(in_off), CLT_ARG(scratch),
+                                  CLT_ARG(off)));
+}
+
+/* dw: per chunk, V of x and D of dy (the group's images only), their
+ * products added to dU in chunk order; then dw = G^T dU G. */
 static clt_status run_weights(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem dy, int relu, cl_mem ym,
                               cl_mem dw)
 {
     const clt_conv_geom *g = &plan->g;
     const clt_conv_winograd_cfg *c = &plan->winograd.cfg[CLT_CONV_BWD_WEIGHTS];
     fwd_shape f = shape_of(g, CLT_CONV_FWD);
-    chunk_sizes s = sizes(g, CLT_CONV_BWD_WEIGHTS, c->wm, c->cp);
+    chunk_sizes s = sizes(g, CLT_CONV_BWD_WEIGHTS, c->wm, c->cp, c->ni);
     char spec[64];
     program(c, CLT_CONV_BWD_WEIGHTS, spec, sizeof spec);
     cl_mem scratch;
     CLT_TRY(clt_device_scratch(dev, scratch_floats(&s) * sizeof(float), &scratch));
     cl_ulong u_off = 0, v_off = s.u, d_off = s.u + s.v, xt_off = d_off + s.m, dyt_off = xt_off + s.xt;
-    int e = (c->wm + 2) * (c->wm + 2), bw = BLOCK_TILES, no_relu = 0, acc = 0;
-    size_t kb = (size_t)(g->c + WPROD_WB - 1) / WPROD_WB, rb = (size_t)(g->co + WPROD_WA - 1) / WPROD_WA;
+    int e = (c->wm + 2) * (c->wm + 2), acc = 0;
     chunk k;
-    for (int more = next_chunk(&f, &s, c->cp, &k, 1); more; more = next_chunk(&f, &s, c->cp, &k, 0), acc = 1) {
+    for (int more = next_chunk(&f, &s, c->cp, c->ni, &k, 1); more;
+         more = next_chunk(&f, &s, c->cp, c->ni, &k, 0), acc = 1) {
+        int nl = g->n - k.g0 < c->ni ? g->n - k.g0 : c->ni, tc = k.cp * nl;
         if (k.p0 == 0) {
-            CLT_TRY(interleave(dev, spec, g->c, g->h * g->w, g->n, k.g0, x, no_relu, x, scratch, xt_off));
-            CLT_TRY(interleave(dev, spec, g->co, g->oh * g->ow, g->n, k.g0, dy, relu, ym, scratch, dyt_off));
+            CLT_TRY(nhwc(dev, spec, g->c, s.kp, g->h * g->w, k.g0, nl, x, 0, x, scratch, xt_off));
+            CLT_TRY(nhwc(dev, spec, g->co, s.rp, g->oh * g->ow, k.g0, nl, dy, relu, ym, scratch, dyt_off));
         }
-        CLT_TRY(tile_transform(dev, spec, "conv_winograd_input", g->c, g->h, g->w, g->pad, &s, &k, scratch, xt_off, v_off));
-        CLT_TRY(tile_transform(dev, spec, "conv_winograd_dy", g->co, g->oh, g->ow, 0, &s, &k, scratch, dyt_off, d_off));
-        CLT_TRY(clt_launch_2d(dev, spec, "conv_winograd_wprod", kb, (size_t)e * rb, clt_conv_group_x(dev, GROUP_X), 1,
-                              CLT_ARGS(CLT_ARG(g->co), CLT_ARG(g->c), CLT_ARG(k.tb), CLT_ARG(bw), CLT_ARG(acc),
+        CLT_TRY(channel_transform(dev, spec, "conv_winograd_input_nhwc", s.kp, g->h, g->w, g->pad, &s, &k, nl, scratch,
+                                  xt_off, v_off));
+        CLT_TRY(channel_transform(dev, spec, "conv_winograd_dy_nhwc", s.rp, g->oh, g->ow, 0, &s, &k, nl, scratch,
+                                  dyt_off, d_off));
+        CLT_TRY(clt_launch_2d(dev, spec, "conv_winograd_wgemm", (size_t)s.kp / (WPROD_WV * LANES),
+                              (size_t)e * (s.rp / WPROD_WR), 0, 0,
+                              CLT_ARGS(CLT_ARG(g->co), CLT_ARG(s.rp), CLT_ARG(s.kp), CLT_ARG(tc), CLT_ARG(acc),
                                        CLT_ARG(scratch), CLT_ARG(d_off), CLT_ARG(scratch), CLT_ARG(v_off),
                                        CLT_ARG(scratch), CLT_ARG(u_off))));
     }
-    return clt_launch_2d(dev, spec, "conv_winograd_filter_grad", ((size_t)g->c + LANES - 1) / LANES, (size_t)g->co, 0, 0,
-                         CLT_ARGS(CLT_ARG(g->co), CLT_ARG(g->c), CLT_ARG(scratch), CLT_ARG(u_off), CLT_ARG(dw)));
+    return clt_launch_2d(dev, spec, "conv_winograd_filter_grad", ((size_t)g->c + LANES - 1) / LANES, (size_t)g->co,
+                         0, 0,
+                         CLT_ARGS(CLT_ARG(g->co), CLT_ARG(g->c), CLT_ARG(s.kp), CLT_ARG(scratch), CLT_ARG(u_off),
+                                  CLT_ARG(dw)));
 }
 
 static clt_status winograd_backward(clt_device *dev, const clt_conv_plan *plan, cl_mem x, cl_mem w, cl_mem dy,
@@ -342,8 +396,9 @@ static void winograd_describe(const clt_conv_plan *plan, int pass, char *buf, si
 {
     char c[32];
     clt_conv_winograd_format(&plan->winograd.cfg[pass], c, sizeof c);
-    int cp = plan->winograd.cfg[pass].cp;
-    snprintf(buf, cap, "%s%s%.0d%s", c, cp ? " cp" : "", cp, plan->winograd.tuned[pass] ? " tuned" : "");
+    int cp = plan->winograd.cfg[pass].cp, ni = plan->winograd.cfg[pass].ni;
+    snprintf(buf, cap, "%s%s%.0d%s%.0d%s", c, cp ? " cp" : "", cp, ni > LANES ? " ni" : "", ni > LANES ? ni : 0,
+             plan->winograd.tuned[pass] ? " tuned" : "");
 }
 
 const clt_conv_algo clt_conv_winograd = {

@@ -56,7 +56,7 @@ static int candidates(const clt_device *dev, const clt_conv_plan *plan, int pass
         for (int j = 0; j < n_chunks[wg]; j++) {
             t[n] = *plan;
             ok[n] = clt_conv_winograd_use(dev, &t[n], pass, tiles[i], chunk_kib[j]);
-            clt_conv_winograd_format(&(clt_conv_winograd_cfg){tiles[i], 0, chunk_kib[j]}, values[n],
+            clt_conv_winograd_format(&(clt_conv_winograd_cfg){.wm = tiles[i], .kib = chunk_kib[j]}, values[n],
                                      CLT_TUNE_VALUE_MAX);
             snprintf(shown[n], CLT_TUNE_VALUE_MAX, "winograd %.40s", values[n]);
             n++;

@@ -175,6 +175,24 @@ static void report(void)
                worst[v][0], worst[v][1], worst[v][2]);
 }
 
+/* The weight gradient in chunks of several image groups (here an image is
+ * one F(4x4) tile): 40 images, one chunk at the rule's size (ni 48), 32
+ * and 8 at 300 KiB (ni 32; the forward passes in 16s). */
+static void test_image_groups(clt_device *dev)
+{
+    static const int kibs[] = {CLT_CONV_WINOGRAD_RULE_KIB_BWDW, 300}, want[] = {48, 32};
+    wcase c;
+    wcase_make(dev, &c, 40, 4, 4, 4, 6, 1);
+    for (int i = 0; i < 2; i++) {
+        clt_conv_plan *plan = variant_plan(dev, &c, 4, kibs[i]);
+        int ni = plan->winograd.cfg[CLT_CONV_BWD_WEIGHTS].ni;
+        CHECK(ni == want[i], "ck%d: the weight gradient takes %d images a chunk, expected %d", kibs[i], ni, want[i]);
+        clt_conv_plan_destroy(plan);
+        check_variant(dev, &c, 4, kibs[i]);
+    }
+    wcase_free(&c);
+}
+
 static void test_shapes(clt_device *dev)
 {
     static const int cases[][6] = {
@@ -191,6 +209,7 @@ static void test_shapes(clt_device *dev)
         const int *v = cases[i];
         run_variants(dev, v[0], v[1], v[2], v[3], v[4], v[5]);
     }
+    test_image_groups(dev);
     report();
     CHECK(fused_ran > 0, "the fused kernel took none of the small cases");
 }

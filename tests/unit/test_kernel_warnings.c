@@ -54,6 +54,11 @@ static const struct {
     {"dense_cpu", "-DVW=16 -DRA=4 -DRB=6 -DRM=6 -DNV=4"},
     {"conv_lanes", "-DVW=4 -DRM=3 -DNV=4"},
     {"conv_lanes", "-DVW=16 -DRM=12 -DNV=1"},
+    /* the forward's products and the weight gradient's, both tile sizes (ops/conv_winograd.c) */
+    {"conv_winograd", "-DWM=2 -DRM=8 -DNV=2"},
+    {"conv_winograd", "-DWM=4 -DRM=8 -DNV=2"},
+    {"conv_winograd", "-DWM=2 -DWR=8 -DWV=2"},
+    {"conv_winograd", "-DWM=4 -DWR=8 -DWV=2"},
     {"conv_lanes", "-DVW=4 -DWA=3 -DWB=4"},
     {"conv_lanes", "-DVW=8 -DWA=1 -DWB=8"},
     {"conv_implicit", "-DPASS=0 -DGC=3 -DGH=9 -DGW=7 -DGCO=5 -DGK=3 -DGS=2 -DGPAD=1 -DGOH=5 -DGOW=4 -DTM=128 -DTN=128 "
