@@ -45,7 +45,7 @@ __constant float G[A][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, 
 __constant float AT[WM][A] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
 #elif WM == 4
 /* Interpolation points 0, +-3/2, +-2/3 and infinity, not Lavin's 0, +-1,
- * +-2: the same zeros (as cheap) and about 3x less rounding in the forward
+ * +-2: the same zeros (as cheap) and about 4x less rounding
  * (Barabasz et al., 2020, measured here: docs/ARCHITECTURE.md); the rows
  * and columns are scaled so that B^T and A^T are exact binary fractions
  * near 1, all inexact constants in G (the filter, transformed once). */
@@ -471,14 +471,16 @@ __kernel void conv_winograd_filter_grad(int R, int K, int KP, __global const flo
  * D[e][t][r] V[e][t][k] (both channel-major, [e][t][RP] and [e][t][KP]):
  * a block of WR rows r (broadcast) x WV vectors of 16 channels k per
  * work-item, rank-1 updates over the tiles, summed in runs of WTS that
- * add up (fewer roundings than one long sum); no sum across lanes. dU is
- * [e][R][KP]. Global: (KP / (WV*LN), E * RP / WR). */
+ * add up (the error grows with a run's length, not the chunk's); no sum
+ * across lanes. dU is [e][R][KP]; the blocks of padded rows (RP rounds R
+ * up to 16) return at once. Global: (KP / (WV*LN), E * RP / WR). */
 __kernel void conv_winograd_wgemm(int R, int RP, int KP, int tc, int acc, __global const float *d, ulong d_off,
                                   __global const float *v, ulong v_off, __global float *du, ulong du_off)
 {
     int kb = get_global_id(0), rb = get_global_id(1), blocks = RP / WR;
     if (kb * WV * LN >= KP || rb >= E * blocks) return;
     int e = rb / blocks, r0 = rb % blocks * WR, k0 = kb * WV * LN;
+    if (r0 >= R) return;
     float16 sum[WV][WR], part[WV][WR];
 #pragma unroll
     for (int q = 0; q < WV; q++)

@@ -97,9 +97,9 @@ typedef struct clt_conv_implicit_params {
 
 /* One pass's Winograd configuration: wm outputs per tile side (2:
  * F(2x2,3x3), 4: F(4x4,3x3)), and chunks of ni images (16, the lanes; the
- * weight gradient's a multiple) at cp tile positions, as many as keep a
- * chunk's transformed tensors within kib KiB (at least one), or fused
- * (kib CLT_CONV_WINOGRAD_FUSED, cp 0). */
+ * weight gradient's a multiple, or the batch) at cp tile positions, as
+ * many as keep a chunk's transformed tensors within kib KiB (at least
+ * one), or fused (kib CLT_CONV_WINOGRAD_FUSED, cp 0). */
 typedef struct clt_conv_winograd_cfg {
     int wm, cp, kib;
     int ni;

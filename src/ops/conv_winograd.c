@@ -93,7 +93,8 @@ static chunk_sizes sizes(const clt_conv_geom *g, int pass, int wm, int cp, int n
     return s;
 }
 
-/* The work buffer: U, V, M, then the interleaved input, and dy or the output. */
+/* The work buffer: U, V, M, then the interleaved input and the output (the
+ * weight gradient: dU, V, D, x and dy in NHWC). */
 static size_t scratch_floats(const chunk_sizes *s) { return s->u + s->v + s->m + s->xt + s->dyt; }
 
 static unsigned winograd_supports(const clt_conv_geom *g, unsigned open)
@@ -131,8 +132,8 @@ int clt_conv_winograd_use(const clt_device *dev, clt_conv_plan *plan, int pass, 
             /* the weight gradient's sum over tiles takes several image
              * groups a chunk where they fit: few tiles an image (conv10's
              * one) would leave its products short sums, stored each chunk */
-            int groups = cp / two.positions, batch = (g->n + LANES - 1) / LANES;
-            if (pass == CLT_CONV_BWD_WEIGHTS) ni = LANES * (groups < batch ? groups : batch);
+            int groups = cp / two.positions;
+            if (pass == CLT_CONV_BWD_WEIGHTS) ni = LANES * groups < g->n ? LANES * groups : g->n;
             cp = two.positions;
         }
     } else if (!fused_fits(dev, g, pass, wm)) {
@@ -197,7 +198,7 @@ static clt_status interleave(clt_device *dev, const char *spec, int k, int hw, i
 
 /* A transform of a chunk's tiles (kernels/conv_winograd.cl's
  * DEFINE_TILE_TRANSFORM): V of an interleaved input of k channels, h x w,
- * at in_off, or D of dy (pad 0), at off. */
+ * at in_off, to off. */
 static clt_status tile_transform(clt_device *dev, const char *spec, const char *kernel, int k, int h, int w, int pad,
                                  const chunk_sizes *s, const chunk *c, cl_mem scratch, cl_ulong in_off, cl_ulong off)
 {

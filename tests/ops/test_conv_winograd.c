@@ -175,22 +175,26 @@ static void report(void)
                worst[v][0], worst[v][1], worst[v][2]);
 }
 
-/* The weight gradient in chunks of several image groups (here an image is
- * one F(4x4) tile): 40 images, one chunk at the rule's size (ni 48), 32
- * and 8 at 300 KiB (ni 32; the forward passes in 16s). */
+/* The weight gradient in chunks of several image groups, 40 images: each
+ * one F(4x4) tile (4x4), in one chunk at the rule's size (ni 40) and in 32
+ * and 8 at 300 KiB; 16 F(2x2) tiles each (8x8), in 32 and 8 at 1600 KiB
+ * (the forward passes in 16s). */
 static void test_image_groups(clt_device *dev)
 {
-    static const int kibs[] = {CLT_CONV_WINOGRAD_RULE_KIB_BWDW, 300}, want[] = {48, 32};
-    wcase c;
-    wcase_make(dev, &c, 40, 4, 4, 4, 6, 1);
-    for (int i = 0; i < 2; i++) {
-        clt_conv_plan *plan = variant_plan(dev, &c, 4, kibs[i]);
+    static const struct {
+        int hw, wm, kib, ni;
+    } v[] = {{4, 4, CLT_CONV_WINOGRAD_RULE_KIB_BWDW, 40}, {4, 4, 300, 32}, {8, 2, 1600, 32}};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        wcase c;
+        wcase_make(dev, &c, 40, 4, v[i].hw, v[i].hw, 6, 1);
+        clt_conv_plan *plan = variant_plan(dev, &c, v[i].wm, v[i].kib);
         int ni = plan->winograd.cfg[CLT_CONV_BWD_WEIGHTS].ni;
-        CHECK(ni == want[i], "ck%d: the weight gradient takes %d images a chunk, expected %d", kibs[i], ni, want[i]);
+        CHECK(ni == v[i].ni, "F(%d) ck%d: the weight gradient takes %d images a chunk, expected %d", v[i].wm, v[i].kib,
+              ni, v[i].ni);
         clt_conv_plan_destroy(plan);
-        check_variant(dev, &c, 4, kibs[i]);
+        check_variant(dev, &c, v[i].wm, v[i].kib);
+        wcase_free(&c);
     }
-    wcase_free(&c);
 }
 
 static void test_shapes(clt_device *dev)
