@@ -42,10 +42,11 @@ typedef struct clt_device_settings {
                                    * tuner may time against the tuned choice (ops/conv_algo.h) */
 } clt_device_settings;
 
-/* Winograd's tuner offers F(2x2,3x3), and F(4x4,3x3) for the weight
- * gradient (the default, "2"), nothing ("0"), or F(2x2) and F(4x4) for
- * every pass ("4": F(4x4)'s rounding in the forward took ResNet-18 past
- * test_pytorch.py's bar, so only when asked). */
+/* Winograd's tuner offers F(2x2,3x3), and F(4x4,3x3) for the backward
+ * passes (the default, "2"), nothing ("0"), or F(2x2) and F(4x4) for
+ * every pass ("4": F(4x4)'s rounding in the forward can flip a ReLU's
+ * gate, and took ResNet-18 past test_pytorch.py's bar, so only when
+ * asked). */
 enum { CLT_WINOGRAD_F2, CLT_WINOGRAD_NONE, CLT_WINOGRAD_F4 };
 
 /* TF32 tensor cores (runtime/tf32_probe.c; kernels/prelude.h, -DTC):

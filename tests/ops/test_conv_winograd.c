@@ -411,7 +411,7 @@ static void test_forced(clt_device *dev)
  * measured, and is right either way; a second plan takes the kept choice;
  * tuning off keeps the rule, and so does a tuner told to offer nothing
  * (CLTRAIN_CONV_WINOGRAD=0: never winograd); forced, it chooses among winograd's configurations,
- * F(4x4) for the weight gradient, for the others only where the settings
+ * F(4x4) for the backward passes, for the forward only where the settings
  * allow it (CLTRAIN_CONV_WINOGRAD=4). */
 static void test_tuner(clt_device *dev)
 {
@@ -444,7 +444,7 @@ static void test_tuner(clt_device *dev)
             if (m == 1) CHECK(!strcmp(a, first[p]), "%s: the kept choice %s, then %s", clt_conv_pass_names[p], first[p], a);
             if (m == 2 || m == 5) CHECK(!wino, "%s: winograd in mode %zu", clt_conv_pass_names[p], m);
             if (m == 3 || m == 4) CHECK(wino && strstr(how, "tuned"), "%s forced: %s", clt_conv_pass_names[p], how);
-            if (m == 3 && p != CLT_CONV_BWD_WEIGHTS)
+            if (m == 3 && p == CLT_CONV_FWD)
                 CHECK(strstr(how, "f2 ") != NULL, "%s: F(4x4) without the setting: %s", clt_conv_pass_names[p], how);
             if (modes[m][1] == CLT_TUNE_ON && wino) CHECK(strstr(how, "tuned") != NULL, "%s: %s", clt_conv_pass_names[p], how);
         }
