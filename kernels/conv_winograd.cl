@@ -123,6 +123,28 @@ INLINE float16 row16(__global const float *p, size_t at, int np)
     return vload16(0, v);
 }
 
+/* r[q][j] = row j's pixel q for LN rows of np pixels from x + at, rows
+ * stride apart (zeros for rows from nrows on, none read; read through the
+ * ReLU's derivative where relu, ym: the forward's output): a block
+ * transposed in registers, for the interleaving (rows: images) and NHWC
+ * (rows: channels) copies. */
+INLINE void transposed_rows(float16 r[LN], __global const float *x, int relu, __global const float *ym, size_t at,
+                            size_t stride, int nrows, int np)
+{
+#pragma unroll
+    for (int j = 0; j < LN; j++) r[j] = 0.0f;
+    if (nrows > 0) {
+#pragma unroll
+        for (int j = 0; j < LN; j++) { /* rows past nrows load the last again (no branch), then drop it */
+            size_t a = at + (size_t)min(j, nrows - 1) * stride;
+            float16 v = row16(x, a, np);
+            if (relu) v = select((float16)0.0f, v, isgreater(row16(ym, a, np), (float16)0.0f));
+            r[j] = j < nrows ? v : (float16)0.0f;
+        }
+    }
+    transpose16(r);
+}
+
 /* xt[(ch*H*W + p) * LN + l] = x[g0 + l][ch][p] for the K channels of an
  * image group (zeros past the batch's N images; through the ReLU's
  * derivative where relu, ym: the forward's output), 16 pixels per
@@ -133,16 +155,9 @@ __kernel void conv_winograd_interleave(int K, int HW, int N, int g0, __global co
 {
     int pb = get_global_id(0), ch = get_global_id(1), p0 = pb * LN;
     if (p0 >= HW || ch >= K) return;
-    int nl = min(LN, N - g0), np = min(LN, HW - p0);
+    int np = min(LN, HW - p0);
     float16 r[LN];
-#pragma unroll
-    for (int l = 0; l < LN; l++) {
-        size_t at = ((size_t)(g0 + min(l, nl - 1)) * K + ch) * HW + p0;
-        float16 a = row16(x, at, np);
-        if (relu) a = select((float16)0.0f, a, isgreater(row16(ym, at, np), (float16)0.0f));
-        r[l] = l < nl ? a : (float16)0.0f;
-    }
-    transpose16(r);
+    transposed_rows(r, x, relu, ym, ((size_t)g0 * K + ch) * HW + p0, (size_t)K * HW, min(LN, N - g0), np);
     xt += xt_off + ((size_t)ch * HW + p0) * LN;
 #pragma unroll
     for (int q = 0; q < LN; q++)
@@ -403,14 +418,7 @@ __kernel void conv_winograd_nhwc(int K, int KP, int HW, int g0, int nl, __global
     if (p0 >= HW || l >= nl) return;
     int np = min(LN, HW - p0);
     float16 r[LN];
-#pragma unroll
-    for (int c = 0; c < LN; c++) {
-        size_t at = ((size_t)(g0 + l) * K + min(c0 + c, K - 1)) * HW + p0;
-        float16 a = row16(x, at, np);
-        if (relu) a = select((float16)0.0f, a, isgreater(row16(ym, at, np), (float16)0.0f));
-        r[c] = c0 + c < K ? a : (float16)0.0f;
-    }
-    transpose16(r);
+    transposed_rows(r, x, relu, ym, ((size_t)(g0 + l) * K + c0) * HW + p0, HW, K - c0, np);
     xn += xn_off + ((size_t)l * HW + p0) * KP + c0;
 #pragma unroll
     for (int q = 0; q < LN; q++)

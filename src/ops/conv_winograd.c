@@ -51,7 +51,8 @@ static fwd_shape shape_of(const clt_conv_geom *g, int pass)
  * dy in NHWC, kp and rp channels). */
 typedef struct chunk_sizes {
     int tw, positions;
-    int kp, rp; /* the weight gradient's channels of x (whole product blocks) and dy (whole vectors) */
+    int rp; /* the product's rows padded: the output channels to RM (the weight gradient: dy's to whole vectors) */
+    int kp; /* the weight gradient's channels of x padded to whole product blocks */
     size_t u, v, m, xt, dyt;
 } chunk_sizes;
 
@@ -72,10 +73,10 @@ static chunk_sizes sizes(const clt_conv_geom *g, int pass, int wm, int cp, int n
     size_t e = (size_t)(wm + 2) * (wm + 2), tp = (size_t)tile_blocks(cp) * BLOCK_TILES;
     s.tw = (f.ow + wm - 1) / wm;
     s.positions = (f.oh + wm - 1) / wm * s.tw;
-    s.kp = (int)clt_conv_round_up((size_t)g->c, WPROD_WV * LANES);
-    s.rp = (int)clt_conv_round_up((size_t)g->co, LANES);
     if (pass == CLT_CONV_BWD_WEIGHTS) { /* dU, V of x, D of dy, x and dy in NHWC */
         size_t tiles = (size_t)cp * ni;
+        s.kp = (int)clt_conv_round_up((size_t)g->c, WPROD_WV * LANES);
+        s.rp = (int)clt_conv_round_up((size_t)g->co, LANES);
         s.u = align(e * g->co * s.kp);
         s.v = align(e * s.kp * tiles);
         s.m = align(e * s.rp * tiles);
@@ -84,10 +85,11 @@ static chunk_sizes sizes(const clt_conv_geom *g, int pass, int wm, int cp, int n
         return s;
     }
     /* U, V of the input, M, the input interleaved and the output before it goes in place */
-    size_t out = clt_conv_round_up((size_t)f.r, PRODUCT_RM);
-    s.u = align(e * f.k * out);
+    s.kp = 0;
+    s.rp = (int)clt_conv_round_up((size_t)f.r, PRODUCT_RM);
+    s.u = align(e * f.k * s.rp);
     s.v = fused(cp) ? 0 : align(e * f.k * tp);
-    s.m = fused(cp) ? 0 : align(e * out * tp);
+    s.m = fused(cp) ? 0 : align(e * s.rp * tp);
     s.xt = align((size_t)f.k * f.h * f.w * LANES);
     s.dyt = align((size_t)f.r * f.oh * f.ow * LANES);
     return s;
@@ -219,7 +221,7 @@ typedef struct fwd_run {
     chunk_sizes s;
     cl_mem scratch, bias;
     cl_ulong u_off, v_off, m_off, xt_off, yt_off;
-    int rp, e, has_bias, relu;
+    int e, has_bias, relu;
 } fwd_run;
 
 /* One chunk of the interleaved input as three kernels: V of its tiles,
@@ -230,14 +232,14 @@ static clt_status split_chunk(fwd_run *r, const chunk *k)
     int tp = k->tb * BLOCK_TILES;
     CLT_TRY(tile_transform(r->dev, r->spec, "conv_winograd_input", f->k, f->h, f->w, f->pad, &r->s, k, r->scratch,
                            r->xt_off, r->v_off));
-    CLT_TRY(clt_launch_2d(r->dev, r->spec, "conv_winograd_product", (size_t)r->e * (r->rp / PRODUCT_RM),
+    CLT_TRY(clt_launch_2d(r->dev, r->spec, "conv_winograd_product", (size_t)r->e * (r->s.rp / PRODUCT_RM),
                           (size_t)k->tb, clt_conv_group_x(r->dev, GROUP_X), 1,
-                          CLT_ARGS(CLT_ARG(f->k), CLT_ARG(r->rp), CLT_ARG(k->tb), CLT_ARG(r->scratch),
+                          CLT_ARGS(CLT_ARG(f->k), CLT_ARG(r->s.rp), CLT_ARG(k->tb), CLT_ARG(r->scratch),
                                    CLT_ARG(r->u_off), CLT_ARG(r->scratch), CLT_ARG(r->v_off), CLT_ARG(r->scratch),
                                    CLT_ARG(r->m_off))));
     return clt_launch_2d(r->dev, r->spec, "conv_winograd_output", (size_t)k->cp, (size_t)f->r,
                          clt_conv_group_x(r->dev, GROUP_X), 1,
-                         CLT_ARGS(CLT_ARG(f->r), CLT_ARG(r->rp), CLT_ARG(f->oh), CLT_ARG(f->ow), CLT_ARG(r->s.tw),
+                         CLT_ARGS(CLT_ARG(f->r), CLT_ARG(r->s.rp), CLT_ARG(f->oh), CLT_ARG(f->ow), CLT_ARG(r->s.tw),
                                   CLT_ARG(k->p0), CLT_ARG(k->cp), CLT_ARG(tp), CLT_ARG(r->scratch), CLT_ARG(r->m_off),
                                   CLT_ARG(r->bias), CLT_ARG(r->has_bias), CLT_ARG(r->relu), CLT_ARG(r->scratch),
                                   CLT_ARG(r->yt_off)));
@@ -252,7 +254,7 @@ static clt_status fused_group(fwd_run *r)
     size_t items = (size_t)(r->s.positions + PRODUCT_NV - 1) / PRODUCT_NV;
     return clt_launch_2d(r->dev, r->spec, "conv_winograd_fused", items, 1, 1, 1,
                          CLT_ARGS(CLT_ARG(f->k), CLT_ARG(f->h), CLT_ARG(f->w), CLT_ARG(f->pad), CLT_ARG(f->r),
-                                  CLT_ARG(r->rp), CLT_ARG(f->oh), CLT_ARG(f->ow), CLT_ARG(r->s.tw),
+                                  CLT_ARG(r->s.rp), CLT_ARG(f->oh), CLT_ARG(f->ow), CLT_ARG(r->s.tw),
                                   CLT_ARG(r->s.positions), CLT_ARG(r->scratch), CLT_ARG(r->xt_off),
                                   CLT_ARG(r->scratch), CLT_ARG(r->u_off), CLT_ARG(r->bias), CLT_ARG(r->has_bias),
                                   CLT_ARG(r->relu), CLT_ARG(r->scratch), CLT_ARG(r->yt_off), CLT_LOCAL(vl),
@@ -270,7 +272,6 @@ static clt_status run_forward(clt_device *dev, const clt_conv_plan *plan, int pa
                  .has_bias = b != NULL, .relu = relu_out, .e = (c->wm + 2) * (c->wm + 2)};
     const fwd_shape *f = &r.f;
     r.s = sizes(&plan->g, pass, c->wm, c->cp, LANES);
-    r.rp = (int)clt_conv_round_up((size_t)f->r, PRODUCT_RM);
     program(c, pass, r.spec, sizeof r.spec);
     CLT_TRY(clt_device_scratch(dev, scratch_floats(&r.s) * sizeof(float), &r.scratch));
     r.v_off = r.s.u;
@@ -278,8 +279,8 @@ static clt_status run_forward(clt_device *dev, const clt_conv_plan *plan, int pa
     r.xt_off = r.m_off + r.s.m;
     r.yt_off = r.xt_off + r.s.xt;
     int flip = pass == CLT_CONV_BWD_DATA;
-    CLT_TRY(clt_launch_2d(dev, r.spec, "conv_winograd_filter", (size_t)f->k, (size_t)(r.rp / PRODUCT_RM), 0, 0,
-                          CLT_ARGS(CLT_ARG(f->r), CLT_ARG(f->k), CLT_ARG(r.rp), CLT_ARG(flip), CLT_ARG(w),
+    CLT_TRY(clt_launch_2d(dev, r.spec, "conv_winograd_filter", (size_t)f->k, (size_t)(r.s.rp / PRODUCT_RM), 0, 0,
+                          CLT_ARGS(CLT_ARG(f->r), CLT_ARG(f->k), CLT_ARG(r.s.rp), CLT_ARG(flip), CLT_ARG(w),
                                    CLT_ARG(r.scratch), CLT_ARG(r.u_off))));
     chunk k;
     for (int more = next_chunk(f, &r.s, c->cp, LANES, &k, 1); more;
